@@ -1,0 +1,241 @@
+//! Attribute parsing: `#[redis(...)]`, `#[pk]`, `#[index(...)]`, `#[hash]`,
+//! `#[version]` into plain values that remember the tokens they came from,
+//! so later checks can point at them. No cross-attribute rules here.
+
+use crate::ctxt::Ctxt;
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::meta::ParseNestedMeta;
+use syn::{Attribute, LitInt, LitStr, Meta};
+
+/// A parsed attribute value and the tokens to point at.
+pub struct Spanned<T> {
+    pub value: T,
+    pub tokens: TokenStream,
+}
+
+/// Stores `value` into `slot`, or records "duplicate" pointing at the second.
+fn set_once<T>(cx: &Ctxt, slot: &mut Option<Spanned<T>>, value: T, tokens: TokenStream, name: &str) {
+    if slot.is_some() {
+        cx.error_spanned_by(tokens, format!("duplicate `{name}`"));
+    } else {
+        *slot = Some(Spanned { value, tokens });
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum LayoutKind {
+    Hash,
+    Strings,
+    Json,
+}
+
+#[derive(Default)]
+pub struct Container {
+    pub prefix: Option<Spanned<String>>,
+    pub key: Option<Spanned<String>>,
+    pub layout: Option<Spanned<LayoutKind>>,
+    pub ttl: Option<Spanned<u64>>,
+    pub krate: Option<Spanned<syn::Path>>,
+    /// `#[hash]` on the struct: another spelling of `layout = "hash"`.
+    pub hash: Option<Spanned<()>>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum IndexKind {
+    Equality,
+    Unique,
+    Sorted,
+    Prefix,
+}
+
+#[derive(Default)]
+pub struct FieldAttrs {
+    pub pk: Option<Spanned<()>>,
+    pub hash: Option<Spanned<()>>,
+    pub index: Option<Spanned<IndexKind>>,
+    pub version: Option<Spanned<()>>,
+    pub rename: Option<Spanned<String>>,
+    pub skip: Option<Spanned<()>>,
+    pub default: Option<Spanned<()>>,
+    pub json: Option<Spanned<()>>,
+    pub ttl: Option<Spanned<u64>>,
+}
+
+fn lit_str(meta: &ParseNestedMeta) -> syn::Result<LitStr> {
+    meta.value()?.parse::<LitStr>()
+}
+
+fn lit_u64(meta: &ParseNestedMeta) -> syn::Result<(u64, LitInt)> {
+    let lit: LitInt = meta.value()?.parse()?;
+    let v = lit.base10_parse::<u64>()?;
+    Ok((v, lit))
+}
+
+fn name_of(meta: &ParseNestedMeta) -> String {
+    meta.path
+        .get_ident()
+        .map(|i| i.to_string())
+        .unwrap_or_else(|| meta.path.to_token_stream().to_string())
+}
+
+/// A marker attribute such as `#[pk]`: arguments are an error.
+fn marker(cx: &Ctxt, attr: &Attribute, name: &str) -> bool {
+    match &attr.meta {
+        Meta::Path(_) => true,
+        _ => {
+            cx.error_spanned_by(attr, format!("`#[{name}]` takes no arguments"));
+            false
+        }
+    }
+}
+
+pub fn container(cx: &Ctxt, attrs: &[Attribute]) -> Container {
+    let mut c = Container::default();
+    for attr in attrs {
+        if attr.path().is_ident("hash") {
+            if marker(cx, attr, "hash") {
+                set_once(cx, &mut c.hash, (), attr.to_token_stream(), "#[hash]");
+            }
+        } else if attr.path().is_ident("redis") {
+            let r = attr.parse_nested_meta(|meta| {
+                let tokens = meta.path.to_token_stream();
+                match name_of(&meta).as_str() {
+                    "prefix" => {
+                        let s = lit_str(&meta)?;
+                        set_once(cx, &mut c.prefix, s.value(), s.to_token_stream(), "prefix");
+                    }
+                    "key" => {
+                        let s = lit_str(&meta)?;
+                        set_once(cx, &mut c.key, s.value(), s.to_token_stream(), "key");
+                    }
+                    "layout" => {
+                        let s = lit_str(&meta)?;
+                        let kind = match s.value().as_str() {
+                            "hash" => LayoutKind::Hash,
+                            "strings" => LayoutKind::Strings,
+                            "json" => LayoutKind::Json,
+                            other => {
+                                cx.error_spanned_by(
+                                    &s,
+                                    format!("unknown layout `{other}`: expected \"hash\", \"strings\" or \"json\""),
+                                );
+                                return Ok(());
+                            }
+                        };
+                        set_once(cx, &mut c.layout, kind, s.to_token_stream(), "layout");
+                    }
+                    "ttl" => {
+                        let (v, lit) = lit_u64(&meta)?;
+                        set_once(cx, &mut c.ttl, v, lit.to_token_stream(), "ttl");
+                    }
+                    "crate" => {
+                        let s = lit_str(&meta)?;
+                        match s.parse::<syn::Path>() {
+                            Ok(p) => set_once(cx, &mut c.krate, p, s.to_token_stream(), "crate"),
+                            Err(_) => cx.error_spanned_by(&s, "`crate` must be a path such as \"::redis_entity\""),
+                        }
+                    }
+                    other => cx.error_spanned_by(
+                        tokens,
+                        format!(
+                            "unknown attribute `{other}` in `#[redis(...)]` on a struct: expected prefix, key, layout, ttl or crate"
+                        ),
+                    ),
+                }
+                Ok(())
+            });
+            if let Err(e) = r {
+                cx.syn_error(e);
+            }
+        }
+    }
+    c
+}
+
+pub fn field(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
+    let mut f = FieldAttrs::default();
+    for attr in attrs {
+        let path = attr.path();
+        let tokens = attr.to_token_stream();
+        if path.is_ident("pk") {
+            if marker(cx, attr, "pk") {
+                set_once(cx, &mut f.pk, (), tokens, "#[pk]");
+            }
+        } else if path.is_ident("hash") {
+            if marker(cx, attr, "hash") {
+                set_once(cx, &mut f.hash, (), tokens, "#[hash]");
+            }
+        } else if path.is_ident("version") {
+            if marker(cx, attr, "version") {
+                set_once(cx, &mut f.version, (), tokens, "#[version]");
+            }
+        } else if path.is_ident("index") {
+            let kind = match &attr.meta {
+                Meta::Path(_) => Some(IndexKind::Equality),
+                Meta::List(_) => {
+                    let mut kind = None;
+                    let r = attr.parse_nested_meta(|meta| {
+                        let k = match name_of(&meta).as_str() {
+                            "unique" => IndexKind::Unique,
+                            "sorted" => IndexKind::Sorted,
+                            "prefix" => IndexKind::Prefix,
+                            other => {
+                                cx.error_spanned_by(
+                                    &meta.path,
+                                    format!("unknown index kind `{other}`: expected `#[index]`, `#[index(unique)]`, `#[index(sorted)]` or `#[index(prefix)]`"),
+                                );
+                                return Ok(());
+                            }
+                        };
+                        if kind.is_some() {
+                            cx.error_spanned_by(&meta.path, "an index has one kind: give one of unique, sorted, prefix");
+                        } else {
+                            kind = Some(k);
+                        }
+                        Ok(())
+                    });
+                    if let Err(e) = r {
+                        cx.syn_error(e);
+                    }
+                    kind
+                }
+                Meta::NameValue(_) => {
+                    cx.error_spanned_by(attr, "expected `#[index]` or `#[index(kind)]`");
+                    None
+                }
+            };
+            if let Some(k) = kind {
+                set_once(cx, &mut f.index, k, tokens, "#[index]");
+            }
+        } else if path.is_ident("redis") {
+            let r = attr.parse_nested_meta(|meta| {
+                let tokens = meta.path.to_token_stream();
+                match name_of(&meta).as_str() {
+                    "rename" => {
+                        let s = lit_str(&meta)?;
+                        set_once(cx, &mut f.rename, s.value(), s.to_token_stream(), "rename");
+                    }
+                    "skip" => set_once(cx, &mut f.skip, (), tokens, "skip"),
+                    "default" => set_once(cx, &mut f.default, (), tokens, "default"),
+                    "json" => set_once(cx, &mut f.json, (), tokens, "json"),
+                    "ttl" => {
+                        let (v, lit) = lit_u64(&meta)?;
+                        set_once(cx, &mut f.ttl, v, lit.to_token_stream(), "ttl");
+                    }
+                    other => cx.error_spanned_by(
+                        tokens,
+                        format!(
+                            "unknown attribute `{other}` in `#[redis(...)]` on a field: expected rename, skip, default, json or ttl"
+                        ),
+                    ),
+                }
+                Ok(())
+            });
+            if let Err(e) = r {
+                cx.syn_error(e);
+            }
+        }
+    }
+    f
+}

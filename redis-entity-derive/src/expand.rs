@@ -1,0 +1,307 @@
+//! Code generation from the entity model. Generated code names only paths
+//! under `<crate>::__private` (by default `::redis_entity::__private`), so a
+//! user needs the one dependency.
+
+use crate::attr::LayoutKind;
+use crate::check;
+use crate::ctxt::Ctxt;
+use crate::model::{self, Codec, Entity, Role};
+use crate::template::Part;
+use crate::types;
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::{DeriveInput, Ident, LitStr};
+
+pub fn derive(input: &DeriveInput) -> TokenStream {
+    let cx = Ctxt::default();
+    let entity = model::build(&cx, input);
+    if let Some(e) = &entity {
+        check::check(&cx, e);
+    }
+    match (cx.check(), entity) {
+        (Ok(()), Some(e)) => generate(&e),
+        (Err(err), _) => err.to_compile_error(),
+        (Ok(()), None) => TokenStream::new(),
+    }
+}
+
+fn lit(s: &str) -> LitStr {
+    LitStr::new(s, Span::call_site())
+}
+
+fn screaming(ident: &Ident) -> Ident {
+    let name = ident.to_string();
+    let name = name.trim_start_matches("r#").to_uppercase();
+    Ident::new(&name, ident.span())
+}
+
+struct KeyCode {
+    /// Statements that append the key to `out`, given `__p0..` bound to pk refs.
+    body: TokenStream,
+    /// `user:userid:{<id>}`.
+    pattern: String,
+}
+
+fn key_code(e: &Entity, re: &TokenStream) -> KeyCode {
+    let pk_names: Vec<String> = e.pks().map(|f| f.name.clone()).collect();
+    let first = e.template.iter().position(|p| matches!(p, Part::Field(_)));
+    let last = e.template.iter().rposition(|p| matches!(p, Part::Field(_)));
+    // Separators between placeholders are escaped inside values, so a composite
+    // key reads back one way only.
+    let mut extra = String::new();
+    if let (Some(a), Some(b)) = (first, last) {
+        for p in &e.template[a..b] {
+            if let Part::Lit(s) = p {
+                for c in s.chars() {
+                    if !extra.contains(c) {
+                        extra.push(c);
+                    }
+                }
+            }
+        }
+    }
+    let extra = lit(&extra);
+    let mut body = TokenStream::new();
+    let mut pattern = String::new();
+    for (i, p) in e.template.iter().enumerate() {
+        if Some(i) == first {
+            pattern.push('{');
+            body.extend(quote!(out.push('{');));
+        }
+        match p {
+            Part::Lit(s) => {
+                pattern.push_str(s);
+                let s = lit(s);
+                body.extend(quote!(out.push_str(#s);));
+            }
+            Part::Field(name) => {
+                pattern.push_str(&format!("<{name}>"));
+                let idx = pk_names.iter().position(|n| n == name).unwrap_or(0);
+                let p = format_ident!("__p{}", idx);
+                body.extend(quote!(#re::KeyPart::write_key(#p, out, #extra);));
+            }
+        }
+        if Some(i) == last {
+            pattern.push('}');
+            body.extend(quote!(out.push('}');));
+        }
+    }
+    KeyCode { body, pattern }
+}
+
+fn codec_type(re: &TokenStream, codec: Codec, defaulted: bool) -> TokenStream {
+    let base = match codec {
+        Codec::Plain => quote!(#re::Plain),
+        Codec::Optional => quote!(#re::Optional),
+        Codec::Json => quote!(#re::Json),
+        Codec::JsonOptional => quote!(#re::JsonOptional),
+    };
+    if defaulted {
+        quote!(#re::Defaulted<#base>)
+    } else {
+        base
+    }
+}
+
+fn generate(e: &Entity) -> TokenStream {
+    let krate = &e.krate;
+    let re = quote!(#krate::__private);
+    let ident = e.ident;
+    let vis = e.vis;
+    let option = quote!(#re::core::option::Option);
+
+    let pks: Vec<&model::Field> = e.pks().collect();
+    let pk_types: Vec<&syn::Type> = pks.iter().map(|f| f.ty).collect();
+    let pk_idents: Vec<&Ident> = pks.iter().map(|f| f.ident).collect();
+    let pk_vars: Vec<Ident> = (0..pks.len()).map(|i| format_ident!("__p{}", i)).collect();
+    let pk_type = if pks.len() == 1 {
+        let t = pk_types[0];
+        quote!(#t)
+    } else {
+        quote!((#(#pk_types),*))
+    };
+    let bind_pk = if pks.len() == 1 {
+        let v = &pk_vars[0];
+        quote!(let #v = pk;)
+    } else {
+        quote!(let (#(#pk_vars),*) = pk;)
+    };
+    let bind_own = quote!(#(let #pk_vars = &self.#pk_idents;)*);
+
+    let key = key_code(e, &re);
+    let key_body = &key.body;
+    let key_pattern = lit(&key.pattern);
+
+    let layout = match e.layout {
+        LayoutKind::Hash => quote!(#re::Layout::Hash),
+        LayoutKind::Strings => quote!(#re::Layout::Strings),
+        LayoutKind::Json => quote!(#re::Layout::Json),
+    };
+
+    let columns: Vec<&model::Field> = e.columns().collect();
+    let maps: Vec<&model::Field> = e.maps().collect();
+
+    let column_descs = columns.iter().map(|f| {
+        let name = lit(&f.name);
+        let ty = lit(&types::display(f.ty));
+        let optional = matches!(f.role, Role::Column { codec: Codec::Optional | Codec::JsonOptional, .. } | Role::Column { defaulted: true, .. });
+        let ttl = match f.attrs.ttl.as_ref().map(|t| t.value) {
+            Some(t) => quote!(#option::Some(#t)),
+            None => quote!(#option::None),
+        };
+        quote!(#re::ColumnDesc { name: #name, rust_type: #ty, optional: #optional, ttl: #ttl })
+    });
+    let map_descs = maps.iter().map(|f| {
+        let name = lit(&f.name);
+        let ty = lit(&types::display(f.ty));
+        quote!(#re::MapDesc { name: #name, rust_type: #ty })
+    });
+    let pk_names = pks.iter().map(|f| lit(&f.name));
+    let type_name = lit(&ident.to_string());
+    let prefix = lit(&e.prefix);
+    let ttl = match e.ttl {
+        Some(t) => quote!(#option::Some(#t)),
+        None => quote!(#option::None),
+    };
+
+    let codecs: Vec<TokenStream> = columns
+        .iter()
+        .map(|f| match f.role {
+            Role::Column { codec, defaulted } => codec_type(&re, codec, defaulted),
+            _ => unreachable_codec(),
+        })
+        .collect();
+    let col_idents: Vec<&Ident> = columns.iter().map(|f| f.ident).collect();
+    let col_types: Vec<&syn::Type> = columns.iter().map(|f| f.ty).collect();
+    let col_names: Vec<LitStr> = columns.iter().map(|f| lit(&f.name)).collect();
+    let col_vars: Vec<Ident> = (0..columns.len()).map(|i| format_ident!("__c{}", i)).collect();
+    let map_idents: Vec<&Ident> = maps.iter().map(|f| f.ident).collect();
+    let map_types: Vec<&syn::Type> = maps.iter().map(|f| f.ty).collect();
+    let map_names: Vec<LitStr> = maps.iter().map(|f| lit(&f.name)).collect();
+    let map_vars: Vec<Ident> = (0..maps.len()).map(|i| format_ident!("__m{}", i)).collect();
+
+    let inits = e.fields.iter().map(|f| {
+        let id = f.ident;
+        match f.role {
+            Role::Pk => {
+                let i = pks.iter().position(|p| p.ident == f.ident).unwrap_or(0);
+                let v = &pk_vars[i];
+                quote!(#id: #re::core::clone::Clone::clone(#v))
+            }
+            Role::Column { .. } => {
+                let i = columns.iter().position(|c| c.ident == f.ident).unwrap_or(0);
+                let v = &col_vars[i];
+                quote!(#id: #v)
+            }
+            Role::Map => {
+                let i = maps.iter().position(|c| c.ident == f.ident).unwrap_or(0);
+                let v = &map_vars[i];
+                quote!(#id: #v)
+            }
+            Role::Skip => quote!(#id: #re::core::default::Default::default()),
+        }
+    });
+
+    let col_consts = columns.iter().enumerate().map(|(i, f)| {
+        let name = screaming(f.ident);
+        let ty = f.ty;
+        let codec = &codecs[i];
+        let stored = lit(&f.name);
+        let doc = format!("Handle of the `{}` field (stored as `{}`).", f.ident, f.name);
+        quote! {
+            #[doc = #doc]
+            #vis const #name: #re::Field<#ident, #ty, #codec> = #re::Field::new(#stored, #i);
+        }
+    });
+    let map_consts = maps.iter().enumerate().map(|(i, f)| {
+        let name = screaming(f.ident);
+        let ty = f.ty;
+        let stored = lit(&f.name);
+        let doc = format!("Handle of the `#[hash]` field `{}` (its own hash at `<key>:{}`).", f.ident, f.name);
+        quote! {
+            #[doc = #doc]
+            #vis const #name: #re::HashField<#ident, #ty> = #re::HashField::new(#stored, #i);
+        }
+    });
+    let key_doc = format!("The entity key for `pk`, without namespace: `{}`.", key.pattern);
+
+    quote! {
+        const _: () = {
+            impl #re::Entity for #ident {
+                type Pk = #pk_type;
+
+                const DESC: &'static #re::EntityDesc = &#re::EntityDesc {
+                    type_name: #type_name,
+                    prefix: #prefix,
+                    layout: #layout,
+                    key_pattern: #key_pattern,
+                    pk_fields: &[#(#pk_names),*],
+                    columns: &[#(#column_descs),*],
+                    maps: &[#(#map_descs),*],
+                    ttl: #ttl,
+                };
+
+                fn write_key(pk: &Self::Pk, out: &mut #re::String) {
+                    #bind_pk
+                    #key_body
+                }
+
+                fn write_own_key(&self, out: &mut #re::String) {
+                    #bind_own
+                    #key_body
+                }
+
+                fn to_row(&self) -> #re::Result<#re::Row> {
+                    #re::core::result::Result::Ok(#re::Row {
+                        columns: #re::Vec::from([
+                            #(<#codecs as #re::FieldCodec<#col_types>>::encode(#col_names, &self.#col_idents)?),*
+                        ]),
+                        maps: #re::Vec::from([
+                            #(#re::MapField::encode_entries(&self.#map_idents)),*
+                        ]),
+                    })
+                }
+
+                fn from_row(pk: &Self::Pk, row: #re::Row) -> #re::core::result::Result<Self, #re::FieldError> {
+                    let mut __cols = row.columns.into_iter();
+                    let mut __maps = row.maps.into_iter();
+                    #(
+                        let #col_vars = <#codecs as #re::FieldCodec<#col_types>>::decode(
+                            #col_names,
+                            #re::take(&mut __cols).as_deref(),
+                        )?;
+                    )*
+                    #(
+                        let #map_vars = #re::decode_map::<#map_types>(
+                            #map_names,
+                            __maps.next().unwrap_or_default(),
+                        )?;
+                    )*
+                    #bind_pk
+                    #re::core::result::Result::Ok(#ident { #(#inits),* })
+                }
+            }
+        };
+
+        #[allow(dead_code)]
+        impl #ident {
+            #(#col_consts)*
+            #(#map_consts)*
+
+            #[doc = #key_doc]
+            #vis fn key(pk: &<Self as #re::Entity>::Pk) -> #re::String {
+                <Self as #re::Entity>::entity_key(pk)
+            }
+
+            /// Every key family of this entity with its Redis type.
+            #vis fn layout() -> #re::EntityLayout {
+                #re::EntityLayout::of(<Self as #re::Entity>::DESC)
+            }
+        }
+    }
+}
+
+fn unreachable_codec() -> TokenStream {
+    // Only columns reach codec selection; keep the macro panic-free anyway.
+    quote!(())
+}

@@ -1,0 +1,304 @@
+//! The synchronous [`Store`]: the same methods as [`crate::Store`], without async.
+//!
+//! Plans come from [`crate::plan`] exactly as for the async store; only the
+//! sending differs.
+
+use crate::codec::{to_bytes, MapField, Scalar};
+use crate::entity::{Entity, EntityKeys, Layout};
+use crate::error::{Error, FieldError, Result};
+use crate::field::HashField;
+use crate::key::Namespace;
+use crate::plan::{self, WriteMode, WritePlan};
+use crate::store::{decode, exists_cmd, remaining, ttl_cmd, CAS_ATTEMPTS};
+use crate::update::Update;
+use redis::{ConnectionLike, Value};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Saves, loads and deletes entities over a blocking connection.
+///
+/// The connection sits behind a mutex, so a `&Store` can be shared between
+/// threads; each call holds it for its one round trip.
+///
+/// ```no_run
+/// # use redis_entity::{RedisEntity, blocking::Store};
+/// #[derive(RedisEntity)]
+/// struct Profile {
+///     #[pk]
+///     id: u64,
+///     name: String,
+/// }
+/// # fn run() -> redis_entity::Result<()> {
+/// let store = Store::connect("redis://127.0.0.1/")?;
+/// store.save(&Profile { id: 1001, name: "Ada".into() })?;
+/// assert_eq!(store.get::<Profile>(&1001)?.unwrap().name, "Ada");
+/// # Ok(()) }
+/// ```
+pub struct Store<C = redis::Connection> {
+    conn: Mutex<C>,
+    ns: Namespace,
+}
+
+impl Store<redis::Connection> {
+    /// Connects to `url` (`redis://host:port/db`).
+    pub fn connect(url: &str) -> Result<Self> {
+        let client = redis::Client::open(url).map_err(|e| Error::redis("", e))?;
+        let conn = client.get_connection().map_err(|e| Error::redis("", e))?;
+        Ok(Store::new(conn))
+    }
+}
+
+impl<C> std::fmt::Debug for Store<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("blocking::Store").field("namespace", &self.ns).finish()
+    }
+}
+
+impl<C: ConnectionLike> Store<C> {
+    /// A store over any blocking connection.
+    pub fn new(conn: C) -> Self {
+        Store {
+            conn: Mutex::new(conn),
+            ns: Namespace::none(),
+        }
+    }
+
+    /// The same store with every key under `ns` (a tenant prefix).
+    pub fn with_namespace(mut self, ns: Namespace) -> Self {
+        self.ns = ns;
+        self
+    }
+
+    /// The namespace applied to every key.
+    pub fn namespace(&self) -> &Namespace {
+        &self.ns
+    }
+
+    /// Every key of the entity with `pk`, namespaced.
+    pub fn keys_of<E: Entity>(&self, pk: &E::Pk) -> EntityKeys {
+        EntityKeys::of::<E>(&self.ns, pk)
+    }
+
+    fn conn(&self) -> MutexGuard<'_, C> {
+        // A panic while holding the lock cannot leave a half-sent command
+        // behind (the driver writes whole commands), so a poisoned lock is usable.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self, plan: &WritePlan) -> Result<bool> {
+        let mut conn = self.conn();
+        let reply = match plan.evalsha().query::<Value>(&mut *conn) {
+            Err(e) if plan::is_noscript(&e) => plan.eval().query::<Value>(&mut *conn),
+            other => other,
+        };
+        match reply {
+            Ok(v) => plan.outcome(v),
+            Err(e) => Err(plan.server_error(e)),
+        }
+    }
+
+    fn write_many(&self, plans: &[WritePlan]) -> Result<Vec<Result<bool>>> {
+        if plans.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.conn();
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for p in plans {
+            pipe.add_command(p.evalsha());
+        }
+        let mut replies: Vec<Value> = pipe
+            .query(&mut *conn)
+            .map_err(|e| Error::redis(plans[0].key(), e))?;
+        let lost: Vec<usize> = (0..replies.len())
+            .filter(|&i| matches!(&replies[i], Value::ServerError(e) if e.code() == "NOSCRIPT"))
+            .collect();
+        if !lost.is_empty() {
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
+            for &i in &lost {
+                pipe.add_command(plans[i].eval());
+            }
+            let again: Vec<Value> = pipe
+                .query(&mut *conn)
+                .map_err(|e| Error::redis(plans[0].key(), e))?;
+            for (i, v) in lost.into_iter().zip(again) {
+                replies[i] = v;
+            }
+        }
+        Ok(plans
+            .iter()
+            .zip(replies)
+            .map(|(p, v)| p.outcome(v))
+            .collect())
+    }
+
+    fn save_as<E: Entity>(&self, e: &E, mode: WriteMode, ttl: Option<Duration>) -> Result<bool> {
+        let keys = EntityKeys::of_entity(&self.ns, e);
+        self.write(&plan::save(E::DESC, &keys, &e.to_row()?, mode, ttl))
+    }
+
+    /// See [`crate::Store::save`].
+    pub fn save<E: Entity>(&self, entity: &E) -> Result<bool> {
+        self.save_as(entity, WriteMode::Save, None)
+    }
+
+    /// See [`crate::Store::save_with_ttl`].
+    pub fn save_with_ttl<E: Entity>(&self, entity: &E, ttl: Duration) -> Result<bool> {
+        self.save_as(entity, WriteMode::Save, Some(ttl))
+    }
+
+    /// See [`crate::Store::insert`].
+    pub fn insert<E: Entity>(&self, entity: &E) -> Result<()> {
+        self.save_as(entity, WriteMode::Insert, None).map(drop)
+    }
+
+    /// See [`crate::Store::save_all`].
+    pub fn save_all<E: Entity>(&self, entities: &[E]) -> Result<()> {
+        let plans = entities
+            .iter()
+            .map(|e| {
+                let keys = EntityKeys::of_entity(&self.ns, e);
+                Ok(plan::save(E::DESC, &keys, &e.to_row()?, WriteMode::Save, None))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.write_many(&plans)?.into_iter().try_for_each(|r| r.map(drop))
+    }
+
+    /// See [`crate::Store::get`].
+    pub fn get<E: Entity>(&self, pk: &E::Pk) -> Result<Option<E>> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        plan::read(E::DESC, &keys, &mut pipe);
+        let replies: Vec<Value> = pipe
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(&keys.base, e))?;
+        decode::<E>(pk, &keys, &mut replies.into_iter())
+    }
+
+    /// See [`crate::Store::get_many`].
+    pub fn get_many<E: Entity>(&self, pks: &[E::Pk]) -> Result<Vec<Option<E>>> {
+        if pks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<EntityKeys> = pks.iter().map(|pk| EntityKeys::of::<E>(&self.ns, pk)).collect();
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for k in &keys {
+            plan::read(E::DESC, k, &mut pipe);
+        }
+        let replies: Vec<Value> = pipe
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(&keys[0].base, e))?;
+        let mut it = replies.into_iter();
+        pks.iter()
+            .zip(&keys)
+            .map(|(pk, k)| decode::<E>(pk, k, &mut it))
+            .collect()
+    }
+
+    /// See [`crate::Store::exists`].
+    pub fn exists<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        let n: u64 = exists_cmd(E::DESC, &keys)
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(&keys.base, e))?;
+        Ok(n > 0)
+    }
+
+    /// See [`crate::Store::delete`].
+    pub fn delete<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        self.write(&plan::lifecycle(E::DESC, &keys, WriteMode::Delete, None))
+    }
+
+    /// See [`crate::Store::update`].
+    pub fn update<E: Entity>(&self, pk: &E::Pk) -> Update<'_, E, Self> {
+        Update::new(self, pk)
+    }
+
+    /// See [`crate::Store::expire`].
+    pub fn expire<E: Entity>(&self, pk: &E::Pk, ttl: Duration) -> Result<bool> {
+        self.lifecycle::<E>(pk, WriteMode::Expire, Some(ttl))
+    }
+
+    /// See [`crate::Store::persist`].
+    pub fn persist<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
+        self.lifecycle::<E>(pk, WriteMode::Persist, None)
+    }
+
+    fn lifecycle<E: Entity>(&self, pk: &E::Pk, mode: WriteMode, ttl: Option<Duration>) -> Result<bool> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        match self.write(&plan::lifecycle(E::DESC, &keys, mode, ttl)) {
+            Ok(_) => Ok(true),
+            Err(Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// See [`crate::Store::ttl`].
+    pub fn ttl<E: Entity>(&self, pk: &E::Pk) -> Result<Option<Duration>> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        let ms: Vec<i64> = ttl_cmd(E::DESC, &keys)
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(&keys.base, e))?;
+        Ok(remaining(&ms))
+    }
+
+    /// See [`crate::Store::hget`].
+    pub fn hget<E: Entity, M: MapField>(
+        &self,
+        field: HashField<E, M>,
+        pk: &E::Pk,
+        key: impl Into<M::Key>,
+    ) -> Result<Option<M::Value>> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        let map_key = &keys.maps[field.map()];
+        let raw: Option<Vec<u8>> = redis::cmd("HGET")
+            .arg(map_key)
+            .arg(to_bytes(&key.into()))
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(map_key, e))?;
+        raw.map(|r| {
+            M::Value::decode(&r)
+                .map_err(|e| Error::from_field(map_key, FieldError::parse(field.name(), &r, e)))
+        })
+        .transpose()
+    }
+}
+
+impl<C: ConnectionLike, E: Entity> Update<'_, E, Store<C>> {
+    /// See [`crate::update::Update`]'s async `exec`.
+    pub fn exec(self) -> Result<()> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let store = self.store;
+        let keys = EntityKeys::new(E::DESC, &store.ns, &self.entity_key);
+        if E::DESC.layout != Layout::Json {
+            return store
+                .write(&plan::update(E::DESC, &keys, &self.ops, self.ttl))
+                .map(drop);
+        }
+        for _ in 0..CAS_ATTEMPTS {
+            let read: Option<Vec<u8>> = redis::cmd("GET")
+                .arg(&keys.base)
+                .query(&mut *store.conn())
+                .map_err(|e| Error::redis(&keys.base, e))?;
+            let read = read.ok_or_else(|| Error::NotFound {
+                key: keys.base.clone(),
+            })?;
+            let doc = plan::apply_json_ops(E::DESC, &keys.base, &read, &self.ops)?;
+            let plan = plan::json_cas(E::DESC, &keys, read, doc, &self.ops, self.ttl);
+            match store.write(&plan) {
+                Err(Error::Redis { source, .. }) if WritePlan::is_cas_retry(&source) => continue,
+                other => return other.map(drop),
+            }
+        }
+        Err(Error::UnexpectedReply {
+            key: keys.base,
+            detail: "the document kept changing during the update".into(),
+        })
+    }
+}

@@ -1,0 +1,355 @@
+//! How field values become Redis bytes and back.
+//!
+//! [`Scalar`] is a value that fits in one Redis string: integers and floats in
+//! the decimal form Redis itself uses (so `HINCRBY` / `INCRBYFLOAT` work on
+//! them), `bool` as `1` / `0`, text as UTF-8, `Vec<u8>` as raw bytes.
+//! A field codec ([`Plain`], [`Optional`], [`Json`], [`JsonOptional`]) decides
+//! what an absent value means; the derive picks one per field from its type and
+//! attributes, so the runtime never guesses.
+
+use crate::error::FieldError;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
+use std::marker::PhantomData;
+
+/// A value stored as one Redis string (a hash field, a string key, a key segment).
+pub trait Scalar: Sized {
+    /// Appends the stored form of `self` to `out`.
+    fn encode(&self, out: &mut Vec<u8>);
+    /// Parses the stored form; the error says why it does not parse.
+    fn decode(raw: &[u8]) -> Result<Self, String>;
+}
+
+/// A number that Redis can increment in place (`HINCRBY`, `HINCRBYFLOAT`, `INCRBY`...).
+pub trait Counter: Scalar {
+    /// True for floats: they use the `...FLOAT` commands.
+    const FLOAT: bool;
+}
+
+macro_rules! integers {
+    ($($t:ty),*) => {$(
+        impl Scalar for $t {
+            fn encode(&self, out: &mut Vec<u8>) {
+                out.extend_from_slice(self.to_string().as_bytes());
+            }
+            fn decode(raw: &[u8]) -> Result<Self, String> {
+                std::str::from_utf8(raw)
+                    .map_err(|e| e.to_string())?
+                    .parse::<$t>()
+                    .map_err(|e| e.to_string())
+            }
+        }
+        impl Counter for $t {
+            const FLOAT: bool = false;
+        }
+    )*};
+}
+integers!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize);
+
+macro_rules! floats {
+    ($($t:ty),*) => {$(
+        impl Scalar for $t {
+            fn encode(&self, out: &mut Vec<u8>) {
+                // Rust's Display is the shortest form that round-trips; infinities
+                // are spelled the way Redis spells them.
+                if self.is_infinite() {
+                    out.extend_from_slice(if *self > 0.0 { b"inf" } else { b"-inf" });
+                } else {
+                    out.extend_from_slice(self.to_string().as_bytes());
+                }
+            }
+            fn decode(raw: &[u8]) -> Result<Self, String> {
+                let s = std::str::from_utf8(raw).map_err(|e| e.to_string())?;
+                match s {
+                    "inf" | "+inf" => Ok(<$t>::INFINITY),
+                    "-inf" => Ok(<$t>::NEG_INFINITY),
+                    _ => s.parse::<$t>().map_err(|e| e.to_string()),
+                }
+            }
+        }
+        impl Counter for $t {
+            const FLOAT: bool = true;
+        }
+    )*};
+}
+floats!(f32, f64);
+
+impl Scalar for bool {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.push(if *self { b'1' } else { b'0' });
+    }
+    fn decode(raw: &[u8]) -> Result<Self, String> {
+        match raw {
+            b"1" | b"true" => Ok(true),
+            b"0" | b"false" => Ok(false),
+            _ => Err("expected 1 or 0".into()),
+        }
+    }
+}
+
+impl Scalar for String {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.as_bytes());
+    }
+    fn decode(raw: &[u8]) -> Result<Self, String> {
+        String::from_utf8(raw.to_vec()).map_err(|e| e.to_string())
+    }
+}
+
+impl Scalar for char {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let mut buf = [0u8; 4];
+        out.extend_from_slice(self.encode_utf8(&mut buf).as_bytes());
+    }
+    fn decode(raw: &[u8]) -> Result<Self, String> {
+        let s = std::str::from_utf8(raw).map_err(|e| e.to_string())?;
+        let mut chars = s.chars();
+        match (chars.next(), chars.next()) {
+            (Some(c), None) => Ok(c),
+            _ => Err("expected exactly one character".into()),
+        }
+    }
+}
+
+impl Scalar for Vec<u8> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self);
+    }
+    fn decode(raw: &[u8]) -> Result<Self, String> {
+        Ok(raw.to_vec())
+    }
+}
+
+#[cfg(feature = "uuid")]
+impl Scalar for uuid::Uuid {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.hyphenated().to_string().as_bytes());
+    }
+    fn decode(raw: &[u8]) -> Result<Self, String> {
+        uuid::Uuid::try_parse_ascii(raw).map_err(|e| e.to_string())
+    }
+}
+
+/// Timestamps are stored as RFC 3339 text, which sorts lexicographically in time
+/// order for one offset and is readable in `redis-cli`.
+#[cfg(feature = "chrono")]
+impl Scalar for chrono::DateTime<chrono::Utc> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(
+            self.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+                .as_bytes(),
+        );
+    }
+    fn decode(raw: &[u8]) -> Result<Self, String> {
+        let s = std::str::from_utf8(raw).map_err(|e| e.to_string())?;
+        chrono::DateTime::parse_from_rfc3339(s)
+            .map(|t| t.with_timezone(&chrono::Utc))
+            .map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(feature = "chrono")]
+impl Scalar for chrono::NaiveDate {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.format("%Y-%m-%d").to_string().as_bytes());
+    }
+    fn decode(raw: &[u8]) -> Result<Self, String> {
+        let s = std::str::from_utf8(raw).map_err(|e| e.to_string())?;
+        chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(feature = "chrono")]
+impl Scalar for chrono::NaiveDateTime {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.format("%Y-%m-%dT%H:%M:%S%.f").to_string().as_bytes());
+    }
+    fn decode(raw: &[u8]) -> Result<Self, String> {
+        let s = std::str::from_utf8(raw).map_err(|e| e.to_string())?;
+        chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f").map_err(|e| e.to_string())
+    }
+}
+
+/// How one field of type `T` is stored: `None` from `encode` means "store nothing".
+pub trait FieldCodec<T> {
+    /// The stored bytes, or `None` when nothing is stored (an absent `Option`).
+    fn encode(field: &'static str, value: &T) -> Result<Option<Vec<u8>>, crate::Error>;
+    /// Rebuilds the value from what was stored (`None`: nothing was).
+    fn decode(field: &'static str, raw: Option<&[u8]>) -> Result<T, FieldError>;
+}
+
+/// A required [`Scalar`] field: absence is [`crate::Error::MissingField`].
+pub struct Plain;
+/// An `Option<T: Scalar>` field: absence is `None`; `Some("")` is stored as an empty string.
+pub struct Optional;
+/// A required field stored as JSON text (`#[redis(json)]`, and every field of the `json` layout).
+pub struct Json;
+/// An `Option<T>` stored as JSON text; `None` stores nothing.
+pub struct JsonOptional;
+/// A required field whose absence yields `Default::default()` (`#[redis(default)]`).
+pub struct Defaulted<C>(PhantomData<C>);
+
+impl<T: Scalar> FieldCodec<T> for Plain {
+    fn encode(_: &'static str, value: &T) -> Result<Option<Vec<u8>>, crate::Error> {
+        let mut out = Vec::new();
+        value.encode(&mut out);
+        Ok(Some(out))
+    }
+    fn decode(field: &'static str, raw: Option<&[u8]>) -> Result<T, FieldError> {
+        let raw = raw.ok_or_else(|| FieldError::missing(field))?;
+        T::decode(raw).map_err(|e| FieldError::parse(field, raw, e))
+    }
+}
+
+impl<T: Scalar> FieldCodec<Option<T>> for Optional {
+    fn encode(f: &'static str, value: &Option<T>) -> Result<Option<Vec<u8>>, crate::Error> {
+        match value {
+            Some(v) => Plain::encode(f, v),
+            None => Ok(None),
+        }
+    }
+    fn decode(field: &'static str, raw: Option<&[u8]>) -> Result<Option<T>, FieldError> {
+        raw.map(|r| Plain::decode(field, Some(r))).transpose()
+    }
+}
+
+impl<T: serde::Serialize + serde::de::DeserializeOwned> FieldCodec<T> for Json {
+    fn encode(field: &'static str, value: &T) -> Result<Option<Vec<u8>>, crate::Error> {
+        serde_json::to_vec(value)
+            .map(Some)
+            .map_err(|e| crate::Error::Encode {
+                field,
+                reason: e.to_string(),
+            })
+    }
+    fn decode(field: &'static str, raw: Option<&[u8]>) -> Result<T, FieldError> {
+        let raw = raw.ok_or_else(|| FieldError::missing(field))?;
+        serde_json::from_slice(raw).map_err(|e| FieldError::parse(field, raw, e))
+    }
+}
+
+impl<T: serde::Serialize + serde::de::DeserializeOwned> FieldCodec<Option<T>> for JsonOptional {
+    fn encode(f: &'static str, value: &Option<T>) -> Result<Option<Vec<u8>>, crate::Error> {
+        match value {
+            Some(v) => Json::encode(f, v),
+            None => Ok(None),
+        }
+    }
+    fn decode(field: &'static str, raw: Option<&[u8]>) -> Result<Option<T>, FieldError> {
+        // JSON `null` stored by another writer also means None.
+        match raw {
+            None | Some(b"null") => Ok(None),
+            Some(r) => Json::decode(field, Some(r)).map(Some),
+        }
+    }
+}
+
+impl<T: Default, C: FieldCodec<T>> FieldCodec<T> for Defaulted<C> {
+    fn encode(f: &'static str, value: &T) -> Result<Option<Vec<u8>>, crate::Error> {
+        C::encode(f, value)
+    }
+    fn decode(field: &'static str, raw: Option<&[u8]>) -> Result<T, FieldError> {
+        match raw {
+            None => Ok(T::default()),
+            r => C::decode(field, r),
+        }
+    }
+}
+
+/// A map kept in its own Redis hash (`#[hash]` fields): one hash field per entry.
+pub trait MapField: Default {
+    /// The entry key.
+    type Key: Scalar;
+    /// The entry value.
+    type Value: Scalar;
+    /// The entries in their stored form.
+    fn encode_entries(&self) -> Vec<(Vec<u8>, Vec<u8>)>;
+    /// Adds one stored entry.
+    fn insert_raw(&mut self, key: Self::Key, value: Self::Value);
+}
+
+macro_rules! maps {
+    ($($map:ident [$($bound:path),*]),*) => {$(
+        impl<K: Scalar $(+ $bound)*, V: Scalar> MapField for $map<K, V> {
+            type Key = K;
+            type Value = V;
+            fn encode_entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+                self.iter()
+                    .map(|(k, v)| (to_bytes(k), to_bytes(v)))
+                    .collect()
+            }
+            fn insert_raw(&mut self, key: K, value: V) {
+                self.insert(key, value);
+            }
+        }
+    )*};
+}
+maps!(BTreeMap[Ord], HashMap[Eq, Hash]);
+
+/// The stored form of a scalar.
+pub fn to_bytes<T: Scalar>(v: &T) -> Vec<u8> {
+    let mut out = Vec::new();
+    v.encode(&mut out);
+    out
+}
+
+/// Rebuilds a `#[hash]` map from `HGETALL` pairs.
+pub fn decode_map<M: MapField>(
+    field: &'static str,
+    pairs: Vec<(Vec<u8>, Vec<u8>)>,
+) -> Result<M, FieldError> {
+    let mut map = M::default();
+    for (k, v) in pairs {
+        let key = M::Key::decode(&k).map_err(|e| FieldError::parse(field, &k, e))?;
+        let value = M::Value::decode(&v).map_err(|e| FieldError::parse(field, &v, e))?;
+        map.insert_raw(key, value);
+    }
+    Ok(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round<T: Scalar + PartialEq + std::fmt::Debug>(v: T) {
+        assert_eq!(T::decode(&to_bytes(&v)).unwrap(), v);
+    }
+
+    #[test]
+    fn scalars_round_trip() {
+        round(-42i64);
+        round(u64::MAX);
+        round(i128::MIN);
+        round(0.1f64);
+        round(-1.5e300f64);
+        round(f64::INFINITY);
+        round(f32::NEG_INFINITY);
+        round(true);
+        round('中');
+        round(String::from("李四: {x}"));
+        round(vec![0u8, 255, 10]);
+    }
+
+    #[test]
+    fn bad_values_say_why() {
+        assert!(i64::decode(b"12x").is_err());
+        assert!(bool::decode(b"yes").is_err());
+        assert!(char::decode(b"ab").is_err());
+        assert!(String::decode(&[0xff]).is_err());
+        let e = <Plain as FieldCodec<u8>>::decode("age", Some(b"300")).unwrap_err();
+        assert_eq!(e.field, "age");
+        assert!(matches!(e.kind, crate::error::FieldErrorKind::Parse { .. }));
+        let e = <Plain as FieldCodec<u8>>::decode("age", None).unwrap_err();
+        assert_eq!(e.kind, crate::error::FieldErrorKind::Missing);
+    }
+
+    #[test]
+    fn option_absent_is_none_and_empty_is_some() {
+        let none: Option<String> =
+            <Optional as FieldCodec<Option<String>>>::decode("f", None).unwrap();
+        assert_eq!(none, None);
+        let empty: Option<String> =
+            <Optional as FieldCodec<Option<String>>>::decode("f", Some(b"")).unwrap();
+        assert_eq!(empty, Some(String::new()));
+    }
+}

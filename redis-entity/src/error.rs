@@ -1,0 +1,198 @@
+//! Typed errors. Every error that comes from data read out of Redis names the
+//! key (and the field, where there is one) so that a bad record can be found.
+
+use std::fmt;
+
+/// The result type of every fallible redis-entity call.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong with one field of a stored record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldErrorKind {
+    /// A required field is absent from the stored record.
+    Missing,
+    /// The stored bytes do not parse as the field's type.
+    Parse {
+        /// The stored value, cut to 64 bytes and shown lossily.
+        value: String,
+        /// Why it does not parse.
+        reason: String,
+    },
+}
+
+/// A decoding failure of one field, before the runtime attaches the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// The field's name as stored in Redis.
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub kind: FieldErrorKind,
+}
+
+impl FieldError {
+    /// A required field that is not stored.
+    pub fn missing(field: &'static str) -> Self {
+        FieldError {
+            field,
+            kind: FieldErrorKind::Missing,
+        }
+    }
+
+    /// A stored value that does not parse.
+    pub fn parse(field: &'static str, raw: &[u8], reason: impl fmt::Display) -> Self {
+        FieldError {
+            field,
+            kind: FieldErrorKind::Parse {
+                value: shown(raw),
+                reason: reason.to_string(),
+            },
+        }
+    }
+}
+
+/// At most 64 bytes of a stored value, for error messages.
+pub(crate) fn shown(raw: &[u8]) -> String {
+    let cut = &raw[..raw.len().min(64)];
+    let mut s = String::from_utf8_lossy(cut).into_owned();
+    if raw.len() > 64 {
+        s.push('…');
+    }
+    s
+}
+
+/// Everything a redis-entity call can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A required field is absent from the record stored at `key`.
+    #[error("record at `{key}` has no field `{field}`")]
+    MissingField {
+        /// The Redis key read.
+        key: String,
+        /// The missing field.
+        field: &'static str,
+    },
+    /// A stored value does not parse as the field's type.
+    #[error("field `{field}` of `{key}` holds {value:?}, which does not parse: {reason}")]
+    Decode {
+        /// The Redis key read.
+        key: String,
+        /// The field that does not parse.
+        field: &'static str,
+        /// The stored value (at most 64 bytes).
+        value: String,
+        /// Why it does not parse.
+        reason: String,
+    },
+    /// A key holds a value of another Redis type than the layout expects.
+    #[error("key `{key}` holds the wrong kind of value for this entity (WRONGTYPE): {detail}")]
+    WrongType {
+        /// The first key of the entity touched by the failing command.
+        key: String,
+        /// The server's message.
+        detail: String,
+    },
+    /// `insert` found an entity already stored under the key.
+    #[error("an entity is already stored at `{key}`")]
+    AlreadyExists {
+        /// The entity's key.
+        key: String,
+    },
+    /// `update` found no entity (or an expired one) under the key; nothing was written.
+    #[error("no entity is stored at `{key}`")]
+    NotFound {
+        /// The entity's key.
+        key: String,
+    },
+    /// A unique index already maps the value to another entity.
+    #[error("unique field `{field}` already has the value {value:?}")]
+    UniqueViolation {
+        /// The unique field.
+        field: &'static str,
+        /// The taken value.
+        value: String,
+    },
+    /// A value could not be encoded (a `#[redis(json)]` field whose
+    /// `Serialize` failed, or a float that Redis cannot store such as NaN in an increment).
+    #[error("field `{field}` cannot be encoded: {reason}")]
+    Encode {
+        /// The field.
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// A namespace or key segment that would break the key layout.
+    #[error("invalid key segment {segment:?}: {reason}")]
+    InvalidKey {
+        /// The offending text.
+        segment: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// Two registered entities have key families that can produce the same key.
+    #[error("key families overlap: {first} and {second}")]
+    LayoutOverlap {
+        /// The first key pattern.
+        first: String,
+        /// The second key pattern.
+        second: String,
+    },
+    /// Redis answered something the runtime did not expect (a protocol or script mismatch).
+    #[error("unexpected reply for `{key}`: {detail}")]
+    UnexpectedReply {
+        /// The key the command was about.
+        key: String,
+        /// What came back.
+        detail: String,
+    },
+    /// The connection failed or Redis returned an error not covered above.
+    /// No partial write is left behind: every write is one script or one MULTI.
+    #[error("redis error on `{key}`: {source}")]
+    Redis {
+        /// The key the command was about (empty when there is none).
+        key: String,
+        /// The driver's error.
+        #[source]
+        source: redis::RedisError,
+    },
+}
+
+impl Error {
+    /// Attaches `key` to a field decoding failure.
+    pub fn from_field(key: &str, e: FieldError) -> Self {
+        match e.kind {
+            FieldErrorKind::Missing => Error::MissingField {
+                key: key.to_owned(),
+                field: e.field,
+            },
+            FieldErrorKind::Parse { value, reason } => Error::Decode {
+                key: key.to_owned(),
+                field: e.field,
+                value,
+                reason,
+            },
+        }
+    }
+
+    /// Classifies a driver error raised while working on `key`.
+    pub fn redis(key: &str, source: redis::RedisError) -> Self {
+        if source.code() == Some("WRONGTYPE") {
+            return Error::WrongType {
+                key: key.to_owned(),
+                detail: source.detail().unwrap_or_default().to_owned(),
+            };
+        }
+        Error::Redis {
+            key: key.to_owned(),
+            source,
+        }
+    }
+
+    /// True when the error came from the connection rather than the data
+    /// (the write did not happen or its outcome is unknown; retrying is safe
+    /// because every write is idempotent per entity).
+    pub fn is_connection(&self) -> bool {
+        matches!(self, Error::Redis { source, .. }
+            if source.is_io_error() || source.is_connection_dropped() || source.is_connection_refusal())
+    }
+}

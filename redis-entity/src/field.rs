@@ -1,0 +1,149 @@
+//! Typed field handles: `User::EMAIL`, `User::SETTINGS`.
+//!
+//! The derive emits one handle per stored field as an associated const. A
+//! handle carries the entity type, the value type and the codec, so
+//! `update().set(User::EMAIL, 5)` or `set(Book::TITLE, ..)` on a `User` update
+//! does not compile.
+
+use crate::codec::{to_bytes, Counter, FieldCodec, MapField};
+use crate::entity::Entity;
+use crate::error::Result;
+use crate::plan::UpdateOp;
+use std::marker::PhantomData;
+
+/// A stored column of entity `E` holding a `T`, encoded by codec `C`.
+pub struct Field<E, T, C> {
+    name: &'static str,
+    col: usize,
+    _p: PhantomData<fn() -> (E, T, C)>,
+}
+
+impl<E, T, C> Field<E, T, C> {
+    #[doc(hidden)]
+    pub const fn new(name: &'static str, col: usize) -> Self {
+        Field {
+            name,
+            col,
+            _p: PhantomData,
+        }
+    }
+
+    /// The field's name in Redis.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The column's position in the entity's description.
+    pub const fn column(&self) -> usize {
+        self.col
+    }
+}
+
+impl<E, T, C> Clone for Field<E, T, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E, T, C> Copy for Field<E, T, C> {}
+
+impl<E, T, C> std::fmt::Debug for Field<E, T, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Field({})", self.name)
+    }
+}
+
+/// A `#[hash]` field of entity `E`: a map `M` kept in its own Redis hash.
+pub struct HashField<E, M> {
+    name: &'static str,
+    map: usize,
+    _p: PhantomData<fn() -> (E, M)>,
+}
+
+impl<E, M> HashField<E, M> {
+    #[doc(hidden)]
+    pub const fn new(name: &'static str, map: usize) -> Self {
+        HashField {
+            name,
+            map,
+            _p: PhantomData,
+        }
+    }
+
+    /// The field's name, which is also the suffix of its hash key.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The map's position in the entity's description.
+    pub const fn map(&self) -> usize {
+        self.map
+    }
+}
+
+impl<E, M> Clone for HashField<E, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E, M> Copy for HashField<E, M> {}
+
+impl<E, M> std::fmt::Debug for HashField<E, M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HashField({})", self.name)
+    }
+}
+
+/// A field that `update().set(..)` can assign.
+pub trait Assign<E: Entity> {
+    /// The value type.
+    type Value;
+    /// The update operation storing `value`.
+    fn assign(&self, value: &Self::Value) -> Result<UpdateOp>;
+}
+
+impl<E: Entity, T, C: FieldCodec<T>> Assign<E> for Field<E, T, C> {
+    type Value = T;
+    fn assign(&self, value: &T) -> Result<UpdateOp> {
+        Ok(UpdateOp::Set {
+            col: self.col,
+            value: C::encode(self.name, value)?,
+        })
+    }
+}
+
+/// `set` on a `#[hash]` field replaces the whole map.
+impl<E: Entity, M: MapField> Assign<E> for HashField<E, M> {
+    type Value = M;
+    fn assign(&self, value: &M) -> Result<UpdateOp> {
+        Ok(UpdateOp::MapReplace {
+            map: self.map,
+            entries: value.encode_entries(),
+        })
+    }
+}
+
+/// A field type that can be incremented in place: a number, or an
+/// `Option` of one (Redis treats a missing field as 0).
+pub trait Incrementable {
+    /// The number type of the delta.
+    type Delta: Counter;
+}
+
+macro_rules! incrementable {
+    ($($t:ty),*) => {$(
+        impl Incrementable for $t { type Delta = $t; }
+        impl Incrementable for Option<$t> { type Delta = $t; }
+    )*};
+}
+incrementable!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64);
+
+impl<E, T: Incrementable, C> Field<E, T, C> {
+    /// The update operation adding `delta`.
+    pub fn incr_op(&self, delta: T::Delta) -> UpdateOp {
+        UpdateOp::Incr {
+            col: self.col,
+            delta: to_bytes(&delta),
+            float: <T::Delta as Counter>::FLOAT,
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! Key encoding: how values become key segments, injectively.
+//!
+//! A value inside a key is escaped so that nothing it contains can be read as
+//! structure: `:` (segment separator), `{` `}` (cluster hash tags), `*` `?` `[`
+//! `]` `\` (SCAN glob syntax), `%` (the escape character itself) and any
+//! separator the entity's key template puts between pk fields become `%XX`
+//! (two upper-case hex digits). The empty string becomes `%_`, which no other
+//! value produces. Everything else, including non-ASCII text, is kept as is,
+//! so `redis-cli` shows Chinese names readably.
+
+use crate::error::{Error, Result};
+
+/// Characters always escaped inside a key segment.
+pub const ALWAYS_ESCAPED: &str = "%:{}*?[]\\";
+
+/// The encoding of the empty string.
+pub const EMPTY: &str = "%_";
+
+/// Appends `value` to `out`, escaped. `extra` lists further characters to
+/// escape (the separators of a composite key template).
+pub fn escape_into(out: &mut String, value: &str, extra: &str) {
+    if value.is_empty() {
+        out.push_str(EMPTY);
+        return;
+    }
+    for c in value.chars() {
+        if ALWAYS_ESCAPED.contains(c) || extra.contains(c) {
+            // Every character that can be escaped is ASCII: one byte, two hex digits.
+            let b = c as u32 as u8;
+            const HEX: &[u8; 16] = b"0123456789ABCDEF";
+            out.push('%');
+            out.push(HEX[(b >> 4) as usize] as char);
+            out.push(HEX[(b & 15) as usize] as char);
+        } else {
+            out.push(c);
+        }
+    }
+}
+
+/// `value` escaped, as a new string.
+pub fn escape(value: &str) -> String {
+    let mut s = String::with_capacity(value.len());
+    escape_into(&mut s, value, "");
+    s
+}
+
+/// The inverse of [`escape_into`]; `None` for text that no value escapes to.
+pub fn unescape(segment: &str) -> Option<String> {
+    if segment == EMPTY {
+        return Some(String::new());
+    }
+    if segment.is_empty() {
+        return None;
+    }
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = segment.get(i + 1..i + 3)?;
+            if hex.bytes().any(|b| b.is_ascii_lowercase()) {
+                return None;
+            }
+            let b = u8::from_str_radix(hex, 16).ok()?;
+            if !b.is_ascii() {
+                return None;
+            }
+            out.push(b);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// A value that can be a primary key, or one component of a composite key.
+///
+/// Integers are written in decimal and need no escaping; text is escaped
+/// (see the module docs); a pk is never a float, because two spellings of one
+/// float would name two keys.
+pub trait KeyPart {
+    /// Appends the key segment for `self`. `extra` are the template's separators.
+    fn write_key(&self, out: &mut String, extra: &str);
+    /// Parses a segment written by `write_key` (used when ids come back from
+    /// sets and scans).
+    fn read_key(segment: &str) -> Option<Self>
+    where
+        Self: Sized;
+}
+
+macro_rules! int_parts {
+    ($($t:ty),*) => {$(
+        impl KeyPart for $t {
+            fn write_key(&self, out: &mut String, _: &str) {
+                use std::fmt::Write;
+                let _ = write!(out, "{}", self);
+            }
+            fn read_key(segment: &str) -> Option<Self> {
+                // Only the canonical spelling, so that one key maps to one value.
+                let v: $t = segment.parse().ok()?;
+                (v.to_string() == segment).then_some(v)
+            }
+        }
+    )*};
+}
+int_parts!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize);
+
+impl KeyPart for String {
+    fn write_key(&self, out: &mut String, extra: &str) {
+        escape_into(out, self, extra);
+    }
+    fn read_key(segment: &str) -> Option<Self> {
+        unescape(segment)
+    }
+}
+
+impl KeyPart for char {
+    fn write_key(&self, out: &mut String, extra: &str) {
+        let mut buf = [0u8; 4];
+        escape_into(out, self.encode_utf8(&mut buf), extra);
+    }
+    fn read_key(segment: &str) -> Option<Self> {
+        let s = unescape(segment)?;
+        let mut cs = s.chars();
+        match (cs.next(), cs.next()) {
+            (Some(c), None) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+impl KeyPart for bool {
+    fn write_key(&self, out: &mut String, _: &str) {
+        out.push(if *self { '1' } else { '0' });
+    }
+    fn read_key(segment: &str) -> Option<Self> {
+        match segment {
+            "1" => Some(true),
+            "0" => Some(false),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(feature = "uuid")]
+impl KeyPart for uuid::Uuid {
+    fn write_key(&self, out: &mut String, _: &str) {
+        out.push_str(&self.hyphenated().to_string());
+    }
+    fn read_key(segment: &str) -> Option<Self> {
+        let u = uuid::Uuid::try_parse(segment).ok()?;
+        (u.hyphenated().to_string() == segment).then_some(u)
+    }
+}
+
+/// A tenant prefix applied to every key a [`crate::Store`] touches
+/// (seed 001: `tenant:42:user:1001:profile`).
+///
+/// ```
+/// use redis_entity::Namespace;
+/// let ns = Namespace::tenant(42);
+/// assert_eq!(ns.as_str(), "tenant:42:");
+/// let ns = Namespace::new("shop:eu").unwrap();
+/// assert_eq!(ns.as_str(), "shop:eu:");
+/// assert!(Namespace::new("bad{tag}").is_err());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Namespace {
+    prefix: String,
+}
+
+impl Namespace {
+    /// No prefix.
+    pub fn none() -> Self {
+        Namespace::default()
+    }
+
+    /// A literal prefix made of `:`-separated segments; a trailing `:` is added.
+    /// Refuses hash-tag braces and glob characters, which would change which
+    /// cluster slot or which SCAN match a key belongs to.
+    pub fn new(literal: &str) -> Result<Self> {
+        let literal = literal.strip_suffix(':').unwrap_or(literal);
+        if literal.is_empty() {
+            return Ok(Namespace::none());
+        }
+        if let Some(c) = literal.chars().find(|c| "{}*?[]\\%".contains(*c)) {
+            let _ = c;
+            return Err(Error::InvalidKey {
+                segment: literal.to_owned(),
+                reason: "a namespace may not contain { } * ? [ ] \\ or %",
+            });
+        }
+        if literal.split(':').any(str::is_empty) {
+            return Err(Error::InvalidKey {
+                segment: literal.to_owned(),
+                reason: "a namespace may not contain an empty segment",
+            });
+        }
+        Ok(Namespace {
+            prefix: format!("{literal}:"),
+        })
+    }
+
+    /// `tenant:<id>:`, with the id escaped like any key value.
+    pub fn tenant(id: impl std::fmt::Display) -> Self {
+        let mut prefix = String::from("tenant:");
+        escape_into(&mut prefix, &id.to_string(), "");
+        prefix.push(':');
+        Namespace { prefix }
+    }
+
+    /// The prefix including its trailing `:` (empty for no namespace).
+    pub fn as_str(&self) -> &str {
+        &self.prefix
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_structure_and_keeps_text() {
+        assert_eq!(escape("a:b"), "a%3Ab");
+        assert_eq!(escape("{tag}"), "%7Btag%7D");
+        assert_eq!(escape("*?[]\\%"), "%2A%3F%5B%5D%5C%25");
+        assert_eq!(escape(""), "%_");
+        assert_eq!(escape("李四"), "李四");
+        let mut s = String::new();
+        escape_into(&mut s, "a_b", "_");
+        assert_eq!(s, "a%5Fb");
+    }
+
+    #[test]
+    fn unescape_rejects_non_canonical() {
+        assert_eq!(unescape("a%3ab"), None);
+        assert_eq!(unescape("%"), None);
+        assert_eq!(unescape(""), None);
+        assert_eq!(unescape("%_"), Some(String::new()));
+        assert_eq!(u64::read_key("007"), None);
+        assert_eq!(u64::read_key("7"), Some(7));
+    }
+}

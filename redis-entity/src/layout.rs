@@ -1,0 +1,176 @@
+//! Layout descriptions: every key an entity type writes, with its Redis type,
+//! and a [`Registry`] that refuses entity types whose keys could collide.
+
+use crate::entity::{Entity, EntityDesc, Layout};
+use crate::error::{Error, Result};
+use std::fmt;
+
+/// The Redis data type behind a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RedisType {
+    /// A string key.
+    String,
+    /// A hash.
+    Hash,
+    /// A set.
+    Set,
+    /// A sorted set.
+    SortedSet,
+    /// A list.
+    List,
+}
+
+impl fmt::Display for RedisType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RedisType::String => "string",
+            RedisType::Hash => "hash",
+            RedisType::Set => "set",
+            RedisType::SortedSet => "zset",
+            RedisType::List => "list",
+        })
+    }
+}
+
+/// One family of keys: a pattern with `<placeholders>`, its type and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyPattern {
+    /// For example `user:{<id>}:settings`.
+    pub pattern: String,
+    /// The Redis type stored there.
+    pub redis_type: RedisType,
+    /// What the key holds, in words.
+    pub holds: String,
+}
+
+/// Every key family of one entity type. `Display` prints a table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntityLayout {
+    /// The Rust type name.
+    pub entity: &'static str,
+    /// The storage layout.
+    pub layout: Layout,
+    /// The key families.
+    pub keys: Vec<KeyPattern>,
+}
+
+impl EntityLayout {
+    /// The layout described by `desc`.
+    pub fn of(desc: &EntityDesc) -> Self {
+        let base = desc.key_pattern;
+        let mut keys = Vec::new();
+        let fields = |optional_too: bool| {
+            desc.columns
+                .iter()
+                .filter(|c| optional_too || !c.optional)
+                .map(|c| c.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match desc.layout {
+            Layout::Hash => keys.push(KeyPattern {
+                pattern: base.to_owned(),
+                redis_type: RedisType::Hash,
+                holds: format!("fields {}", fields(true)),
+            }),
+            Layout::Json => keys.push(KeyPattern {
+                pattern: base.to_owned(),
+                redis_type: RedisType::String,
+                holds: format!("JSON object with {}", fields(true)),
+            }),
+            Layout::Strings => {
+                keys.push(KeyPattern {
+                    pattern: base.to_owned(),
+                    redis_type: RedisType::String,
+                    holds: "presence marker, only while no column without its own TTL is stored"
+                        .into(),
+                });
+                for c in desc.columns {
+                    keys.push(KeyPattern {
+                        pattern: format!("{base}:{}", c.name),
+                        redis_type: RedisType::String,
+                        holds: match c.ttl {
+                            Some(t) => format!("column {} ({}), expires {t}s after each write", c.name, c.rust_type),
+                            None => format!("column {} ({})", c.name, c.rust_type),
+                        },
+                    });
+                }
+            }
+        }
+        for m in desc.maps {
+            keys.push(KeyPattern {
+                pattern: format!("{base}:{}", m.name),
+                redis_type: RedisType::Hash,
+                holds: format!("entries of {} ({})", m.name, m.rust_type),
+            });
+        }
+        EntityLayout {
+            entity: desc.type_name,
+            layout: desc.layout,
+            keys,
+        }
+    }
+
+    /// The literal text every key of this entity starts with, up to the hash tag.
+    pub fn head(&self) -> &str {
+        let p = &self.keys[0].pattern;
+        &p[..p.find('{').unwrap_or(p.len())]
+    }
+}
+
+impl fmt::Display for EntityLayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{} (layout {})", self.entity, self.layout.name())?;
+        let w = self.keys.iter().map(|k| k.pattern.len()).max().unwrap_or(0);
+        for k in &self.keys {
+            writeln!(f, "  {:<w$}  {:<6}  {}", k.pattern, k.redis_type.to_string(), k.holds)?;
+        }
+        Ok(())
+    }
+}
+
+/// The entity types of an application. Registering two types whose key
+/// families could produce the same key is an error.
+///
+/// Every key of an entity is its literal head, then `{` and the escaped pk,
+/// where escaping never produces `{` or `}`. Two entity types therefore share
+/// a key only if their heads are equal; different heads diverge at the latest
+/// where the shorter one meets its `{`.
+#[derive(Debug, Default, Clone)]
+pub struct Registry {
+    layouts: Vec<EntityLayout>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Registry::default()
+    }
+
+    /// Adds `E`, or fails with [`Error::LayoutOverlap`].
+    pub fn register<E: Entity>(mut self) -> Result<Self> {
+        let layout = EntityLayout::of(E::DESC);
+        if let Some(other) = self.layouts.iter().find(|l| l.head() == layout.head()) {
+            return Err(Error::LayoutOverlap {
+                first: format!("{} ({})", other.keys[0].pattern, other.entity),
+                second: format!("{} ({})", layout.keys[0].pattern, layout.entity),
+            });
+        }
+        self.layouts.push(layout);
+        Ok(self)
+    }
+
+    /// The registered layouts, in registration order.
+    pub fn layouts(&self) -> &[EntityLayout] {
+        &self.layouts
+    }
+}
+
+impl fmt::Display for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for l in &self.layouts {
+            writeln!(f, "{l}")?;
+        }
+        Ok(())
+    }
+}

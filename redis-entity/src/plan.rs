@@ -1,0 +1,740 @@
+//! Plans: the exact commands one call sends, built without a server.
+//!
+//! Building a plan is pure (keys, script arguments, reply decoding) and unit
+//! tested here; sending it is the job of [`crate::exec`], once for async and
+//! once for blocking connections.
+
+use crate::entity::{EntityDesc, EntityKeys, Layout, Row};
+use crate::error::{Error, Result};
+use redis::Value;
+use std::time::Duration;
+
+/// What a write does when the entity exists (or not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Upsert.
+    Save,
+    /// Create only; an existing entity is [`Error::AlreadyExists`].
+    Insert,
+    /// Change an existing entity; a missing one is [`Error::NotFound`].
+    Update,
+    /// Like `Update`, and only if the JSON document is still the one read.
+    Cas,
+    /// Remove every key of the entity.
+    Delete,
+    /// Set a TTL on every key of an existing entity.
+    Expire,
+    /// Remove the TTL of every key of an existing entity.
+    Persist,
+}
+
+impl WriteMode {
+    fn name(self) -> &'static str {
+        match self {
+            WriteMode::Save => "save",
+            WriteMode::Insert => "insert",
+            WriteMode::Update => "update",
+            WriteMode::Cas => "cas",
+            WriteMode::Delete => "delete",
+            WriteMode::Expire => "expire",
+            WriteMode::Persist => "persist",
+        }
+    }
+}
+
+/// One change made by `update()`; `col` / `map` index the entity's description.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpdateOp {
+    /// Store a column value (`None`: remove it).
+    Set {
+        /// Column index.
+        col: usize,
+        /// Encoded value.
+        value: Option<Vec<u8>>,
+    },
+    /// Add to a numeric column in place.
+    Incr {
+        /// Column index.
+        col: usize,
+        /// The encoded delta.
+        delta: Vec<u8>,
+        /// Float columns use the `...FLOAT` commands.
+        float: bool,
+    },
+    /// Replace a whole `#[hash]` map.
+    MapReplace {
+        /// Map index.
+        map: usize,
+        /// Encoded entries.
+        entries: Vec<(Vec<u8>, Vec<u8>)>,
+    },
+    /// Set one entry of a `#[hash]` map.
+    MapSet {
+        /// Map index.
+        map: usize,
+        /// Encoded entry key.
+        key: Vec<u8>,
+        /// Encoded entry value.
+        value: Vec<u8>,
+    },
+    /// Remove one entry of a `#[hash]` map.
+    MapDel {
+        /// Map index.
+        map: usize,
+        /// Encoded entry key.
+        key: Vec<u8>,
+    },
+}
+
+/// One call of the write script: keys and arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WritePlan {
+    /// The entity's keys (`KEYS`).
+    pub keys: Vec<String>,
+    /// The script arguments (`ARGV`).
+    pub args: Vec<Vec<u8>>,
+    mode: WriteMode,
+}
+
+/// The write script, loaded once per connection and called by its SHA1.
+pub static WRITE_SCRIPT: &str = include_str!("lua/write.lua");
+
+/// The SHA1 of [`WRITE_SCRIPT`].
+pub fn write_script_sha() -> &'static str {
+    static SHA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SHA.get_or_init(|| redis::Script::new(WRITE_SCRIPT).get_hash().to_owned())
+}
+
+fn ms(d: Duration) -> u64 {
+    (d.as_millis() as u64).max(1)
+}
+
+struct Builder<'a> {
+    desc: &'a EntityDesc,
+    keys: &'a EntityKeys,
+    ops: Vec<Vec<u8>>,
+}
+
+impl<'a> Builder<'a> {
+    fn op(&mut self, name: &str, key: usize, args: Vec<Vec<u8>>) {
+        self.ops.push(name.as_bytes().to_vec());
+        self.ops.push((key + 1).to_string().into_bytes());
+        self.ops.push(args.len().to_string().into_bytes());
+        self.ops.extend(args);
+    }
+
+    fn column_key(&self, col: usize) -> usize {
+        1 + col
+    }
+
+    fn map_key(&self, map: usize) -> usize {
+        1 + self.keys.columns.len() + map
+    }
+
+    fn own_ttl_ms(&self, col: usize) -> Vec<u8> {
+        let t = self.desc.columns[col].ttl.unwrap_or(0) * 1000;
+        t.to_string().into_bytes()
+    }
+
+    fn set_column(&mut self, col: usize, value: Option<Vec<u8>>) {
+        let name = self.desc.columns[col].name.as_bytes().to_vec();
+        match (self.desc.layout, value) {
+            (Layout::Strings, Some(v)) => {
+                let own = self.own_ttl_ms(col);
+                self.op("SET", self.column_key(col), vec![v, own]);
+            }
+            (Layout::Strings, None) => self.op("DEL", self.column_key(col), vec![]),
+            (_, Some(v)) => self.op("HSET", 0, vec![name, v]),
+            (_, None) => self.op("HDEL", 0, vec![name]),
+        }
+    }
+
+    fn replace_map(&mut self, map: usize, entries: &[(Vec<u8>, Vec<u8>)]) {
+        let args = entries
+            .iter()
+            .flat_map(|(k, v)| [k.clone(), v.clone()])
+            .collect();
+        self.op("HREPLACE", self.map_key(map), args);
+    }
+
+    fn finish(self, mode: WriteMode, ttl: Option<Duration>, cas: Vec<u8>) -> WritePlan {
+        let desc = self.desc;
+        let mut roles = String::with_capacity(1 + self.keys.columns.len() + self.keys.maps.len());
+        roles.push('p');
+        for c in &desc.columns[..self.keys.columns.len()] {
+            roles.push(if c.ttl.is_some() { 'o' } else { 'p' });
+        }
+        roles.extend(std::iter::repeat_n('d', self.keys.maps.len()));
+        let marker = match desc.layout {
+            Layout::Hash if desc.columns.iter().all(|c| c.optional) => "hash",
+            Layout::Strings if !desc.columns.iter().any(|c| !c.optional && c.ttl.is_none()) => {
+                "string"
+            }
+            _ => "none",
+        };
+        let mut args = Vec::with_capacity(6 + self.ops.len());
+        args.push(mode.name().as_bytes().to_vec());
+        args.push(roles.into_bytes());
+        args.push(match ttl {
+            Some(t) => ms(t).to_string().into_bytes(),
+            None => b"-1".to_vec(),
+        });
+        args.push((desc.ttl.unwrap_or(0) * 1000).to_string().into_bytes());
+        args.push(marker.as_bytes().to_vec());
+        args.push(cas);
+        args.extend(self.ops);
+        WritePlan {
+            keys: self.keys.all().cloned().collect(),
+            args,
+            mode,
+        }
+    }
+}
+
+/// The JSON document of the `json` layout: `{"column": <json text>, ...}`.
+/// Columns of that layout are encoded as JSON text by their codecs, so the
+/// document is assembled without re-parsing them.
+pub fn json_document(desc: &EntityDesc, row: &Row) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    out.push(b'{');
+    let mut first = true;
+    for (c, v) in desc.columns.iter().zip(&row.columns) {
+        if let Some(v) = v {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            // Field names are Rust identifiers or checked `rename`s; still escape them properly.
+            out.extend_from_slice(serde_json::to_string(c.name).unwrap_or_default().as_bytes());
+            out.push(b':');
+            out.extend_from_slice(v);
+        }
+    }
+    out.push(b'}');
+    out
+}
+
+/// Plans a save or insert of one entity.
+pub fn save(
+    desc: &EntityDesc,
+    keys: &EntityKeys,
+    row: &Row,
+    mode: WriteMode,
+    ttl: Option<Duration>,
+) -> WritePlan {
+    let mut b = Builder {
+        desc,
+        keys,
+        ops: Vec::new(),
+    };
+    match desc.layout {
+        Layout::Hash => {
+            let mut set = Vec::new();
+            let mut del = Vec::new();
+            for (c, v) in desc.columns.iter().zip(&row.columns) {
+                match v {
+                    Some(v) => {
+                        set.push(c.name.as_bytes().to_vec());
+                        set.push(v.clone());
+                    }
+                    None => del.push(c.name.as_bytes().to_vec()),
+                }
+            }
+            if !set.is_empty() {
+                b.op("HSET", 0, set);
+            }
+            if !del.is_empty() {
+                b.op("HDEL", 0, del);
+            }
+        }
+        Layout::Strings => {
+            for (i, v) in row.columns.iter().enumerate() {
+                b.set_column(i, v.clone());
+            }
+        }
+        Layout::Json => {
+            let doc = json_document(desc, row);
+            b.op("SET", 0, vec![doc, b"0".to_vec()]);
+        }
+    }
+    for (i, entries) in row.maps.iter().enumerate() {
+        b.replace_map(i, entries);
+    }
+    b.finish(mode, ttl, Vec::new())
+}
+
+/// Plans a delete, an expire (`Some(ttl)`) or a persist (`None` with `Persist`).
+pub fn lifecycle(
+    desc: &EntityDesc,
+    keys: &EntityKeys,
+    mode: WriteMode,
+    ttl: Option<Duration>,
+) -> WritePlan {
+    Builder {
+        desc,
+        keys,
+        ops: Vec::new(),
+    }
+    .finish(mode, ttl, Vec::new())
+}
+
+/// Plans an in-place update of the `hash` or `strings` layout.
+pub fn update(
+    desc: &EntityDesc,
+    keys: &EntityKeys,
+    ops: &[UpdateOp],
+    ttl: Option<Duration>,
+) -> WritePlan {
+    let mut b = Builder {
+        desc,
+        keys,
+        ops: Vec::new(),
+    };
+    for op in ops {
+        match op {
+            UpdateOp::Set { col, value } => b.set_column(*col, value.clone()),
+            UpdateOp::Incr { col, delta, float } => {
+                let name = desc.columns[*col].name.as_bytes().to_vec();
+                match (desc.layout, float) {
+                    (Layout::Strings, false) => b.op("INCRBY", b.column_key(*col), vec![delta.clone()]),
+                    (Layout::Strings, true) => {
+                        b.op("INCRBYFLOAT", b.column_key(*col), vec![delta.clone()])
+                    }
+                    (_, false) => b.op("HINCRBY", 0, vec![name, delta.clone()]),
+                    (_, true) => b.op("HINCRBYFLOAT", 0, vec![name, delta.clone()]),
+                }
+            }
+            other => map_op(&mut b, other),
+        }
+    }
+    b.finish(WriteMode::Update, ttl, Vec::new())
+}
+
+fn map_op(b: &mut Builder<'_>, op: &UpdateOp) {
+    match op {
+        UpdateOp::MapReplace { map, entries } => b.replace_map(*map, entries),
+        UpdateOp::MapSet { map, key, value } => {
+            b.op("HSET", b.map_key(*map), vec![key.clone(), value.clone()])
+        }
+        UpdateOp::MapDel { map, key } => b.op("HDEL", b.map_key(*map), vec![key.clone()]),
+        UpdateOp::Set { .. } | UpdateOp::Incr { .. } => {}
+    }
+}
+
+/// Plans the compare-and-set that finishes an update of the `json` layout:
+/// `read` is the document the caller read, `doc` the new one.
+pub fn json_cas(
+    desc: &EntityDesc,
+    keys: &EntityKeys,
+    read: Vec<u8>,
+    doc: Vec<u8>,
+    ops: &[UpdateOp],
+    ttl: Option<Duration>,
+) -> WritePlan {
+    let mut b = Builder {
+        desc,
+        keys,
+        ops: Vec::new(),
+    };
+    b.op("SET", 0, vec![doc, b"0".to_vec()]);
+    for op in ops {
+        map_op(&mut b, op);
+    }
+    b.finish(WriteMode::Cas, ttl, read)
+}
+
+impl WritePlan {
+    /// `EVALSHA` of the write script.
+    pub fn evalsha(&self) -> redis::Cmd {
+        self.command("EVALSHA", write_script_sha())
+    }
+
+    /// `EVAL` with the script text: the fallback after `NOSCRIPT` (it also
+    /// caches the script on the server again).
+    pub fn eval(&self) -> redis::Cmd {
+        self.command("EVAL", WRITE_SCRIPT)
+    }
+
+    fn command(&self, name: &str, script: &str) -> redis::Cmd {
+        let mut c = redis::cmd(name);
+        c.arg(script).arg(self.keys.len());
+        for k in &self.keys {
+            c.arg(k);
+        }
+        for a in &self.args {
+            c.arg(a.as_slice());
+        }
+        c
+    }
+
+    /// The entity key, for error messages.
+    pub fn key(&self) -> &str {
+        &self.keys[0]
+    }
+
+    /// Turns the script's reply into the call's outcome: `Ok(true)` when the
+    /// entity was created (save / insert) or existed (delete).
+    pub fn outcome(&self, reply: Value) -> Result<bool> {
+        match reply {
+            Value::Int(n) => Ok(n == 1),
+            Value::ServerError(e) => Err(self.server_error(e.into())),
+            other => Err(Error::UnexpectedReply {
+                key: self.key().to_owned(),
+                detail: format!("{other:?}"),
+            }),
+        }
+    }
+
+    /// Maps an error reply of the script to the typed error.
+    pub fn server_error(&self, e: redis::RedisError) -> Error {
+        let key = self.key().to_owned();
+        match e.code() {
+            Some("ENTITY_EXISTS") => Error::AlreadyExists { key },
+            Some("ENTITY_NOT_FOUND") => Error::NotFound { key },
+            _ => Error::redis(&key, e),
+        }
+    }
+
+    /// True for the compare-and-set reply that asks the caller to read again.
+    pub fn is_cas_retry(e: &redis::RedisError) -> bool {
+        e.code() == Some("ENTITY_CHANGED")
+    }
+
+    /// The write mode.
+    pub fn mode(&self) -> WriteMode {
+        self.mode
+    }
+}
+
+/// True when the server no longer has the script (after `SCRIPT FLUSH` or a restart).
+pub fn is_noscript(e: &redis::RedisError) -> bool {
+    e.code() == Some("NOSCRIPT")
+}
+
+/// The commands that read one entity; their replies go to [`decode_read`].
+pub fn read(desc: &EntityDesc, keys: &EntityKeys, pipe: &mut redis::Pipeline) {
+    match desc.layout {
+        Layout::Hash => {
+            pipe.cmd("HGETALL").arg(&keys.base);
+        }
+        Layout::Strings => {
+            pipe.cmd("MGET").arg(&keys.base).arg(&keys.columns);
+        }
+        Layout::Json => {
+            pipe.cmd("GET").arg(&keys.base);
+        }
+    }
+    for m in &keys.maps {
+        pipe.cmd("HGETALL").arg(m);
+    }
+}
+
+/// How many replies [`read`] adds per entity.
+pub fn read_len(desc: &EntityDesc) -> usize {
+    1 + desc.maps.len()
+}
+
+fn bytes(v: Value) -> Option<Vec<u8>> {
+    match v {
+        Value::BulkString(b) => Some(b),
+        Value::SimpleString(s) => Some(s.into_bytes()),
+        Value::VerbatimString { text, .. } => Some(text.into_bytes()),
+        _ => None,
+    }
+}
+
+fn pairs(key: &str, v: Value) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    match v {
+        Value::Array(items) => {
+            let mut out = Vec::with_capacity(items.len() / 2);
+            let mut it = items.into_iter();
+            while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                if let (Some(k), Some(v)) = (bytes(k), bytes(v)) {
+                    out.push((k, v));
+                }
+            }
+            Ok(out)
+        }
+        Value::Map(items) => Ok(items
+            .into_iter()
+            .filter_map(|(k, v)| Some((bytes(k)?, bytes(v)?)))
+            .collect()),
+        Value::Nil => Ok(Vec::new()),
+        Value::ServerError(e) => Err(Error::redis(key, e.into())),
+        other => Err(Error::UnexpectedReply {
+            key: key.to_owned(),
+            detail: format!("{other:?}"),
+        }),
+    }
+}
+
+/// Decodes the replies of [`read`] into a row; `None` when the entity does not exist.
+pub fn decode_read(
+    desc: &EntityDesc,
+    keys: &EntityKeys,
+    replies: &mut impl Iterator<Item = Value>,
+) -> Result<Option<Row>> {
+    let first = replies.next().unwrap_or(Value::Nil);
+    let mut map_replies = Vec::with_capacity(desc.maps.len());
+    for (i, _) in desc.maps.iter().enumerate() {
+        let v = replies.next().unwrap_or(Value::Nil);
+        map_replies.push(pairs(&keys.maps[i], v)?);
+    }
+    let columns = match desc.layout {
+        Layout::Hash => {
+            let fields = pairs(&keys.base, first)?;
+            if fields.is_empty() {
+                return Ok(None);
+            }
+            desc.columns
+                .iter()
+                .map(|c| {
+                    fields
+                        .iter()
+                        .find(|(k, _)| k == c.name.as_bytes())
+                        .map(|(_, v)| v.clone())
+                })
+                .collect()
+        }
+        Layout::Strings => {
+            let values = match first {
+                Value::Array(items) => items,
+                Value::ServerError(e) => return Err(Error::redis(&keys.base, e.into())),
+                other => {
+                    return Err(Error::UnexpectedReply {
+                        key: keys.base.clone(),
+                        detail: format!("{other:?}"),
+                    })
+                }
+            };
+            let mut values: Vec<Option<Vec<u8>>> = values.into_iter().map(bytes).collect();
+            if values.iter().all(Option::is_none) {
+                return Ok(None);
+            }
+            values.remove(0); // the presence marker
+            values.resize(desc.columns.len(), None);
+            values
+        }
+        Layout::Json => {
+            let doc = match first {
+                Value::Nil => return Ok(None),
+                Value::ServerError(e) => return Err(Error::redis(&keys.base, e.into())),
+                other => bytes(other).ok_or_else(|| Error::UnexpectedReply {
+                    key: keys.base.clone(),
+                    detail: "not a string".into(),
+                })?,
+            };
+            json_columns(desc, &keys.base, &doc)?
+        }
+    };
+    Ok(Some(Row {
+        columns,
+        maps: map_replies,
+    }))
+}
+
+/// Splits a `json` layout document into per-column JSON texts.
+pub fn json_columns(desc: &EntityDesc, key: &str, doc: &[u8]) -> Result<Vec<Option<Vec<u8>>>> {
+    let parsed: std::collections::HashMap<String, Box<serde_json::value::RawValue>> =
+        serde_json::from_slice(doc).map_err(|e| Error::Decode {
+            key: key.to_owned(),
+            field: "(document)",
+            value: crate::error::shown(doc),
+            reason: e.to_string(),
+        })?;
+    Ok(desc
+        .columns
+        .iter()
+        .map(|c| parsed.get(c.name).map(|r| r.get().as_bytes().to_vec()))
+        .collect())
+}
+
+/// Applies `ops` to a parsed `json` layout document (the read half of a
+/// compare-and-set update). Errors name the key and field.
+pub fn apply_json_ops(
+    desc: &EntityDesc,
+    key: &str,
+    doc: &[u8],
+    ops: &[UpdateOp],
+) -> Result<Vec<u8>> {
+    let mut map: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(doc)
+        .map_err(|e| Error::Decode {
+            key: key.to_owned(),
+            field: "(document)",
+            value: crate::error::shown(doc),
+            reason: e.to_string(),
+        })?;
+    for op in ops {
+        match op {
+            UpdateOp::Set { col, value } => {
+                let name = desc.columns[*col].name;
+                match value {
+                    Some(v) => {
+                        let v = serde_json::from_slice(v).map_err(|e| Error::Encode {
+                            field: name,
+                            reason: e.to_string(),
+                        })?;
+                        map.insert(name.to_owned(), v);
+                    }
+                    None => {
+                        map.remove(name);
+                    }
+                }
+            }
+            UpdateOp::Incr { col, delta, float } => {
+                let name = desc.columns[*col].name;
+                let current = map.get(name).cloned().unwrap_or(serde_json::Value::from(0));
+                let bad = |reason: String| Error::Decode {
+                    key: key.to_owned(),
+                    field: name,
+                    value: current.to_string(),
+                    reason,
+                };
+                let delta_s = String::from_utf8_lossy(delta);
+                let next = if *float {
+                    let d: f64 = delta_s.parse().map_err(|_| bad("bad delta".into()))?;
+                    let c = current.as_f64().ok_or_else(|| bad("not a number".into()))?;
+                    serde_json::Number::from_f64(c + d)
+                        .map(serde_json::Value::Number)
+                        .ok_or_else(|| bad("increment gives a non-finite number".into()))?
+                } else if let (Some(c), Ok(d)) = (current.as_i64(), delta_s.parse::<i64>()) {
+                    serde_json::Value::from(
+                        c.checked_add(d).ok_or_else(|| bad("increment overflows".into()))?,
+                    )
+                } else if let (Some(c), Ok(d)) = (current.as_u64(), delta_s.parse::<u64>()) {
+                    serde_json::Value::from(
+                        c.checked_add(d).ok_or_else(|| bad("increment overflows".into()))?,
+                    )
+                } else {
+                    return Err(bad("not an integer".into()));
+                };
+                map.insert(name.to_owned(), next);
+            }
+            _ => {}
+        }
+    }
+    serde_json::to_vec(&map).map_err(|e| Error::Encode {
+        field: "(document)",
+        reason: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entity::{ColumnDesc, MapDesc};
+    use crate::key::Namespace;
+
+    const COLS: &[ColumnDesc] = &[
+        ColumnDesc {
+            name: "username",
+            rust_type: "String",
+            optional: false,
+            ttl: None,
+        },
+        ColumnDesc {
+            name: "code",
+            rust_type: "Option<String>",
+            optional: true,
+            ttl: Some(60),
+        },
+    ];
+    const MAPS: &[MapDesc] = &[MapDesc {
+        name: "settings",
+        rust_type: "BTreeMap<String, String>",
+    }];
+
+    fn desc(layout: Layout) -> EntityDesc {
+        EntityDesc {
+            type_name: "User",
+            prefix: "user",
+            layout,
+            key_pattern: "user:userid:{<id>}",
+            pk_fields: &["id"],
+            columns: COLS,
+            maps: MAPS,
+            ttl: Some(10),
+        }
+    }
+
+    fn row() -> Row {
+        Row {
+            columns: vec![Some(b"lisi".to_vec()), None],
+            maps: vec![vec![(b"theme".to_vec(), b"dark".to_vec())]],
+        }
+    }
+
+    fn args(p: &WritePlan) -> Vec<String> {
+        p.args
+            .iter()
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn strings_layout_writes_one_key_per_column() {
+        let d = desc(Layout::Strings);
+        let keys = EntityKeys::new(&d, &Namespace::none(), "user:userid:{9}");
+        assert_eq!(
+            keys.all().cloned().collect::<Vec<_>>(),
+            [
+                "user:userid:{9}",
+                "user:userid:{9}:username",
+                "user:userid:{9}:code",
+                "user:userid:{9}:settings"
+            ]
+        );
+        let p = save(&d, &keys, &row(), WriteMode::Save, None);
+        assert_eq!(
+            args(&p),
+            [
+                "save", "ppod", "-1", "10000", "none", "", "SET", "2", "2", "lisi", "0", "DEL",
+                "3", "0", "HREPLACE", "4", "2", "theme", "dark"
+            ]
+        );
+    }
+
+    #[test]
+    fn hash_layout_sets_present_and_deletes_absent_fields() {
+        let d = desc(Layout::Hash);
+        let keys = EntityKeys::new(&d, &Namespace::tenant(42), "user:{9}");
+        assert_eq!(keys.base, "tenant:42:user:{9}");
+        let p = save(&d, &keys, &row(), WriteMode::Insert, Some(Duration::from_secs(5)));
+        assert_eq!(
+            args(&p)[..14],
+            [
+                "insert", "pd", "5000", "10000", "none", "", "HSET", "1", "2", "username", "lisi",
+                "HDEL", "1", "1"
+            ]
+        );
+    }
+
+    #[test]
+    fn json_document_joins_column_texts() {
+        let d = desc(Layout::Json);
+        let r = Row {
+            columns: vec![Some(br#""lisi""#.to_vec()), None],
+            maps: vec![vec![]],
+        };
+        assert_eq!(json_document(&d, &r), br#"{"username":"lisi"}"#);
+        let cols = json_columns(&d, "k", br#"{"username":"lisi","extra":1}"#).unwrap();
+        assert_eq!(cols, vec![Some(br#""lisi""#.to_vec()), None]);
+    }
+
+    #[test]
+    fn json_increment_is_exact_for_large_integers() {
+        let d = desc(Layout::Json);
+        let doc = apply_json_ops(
+            &d,
+            "k",
+            br#"{"username":9007199254740993}"#,
+            &[UpdateOp::Incr {
+                col: 0,
+                delta: b"1".to_vec(),
+                float: false,
+            }],
+        )
+        .unwrap();
+        assert_eq!(doc, br#"{"username":9007199254740994}"#);
+    }
+}

@@ -1,0 +1,395 @@
+//! The async [`Store`]: executes plans on a tokio connection.
+//!
+//! Every method costs one round trip, except an `update` of the `json` layout
+//! (read, then compare-and-set) and the first write after the server lost its
+//! script cache (`NOSCRIPT`, answered by resending with `EVAL`).
+
+use crate::codec::{to_bytes, MapField, Scalar};
+use crate::entity::{Entity, EntityKeys, Layout};
+use crate::error::{Error, FieldError, Result};
+use crate::field::HashField;
+use crate::key::Namespace;
+use crate::plan::{self, WriteMode, WritePlan};
+use crate::update::Update;
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::Value;
+use std::time::Duration;
+
+/// How often an update of the `json` layout retries when another writer
+/// changed the document between its read and its compare-and-set.
+pub(crate) const CAS_ATTEMPTS: usize = 32;
+
+/// Saves, loads and deletes entities on one Redis (or Valkey) server.
+///
+/// Cheap to clone: clones share the connection.
+///
+/// ```no_run
+/// # use redis_entity::{RedisEntity, Store};
+/// #[derive(RedisEntity, Debug, PartialEq)]
+/// #[redis(prefix = "user")]
+/// struct User {
+///     #[pk]
+///     id: u64,
+///     username: String,
+///     level: i64,
+/// }
+///
+/// # async fn run() -> redis_entity::Result<()> {
+/// let store = Store::connect("redis://127.0.0.1/").await?;
+/// store.save(&User { id: 9, username: "lisi".into(), level: 1 }).await?;  // HSET user:{9} ...
+/// store.update::<User>(&9).incr(User::LEVEL, 1).exec().await?;           // HINCRBY
+/// let u = store.get::<User>(&9).await?.unwrap();
+/// assert_eq!(u.level, 2);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Store<C = ConnectionManager> {
+    conn: C,
+    ns: Namespace,
+}
+
+impl Store<ConnectionManager> {
+    /// Connects to `url` (`redis://host:port/db`) with a reconnecting
+    /// [`ConnectionManager`].
+    pub async fn connect(url: &str) -> Result<Self> {
+        let client = redis::Client::open(url).map_err(|e| Error::redis("", e))?;
+        let conn = ConnectionManager::new(client)
+            .await
+            .map_err(|e| Error::redis("", e))?;
+        Ok(Store::new(conn))
+    }
+}
+
+impl<C> std::fmt::Debug for Store<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("namespace", &self.ns).finish()
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// A store over any async connection (a `ConnectionManager`, a
+    /// `MultiplexedConnection`, a cluster connection, or a wrapper such as
+    /// [`crate::CountingConnection`]).
+    pub fn new(conn: C) -> Self {
+        Store {
+            conn,
+            ns: Namespace::none(),
+        }
+    }
+
+    /// The same store with every key under `ns` (a tenant prefix).
+    pub fn with_namespace(mut self, ns: Namespace) -> Self {
+        self.ns = ns;
+        self
+    }
+
+    /// The namespace applied to every key.
+    pub fn namespace(&self) -> &Namespace {
+        &self.ns
+    }
+
+    /// A clone of the underlying connection.
+    pub fn connection(&self) -> C {
+        self.conn.clone()
+    }
+
+    /// Every key of the entity with `pk`, namespaced (what `save` writes).
+    pub fn keys_of<E: Entity>(&self, pk: &E::Pk) -> EntityKeys {
+        EntityKeys::of::<E>(&self.ns, pk)
+    }
+
+    async fn write(&self, plan: &WritePlan) -> Result<bool> {
+        let mut conn = self.conn.clone();
+        let reply = match plan.evalsha().query_async::<Value>(&mut conn).await {
+            Err(e) if plan::is_noscript(&e) => plan.eval().query_async::<Value>(&mut conn).await,
+            other => other,
+        };
+        match reply {
+            Ok(v) => plan.outcome(v),
+            Err(e) => Err(plan.server_error(e)),
+        }
+    }
+
+    /// Sends many writes in one pipeline; each stays atomic on its own.
+    async fn write_many(&self, plans: &[WritePlan]) -> Result<Vec<Result<bool>>> {
+        if plans.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.conn.clone();
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for p in plans {
+            pipe.add_command(p.evalsha());
+        }
+        let mut replies: Vec<Value> = pipe
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| Error::redis(plans[0].key(), e))?;
+        let lost: Vec<usize> = (0..replies.len())
+            .filter(|&i| matches!(&replies[i], Value::ServerError(e) if e.code() == "NOSCRIPT"))
+            .collect();
+        if !lost.is_empty() {
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
+            for &i in &lost {
+                pipe.add_command(plans[i].eval());
+            }
+            let again: Vec<Value> = pipe
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| Error::redis(plans[0].key(), e))?;
+            for (i, v) in lost.into_iter().zip(again) {
+                replies[i] = v;
+            }
+        }
+        Ok(plans
+            .iter()
+            .zip(replies)
+            .map(|(p, v)| p.outcome(v))
+            .collect())
+    }
+
+    async fn save_as<E: Entity>(&self, e: &E, mode: WriteMode, ttl: Option<Duration>) -> Result<bool> {
+        let keys = EntityKeys::of_entity(&self.ns, e);
+        let plan = plan::save(E::DESC, &keys, &e.to_row()?, mode, ttl);
+        self.write(&plan).await
+    }
+
+    /// Upserts `entity` (one atomic write, one round trip). An existing
+    /// entity keeps its remaining TTL; a new one gets the container `ttl`.
+    /// Returns `true` when the entity was created.
+    pub async fn save<E: Entity>(&self, entity: &E) -> Result<bool> {
+        self.save_as(entity, WriteMode::Save, None).await
+    }
+
+    /// Upserts `entity` and gives all its keys a new TTL.
+    pub async fn save_with_ttl<E: Entity>(&self, entity: &E, ttl: Duration) -> Result<bool> {
+        self.save_as(entity, WriteMode::Save, Some(ttl)).await
+    }
+
+    /// Creates `entity`; [`Error::AlreadyExists`] (and nothing written) if its key is taken.
+    pub async fn insert<E: Entity>(&self, entity: &E) -> Result<()> {
+        self.save_as(entity, WriteMode::Insert, None).await.map(drop)
+    }
+
+    /// Upserts every entity in one pipelined round trip; each entity's write
+    /// is atomic on its own. The first error is returned after all were sent.
+    pub async fn save_all<E: Entity>(&self, entities: &[E]) -> Result<()> {
+        let plans = entities
+            .iter()
+            .map(|e| {
+                let keys = EntityKeys::of_entity(&self.ns, e);
+                Ok(plan::save(E::DESC, &keys, &e.to_row()?, WriteMode::Save, None))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.write_many(&plans).await?.into_iter().try_for_each(|r| r.map(drop))
+    }
+
+    /// Loads the entity with `pk` (one round trip), `None` if there is none.
+    pub async fn get<E: Entity>(&self, pk: &E::Pk) -> Result<Option<E>> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        plan::read(E::DESC, &keys, &mut pipe);
+        let replies: Vec<Value> = pipe
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&keys.base, e))?;
+        decode::<E>(pk, &keys, &mut replies.into_iter())
+    }
+
+    /// Loads many entities in one round trip, in the order of `pks`.
+    pub async fn get_many<E: Entity>(&self, pks: &[E::Pk]) -> Result<Vec<Option<E>>> {
+        if pks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<EntityKeys> = pks.iter().map(|pk| EntityKeys::of::<E>(&self.ns, pk)).collect();
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for k in &keys {
+            plan::read(E::DESC, k, &mut pipe);
+        }
+        let replies: Vec<Value> = pipe
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&keys[0].base, e))?;
+        let mut it = replies.into_iter();
+        pks.iter()
+            .zip(&keys)
+            .map(|(pk, k)| decode::<E>(pk, k, &mut it))
+            .collect()
+    }
+
+    /// True when an entity with `pk` is stored (one `EXISTS`).
+    pub async fn exists<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        let n: u64 = exists_cmd(E::DESC, &keys)
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&keys.base, e))?;
+        Ok(n > 0)
+    }
+
+    /// Deletes the entity and every key it owns; `false` if there was none.
+    pub async fn delete<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        self.write(&plan::lifecycle(E::DESC, &keys, WriteMode::Delete, None))
+            .await
+    }
+
+    /// Starts an in-place update of the entity with `pk`.
+    pub fn update<E: Entity>(&self, pk: &E::Pk) -> Update<'_, E, Self> {
+        Update::new(self, pk)
+    }
+
+    /// Gives every key of the entity a TTL; `false` if there is no such entity.
+    pub async fn expire<E: Entity>(&self, pk: &E::Pk, ttl: Duration) -> Result<bool> {
+        self.lifecycle::<E>(pk, WriteMode::Expire, Some(ttl)).await
+    }
+
+    /// Removes the TTL of every key of the entity; `false` if there is no such entity.
+    pub async fn persist<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
+        self.lifecycle::<E>(pk, WriteMode::Persist, None).await
+    }
+
+    async fn lifecycle<E: Entity>(&self, pk: &E::Pk, mode: WriteMode, ttl: Option<Duration>) -> Result<bool> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        match self.write(&plan::lifecycle(E::DESC, &keys, mode, ttl)).await {
+            Ok(_) => Ok(true),
+            Err(Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The remaining TTL of the entity: `None` when it has none or does not exist.
+    pub async fn ttl<E: Entity>(&self, pk: &E::Pk) -> Result<Option<Duration>> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        let cmd = ttl_cmd(E::DESC, &keys);
+        let ms: Vec<i64> = cmd
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&keys.base, e))?;
+        Ok(remaining(&ms))
+    }
+
+    /// Reads one entry of a `#[hash]` field (`HGET <key>:<field> k`).
+    pub async fn hget<E: Entity, M: MapField>(
+        &self,
+        field: HashField<E, M>,
+        pk: &E::Pk,
+        key: impl Into<M::Key>,
+    ) -> Result<Option<M::Value>> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        let map_key = &keys.maps[field.map()];
+        let raw: Option<Vec<u8>> = redis::cmd("HGET")
+            .arg(map_key)
+            .arg(to_bytes(&key.into()))
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(map_key, e))?;
+        raw.map(|r| {
+            M::Value::decode(&r)
+                .map_err(|e| Error::from_field(map_key, FieldError::parse(field.name(), &r, e)))
+        })
+        .transpose()
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>> {
+    /// Sends the update as one atomic write. [`Error::NotFound`] (and nothing
+    /// written) when the entity does not exist or has expired.
+    pub async fn exec(self) -> Result<()> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let store = self.store;
+        let keys = EntityKeys::new(E::DESC, &store.ns, &self.entity_key);
+        if E::DESC.layout != Layout::Json {
+            let plan = plan::update(E::DESC, &keys, &self.ops, self.ttl);
+            return store.write(&plan).await.map(drop);
+        }
+        // The json layout keeps one document: read it, change it, and write it
+        // back only if nobody changed it meanwhile.
+        for _ in 0..CAS_ATTEMPTS {
+            let read: Option<Vec<u8>> = redis::cmd("GET")
+                .arg(&keys.base)
+                .query_async(&mut store.conn.clone())
+                .await
+                .map_err(|e| Error::redis(&keys.base, e))?;
+            let read = read.ok_or_else(|| Error::NotFound {
+                key: keys.base.clone(),
+            })?;
+            let doc = plan::apply_json_ops(E::DESC, &keys.base, &read, &self.ops)?;
+            let plan = plan::json_cas(E::DESC, &keys, read, doc, &self.ops, self.ttl);
+            match store.write(&plan).await {
+                Err(Error::Redis { source, .. }) if WritePlan::is_cas_retry(&source) => continue,
+                other => return other.map(drop),
+            }
+        }
+        Err(Error::UnexpectedReply {
+            key: keys.base,
+            detail: "the document kept changing during the update".into(),
+        })
+    }
+}
+
+/// Decodes one entity's replies, attaching the key to field errors.
+pub(crate) fn decode<E: Entity>(
+    pk: &E::Pk,
+    keys: &EntityKeys,
+    replies: &mut impl Iterator<Item = Value>,
+) -> Result<Option<E>> {
+    match plan::decode_read(E::DESC, keys, replies)? {
+        None => Ok(None),
+        Some(row) => E::from_row(pk, row)
+            .map(Some)
+            .map_err(|e| Error::from_field(field_key(E::DESC, keys, e.field), e)),
+    }
+}
+
+/// The key that holds `field`: its own key in the `strings` layout or for a
+/// `#[hash]` field, the entity key otherwise.
+fn field_key<'k>(desc: &crate::EntityDesc, keys: &'k EntityKeys, field: &str) -> &'k str {
+    if let Some(i) = desc.maps.iter().position(|m| m.name == field) {
+        return &keys.maps[i];
+    }
+    if let Some(i) = desc.columns.iter().position(|c| c.name == field) {
+        if let Some(k) = keys.columns.get(i) {
+            return k;
+        }
+    }
+    &keys.base
+}
+
+/// `EXISTS` over the keys whose presence means the entity exists.
+pub(crate) fn exists_cmd(desc: &crate::EntityDesc, keys: &EntityKeys) -> redis::Cmd {
+    let mut c = redis::cmd("EXISTS");
+    c.arg(&keys.base);
+    for (col, k) in desc.columns.iter().zip(&keys.columns) {
+        if col.ttl.is_none() {
+            c.arg(k);
+        }
+    }
+    c
+}
+
+/// `PTTL` of the presence keys, in one script-free round trip.
+pub(crate) fn ttl_cmd(desc: &crate::EntityDesc, keys: &EntityKeys) -> redis::Pipeline {
+    let mut p = redis::pipe();
+    p.cmd("PTTL").arg(&keys.base);
+    for (col, k) in desc.columns.iter().zip(&keys.columns) {
+        if col.ttl.is_none() {
+            p.cmd("PTTL").arg(k);
+        }
+    }
+    p
+}
+
+/// The entity's TTL from the `PTTL` replies of its presence keys.
+pub(crate) fn remaining(pttls: &[i64]) -> Option<Duration> {
+    pttls
+        .iter()
+        .find(|&&ms| ms != -2)
+        .filter(|&&ms| ms >= 0)
+        .map(|&ms| Duration::from_millis(ms as u64))
+}

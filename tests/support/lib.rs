@@ -1,0 +1,161 @@
+//! Test and example support: a private `redis-server` per test binary.
+//!
+//! Modelled on redis-rs `tests/support/mod.rs`: pick a free port, start
+//! `redis-server` on it with persistence off, wait until it answers `PING`,
+//! and kill it on drop. Tests never touch a server they did not start.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A `redis-server` child process on a free local port.
+pub struct RedisServer {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free local port")
+}
+
+fn binary() -> String {
+    std::env::var("REDIS_SERVER_BIN").unwrap_or_else(|_| "redis-server".into())
+}
+
+impl RedisServer {
+    /// Starts a server; panics with the install command if `redis-server` is missing.
+    pub fn start() -> RedisServer {
+        let mut last = String::new();
+        for _ in 0..5 {
+            match Self::try_start(free_port()) {
+                Ok(s) => return s,
+                Err(e) => last = e,
+            }
+        }
+        panic!("could not start redis-server: {last}");
+    }
+
+    fn try_start(port: u16) -> Result<RedisServer, String> {
+        let dir = std::env::temp_dir().join(format!("redis-entity-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let child = Command::new(binary())
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--protected-mode", "yes"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| {
+                format!(
+                    "{e}: `{}` not found; install it with `sudo apt-get install -y redis-server` \
+                     (or set REDIS_SERVER_BIN)",
+                    binary()
+                )
+            })?;
+        let mut server = RedisServer { child, port, dir };
+        server.wait_ready()?;
+        Ok(server)
+    }
+
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let client = redis::Client::open(self.url()).map_err(|e| e.to_string())?;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("redis-server exited at start: {status}"));
+            }
+            if let Ok(mut c) = client.get_connection_with_timeout(Duration::from_millis(200)) {
+                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                    return Ok(());
+                }
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                return Err("redis-server did not answer PING within 10s".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Kills the server and starts a new, empty one on the same port (its
+    /// script cache and data are gone, as after a crash without persistence).
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let port = self.port;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match Self::try_start(port) {
+                Ok(mut new) => {
+                    // Take over the new child; `new` is dropped with a dead
+                    // placeholder child that it kills and reaps harmlessly.
+                    std::mem::swap(&mut self.child, &mut new.child);
+                    new.dir = std::env::temp_dir().join("redis-entity-none");
+                    return;
+                }
+                Err(e) if Instant::now() > deadline => panic!("restart failed: {e}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:<port>/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A client for this server.
+    pub fn client(&self) -> redis::Client {
+        redis::Client::open(self.url()).expect("valid url")
+    }
+
+    /// A blocking connection for inspecting what was written.
+    pub fn conn(&self) -> redis::Connection {
+        self.client().get_connection().expect("connect to test redis")
+    }
+
+    /// Every key on the server, sorted (SCAN; test servers are small).
+    pub fn keys(&self) -> Vec<String> {
+        let mut c = self.conn();
+        let mut keys: Vec<String> = redis::cmd("SCAN")
+            .cursor_arg(0)
+            .clone()
+            .iter(&mut c)
+            .expect("scan")
+            .map(|k: redis::RedisResult<String>| k.expect("key name"))
+            .collect();
+        keys.sort();
+        keys
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The URL to use for examples: `$REDIS_URL` if set, otherwise a private
+/// server started here (returned so the caller keeps it alive).
+pub fn example_server() -> (String, Option<RedisServer>) {
+    match std::env::var("REDIS_URL") {
+        Ok(url) => (url, None),
+        Err(_) => {
+            let s = RedisServer::start();
+            (s.url(), Some(s))
+        }
+    }
+}
