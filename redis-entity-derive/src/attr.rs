@@ -15,7 +15,13 @@ pub struct Spanned<T> {
 }
 
 /// Stores `value` into `slot`, or records "duplicate" pointing at the second.
-fn set_once<T>(cx: &Ctxt, slot: &mut Option<Spanned<T>>, value: T, tokens: TokenStream, name: &str) {
+fn set_once<T>(
+    cx: &Ctxt,
+    slot: &mut Option<Spanned<T>>,
+    value: T,
+    tokens: TokenStream,
+    name: &str,
+) {
     if slot.is_some() {
         cx.error_spanned_by(tokens, format!("duplicate `{name}`"));
     } else {

@@ -47,10 +47,19 @@ fn container(cx: &Ctxt, e: &Entity) {
 fn field(cx: &Ctxt, e: &Entity, f: &crate::model::Field) {
     let a = &f.attrs;
     if let Some(skip) = &a.skip {
-        let others = a.pk.is_some() || a.hash.is_some() || a.index.is_some() || a.version.is_some()
-            || a.rename.is_some() || a.json.is_some() || a.ttl.is_some() || a.default.is_some();
+        let others = a.pk.is_some()
+            || a.hash.is_some()
+            || a.index.is_some()
+            || a.version.is_some()
+            || a.rename.is_some()
+            || a.json.is_some()
+            || a.ttl.is_some()
+            || a.default.is_some();
         if others {
-            cx.error_spanned_by(&skip.tokens, "`skip` cannot be combined with other attributes: a skipped field is not stored");
+            cx.error_spanned_by(
+                &skip.tokens,
+                "`skip` cannot be combined with other attributes: a skipped field is not stored",
+            );
         }
         return;
     }
@@ -70,7 +79,10 @@ fn field(cx: &Ctxt, e: &Entity, f: &crate::model::Field) {
             }
         }
         if f.is_option() {
-            cx.error_spanned_by(f.ty, "a `#[pk]` field cannot be an `Option`: every entity needs its key");
+            cx.error_spanned_by(
+                f.ty,
+                "a `#[pk]` field cannot be an `Option`: every entity needs its key",
+            );
         } else if types::is_float(f.ty) {
             cx.error_spanned_by(f.ty, "a `#[pk]` field cannot be a float: two spellings of one number would name two keys");
         }
@@ -92,8 +104,15 @@ fn field(cx: &Ctxt, e: &Entity, f: &crate::model::Field) {
         }
         let _ = h;
     } else if types::is_map(f.ty) && a.json.is_none() && e.layout != LayoutKind::Json {
-        cx.error_spanned_by(f.ty, "a map field needs `#[hash]` (its own Redis hash) or `#[redis(json)]` (one JSON value)");
-    } else if types::is_collection(f.ty) && a.json.is_none() && a.index.is_none() && e.layout != LayoutKind::Json {
+        cx.error_spanned_by(
+            f.ty,
+            "a map field needs `#[hash]` (its own Redis hash) or `#[redis(json)]` (one JSON value)",
+        );
+    } else if types::is_collection(f.ty)
+        && a.json.is_none()
+        && a.index.is_none()
+        && e.layout != LayoutKind::Json
+    {
         cx.error_spanned_by(f.ty, "a collection field needs `#[redis(json)]` to be stored as one JSON value, or `#[index]` to become a tag relation");
     }
     if let Some(t) = &a.ttl {
@@ -153,10 +172,15 @@ fn field(cx: &Ctxt, e: &Entity, f: &crate::model::Field) {
 fn pk_and_template(cx: &Ctxt, e: &Entity) {
     let pks: Vec<&str> = e.pks().map(|f| f.name.as_str()).collect();
     if pks.is_empty() {
-        cx.error_spanned_by(e.ident, "an entity needs a primary key: mark one or more fields with `#[pk]`");
+        cx.error_spanned_by(
+            e.ident,
+            "an entity needs a primary key: mark one or more fields with `#[pk]`",
+        );
         return;
     }
-    let Some(tokens) = &e.template_tokens else { return };
+    let Some(tokens) = &e.template_tokens else {
+        return;
+    };
     if e.template.is_empty() {
         return; // the template did not parse; that error is already recorded
     }
@@ -164,9 +188,15 @@ fn pk_and_template(cx: &Ctxt, e: &Entity) {
     for p in &e.template {
         if let Part::Field(name) = p {
             if !pks.contains(&name.as_str()) {
-                cx.error_spanned_by(tokens, format!("`{{{name}}}` in the key template is not a `#[pk]` field"));
+                cx.error_spanned_by(
+                    tokens,
+                    format!("`{{{name}}}` in the key template is not a `#[pk]` field"),
+                );
             } else if seen.contains(&name) {
-                cx.error_spanned_by(tokens, format!("`{{{name}}}` appears twice in the key template"));
+                cx.error_spanned_by(
+                    tokens,
+                    format!("`{{{name}}}` appears twice in the key template"),
+                );
             }
             seen.push(name);
         }
@@ -183,7 +213,11 @@ fn pk_and_template(cx: &Ctxt, e: &Entity) {
 /// the `<entity key>:<name>` key family).
 fn stored_names(cx: &Ctxt, e: &Entity) {
     let mut names: BTreeMap<&str, &crate::model::Field> = BTreeMap::new();
-    for f in e.fields.iter().filter(|f| matches!(f.role, Role::Column { .. } | Role::Map)) {
+    for f in e
+        .fields
+        .iter()
+        .filter(|f| matches!(f.role, Role::Column { .. } | Role::Map))
+    {
         if let Some(first) = names.insert(&f.name, f) {
             let at = f.attrs.rename.as_ref().map(|r| r.tokens.clone());
             let msg = format!(
@@ -199,7 +233,11 @@ fn stored_names(cx: &Ctxt, e: &Entity) {
 }
 
 fn versions(cx: &Ctxt, e: &Entity) {
-    let versions: Vec<_> = e.fields.iter().filter_map(|f| f.attrs.version.as_ref()).collect();
+    let versions: Vec<_> = e
+        .fields
+        .iter()
+        .filter_map(|f| f.attrs.version.as_ref())
+        .collect();
     for v in versions.iter().skip(1) {
         cx.error_spanned_by(&v.tokens, "an entity has at most one `#[version]` field");
     }

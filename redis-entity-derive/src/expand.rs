@@ -144,7 +144,16 @@ fn generate(e: &Entity) -> TokenStream {
     let column_descs = columns.iter().map(|f| {
         let name = lit(&f.name);
         let ty = lit(&types::display(f.ty));
-        let optional = matches!(f.role, Role::Column { codec: Codec::Optional | Codec::JsonOptional, .. } | Role::Column { defaulted: true, .. });
+        let optional = matches!(
+            f.role,
+            Role::Column {
+                codec: Codec::Optional | Codec::JsonOptional,
+                ..
+            } | Role::Column {
+                defaulted: true,
+                ..
+            }
+        );
         let ttl = match f.attrs.ttl.as_ref().map(|t| t.value) {
             Some(t) => quote!(#option::Some(#t)),
             None => quote!(#option::None),
@@ -174,7 +183,9 @@ fn generate(e: &Entity) -> TokenStream {
     let col_idents: Vec<&Ident> = columns.iter().map(|f| f.ident).collect();
     let col_types: Vec<&syn::Type> = columns.iter().map(|f| f.ty).collect();
     let col_names: Vec<LitStr> = columns.iter().map(|f| lit(&f.name)).collect();
-    let col_vars: Vec<Ident> = (0..columns.len()).map(|i| format_ident!("__c{}", i)).collect();
+    let col_vars: Vec<Ident> = (0..columns.len())
+        .map(|i| format_ident!("__c{}", i))
+        .collect();
     let map_idents: Vec<&Ident> = maps.iter().map(|f| f.ident).collect();
     let map_types: Vec<&syn::Type> = maps.iter().map(|f| f.ty).collect();
     let map_names: Vec<LitStr> = maps.iter().map(|f| lit(&f.name)).collect();
@@ -207,7 +218,10 @@ fn generate(e: &Entity) -> TokenStream {
         let ty = f.ty;
         let codec = &codecs[i];
         let stored = lit(&f.name);
-        let doc = format!("Handle of the `{}` field (stored as `{}`).", f.ident, f.name);
+        let doc = format!(
+            "Handle of the `{}` field (stored as `{}`).",
+            f.ident, f.name
+        );
         quote! {
             #[doc = #doc]
             #vis const #name: #re::Field<#ident, #ty, #codec> = #re::Field::new(#stored, #i);
@@ -217,13 +231,19 @@ fn generate(e: &Entity) -> TokenStream {
         let name = screaming(f.ident);
         let ty = f.ty;
         let stored = lit(&f.name);
-        let doc = format!("Handle of the `#[hash]` field `{}` (its own hash at `<key>:{}`).", f.ident, f.name);
+        let doc = format!(
+            "Handle of the `#[hash]` field `{}` (its own hash at `<key>:{}`).",
+            f.ident, f.name
+        );
         quote! {
             #[doc = #doc]
             #vis const #name: #re::HashField<#ident, #ty> = #re::HashField::new(#stored, #i);
         }
     });
-    let key_doc = format!("The entity key for `pk`, without namespace: `{}`.", key.pattern);
+    let key_doc = format!(
+        "The entity key for `pk`, without namespace: `{}`.",
+        key.pattern
+    );
 
     quote! {
         const _: () = {

@@ -6,7 +6,6 @@ use crate::ctxt::Ctxt;
 use crate::template::{self, Part};
 use crate::types;
 use proc_macro2::TokenStream;
-use quote::ToTokens;
 use syn::{Data, DeriveInput, Fields, Ident, Type, Visibility};
 
 pub struct Entity<'a> {
@@ -61,19 +60,13 @@ impl Entity<'_> {
     }
 
     pub fn columns(&self) -> impl Iterator<Item = &Field<'_>> {
-        self.fields.iter().filter(|f| matches!(f.role, Role::Column { .. }))
+        self.fields
+            .iter()
+            .filter(|f| matches!(f.role, Role::Column { .. }))
     }
 
     pub fn maps(&self) -> impl Iterator<Item = &Field<'_>> {
         self.fields.iter().filter(|f| f.role == Role::Map)
-    }
-
-    pub fn layout_tokens(&self) -> TokenStream {
-        self.container
-            .layout
-            .as_ref()
-            .map(|l| l.tokens.clone())
-            .unwrap_or_else(|| self.ident.to_token_stream())
     }
 }
 
@@ -102,11 +95,17 @@ pub fn build<'a>(cx: &Ctxt, input: &'a DeriveInput) -> Option<Entity<'a>> {
         _ => None,
     };
     let Some(named) = named else {
-        cx.error_spanned_by(&input.ident, "`RedisEntity` can only be derived for a struct with named fields");
+        cx.error_spanned_by(
+            &input.ident,
+            "`RedisEntity` can only be derived for a struct with named fields",
+        );
         return None;
     };
     if !input.generics.params.is_empty() {
-        cx.error_spanned_by(&input.generics, "`RedisEntity` does not support generic structs: the key layout must be fixed");
+        cx.error_spanned_by(
+            &input.generics,
+            "`RedisEntity` does not support generic structs: the key layout must be fixed",
+        );
     }
     let container = attr::container(cx, &input.attrs);
     let layout = match (&container.layout, &container.hash) {
@@ -121,7 +120,9 @@ pub fn build<'a>(cx: &Ctxt, input: &'a DeriveInput) -> Option<Entity<'a>> {
 
     let mut fields = Vec::new();
     for f in &named.named {
-        let Some(ident) = f.ident.as_ref() else { continue };
+        let Some(ident) = f.ident.as_ref() else {
+            continue;
+        };
         let attrs = attr::field(cx, &f.attrs);
         let name = attrs
             .rename

@@ -57,11 +57,15 @@ pub fn parse(s: &str) -> Result<Vec<Part>, String> {
     }
     match parts.first() {
         Some(Part::Lit(_)) => {}
-        _ => return Err("the key template must start with a literal prefix such as `user:`".into()),
+        _ => {
+            return Err("the key template must start with a literal prefix such as `user:`".into())
+        }
     }
     for w in parts.windows(2) {
         if let [Part::Field(a), Part::Field(b)] = w {
-            return Err(format!("`{{{a}}}` and `{{{b}}}` need a separator between them, such as `_` or `:`"));
+            return Err(format!(
+                "`{{{a}}}` and `{{{b}}}` need a separator between them, such as `_` or `:`"
+            ));
         }
     }
     for w in parts.windows(3) {

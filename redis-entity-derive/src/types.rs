@@ -50,7 +50,10 @@ pub fn is_collection(ty: &Type) -> bool {
     if is_named(ty, &["BTreeSet", "HashSet"]) {
         return true;
     }
-    is_named(ty, &["Vec"]) && !generic_args(ty).first().is_some_and(|t| is_named(t, &["u8"]))
+    is_named(ty, &["Vec"])
+        && !generic_args(ty)
+            .first()
+            .is_some_and(|t| is_named(t, &["u8"]))
 }
 
 /// Integer types (the ones `#[version]` and sorted indexes accept).
@@ -70,7 +73,10 @@ pub fn is_float(ty: &Type) -> bool {
 
 /// Timestamp types that sort by time (behind the runtime's `chrono` feature).
 pub fn is_timestamp(ty: &Type) -> bool {
-    is_named(ty, &["DateTime", "NaiveDateTime", "NaiveDate", "OffsetDateTime"])
+    is_named(
+        ty,
+        &["DateTime", "NaiveDateTime", "NaiveDate", "OffsetDateTime"],
+    )
 }
 
 /// `String` / `str` / `Cow<str>`.

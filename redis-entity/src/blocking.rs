@@ -50,7 +50,9 @@ impl Store<redis::Connection> {
 
 impl<C> std::fmt::Debug for Store<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("blocking::Store").field("namespace", &self.ns).finish()
+        f.debug_struct("blocking::Store")
+            .field("namespace", &self.ns)
+            .finish()
     }
 }
 
@@ -159,10 +161,18 @@ impl<C: ConnectionLike> Store<C> {
             .iter()
             .map(|e| {
                 let keys = EntityKeys::of_entity(&self.ns, e);
-                Ok(plan::save(E::DESC, &keys, &e.to_row()?, WriteMode::Save, None))
+                Ok(plan::save(
+                    E::DESC,
+                    &keys,
+                    &e.to_row()?,
+                    WriteMode::Save,
+                    None,
+                ))
             })
             .collect::<Result<Vec<_>>>()?;
-        self.write_many(&plans)?.into_iter().try_for_each(|r| r.map(drop))
+        self.write_many(&plans)?
+            .into_iter()
+            .try_for_each(|r| r.map(drop))
     }
 
     /// See [`crate::Store::get`].
@@ -182,7 +192,10 @@ impl<C: ConnectionLike> Store<C> {
         if pks.is_empty() {
             return Ok(Vec::new());
         }
-        let keys: Vec<EntityKeys> = pks.iter().map(|pk| EntityKeys::of::<E>(&self.ns, pk)).collect();
+        let keys: Vec<EntityKeys> = pks
+            .iter()
+            .map(|pk| EntityKeys::of::<E>(&self.ns, pk))
+            .collect();
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         for k in &keys {
@@ -228,7 +241,12 @@ impl<C: ConnectionLike> Store<C> {
         self.lifecycle::<E>(pk, WriteMode::Persist, None)
     }
 
-    fn lifecycle<E: Entity>(&self, pk: &E::Pk, mode: WriteMode, ttl: Option<Duration>) -> Result<bool> {
+    fn lifecycle<E: Entity>(
+        &self,
+        pk: &E::Pk,
+        mode: WriteMode,
+        ttl: Option<Duration>,
+    ) -> Result<bool> {
         let keys = EntityKeys::of::<E>(&self.ns, pk);
         match self.write(&plan::lifecycle(E::DESC, &keys, mode, ttl)) {
             Ok(_) => Ok(true),
@@ -281,7 +299,8 @@ impl<C: ConnectionLike, E: Entity> Update<'_, E, Store<C>> {
                 .write(&plan::update(E::DESC, &keys, &self.ops, self.ttl))
                 .map(drop);
         }
-        for _ in 0..CAS_ATTEMPTS {
+        for attempt in 0..CAS_ATTEMPTS {
+            std::thread::sleep(plan::cas_backoff(attempt));
             let read: Option<Vec<u8>> = redis::cmd("GET")
                 .arg(&keys.base)
                 .query(&mut *store.conn())

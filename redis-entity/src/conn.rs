@@ -94,7 +94,12 @@ impl<C: redis::ConnectionLike> redis::ConnectionLike for CountingConnection<C> {
         self.inner.req_packed_command(cmd)
     }
 
-    fn req_packed_commands(&mut self, cmd: &[u8], offset: usize, count: usize) -> RedisResult<Vec<Value>> {
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
         self.trips.add();
         self.inner.req_packed_commands(cmd, offset, count)
     }

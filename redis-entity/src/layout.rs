@@ -90,7 +90,10 @@ impl EntityLayout {
                         pattern: format!("{base}:{}", c.name),
                         redis_type: RedisType::String,
                         holds: match c.ttl {
-                            Some(t) => format!("column {} ({}), expires {t}s after each write", c.name, c.rust_type),
+                            Some(t) => format!(
+                                "column {} ({}), expires {t}s after each write",
+                                c.name, c.rust_type
+                            ),
                             None => format!("column {} ({})", c.name, c.rust_type),
                         },
                     });
@@ -123,7 +126,13 @@ impl fmt::Display for EntityLayout {
         writeln!(f, "{} (layout {})", self.entity, self.layout.name())?;
         let w = self.keys.iter().map(|k| k.pattern.len()).max().unwrap_or(0);
         for k in &self.keys {
-            writeln!(f, "  {:<w$}  {:<6}  {}", k.pattern, k.redis_type.to_string(), k.holds)?;
+            writeln!(
+                f,
+                "  {:<w$}  {:<6}  {}",
+                k.pattern,
+                k.redis_type.to_string(),
+                k.holds
+            )?;
         }
         Ok(())
     }

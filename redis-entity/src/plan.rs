@@ -296,7 +296,9 @@ pub fn update(
             UpdateOp::Incr { col, delta, float } => {
                 let name = desc.columns[*col].name.as_bytes().to_vec();
                 match (desc.layout, float) {
-                    (Layout::Strings, false) => b.op("INCRBY", b.column_key(*col), vec![delta.clone()]),
+                    (Layout::Strings, false) => {
+                        b.op("INCRBY", b.column_key(*col), vec![delta.clone()])
+                    }
                     (Layout::Strings, true) => {
                         b.op("INCRBYFLOAT", b.column_key(*col), vec![delta.clone()])
                     }
@@ -404,6 +406,20 @@ impl WritePlan {
     pub fn mode(&self) -> WriteMode {
         self.mode
     }
+}
+
+/// How long to wait before compare-and-set attempt `attempt` (0-based) after
+/// losing a race: random, growing, capped at 20 ms, so that contending writers
+/// stop retrying in lockstep.
+pub fn cas_backoff(attempt: usize) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    if attempt == 0 {
+        return Duration::ZERO;
+    }
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_usize(attempt);
+    let cap = (attempt as u64 * 500).min(20_000);
+    Duration::from_micros(h.finish() % cap)
 }
 
 /// True when the server no longer has the script (after `SCRIPT FLUSH` or a restart).
@@ -557,8 +573,8 @@ pub fn apply_json_ops(
     doc: &[u8],
     ops: &[UpdateOp],
 ) -> Result<Vec<u8>> {
-    let mut map: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(doc)
-        .map_err(|e| Error::Decode {
+    let mut map: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(doc).map_err(|e| Error::Decode {
             key: key.to_owned(),
             field: "(document)",
             value: crate::error::shown(doc),
@@ -599,11 +615,13 @@ pub fn apply_json_ops(
                         .ok_or_else(|| bad("increment gives a non-finite number".into()))?
                 } else if let (Some(c), Ok(d)) = (current.as_i64(), delta_s.parse::<i64>()) {
                     serde_json::Value::from(
-                        c.checked_add(d).ok_or_else(|| bad("increment overflows".into()))?,
+                        c.checked_add(d)
+                            .ok_or_else(|| bad("increment overflows".into()))?,
                     )
                 } else if let (Some(c), Ok(d)) = (current.as_u64(), delta_s.parse::<u64>()) {
                     serde_json::Value::from(
-                        c.checked_add(d).ok_or_else(|| bad("increment overflows".into()))?,
+                        c.checked_add(d)
+                            .ok_or_else(|| bad("increment overflows".into()))?,
                     )
                 } else {
                     return Err(bad("not an integer".into()));
@@ -699,7 +717,13 @@ mod tests {
         let d = desc(Layout::Hash);
         let keys = EntityKeys::new(&d, &Namespace::tenant(42), "user:{9}");
         assert_eq!(keys.base, "tenant:42:user:{9}");
-        let p = save(&d, &keys, &row(), WriteMode::Insert, Some(Duration::from_secs(5)));
+        let p = save(
+            &d,
+            &keys,
+            &row(),
+            WriteMode::Insert,
+            Some(Duration::from_secs(5)),
+        );
         assert_eq!(
             args(&p)[..14],
             [

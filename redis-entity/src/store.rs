@@ -17,7 +17,7 @@ use std::time::Duration;
 
 /// How often an update of the `json` layout retries when another writer
 /// changed the document between its read and its compare-and-set.
-pub(crate) const CAS_ATTEMPTS: usize = 32;
+pub(crate) const CAS_ATTEMPTS: usize = 100;
 
 /// Saves, loads and deletes entities on one Redis (or Valkey) server.
 ///
@@ -62,7 +62,9 @@ impl Store<ConnectionManager> {
 
 impl<C> std::fmt::Debug for Store<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("namespace", &self.ns).finish()
+        f.debug_struct("Store")
+            .field("namespace", &self.ns)
+            .finish()
     }
 }
 
@@ -149,7 +151,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .collect())
     }
 
-    async fn save_as<E: Entity>(&self, e: &E, mode: WriteMode, ttl: Option<Duration>) -> Result<bool> {
+    async fn save_as<E: Entity>(
+        &self,
+        e: &E,
+        mode: WriteMode,
+        ttl: Option<Duration>,
+    ) -> Result<bool> {
         let keys = EntityKeys::of_entity(&self.ns, e);
         let plan = plan::save(E::DESC, &keys, &e.to_row()?, mode, ttl);
         self.write(&plan).await
@@ -169,7 +176,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// Creates `entity`; [`Error::AlreadyExists`] (and nothing written) if its key is taken.
     pub async fn insert<E: Entity>(&self, entity: &E) -> Result<()> {
-        self.save_as(entity, WriteMode::Insert, None).await.map(drop)
+        self.save_as(entity, WriteMode::Insert, None)
+            .await
+            .map(drop)
     }
 
     /// Upserts every entity in one pipelined round trip; each entity's write
@@ -179,10 +188,19 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .iter()
             .map(|e| {
                 let keys = EntityKeys::of_entity(&self.ns, e);
-                Ok(plan::save(E::DESC, &keys, &e.to_row()?, WriteMode::Save, None))
+                Ok(plan::save(
+                    E::DESC,
+                    &keys,
+                    &e.to_row()?,
+                    WriteMode::Save,
+                    None,
+                ))
             })
             .collect::<Result<Vec<_>>>()?;
-        self.write_many(&plans).await?.into_iter().try_for_each(|r| r.map(drop))
+        self.write_many(&plans)
+            .await?
+            .into_iter()
+            .try_for_each(|r| r.map(drop))
     }
 
     /// Loads the entity with `pk` (one round trip), `None` if there is none.
@@ -203,7 +221,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if pks.is_empty() {
             return Ok(Vec::new());
         }
-        let keys: Vec<EntityKeys> = pks.iter().map(|pk| EntityKeys::of::<E>(&self.ns, pk)).collect();
+        let keys: Vec<EntityKeys> = pks
+            .iter()
+            .map(|pk| EntityKeys::of::<E>(&self.ns, pk))
+            .collect();
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         for k in &keys {
@@ -252,9 +273,17 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.lifecycle::<E>(pk, WriteMode::Persist, None).await
     }
 
-    async fn lifecycle<E: Entity>(&self, pk: &E::Pk, mode: WriteMode, ttl: Option<Duration>) -> Result<bool> {
+    async fn lifecycle<E: Entity>(
+        &self,
+        pk: &E::Pk,
+        mode: WriteMode,
+        ttl: Option<Duration>,
+    ) -> Result<bool> {
         let keys = EntityKeys::of::<E>(&self.ns, pk);
-        match self.write(&plan::lifecycle(E::DESC, &keys, mode, ttl)).await {
+        match self
+            .write(&plan::lifecycle(E::DESC, &keys, mode, ttl))
+            .await
+        {
             Ok(_) => Ok(true),
             Err(Error::NotFound { .. }) => Ok(false),
             Err(e) => Err(e),
@@ -310,7 +339,8 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
         }
         // The json layout keeps one document: read it, change it, and write it
         // back only if nobody changed it meanwhile.
-        for _ in 0..CAS_ATTEMPTS {
+        for attempt in 0..CAS_ATTEMPTS {
+            tokio::time::sleep(plan::cas_backoff(attempt)).await;
             let read: Option<Vec<u8>> = redis::cmd("GET")
                 .arg(&keys.base)
                 .query_async(&mut store.conn.clone())

@@ -45,7 +45,14 @@ impl RedisServer {
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let child = Command::new(binary())
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--protected-mode", "yes"])
+            .args([
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "yes",
+            ])
             .arg("--dir")
             .arg(&dir)
             .stdout(Stdio::null())
@@ -122,7 +129,9 @@ impl RedisServer {
 
     /// A blocking connection for inspecting what was written.
     pub fn conn(&self) -> redis::Connection {
-        self.client().get_connection().expect("connect to test redis")
+        self.client()
+            .get_connection()
+            .expect("connect to test redis")
     }
 
     /// Every key on the server, sorted (SCAN; test servers are small).

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Makes sure `redis-server` is installed. Tests and examples start their own
+# server on a free port; nothing here starts or touches a shared one.
+set -euo pipefail
+if command -v "${REDIS_SERVER_BIN:-redis-server}" >/dev/null 2>&1; then
+  exit 0
+fi
+echo "redis-server is not installed; installing it (Debian package redis-server)..." >&2
+if [ "$(id -u)" = 0 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+elif command -v sudo >/dev/null 2>&1; then
+  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+else
+  echo "cannot install: run 'apt-get install -y redis-server' as root, then retry" >&2
+  exit 1
+fi
+command -v redis-server >/dev/null

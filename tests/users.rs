@@ -1,0 +1,181 @@
+//! Seeds 000 and 003, "users by pk": the user table stored one string key per
+//! column (`user:userid:9:username`) and as one hash per user.
+
+use redis::Commands;
+use redis_entity::{Error, RedisEntity, Store};
+use support::RedisServer;
+
+/// Seed 000 section 1.1: `set user:userid:9:username lisi` and so on.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(layout = "strings", key = "user:userid:{id}")]
+struct User {
+    #[pk]
+    id: u64,
+    username: String,
+    password: String,
+    email: Option<String>,
+}
+
+/// The same table as one hash per user.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "user")]
+struct UserRow {
+    #[pk]
+    id: u64,
+    username: String,
+    password: String,
+    email: Option<String>,
+}
+
+fn lisi() -> User {
+    User {
+        id: 9,
+        username: "lisi".into(),
+        password: "111111".into(),
+        email: Some("lisi@example.com".into()),
+    }
+}
+
+#[tokio::test]
+async fn strings_layout_writes_the_seed_keys_and_reads_them_back() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    assert!(store.save(&lisi()).await.unwrap(), "first save creates");
+
+    assert_eq!(
+        server.keys(),
+        [
+            "user:userid:{9}:email",
+            "user:userid:{9}:password",
+            "user:userid:{9}:username"
+        ]
+    );
+    let mut c = server.conn();
+    let name: String = c.get("user:userid:{9}:username").unwrap();
+    assert_eq!(name, "lisi");
+    let password: String = c.get("user:userid:{9}:password").unwrap();
+    assert_eq!(password, "111111");
+
+    assert_eq!(store.get::<User>(&9).await.unwrap(), Some(lisi()));
+    assert_eq!(store.get::<User>(&10).await.unwrap(), None);
+    assert!(store.exists::<User>(&9).await.unwrap());
+    assert!(!store.exists::<User>(&10).await.unwrap());
+    assert_eq!(User::key(&9), "user:userid:{9}");
+}
+
+#[tokio::test]
+async fn strings_layout_removes_the_column_of_a_none_field() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save(&lisi()).await.unwrap();
+    let mut no_mail = lisi();
+    no_mail.email = None;
+    assert!(!store.save(&no_mail).await.unwrap(), "second save updates");
+    assert_eq!(
+        server.keys(),
+        ["user:userid:{9}:password", "user:userid:{9}:username"]
+    );
+    assert_eq!(store.get::<User>(&9).await.unwrap(), Some(no_mail));
+}
+
+#[tokio::test]
+async fn hash_layout_keeps_a_user_in_one_hash() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let row = UserRow {
+        id: 9,
+        username: "lisi".into(),
+        password: "111111".into(),
+        email: None,
+    };
+    store.save(&row).await.unwrap();
+    assert_eq!(server.keys(), ["user:{9}"]);
+    let stored: Vec<(String, String)> = server.conn().hgetall("user:{9}").unwrap();
+    let mut stored = stored;
+    stored.sort();
+    assert_eq!(
+        stored,
+        [
+            ("password".to_string(), "111111".to_string()),
+            ("username".to_string(), "lisi".to_string())
+        ]
+    );
+    assert_eq!(store.get::<UserRow>(&9).await.unwrap(), Some(row));
+}
+
+#[tokio::test]
+async fn insert_refuses_a_taken_key_and_changes_nothing() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.insert(&lisi()).await.unwrap();
+    let mut other = lisi();
+    other.username = "zhangsan".into();
+    let err = store.insert(&other).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::AlreadyExists { key } if key == "user:userid:{9}"),
+        "{err:?}"
+    );
+    assert_eq!(store.get::<User>(&9).await.unwrap(), Some(lisi()));
+}
+
+#[tokio::test]
+async fn delete_removes_every_key_and_reports_whether_there_was_one() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save(&lisi()).await.unwrap();
+    assert!(store.delete::<User>(&9).await.unwrap());
+    assert!(server.keys().is_empty());
+    assert!(!store.delete::<User>(&9).await.unwrap());
+    assert_eq!(store.get::<User>(&9).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn get_many_returns_in_order_with_gaps() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let users: Vec<User> = (1..=3)
+        .map(|id| User {
+            id,
+            username: format!("u{id}"),
+            ..lisi()
+        })
+        .collect();
+    store.save_all(&users).await.unwrap();
+    let got = store.get_many::<User>(&[3, 7, 1]).await.unwrap();
+    assert_eq!(
+        got,
+        vec![Some(users[2].clone()), None, Some(users[0].clone())]
+    );
+    assert!(store.get_many::<User>(&[]).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn update_changes_columns_without_reading_and_fails_on_missing() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save(&lisi()).await.unwrap();
+    store
+        .update::<User>(&9)
+        .set(User::PASSWORD, "222222")
+        .set(User::EMAIL, None)
+        .exec()
+        .await
+        .unwrap();
+    let u = store.get::<User>(&9).await.unwrap().unwrap();
+    assert_eq!(u.password, "222222");
+    assert_eq!(u.email, None);
+    assert!(!server.keys().contains(&"user:userid:{9}:email".to_string()));
+
+    let err = store
+        .update::<User>(&10)
+        .set(User::PASSWORD, "x")
+        .exec()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err:?}");
+    assert_eq!(
+        server.keys().len(),
+        2,
+        "nothing written for the missing user"
+    );
+}
