@@ -78,6 +78,18 @@ fn lit_u64(meta: &ParseNestedMeta) -> syn::Result<(u64, LitInt)> {
     Ok((v, lit))
 }
 
+/// Consumes the value of an unknown attribute (`= ...` or `(...)`), so that
+/// one typo is reported once and the attributes after it are still read.
+fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(syn::Token![=]) {
+        meta.value()?.parse::<syn::Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        let _content;
+        syn::parenthesized!(_content in meta.input);
+    }
+    Ok(())
+}
+
 fn name_of(meta: &ParseNestedMeta) -> String {
     meta.path
         .get_ident()
@@ -142,12 +154,15 @@ pub fn container(cx: &Ctxt, attrs: &[Attribute]) -> Container {
                             Err(_) => cx.error_spanned_by(&s, "`crate` must be a path such as \"::redis_entity\""),
                         }
                     }
-                    other => cx.error_spanned_by(
-                        tokens,
-                        format!(
-                            "unknown attribute `{other}` in `#[redis(...)]` on a struct: expected prefix, key, layout, ttl or crate"
-                        ),
-                    ),
+                    other => {
+                        cx.error_spanned_by(
+                            tokens,
+                            format!(
+                                "unknown attribute `{other}` in `#[redis(...)]` on a struct: expected prefix, key, layout, ttl or crate"
+                            ),
+                        );
+                        skip_value(&meta)?;
+                    }
                 }
                 Ok(())
             });
@@ -187,6 +202,7 @@ pub fn field(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                             "sorted" => IndexKind::Sorted,
                             "prefix" => IndexKind::Prefix,
                             other => {
+                                skip_value(&meta)?;
                                 cx.error_spanned_by(
                                     &meta.path,
                                     format!("unknown index kind `{other}`: expected `#[index]`, `#[index(unique)]`, `#[index(sorted)]` or `#[index(prefix)]`"),
@@ -229,12 +245,15 @@ pub fn field(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                         let (v, lit) = lit_u64(&meta)?;
                         set_once(cx, &mut f.ttl, v, lit.to_token_stream(), "ttl");
                     }
-                    other => cx.error_spanned_by(
-                        tokens,
-                        format!(
-                            "unknown attribute `{other}` in `#[redis(...)]` on a field: expected rename, skip, default, json or ttl"
-                        ),
-                    ),
+                    other => {
+                        cx.error_spanned_by(
+                            tokens,
+                            format!(
+                                "unknown attribute `{other}` in `#[redis(...)]` on a field: expected rename, skip, default, json or ttl"
+                            ),
+                        );
+                        skip_value(&meta)?;
+                    }
                 }
                 Ok(())
             });

@@ -12,19 +12,21 @@ use std::sync::Arc;
 /// one command or one whole pipeline is one round trip.
 ///
 /// ```no_run
-/// # use redis_entity::{CountingConnection, Store};
+/// # use redis_entity::{CountingConnection, RedisEntity, Store};
+/// #[derive(RedisEntity)]
+/// struct User {
+///     #[pk]
+///     id: u64,
+///     name: String,
+/// }
 /// # async fn run() -> redis_entity::Result<()> {
 /// let client = redis::Client::open("redis://127.0.0.1/").unwrap();
 /// let conn = CountingConnection::new(client.get_multiplexed_async_connection().await.unwrap());
 /// let trips = conn.counter();
 /// let store = Store::new(conn);
-/// store.exists::<()>(&()).await.ok();
-/// # let _ = trips.get();
+/// store.get::<User>(&9).await?;
+/// assert_eq!(trips.take(), 1);
 /// # Ok(()) }
-/// # impl redis_entity::Entity for () { type Pk = (); const DESC: &'static redis_entity::EntityDesc = &redis_entity::EntityDesc { type_name: "", prefix: "", layout: redis_entity::Layout::Hash, key_pattern: "", pk_fields: &[], columns: &[], maps: &[], ttl: None };
-/// # fn write_key(_: &(), _: &mut String) {} fn write_own_key(&self, _: &mut String) {}
-/// # fn to_row(&self) -> redis_entity::Result<redis_entity::Row> { unimplemented!() }
-/// # fn from_row(_: &(), _: redis_entity::Row) -> Result<Self, redis_entity::FieldError> { Ok(()) } }
 /// ```
 #[derive(Clone, Debug)]
 pub struct CountingConnection<C> {

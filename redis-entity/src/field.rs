@@ -11,11 +11,15 @@ use crate::error::Result;
 use crate::plan::UpdateOp;
 use std::marker::PhantomData;
 
+/// Ties a handle to its types without owning them (`fn() -> _` keeps the
+/// handle `Send`, `Sync` and `Copy` whatever the types are).
+type Marker<T> = PhantomData<fn() -> T>;
+
 /// A stored column of entity `E` holding a `T`, encoded by codec `C`.
 pub struct Field<E, T, C> {
     name: &'static str,
     col: usize,
-    _p: PhantomData<fn() -> (E, T, C)>,
+    _p: Marker<(E, T, C)>,
 }
 
 impl<E, T, C> Field<E, T, C> {
@@ -56,7 +60,7 @@ impl<E, T, C> std::fmt::Debug for Field<E, T, C> {
 pub struct HashField<E, M> {
     name: &'static str,
     map: usize,
-    _p: PhantomData<fn() -> (E, M)>,
+    _p: Marker<(E, M)>,
 }
 
 impl<E, M> HashField<E, M> {

@@ -79,11 +79,17 @@ impl EntityLayout {
                 holds: format!("JSON object with {}", fields(true)),
             }),
             Layout::Strings => {
+                // The marker is written only when no column without its own
+                // TTL is stored, which needs every such column to be optional.
+                let may_need_marker = !desc.columns.iter().any(|c| !c.optional && c.ttl.is_none());
                 keys.push(KeyPattern {
                     pattern: base.to_owned(),
                     redis_type: RedisType::String,
-                    holds: "presence marker, only while no column without its own TTL is stored"
-                        .into(),
+                    holds: if may_need_marker {
+                        "presence marker, only while no column without its own TTL is stored".into()
+                    } else {
+                        "no value: the prefix of the column keys".into()
+                    },
                 });
                 for c in desc.columns {
                     keys.push(KeyPattern {

@@ -168,3 +168,24 @@ pub fn example_server() -> (String, Option<RedisServer>) {
         }
     }
 }
+
+/// Keys matching a SCAN `pattern` on the server at `url`, sorted (for
+/// examples, which print the keys they wrote).
+pub fn scan_keys(url: &str, pattern: &str) -> Vec<String> {
+    let mut c = redis::Client::open(url)
+        .and_then(|c| c.get_connection())
+        .expect("connect");
+    let mut keys: Vec<String> = redis::cmd("SCAN")
+        .cursor_arg(0)
+        .arg("MATCH")
+        .arg(pattern)
+        .arg("COUNT")
+        .arg(1000)
+        .clone()
+        .iter(&mut c)
+        .expect("scan")
+        .map(|k: redis::RedisResult<String>| k.expect("key name"))
+        .collect();
+    keys.sort();
+    keys
+}

@@ -1,0 +1,16 @@
+//! The tour: every seed scenario, one after the other, against a private
+//! redis-server (or `$REDIS_URL`). Run: `cargo run --example tour`.
+
+#[path = "profile.rs"]
+mod profile;
+#[path = "users.rs"]
+mod users;
+
+#[tokio::main]
+async fn main() -> redis_entity::Result<()> {
+    let (url, _server) = support::example_server();
+    users::run(&url).await?;
+    profile::run(&url).await?;
+    println!("tour finished: every scenario ran against {url}");
+    Ok(())
+}

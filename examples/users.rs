@@ -1,0 +1,95 @@
+//! Seeds 000 (section 1.1) and 003: the user table in Redis.
+//!
+//! ```sql
+//! select * from user where userid = 9;
+//! ```
+//! becomes one string key per column (`user:userid:9:username`, seed layout,
+//! here with the pk as a hash tag: `user:userid:{9}:username`), or one hash per
+//! user. Run: `cargo run --example users`.
+
+use redis_entity::{RedisEntity, Store};
+
+/// The seed's layout: `set user:userid:9:username lisi`, one key per column.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(layout = "strings", key = "user:userid:{userid}")]
+pub struct User {
+    #[pk]
+    pub userid: u64,
+    pub username: String,
+    pub password: String,
+    pub email: String,
+}
+
+/// The same table as one hash per user (`HGETALL user:{9}`).
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "user")]
+pub struct UserHash {
+    #[pk]
+    pub userid: u64,
+    pub username: String,
+    pub password: String,
+    pub email: String,
+}
+
+pub async fn run(url: &str) -> redis_entity::Result<()> {
+    println!("== users (seeds 000, 003): a table row as keys");
+    let store = Store::connect(url).await?;
+    let lisi = User {
+        userid: 9,
+        username: "lisi".into(),
+        password: "111111".into(),
+        email: "lisi@example.com".into(),
+    };
+    println!("{}", User::layout());
+    store.save(&lisi).await?;
+    println!(
+        "save(User 9)                -> keys {:?}",
+        support::scan_keys(url, "user:userid:*")
+    );
+    // select * from user where userid=9;
+    let back = store.get::<User>(&9).await?;
+    println!("get::<User>(&9)             -> {back:?}");
+    assert_eq!(back.as_ref(), Some(&lisi));
+
+    let row = UserHash {
+        userid: 9,
+        username: lisi.username.clone(),
+        password: lisi.password.clone(),
+        email: lisi.email.clone(),
+    };
+    println!("{}", UserHash::layout());
+    store.save(&row).await?;
+    println!(
+        "save(UserHash 9)            -> keys {:?}",
+        support::scan_keys(url, "user:{*")
+    );
+    // update user set password='222222' where userid=9;
+    store
+        .update::<UserHash>(&9)
+        .set(UserHash::PASSWORD, "222222")
+        .exec()
+        .await?;
+    let back = store.get::<UserHash>(&9).await?.expect("stored");
+    println!("update password, get        -> {back:?}");
+    // delete from user where userid=9;
+    println!(
+        "delete::<User>(&9)          -> {}",
+        store.delete::<User>(&9).await?
+    );
+    println!(
+        "delete::<UserHash>(&9)      -> {}",
+        store.delete::<UserHash>(&9).await?
+    );
+    println!(
+        "keys left                   -> {:?}\n",
+        support::scan_keys(url, "user:*")
+    );
+    Ok(())
+}
+
+#[allow(dead_code)]
+#[tokio::main]
+async fn main() -> redis_entity::Result<()> {
+    let (url, _server) = support::example_server();
+    run(&url).await
+}

@@ -1,0 +1,106 @@
+//! The blocking store has the same methods and the same behaviour.
+
+use redis_entity::blocking::Store;
+use redis_entity::{CountingConnection, Error, Namespace, RedisEntity};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use support::RedisServer;
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "user")]
+struct User {
+    #[pk]
+    id: u64,
+    username: String,
+    level: i64,
+    #[hash]
+    settings: BTreeMap<String, String>,
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(layout = "json")]
+struct Doc {
+    #[pk]
+    id: String,
+    n: u64,
+}
+
+fn user(id: u64) -> User {
+    User {
+        id,
+        username: format!("u{id}"),
+        level: 1,
+        settings: BTreeMap::from([("theme".into(), "dark".into())]),
+    }
+}
+
+#[test]
+fn blocking_crud_mirrors_async() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).unwrap();
+    assert!(store.save(&user(1)).unwrap());
+    assert_eq!(server.keys(), ["user:{1}", "user:{1}:settings"]);
+    assert_eq!(store.get::<User>(&1).unwrap(), Some(user(1)));
+    assert!(matches!(
+        store.insert(&user(1)),
+        Err(Error::AlreadyExists { .. })
+    ));
+    store.save_all(&[user(2), user(3)]).unwrap();
+    assert_eq!(
+        store.get_many::<User>(&[3, 4]).unwrap(),
+        vec![Some(user(3)), None]
+    );
+    store
+        .update::<User>(&1)
+        .incr(User::LEVEL, 41)
+        .hset(User::SETTINGS, "lang", "en")
+        .exec()
+        .unwrap();
+    assert_eq!(store.get::<User>(&1).unwrap().unwrap().level, 42);
+    assert_eq!(
+        store.hget(User::SETTINGS, &1, "lang").unwrap().as_deref(),
+        Some("en")
+    );
+    assert!(store.expire::<User>(&1, Duration::from_secs(50)).unwrap());
+    assert!(store.ttl::<User>(&1).unwrap().unwrap() > Duration::from_secs(45));
+    assert!(store.persist::<User>(&1).unwrap());
+    assert_eq!(store.ttl::<User>(&1).unwrap(), None);
+    assert!(store.exists::<User>(&1).unwrap());
+    assert!(store.delete::<User>(&1).unwrap());
+    assert!(!store.exists::<User>(&1).unwrap());
+    assert!(matches!(
+        store.update::<User>(&1).incr(User::LEVEL, 1).exec(),
+        Err(Error::NotFound { .. })
+    ));
+
+    store
+        .save(&Doc {
+            id: "a:b".into(),
+            n: 1,
+        })
+        .unwrap();
+    store
+        .update::<Doc>(&"a:b".to_string())
+        .incr(Doc::N, 2)
+        .exec()
+        .unwrap();
+    assert_eq!(store.get::<Doc>(&"a:b".to_string()).unwrap().unwrap().n, 3);
+    assert!(server.keys().contains(&"doc:{a%3Ab}".to_string()));
+}
+
+#[test]
+fn blocking_round_trips_and_namespace() {
+    let server = RedisServer::start();
+    let conn = CountingConnection::new(server.conn());
+    let trips = conn.counter();
+    let store = Store::new(conn).with_namespace(Namespace::new("shop").unwrap());
+    store.save(&user(1)).unwrap();
+    trips.take();
+    store.save(&user(1)).unwrap();
+    assert_eq!(trips.take(), 1);
+    store.get::<User>(&1).unwrap();
+    assert_eq!(trips.take(), 1);
+    store.save_all(&[user(2), user(3), user(4)]).unwrap();
+    assert_eq!(trips.take(), 1);
+    assert!(server.keys().iter().all(|k| k.starts_with("shop:user:{")));
+}

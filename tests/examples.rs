@@ -1,0 +1,25 @@
+//! Every example runs to the end against a private server (the demo command
+//! runs them too, through the tour).
+
+#[allow(dead_code)]
+#[path = "../examples/profile.rs"]
+mod profile;
+#[allow(dead_code)]
+#[path = "../examples/users.rs"]
+mod users;
+
+use support::RedisServer;
+
+#[tokio::test]
+async fn users_example_runs_and_cleans_up() {
+    let server = RedisServer::start();
+    users::run(&server.url()).await.unwrap();
+    assert!(server.keys().is_empty(), "{:?}", server.keys());
+}
+
+#[tokio::test]
+async fn profile_example_runs_and_cleans_up() {
+    let server = RedisServer::start();
+    profile::run(&server.url()).await.unwrap();
+    assert!(server.keys().is_empty(), "{:?}", server.keys());
+}

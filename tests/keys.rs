@@ -1,0 +1,216 @@
+//! Key encoding is injective and round-trips, for every value (property
+//! tests), and the layout listing and registry describe and protect it.
+
+use proptest::prelude::*;
+use redis_entity::key::{escape, escape_into, unescape};
+use redis_entity::{Entity, Error, KeyPart, Namespace, RedisEntity, Registry};
+use std::collections::BTreeMap;
+
+/// Text with a high share of the characters that matter.
+fn tricky() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop_oneof![
+            Just(':'),
+            Just('{'),
+            Just('}'),
+            Just('*'),
+            Just('?'),
+            Just('['),
+            Just(']'),
+            Just('\\'),
+            Just('%'),
+            Just('_'),
+            Just('中'),
+            Just('李'),
+            Just('é'),
+            Just('\0'),
+            any::<char>(),
+        ],
+        0..12,
+    )
+    .prop_map(|cs| cs.into_iter().collect())
+}
+
+#[derive(RedisEntity)]
+#[redis(key = "red_package:{program_id}_{task_id}_{uid}")]
+struct RedPackage {
+    #[pk]
+    program_id: String,
+    #[pk]
+    task_id: String,
+    #[pk]
+    uid: u64,
+    status: u8,
+}
+
+#[derive(RedisEntity)]
+struct Tagged {
+    #[pk]
+    name: String,
+    n: u8,
+}
+
+proptest! {
+    #[test]
+    fn escaping_round_trips(s in tricky()) {
+        prop_assert_eq!(unescape(&escape(&s)), Some(s));
+    }
+
+    #[test]
+    fn escaping_is_injective(a in tricky(), b in tricky()) {
+        prop_assume!(a != b);
+        prop_assert_ne!(escape(&a), escape(&b));
+    }
+
+    #[test]
+    fn escaped_values_contain_no_structure(s in tricky()) {
+        let e = escape(&s);
+        prop_assert!(!e.is_empty());
+        let structural = [':', '{', '}', '*', '?', '[', ']', '\\'];
+        prop_assert!(!e.contains(structural), "escaped {:?} to {:?}", s, e);
+    }
+
+    #[test]
+    fn string_pks_round_trip_through_keys(s in tricky()) {
+        let key = Tagged::key(&s);
+        let inner = key.strip_prefix("tagged:{").and_then(|k| k.strip_suffix('}')).unwrap();
+        prop_assert_eq!(String::read_key(inner), Some(s));
+    }
+
+    #[test]
+    fn composite_keys_never_collide(
+        a in (tricky(), tricky(), any::<u64>()),
+        b in (tricky(), tricky(), any::<u64>()),
+    ) {
+        prop_assume!(a != b);
+        prop_assert_ne!(RedPackage::key(&a), RedPackage::key(&b));
+    }
+
+    #[test]
+    fn the_hash_tag_is_the_whole_pk_and_nothing_else(a in (tricky(), tricky(), any::<u64>())) {
+        let key = RedPackage::key(&a);
+        // Redis Cluster hashes the text between the first `{` and the next `}`.
+        let open = key.find('{').unwrap();
+        let close = key[open..].find('}').unwrap() + open;
+        prop_assert_eq!(close, key.len() - 1);
+        prop_assert_eq!(&key[..open], "red_package:");
+    }
+
+    #[test]
+    fn integers_keep_one_spelling(n in any::<i64>()) {
+        let mut s = String::new();
+        n.write_key(&mut s, "");
+        prop_assert_eq!(i64::read_key(&s), Some(n));
+    }
+}
+
+#[test]
+fn seed_keys_are_readable() {
+    assert_eq!(
+        RedPackage::key(&("1".into(), "2".into(), 3)),
+        "red_package:{1_2_3}"
+    );
+    // A separator inside a value is escaped, so `1_2` + `3` differs from `1` + `2_3`.
+    assert_eq!(
+        RedPackage::key(&("1_2".into(), "3".into(), 4)),
+        "red_package:{1%5F2_3_4}"
+    );
+    assert_eq!(Tagged::key(&"李四".into()), "tagged:{李四}");
+    assert_eq!(Tagged::key(&"".into()), "tagged:{%_}");
+    assert_eq!(Tagged::key(&"a:b{c}*".into()), "tagged:{a%3Ab%7Bc%7D%2A}");
+    let mut s = String::new();
+    escape_into(&mut s, "x", "");
+    assert_eq!(s, "x");
+}
+
+#[test]
+fn namespaces_are_validated() {
+    assert_eq!(Namespace::tenant("a:b").as_str(), "tenant:a%3Ab:");
+    assert!(matches!(
+        Namespace::new("a{b}"),
+        Err(Error::InvalidKey { .. })
+    ));
+    assert!(matches!(
+        Namespace::new("a::b"),
+        Err(Error::InvalidKey { .. })
+    ));
+    assert_eq!(Namespace::new("").unwrap().as_str(), "");
+}
+
+#[derive(RedisEntity)]
+#[redis(prefix = "user")]
+struct User {
+    #[pk]
+    id: u64,
+    username: String,
+    email: Option<String>,
+    #[hash]
+    settings: BTreeMap<String, String>,
+}
+
+#[derive(RedisEntity)]
+#[redis(layout = "strings", key = "user:userid:{id}")]
+struct UserColumns {
+    #[pk]
+    id: u64,
+    username: String,
+    #[redis(ttl = 60)]
+    code: Option<String>,
+}
+
+/// Another type under `user:{...}`: its keys could equal `User`'s.
+#[derive(RedisEntity)]
+#[redis(prefix = "user")]
+struct UserAgain {
+    #[pk]
+    id: String,
+    n: u8,
+}
+
+#[test]
+fn layout_lists_every_key_family_with_its_type() {
+    let l = User::layout();
+    let rows: Vec<(String, String)> = l
+        .keys
+        .iter()
+        .map(|k| (k.pattern.clone(), k.redis_type.to_string()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("user:{<id>}".to_string(), "hash".to_string()),
+            ("user:{<id>}:settings".to_string(), "hash".to_string())
+        ]
+    );
+    let l = UserColumns::layout();
+    let patterns: Vec<&str> = l.keys.iter().map(|k| k.pattern.as_str()).collect();
+    assert_eq!(
+        patterns,
+        [
+            "user:userid:{<id>}",
+            "user:userid:{<id>}:username",
+            "user:userid:{<id>}:code"
+        ]
+    );
+    let text = l.to_string();
+    assert!(text.contains("expires 60s after each write"), "{text}");
+    assert_eq!(
+        <UserColumns as Entity>::DESC.key_pattern,
+        "user:userid:{<id>}"
+    );
+}
+
+#[test]
+fn registry_refuses_overlapping_entities() {
+    let reg = Registry::new()
+        .register::<User>()
+        .unwrap()
+        .register::<UserColumns>()
+        .unwrap()
+        .register::<RedPackage>()
+        .unwrap();
+    assert_eq!(reg.layouts().len(), 3);
+    let err = reg.register::<UserAgain>().unwrap_err();
+    assert!(matches!(err, Error::LayoutOverlap { .. }), "{err:?}");
+    assert!(err.to_string().contains("UserAgain"), "{err}");
+}

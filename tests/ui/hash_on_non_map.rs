@@ -1,0 +1,11 @@
+use redis_entity::RedisEntity;
+
+#[derive(RedisEntity)]
+struct User {
+    #[pk]
+    id: u64,
+    #[hash]
+    settings: String,
+}
+
+fn main() {}
