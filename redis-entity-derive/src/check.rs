@@ -151,10 +151,23 @@ fn field(cx: &Ctxt, e: &Entity, f: &crate::model::Field) {
         };
         match wrong {
             Some(msg) => cx.error_spanned_by(f.ty, msg),
-            None => cx.error_spanned_by(
+            None if matches!(idx.value, IndexKind::Sorted | IndexKind::Prefix) => cx.error_spanned_by(
                 &idx.tokens,
-                "`#[index]` is recognised but not supported by this version of redis-entity yet: indexes are maintained from the next release; remove it for now",
+                "`#[index(sorted)]` and `#[index(prefix)]` are recognised but not supported by this version of redis-entity yet; remove them for now",
             ),
+            None if e.layout == LayoutKind::Json => cx.error_spanned_by(
+                &idx.tokens,
+                "indexes need `layout = \"hash\"` or `\"strings\"`: the write script reads indexed values from Redis, and a JSON document would round large numbers",
+            ),
+            None if a.json.is_some() => cx.error_spanned_by(
+                &idx.tokens,
+                "an indexed field cannot be `json`: its stored text is what the index compares",
+            ),
+            None if types::option_inner(f.ty).is_some_and(types::is_collection) => cx.error_spanned_by(
+                f.ty,
+                "a tag relation is a collection, not an `Option` of one: an empty collection already means no tags",
+            ),
+            None => {}
         }
     }
     if let Some(v) = &a.version {

@@ -2,7 +2,7 @@
 //! under `<crate>::__private` (by default `::redis_entity::__private`), so a
 //! user needs the one dependency.
 
-use crate::attr::LayoutKind;
+use crate::attr::{IndexKind, LayoutKind};
 use crate::check;
 use crate::ctxt::Ctxt;
 use crate::model::{self, Codec, Entity, Role};
@@ -36,8 +36,14 @@ fn screaming(ident: &Ident) -> Ident {
 }
 
 struct KeyCode {
-    /// Statements that append the key to `out`, given `__p0..` bound to pk refs.
-    body: TokenStream,
+    /// Statements that append the member to `out`, given `__p0..` bound to pk refs.
+    member: TokenStream,
+    /// An expression parsing `member: &str` into `Option<Pk>`.
+    read: TokenStream,
+    /// Literal text before the hash tag.
+    head: String,
+    /// Literal text after the hash tag.
+    tail: String,
     /// `user:userid:{<id>}`.
     pattern: String,
 }
@@ -46,47 +52,99 @@ fn key_code(e: &Entity, re: &TokenStream) -> KeyCode {
     let pk_names: Vec<String> = e.pks().map(|f| f.name.clone()).collect();
     let first = e.template.iter().position(|p| matches!(p, Part::Field(_)));
     let last = e.template.iter().rposition(|p| matches!(p, Part::Field(_)));
+    let (Some(first), Some(last)) = (first, last) else {
+        return KeyCode {
+            member: TokenStream::new(),
+            read: quote!(#re::core::option::Option::None),
+            head: String::new(),
+            tail: String::new(),
+            pattern: String::new(),
+        };
+    };
+    let lit_text = |parts: &[Part]| -> String {
+        parts
+            .iter()
+            .map(|p| match p {
+                Part::Lit(s) => s.clone(),
+                Part::Field(_) => String::new(),
+            })
+            .collect()
+    };
+    let head = lit_text(&e.template[..first]);
+    let tail = lit_text(&e.template[last + 1..]);
+    let inner = &e.template[first..=last];
     // Separators between placeholders are escaped inside values, so a composite
     // key reads back one way only.
     let mut extra = String::new();
-    if let (Some(a), Some(b)) = (first, last) {
-        for p in &e.template[a..b] {
-            if let Part::Lit(s) = p {
-                for c in s.chars() {
-                    if !extra.contains(c) {
-                        extra.push(c);
-                    }
-                }
-            }
+    for c in lit_text(inner).chars() {
+        if !extra.contains(c) {
+            extra.push(c);
         }
     }
     let extra = lit(&extra);
-    let mut body = TokenStream::new();
-    let mut pattern = String::new();
-    for (i, p) in e.template.iter().enumerate() {
-        if Some(i) == first {
-            pattern.push('{');
-            body.extend(quote!(out.push('{');));
-        }
+    let mut member = TokenStream::new();
+    let mut pattern = format!("{head}{{");
+    // Parsing: split the member at each separator in turn; values have the
+    // separator characters escaped, so the first occurrence is the real one.
+    let mut read = TokenStream::new();
+    let mut parsed = vec![None; pk_names.len()];
+    for (i, p) in inner.iter().enumerate() {
         match p {
-            Part::Lit(s) => {
-                pattern.push_str(s);
-                let s = lit(s);
-                body.extend(quote!(out.push_str(#s);));
+            Part::Lit(sep) => {
+                pattern.push_str(sep);
+                let sep = lit(sep);
+                member.extend(quote!(out.push_str(#sep);));
             }
             Part::Field(name) => {
                 pattern.push_str(&format!("<{name}>"));
                 let idx = pk_names.iter().position(|n| n == name).unwrap_or(0);
                 let p = format_ident!("__p{}", idx);
-                body.extend(quote!(#re::KeyPart::write_key(#p, out, #extra);));
+                member.extend(quote!(#re::KeyPart::write_key(#p, out, #extra);));
+                let var = format_ident!("__r{}", idx);
+                let segment = match inner.get(i + 1) {
+                    Some(Part::Lit(sep)) => {
+                        let sep = lit(sep);
+                        quote! {
+                            let (__seg, __rest) = __rest.split_once(#sep)?;
+                        }
+                    }
+                    _ => quote! {
+                        let (__seg, __rest) = (__rest, "");
+                    },
+                };
+                read.extend(quote! {
+                    #segment
+                    let #var = #re::KeyPart::read_key(__seg)?;
+                });
+                parsed[idx] = Some(var);
             }
         }
-        if Some(i) == last {
-            pattern.push('}');
-            body.extend(quote!(out.push('}');));
-        }
     }
-    KeyCode { body, pattern }
+    let vars: Vec<Ident> = parsed
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| v.unwrap_or_else(|| format_ident!("__r{}", i)))
+        .collect();
+    let value = if vars.len() == 1 {
+        let v = &vars[0];
+        quote!(#v)
+    } else {
+        quote!((#(#vars),*))
+    };
+    let read = quote! {
+        let __rest: &str = member;
+        #read
+        #re::core::option::Option::Some(#value)
+    };
+    pattern.push('}');
+    pattern.push_str(&tail);
+    KeyCode {
+        member,
+        read,
+        head,
+        tail,
+        pattern,
+    }
 }
 
 fn codec_type(re: &TokenStream, codec: Codec, defaulted: bool) -> TokenStream {
@@ -95,6 +153,7 @@ fn codec_type(re: &TokenStream, codec: Codec, defaulted: bool) -> TokenStream {
         Codec::Optional => quote!(#re::Optional),
         Codec::Json => quote!(#re::Json),
         Codec::JsonOptional => quote!(#re::JsonOptional),
+        Codec::TagList => quote!(#re::TagList),
     };
     if defaulted {
         quote!(#re::Defaulted<#base>)
@@ -129,8 +188,11 @@ fn generate(e: &Entity) -> TokenStream {
     let bind_own = quote!(#(let #pk_vars = &self.#pk_idents;)*);
 
     let key = key_code(e, &re);
-    let key_body = &key.body;
+    let member_body = &key.member;
+    let read_member = &key.read;
     let key_pattern = lit(&key.pattern);
+    let key_head = lit(&key.head);
+    let key_tail = lit(&key.tail);
 
     let layout = match e.layout {
         LayoutKind::Hash => quote!(#re::Layout::Hash),
@@ -166,6 +228,22 @@ fn generate(e: &Entity) -> TokenStream {
         quote!(#re::MapDesc { name: #name, rust_type: #ty })
     });
     let pk_names = pks.iter().map(|f| lit(&f.name));
+    let numeric_pk = pks.len() == 1 && types::is_integer(pks[0].ty);
+    let index_descs = columns.iter().enumerate().filter_map(|(i, f)| {
+        let kind = match (f.attrs.index.as_ref()?.value, f.role) {
+            (
+                _,
+                Role::Column {
+                    codec: Codec::TagList,
+                    ..
+                },
+            ) => quote!(#re::IndexKind::Tags),
+            (IndexKind::Unique, _) => quote!(#re::IndexKind::Unique),
+            _ => quote!(#re::IndexKind::Equality),
+        };
+        let name = lit(&f.name);
+        Some(quote!(#re::IndexDesc { field: #name, column: #i, kind: #kind }))
+    });
     let type_name = lit(&ident.to_string());
     let prefix = lit(&e.prefix);
     let ttl = match e.ttl {
@@ -222,9 +300,25 @@ fn generate(e: &Entity) -> TokenStream {
             "Handle of the `{}` field (stored as `{}`).",
             f.ident, f.name
         );
+        let inner = types::option_inner(ty).unwrap_or(ty);
+        let kind = match (f.attrs.index.as_ref().map(|i| i.value), f.role) {
+            (None, _) => quote!(#re::NoIndex),
+            (
+                Some(_),
+                Role::Column {
+                    codec: Codec::TagList,
+                    ..
+                },
+            ) => {
+                let elem = types::element(ty).unwrap_or(ty);
+                quote!(#re::Tags<#elem>)
+            }
+            (Some(IndexKind::Unique), _) => quote!(#re::Unique<#inner>),
+            (Some(_), _) => quote!(#re::Equality<#inner>),
+        };
         quote! {
             #[doc = #doc]
-            #vis const #name: #re::Field<#ident, #ty, #codec> = #re::Field::new(#stored, #i);
+            #vis const #name: #re::Field<#ident, #ty, #codec, #kind> = #re::Field::new(#stored, #i);
         }
     });
     let map_consts = maps.iter().enumerate().map(|(i, f)| {
@@ -255,20 +349,28 @@ fn generate(e: &Entity) -> TokenStream {
                     prefix: #prefix,
                     layout: #layout,
                     key_pattern: #key_pattern,
+                    key_head: #key_head,
+                    key_tail: #key_tail,
                     pk_fields: &[#(#pk_names),*],
+                    numeric_pk: #numeric_pk,
                     columns: &[#(#column_descs),*],
                     maps: &[#(#map_descs),*],
+                    indexes: &[#(#index_descs),*],
                     ttl: #ttl,
                 };
 
-                fn write_key(pk: &Self::Pk, out: &mut #re::String) {
+                fn write_member(pk: &Self::Pk, out: &mut #re::String) {
                     #bind_pk
-                    #key_body
+                    #member_body
                 }
 
-                fn write_own_key(&self, out: &mut #re::String) {
+                fn write_own_member(&self, out: &mut #re::String) {
                     #bind_own
-                    #key_body
+                    #member_body
+                }
+
+                fn read_member(member: &str) -> #re::core::option::Option<Self::Pk> {
+                    #read_member
                 }
 
                 fn to_row(&self) -> #re::Result<#re::Row> {

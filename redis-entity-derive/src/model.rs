@@ -38,6 +38,8 @@ pub enum Codec {
     Optional,
     Json,
     JsonOptional,
+    /// A tag collection (`#[index]` on a `Vec` / set).
+    TagList,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -138,11 +140,13 @@ pub fn build<'a>(cx: &Ctxt, input: &'a DeriveInput) -> Option<Entity<'a>> {
             Role::Map
         } else {
             let json = attrs.json.is_some() || layout == LayoutKind::Json;
-            let codec = match (json, option) {
-                (false, false) => Codec::Plain,
-                (false, true) => Codec::Optional,
-                (true, false) => Codec::Json,
-                (true, true) => Codec::JsonOptional,
+            let tags = attrs.index.is_some() && types::is_collection(&f.ty) && !json;
+            let codec = match (tags, json, option) {
+                (true, _, _) => Codec::TagList,
+                (false, false, false) => Codec::Plain,
+                (false, false, true) => Codec::Optional,
+                (false, true, false) => Codec::Json,
+                (false, true, true) => Codec::JsonOptional,
             };
             Role::Column {
                 codec,

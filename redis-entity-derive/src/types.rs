@@ -56,6 +56,15 @@ pub fn is_collection(ty: &Type) -> bool {
             .is_some_and(|t| is_named(t, &["u8"]))
 }
 
+/// The element type of a collection.
+pub fn element(ty: &Type) -> Option<&Type> {
+    if is_collection(ty) {
+        generic_args(ty).first().copied()
+    } else {
+        None
+    }
+}
+
 /// Integer types (the ones `#[version]` and sorted indexes accept).
 pub fn is_integer(ty: &Type) -> bool {
     is_named(

@@ -137,7 +137,14 @@ impl<C: ConnectionLike> Store<C> {
 
     fn save_as<E: Entity>(&self, e: &E, mode: WriteMode, ttl: Option<Duration>) -> Result<bool> {
         let keys = EntityKeys::of_entity(&self.ns, e);
-        self.write(&plan::save(E::DESC, &keys, &e.to_row()?, mode, ttl))
+        self.write(&plan::save(
+            E::DESC,
+            &self.ns,
+            &keys,
+            &e.to_row()?,
+            mode,
+            ttl,
+        ))
     }
 
     /// See [`crate::Store::save`].
@@ -163,6 +170,7 @@ impl<C: ConnectionLike> Store<C> {
                 let keys = EntityKeys::of_entity(&self.ns, e);
                 Ok(plan::save(
                     E::DESC,
+                    &self.ns,
                     &keys,
                     &e.to_row()?,
                     WriteMode::Save,
@@ -223,7 +231,13 @@ impl<C: ConnectionLike> Store<C> {
     /// See [`crate::Store::delete`].
     pub fn delete<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
         let keys = EntityKeys::of::<E>(&self.ns, pk);
-        self.write(&plan::lifecycle(E::DESC, &keys, WriteMode::Delete, None))
+        self.write(&plan::lifecycle(
+            E::DESC,
+            &self.ns,
+            &keys,
+            WriteMode::Delete,
+            None,
+        ))
     }
 
     /// See [`crate::Store::update`].
@@ -248,7 +262,7 @@ impl<C: ConnectionLike> Store<C> {
         ttl: Option<Duration>,
     ) -> Result<bool> {
         let keys = EntityKeys::of::<E>(&self.ns, pk);
-        match self.write(&plan::lifecycle(E::DESC, &keys, mode, ttl)) {
+        match self.write(&plan::lifecycle(E::DESC, &self.ns, &keys, mode, ttl)) {
             Ok(_) => Ok(true),
             Err(Error::NotFound { .. }) => Ok(false),
             Err(e) => Err(e),
@@ -293,10 +307,16 @@ impl<C: ConnectionLike, E: Entity> Update<'_, E, Store<C>> {
             return Err(e);
         }
         let store = self.store;
-        let keys = EntityKeys::new(E::DESC, &store.ns, &self.entity_key);
+        let keys = EntityKeys::new(E::DESC, &store.ns, self.member);
         if E::DESC.layout != Layout::Json {
             return store
-                .write(&plan::update(E::DESC, &keys, &self.ops, self.ttl))
+                .write(&plan::update(
+                    E::DESC,
+                    &store.ns,
+                    &keys,
+                    &self.ops,
+                    self.ttl,
+                ))
                 .map(drop);
         }
         for attempt in 0..CAS_ATTEMPTS {
@@ -309,7 +329,7 @@ impl<C: ConnectionLike, E: Entity> Update<'_, E, Store<C>> {
                 key: keys.base.clone(),
             })?;
             let doc = plan::apply_json_ops(E::DESC, &keys.base, &read, &self.ops)?;
-            let plan = plan::json_cas(E::DESC, &keys, read, doc, &self.ops, self.ttl);
+            let plan = plan::json_cas(E::DESC, &store.ns, &keys, read, doc, &self.ops, self.ttl);
             match store.write(&plan) {
                 Err(Error::Redis { source, .. }) if WritePlan::is_cas_retry(&source) => continue,
                 other => return other.map(drop),

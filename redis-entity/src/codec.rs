@@ -256,6 +256,81 @@ impl<T: Default, C: FieldCodec<T>> FieldCodec<T> for Defaulted<C> {
     }
 }
 
+/// A tag collection (`#[index]` on a `Vec`, `BTreeSet` or `HashSet`), stored
+/// in one column as its elements, each escaped like a key value, joined by
+/// `:` (so the write script can turn the stored text into index keys
+/// without parsing anything). An empty collection stores nothing.
+pub struct TagList;
+
+/// A collection whose elements are tags.
+pub trait TagCollection: Default {
+    /// The element type.
+    type Elem: Scalar;
+    /// The elements, in iteration order.
+    fn elems(&self) -> Vec<&Self::Elem>;
+    /// Adds an element read back from Redis.
+    fn push(&mut self, e: Self::Elem);
+}
+
+impl<T: Scalar> TagCollection for Vec<T> {
+    type Elem = T;
+    fn elems(&self) -> Vec<&T> {
+        self.iter().collect()
+    }
+    fn push(&mut self, e: T) {
+        Vec::push(self, e)
+    }
+}
+
+impl<T: Scalar + Ord> TagCollection for std::collections::BTreeSet<T> {
+    type Elem = T;
+    fn elems(&self) -> Vec<&T> {
+        self.iter().collect()
+    }
+    fn push(&mut self, e: T) {
+        self.insert(e);
+    }
+}
+
+impl<T: Scalar + Eq + Hash> TagCollection for std::collections::HashSet<T> {
+    type Elem = T;
+    fn elems(&self) -> Vec<&T> {
+        self.iter().collect()
+    }
+    fn push(&mut self, e: T) {
+        self.insert(e);
+    }
+}
+
+impl<C: TagCollection> FieldCodec<C> for TagList {
+    fn encode(_: &'static str, value: &C) -> Result<Option<Vec<u8>>, crate::Error> {
+        let elems = value.elems();
+        if elems.is_empty() {
+            return Ok(None);
+        }
+        let mut out = Vec::new();
+        for (i, e) in elems.into_iter().enumerate() {
+            if i > 0 {
+                out.push(b':');
+            }
+            crate::key::escape_bytes_into(&mut out, &to_bytes(e));
+        }
+        Ok(Some(out))
+    }
+
+    fn decode(field: &'static str, raw: Option<&[u8]>) -> Result<C, FieldError> {
+        let mut c = C::default();
+        let Some(raw) = raw else { return Ok(c) };
+        for part in raw.split(|&b| b == b':') {
+            let bytes = crate::key::unescape_bytes(part)
+                .ok_or_else(|| FieldError::parse(field, raw, "not an escaped tag list"))?;
+            let e = C::Elem::decode(&bytes).map_err(|e| FieldError::parse(field, raw, e))?;
+            c.push(e);
+        }
+        Ok(c)
+    }
+}
+
 /// A map kept in its own Redis hash (`#[hash]` fields): one hash field per entry.
 pub trait MapField: Default {
     /// The entry key.
@@ -341,6 +416,20 @@ mod tests {
         assert!(matches!(e.kind, crate::error::FieldErrorKind::Parse { .. }));
         let e = <Plain as FieldCodec<u8>>::decode("age", None).unwrap_err();
         assert_eq!(e.kind, crate::error::FieldErrorKind::Missing);
+    }
+
+    #[test]
+    fn tag_lists_round_trip_and_escape() {
+        let tags: Vec<String> = vec!["a:b".into(), "".into(), "中".into()];
+        let raw = <TagList as FieldCodec<Vec<String>>>::encode("t", &tags)
+            .unwrap()
+            .unwrap();
+        assert_eq!(raw, "a%3Ab:%_:中".as_bytes());
+        let back: Vec<String> = TagList::decode("t", Some(&raw)).unwrap();
+        assert_eq!(back, tags);
+        let empty: Vec<String> = Vec::new();
+        assert_eq!(TagList::encode("t", &empty).unwrap(), None);
+        assert!(<TagList as FieldCodec<Vec<String>>>::decode("t", Some(b"a%zz")).is_err());
     }
 
     #[test]

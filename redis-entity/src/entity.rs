@@ -51,6 +51,39 @@ pub struct MapDesc {
     pub rust_type: &'static str,
 }
 
+/// What an index keeps for a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IndexKind {
+    /// `#[index]` on a scalar: one set of members per value.
+    Equality,
+    /// `#[index(unique)]`: one string key per value holding the owner's member.
+    Unique,
+    /// `#[index]` on a collection (a tag relation): one set per element.
+    Tags,
+}
+
+impl IndexKind {
+    /// The letter the write script uses for this kind.
+    pub(crate) fn code(self) -> &'static str {
+        match self {
+            IndexKind::Equality => "e",
+            IndexKind::Unique => "u",
+            IndexKind::Tags => "t",
+        }
+    }
+}
+
+/// One indexed field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexDesc {
+    /// The field's stored name (also the index key segment).
+    pub field: &'static str,
+    /// The column holding the field.
+    pub column: usize,
+    /// The index kind.
+    pub kind: IndexKind,
+}
+
 /// Everything the runtime needs to know about an entity type.
 #[derive(Debug, Clone, Copy)]
 pub struct EntityDesc {
@@ -62,14 +95,50 @@ pub struct EntityDesc {
     pub layout: Layout,
     /// The entity key pattern with `<pk>` placeholders (`user:userid:{<id>}`).
     pub key_pattern: &'static str,
+    /// The literal text of the entity key before its hash tag (`user:userid:`).
+    pub key_head: &'static str,
+    /// The literal text of the entity key after its hash tag (`:profile` in
+    /// `user:{<id>}:profile`, usually empty).
+    pub key_tail: &'static str,
     /// The pk field names, in key order.
     pub pk_fields: &'static [&'static str],
+    /// True for a single integer pk: members then sort numerically.
+    pub numeric_pk: bool,
     /// The stored columns, in field order.
     pub columns: &'static [ColumnDesc],
     /// The `#[hash]` map fields, in field order.
     pub maps: &'static [MapDesc],
+    /// The indexed fields.
+    pub indexes: &'static [IndexDesc],
     /// Expiry given to a newly created entity, in seconds.
     pub ttl: Option<u64>,
+}
+
+impl EntityDesc {
+    /// The prefix of the index keys of `index`: `<ns><prefix>:<field>:`.
+    pub fn index_prefix(&self, ns: &Namespace, index: &IndexDesc) -> String {
+        format!("{}{}:{}:", ns.as_str(), self.prefix, index.field)
+    }
+
+    /// The set of the members of every stored entity of this type (kept for
+    /// indexed entities: the universe of a query with only `none` conditions).
+    pub fn ids_key(&self, ns: &Namespace) -> String {
+        format!("{}{}:@ids", ns.as_str(), self.prefix)
+    }
+
+    /// The namespaced entity key of `member`.
+    pub fn key_of_member(&self, ns: &Namespace, member: &str) -> String {
+        let mut k = String::with_capacity(
+            ns.as_str().len() + self.key_head.len() + member.len() + self.key_tail.len() + 2,
+        );
+        k.push_str(ns.as_str());
+        k.push_str(self.key_head);
+        k.push('{');
+        k.push_str(member);
+        k.push('}');
+        k.push_str(self.key_tail);
+        k
+    }
 }
 
 /// An entity in its stored form: one optional value per column (`None`:
@@ -91,11 +160,15 @@ pub trait Entity: Sized + Send + Sync + 'static {
     /// The static description.
     const DESC: &'static EntityDesc;
 
-    /// Appends the entity key for `pk` (without namespace) to `out`.
-    fn write_key(pk: &Self::Pk, out: &mut String);
+    /// Appends the member of `pk` to `out`: the pk as written inside the
+    /// key's hash tag (`9`, `1_2_3`), also what index sets hold.
+    fn write_member(pk: &Self::Pk, out: &mut String);
 
-    /// Appends this entity's own key (without namespace) to `out`.
-    fn write_own_key(&self, out: &mut String);
+    /// Appends this entity's own member to `out`.
+    fn write_own_member(&self, out: &mut String);
+
+    /// Parses a member back into a pk; `None` for text no pk produces.
+    fn read_member(member: &str) -> Option<Self::Pk>;
 
     /// The stored form.
     fn to_row(&self) -> Result<Row>;
@@ -106,8 +179,13 @@ pub trait Entity: Sized + Send + Sync + 'static {
     /// The entity key for `pk`, without namespace (`User::key(&9)` is the
     /// inherent shortcut the derive generates).
     fn entity_key(pk: &Self::Pk) -> String {
+        Self::DESC.key_of_member(&Namespace::none(), &Self::member(pk))
+    }
+
+    /// The member of `pk` (see [`Entity::write_member`]).
+    fn member(pk: &Self::Pk) -> String {
         let mut s = String::new();
-        Self::write_key(pk, &mut s);
+        Self::write_member(pk, &mut s);
         s
     }
 }
@@ -115,6 +193,8 @@ pub trait Entity: Sized + Send + Sync + 'static {
 /// All the keys of one entity, namespaced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntityKeys {
+    /// The entity's member (its pk inside the hash tag).
+    pub member: String,
     /// The entity key: the hash (`hash`), the JSON string (`json`) or the
     /// presence marker (`strings`).
     pub base: String,
@@ -125,11 +205,9 @@ pub struct EntityKeys {
 }
 
 impl EntityKeys {
-    /// The keys of the entity whose key (without namespace) is `entity_key`.
-    pub fn new(desc: &EntityDesc, ns: &Namespace, entity_key: &str) -> Self {
-        let mut base = String::with_capacity(ns.as_str().len() + entity_key.len());
-        base.push_str(ns.as_str());
-        base.push_str(entity_key);
+    /// The keys of the entity with `member`.
+    pub fn new(desc: &EntityDesc, ns: &Namespace, member: String) -> Self {
+        let base = desc.key_of_member(ns, &member);
         let sub = |name: &str| format!("{base}:{name}");
         let columns = match desc.layout {
             Layout::Strings => desc.columns.iter().map(|c| sub(c.name)).collect(),
@@ -137,6 +215,7 @@ impl EntityKeys {
         };
         let maps = desc.maps.iter().map(|m| sub(m.name)).collect();
         EntityKeys {
+            member,
             base,
             columns,
             maps,
@@ -145,16 +224,14 @@ impl EntityKeys {
 
     /// The keys of the entity with pk `pk`.
     pub fn of<E: Entity>(ns: &Namespace, pk: &E::Pk) -> Self {
-        let mut k = String::new();
-        E::write_key(pk, &mut k);
-        Self::new(E::DESC, ns, &k)
+        Self::new(E::DESC, ns, E::member(pk))
     }
 
     /// The keys of `entity`.
     pub fn of_entity<E: Entity>(ns: &Namespace, entity: &E) -> Self {
-        let mut k = String::new();
-        entity.write_own_key(&mut k);
-        Self::new(E::DESC, ns, &k)
+        let mut m = String::new();
+        entity.write_own_member(&mut m);
+        Self::new(E::DESC, ns, m)
     }
 
     /// Every key, in script order: base, columns, maps.

@@ -15,14 +15,51 @@ use std::marker::PhantomData;
 /// handle `Send`, `Sync` and `Copy` whatever the types are).
 type Marker<T> = PhantomData<fn() -> T>;
 
-/// A stored column of entity `E` holding a `T`, encoded by codec `C`.
-pub struct Field<E, T, C> {
-    name: &'static str,
-    col: usize,
-    _p: Marker<(E, T, C)>,
+/// Index kind marker: the field has no index.
+#[derive(Debug, Clone, Copy)]
+pub struct NoIndex;
+/// Index kind marker: `#[index]` on a scalar; `X` is the indexed value type.
+#[derive(Debug, Clone, Copy)]
+pub struct Equality<X>(PhantomData<fn() -> X>);
+/// Index kind marker: `#[index(unique)]`; `X` is the indexed value type.
+#[derive(Debug, Clone, Copy)]
+pub struct Unique<X>(PhantomData<fn() -> X>);
+/// Index kind marker: `#[index]` on a collection (a tag relation); `X` is the element type.
+#[derive(Debug, Clone, Copy)]
+pub struct Tags<X>(PhantomData<fn() -> X>);
+
+/// Index kinds whose entries are sets of members, which `find`, `eq`,
+/// `all`, `any` and `none` read.
+pub trait SetIndex {
+    /// The value (or element) type a condition compares with.
+    type Value: crate::codec::Scalar;
+    /// True for tag relations (the column holds a tag list).
+    const TAGS: bool;
+}
+impl<X: crate::codec::Scalar> SetIndex for Equality<X> {
+    type Value = X;
+    const TAGS: bool = false;
+}
+impl<X: crate::codec::Scalar> SetIndex for Tags<X> {
+    type Value = X;
+    const TAGS: bool = true;
 }
 
-impl<E, T, C> Field<E, T, C> {
+/// Index kinds that allow `incr` (a unique value must be checked before it
+/// is written, and an increment computes it in Redis).
+pub trait AllowsIncr {}
+impl AllowsIncr for NoIndex {}
+impl<X> AllowsIncr for Equality<X> {}
+
+/// A stored column of entity `E` holding a `T`, encoded by codec `C`, with
+/// index kind `K` ([`NoIndex`], [`Equality`], [`Unique`], [`Tags`]).
+pub struct Field<E, T, C, K = NoIndex> {
+    name: &'static str,
+    col: usize,
+    _p: Marker<(E, T, C, K)>,
+}
+
+impl<E, T, C, K> Field<E, T, C, K> {
     #[doc(hidden)]
     pub const fn new(name: &'static str, col: usize) -> Self {
         Field {
@@ -43,14 +80,14 @@ impl<E, T, C> Field<E, T, C> {
     }
 }
 
-impl<E, T, C> Clone for Field<E, T, C> {
+impl<E, T, C, K> Clone for Field<E, T, C, K> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<E, T, C> Copy for Field<E, T, C> {}
+impl<E, T, C, K> Copy for Field<E, T, C, K> {}
 
-impl<E, T, C> std::fmt::Debug for Field<E, T, C> {
+impl<E, T, C, K> std::fmt::Debug for Field<E, T, C, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Field({})", self.name)
     }
@@ -105,7 +142,7 @@ pub trait Assign<E: Entity> {
     fn assign(&self, value: &Self::Value) -> Result<UpdateOp>;
 }
 
-impl<E: Entity, T, C: FieldCodec<T>> Assign<E> for Field<E, T, C> {
+impl<E: Entity, T, C: FieldCodec<T>, K> Assign<E> for Field<E, T, C, K> {
     type Value = T;
     fn assign(&self, value: &T) -> Result<UpdateOp> {
         Ok(UpdateOp::Set {
@@ -141,7 +178,7 @@ macro_rules! incrementable {
 }
 incrementable!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64);
 
-impl<E, T: Incrementable, C> Field<E, T, C> {
+impl<E, T: Incrementable, C, K: AllowsIncr> Field<E, T, C, K> {
     /// The update operation adding `delta`.
     pub fn incr_op(&self, delta: T::Delta) -> UpdateOp {
         UpdateOp::Incr {

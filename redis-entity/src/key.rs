@@ -37,6 +37,54 @@ pub fn escape_into(out: &mut String, value: &str, extra: &str) {
     }
 }
 
+/// Appends the escaped form of arbitrary bytes (an index value: a field's
+/// stored form, which need not be UTF-8). Same rules as [`escape_into`]
+/// without extra characters; bytes outside ASCII are kept.
+pub fn escape_bytes_into(out: &mut Vec<u8>, value: &[u8]) {
+    if value.is_empty() {
+        out.extend_from_slice(EMPTY.as_bytes());
+        return;
+    }
+    for &b in value {
+        if b.is_ascii() && ALWAYS_ESCAPED.as_bytes().contains(&b) {
+            const HEX: &[u8; 16] = b"0123456789ABCDEF";
+            out.extend_from_slice(&[b'%', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+        } else {
+            out.push(b);
+        }
+    }
+}
+
+/// The inverse of [`escape_bytes_into`].
+pub fn unescape_bytes(segment: &[u8]) -> Option<Vec<u8>> {
+    if segment == EMPTY.as_bytes() {
+        return Some(Vec::new());
+    }
+    if segment.is_empty() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(segment.len());
+    let mut i = 0;
+    while i < segment.len() {
+        if segment[i] == b'%' {
+            let hex = segment.get(i + 1..i + 3)?;
+            if hex.iter().any(|b| b.is_ascii_lowercase()) {
+                return None;
+            }
+            let b = u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
+            if !ALWAYS_ESCAPED.as_bytes().contains(&b) {
+                return None;
+            }
+            out.push(b);
+            i += 3;
+        } else {
+            out.push(segment[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
 /// `value` escaped, as a new string.
 pub fn escape(value: &str) -> String {
     let mut s = String::with_capacity(value.len());

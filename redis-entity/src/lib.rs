@@ -43,13 +43,18 @@ mod field;
 pub mod key;
 mod layout;
 pub mod plan;
+pub mod query;
 mod store;
 mod update;
 
 pub use conn::{CountingConnection, RoundTrips};
-pub use entity::{ColumnDesc, Entity, EntityDesc, EntityKeys, Layout, MapDesc, Row};
+pub use entity::{
+    ColumnDesc, Entity, EntityDesc, EntityKeys, IndexDesc, IndexKind, Layout, MapDesc, Row,
+};
 pub use error::{Error, FieldError, FieldErrorKind, Result};
-pub use field::{Assign, Field, HashField, Incrementable};
+pub use field::{
+    AllowsIncr, Assign, Equality, Field, HashField, Incrementable, NoIndex, SetIndex, Tags, Unique,
+};
 pub use key::{KeyPart, Namespace};
 pub use layout::{EntityLayout, KeyPattern, RedisType, Registry};
 pub use store::Store;
@@ -63,11 +68,13 @@ pub use redis_entity_derive::RedisEntity;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::codec::{
-        decode_map, Defaulted, FieldCodec, Json, JsonOptional, MapField, Optional, Plain,
+        decode_map, Defaulted, FieldCodec, Json, JsonOptional, MapField, Optional, Plain, TagList,
     };
-    pub use crate::entity::{ColumnDesc, Entity, EntityDesc, Layout, MapDesc, Row};
+    pub use crate::entity::{
+        ColumnDesc, Entity, EntityDesc, IndexDesc, IndexKind, Layout, MapDesc, Row,
+    };
     pub use crate::error::{FieldError, Result};
-    pub use crate::field::{Field, HashField};
+    pub use crate::field::{Equality, Field, HashField, NoIndex, Tags, Unique};
     pub use crate::key::KeyPart;
     pub use crate::layout::EntityLayout;
     pub use ::core;

@@ -4,8 +4,9 @@
 //! tested here; sending it is the job of [`crate::exec`], once for async and
 //! once for blocking connections.
 
-use crate::entity::{EntityDesc, EntityKeys, Layout, Row};
+use crate::entity::{EntityDesc, EntityKeys, IndexKind, Layout, Row};
 use crate::error::{Error, Result};
+use crate::key::{escape_bytes_into, Namespace};
 use redis::Value;
 use std::time::Duration;
 
@@ -26,6 +27,8 @@ pub enum WriteMode {
     Expire,
     /// Remove the TTL of every key of an existing entity.
     Persist,
+    /// Remove index entries found stale.
+    Clean,
 }
 
 impl WriteMode {
@@ -38,6 +41,7 @@ impl WriteMode {
             WriteMode::Delete => "delete",
             WriteMode::Expire => "expire",
             WriteMode::Persist => "persist",
+            WriteMode::Clean => "clean",
         }
     }
 }
@@ -94,6 +98,9 @@ pub struct WritePlan {
     /// The script arguments (`ARGV`).
     pub args: Vec<Vec<u8>>,
     mode: WriteMode,
+    /// Per index: the new value of a unique field this write sets (for the
+    /// error message of a violation).
+    unique: Vec<(&'static str, Option<Vec<u8>>)>,
 }
 
 /// The write script, loaded once per connection and called by its SHA1.
@@ -112,10 +119,24 @@ fn ms(d: Duration) -> u64 {
 struct Builder<'a> {
     desc: &'a EntityDesc,
     keys: &'a EntityKeys,
+    ns: &'a Namespace,
     ops: Vec<Vec<u8>>,
+    /// Per index of the entity: the new stored value of a unique field, when
+    /// this write sets it (`Some(None)`: set to None).
+    unique_new: Vec<Option<Option<Vec<u8>>>>,
 }
 
 impl<'a> Builder<'a> {
+    fn new(desc: &'a EntityDesc, keys: &'a EntityKeys, ns: &'a Namespace) -> Self {
+        Builder {
+            desc,
+            keys,
+            ns,
+            ops: Vec::new(),
+            unique_new: vec![None; desc.indexes.len()],
+        }
+    }
+
     fn op(&mut self, name: &str, key: usize, args: Vec<Vec<u8>>) {
         self.ops.push(name.as_bytes().to_vec());
         self.ops.push((key + 1).to_string().into_bytes());
@@ -137,6 +158,11 @@ impl<'a> Builder<'a> {
     }
 
     fn set_column(&mut self, col: usize, value: Option<Vec<u8>>) {
+        for (i, idx) in self.desc.indexes.iter().enumerate() {
+            if idx.column == col && idx.kind == IndexKind::Unique {
+                self.unique_new[i] = Some(value.clone());
+            }
+        }
         let name = self.desc.columns[col].name.as_bytes().to_vec();
         match (self.desc.layout, value) {
             (Layout::Strings, Some(v)) => {
@@ -155,6 +181,53 @@ impl<'a> Builder<'a> {
             .flat_map(|(k, v)| [k.clone(), v.clone()])
             .collect();
         self.op("HREPLACE", self.map_key(map), args);
+    }
+
+    /// Member, ids key, owner presence keys and index specs (see write.lua).
+    fn index_header(&self, args: &mut Vec<Vec<u8>>) {
+        let desc = self.desc;
+        if desc.indexes.is_empty() {
+            args.extend([
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                b"0".to_vec(),
+                b"0".to_vec(),
+            ]);
+            return;
+        }
+        args.push(self.keys.member.clone().into_bytes());
+        args.push(desc.ids_key(self.ns).into_bytes());
+        args.push(format!("{}{}{{", self.ns.as_str(), desc.key_head).into_bytes());
+        let tail = format!("}}{}", desc.key_tail);
+        let mut suffixes = vec![tail.clone()];
+        if desc.layout == Layout::Strings {
+            for c in desc.columns.iter().filter(|c| c.ttl.is_none()) {
+                suffixes.push(format!("{tail}:{}", c.name));
+            }
+        }
+        args.push(suffixes.len().to_string().into_bytes());
+        args.extend(suffixes.into_iter().map(String::into_bytes));
+        args.push(desc.indexes.len().to_string().into_bytes());
+        for (i, idx) in desc.indexes.iter().enumerate() {
+            args.push(idx.kind.code().as_bytes().to_vec());
+            let (key, field) = match desc.layout {
+                Layout::Strings => (1 + idx.column, Vec::new()),
+                _ => (0, desc.columns[idx.column].name.as_bytes().to_vec()),
+            };
+            args.push((key + 1).to_string().into_bytes());
+            args.push(field);
+            args.push(desc.index_prefix(self.ns, idx).into_bytes());
+            args.push(match &self.unique_new[i] {
+                None => Vec::new(),
+                Some(None) => b"n".to_vec(),
+                Some(Some(v)) => {
+                    let mut out = vec![b'v'];
+                    escape_bytes_into(&mut out, v);
+                    out
+                }
+            });
+        }
     }
 
     fn finish(self, mode: WriteMode, ttl: Option<Duration>, cas: Vec<u8>) -> WritePlan {
@@ -182,11 +255,19 @@ impl<'a> Builder<'a> {
         args.push((desc.ttl.unwrap_or(0) * 1000).to_string().into_bytes());
         args.push(marker.as_bytes().to_vec());
         args.push(cas);
+        self.index_header(&mut args);
         args.extend(self.ops);
+        let unique = desc
+            .indexes
+            .iter()
+            .zip(self.unique_new)
+            .map(|(i, v)| (i.field, v.flatten()))
+            .collect();
         WritePlan {
             keys: self.keys.all().cloned().collect(),
             args,
             mode,
+            unique,
         }
     }
 }
@@ -217,16 +298,18 @@ pub fn json_document(desc: &EntityDesc, row: &Row) -> Vec<u8> {
 /// Plans a save or insert of one entity.
 pub fn save(
     desc: &EntityDesc,
+    ns: &Namespace,
     keys: &EntityKeys,
     row: &Row,
     mode: WriteMode,
     ttl: Option<Duration>,
 ) -> WritePlan {
-    let mut b = Builder {
-        desc,
-        keys,
-        ops: Vec::new(),
-    };
+    let mut b = Builder::new(desc, keys, ns);
+    for (i, idx) in desc.indexes.iter().enumerate() {
+        if idx.kind == IndexKind::Unique {
+            b.unique_new[i] = Some(row.columns[idx.column].clone());
+        }
+    }
     match desc.layout {
         Layout::Hash => {
             let mut set = Vec::new();
@@ -263,33 +346,43 @@ pub fn save(
     b.finish(mode, ttl, Vec::new())
 }
 
+/// Plans the removal of index entries a reader found stale: each
+/// (index, escaped value) entry is removed only if the stored entity does
+/// not need it, in the same atomic step that reads the stored value.
+pub fn clean(
+    desc: &EntityDesc,
+    ns: &Namespace,
+    keys: &EntityKeys,
+    entries: &[(usize, Vec<u8>)],
+) -> WritePlan {
+    let mut b = Builder::new(desc, keys, ns);
+    for (i, v) in entries {
+        b.ops.push((i + 1).to_string().into_bytes());
+        b.ops.push(v.clone());
+    }
+    b.finish(WriteMode::Clean, None, Vec::new())
+}
+
 /// Plans a delete, an expire (`Some(ttl)`) or a persist (`None` with `Persist`).
 pub fn lifecycle(
     desc: &EntityDesc,
+    ns: &Namespace,
     keys: &EntityKeys,
     mode: WriteMode,
     ttl: Option<Duration>,
 ) -> WritePlan {
-    Builder {
-        desc,
-        keys,
-        ops: Vec::new(),
-    }
-    .finish(mode, ttl, Vec::new())
+    Builder::new(desc, keys, ns).finish(mode, ttl, Vec::new())
 }
 
 /// Plans an in-place update of the `hash` or `strings` layout.
 pub fn update(
     desc: &EntityDesc,
+    ns: &Namespace,
     keys: &EntityKeys,
     ops: &[UpdateOp],
     ttl: Option<Duration>,
 ) -> WritePlan {
-    let mut b = Builder {
-        desc,
-        keys,
-        ops: Vec::new(),
-    };
+    let mut b = Builder::new(desc, keys, ns);
     for op in ops {
         match op {
             UpdateOp::Set { col, value } => b.set_column(*col, value.clone()),
@@ -327,17 +420,14 @@ fn map_op(b: &mut Builder<'_>, op: &UpdateOp) {
 /// `read` is the document the caller read, `doc` the new one.
 pub fn json_cas(
     desc: &EntityDesc,
+    ns: &Namespace,
     keys: &EntityKeys,
     read: Vec<u8>,
     doc: Vec<u8>,
     ops: &[UpdateOp],
     ttl: Option<Duration>,
 ) -> WritePlan {
-    let mut b = Builder {
-        desc,
-        keys,
-        ops: Vec::new(),
-    };
+    let mut b = Builder::new(desc, keys, ns);
     b.op("SET", 0, vec![doc, b"0".to_vec()]);
     for op in ops {
         map_op(&mut b, op);
@@ -393,6 +483,19 @@ impl WritePlan {
         match e.code() {
             Some("ENTITY_EXISTS") => Error::AlreadyExists { key },
             Some("ENTITY_NOT_FOUND") => Error::NotFound { key },
+            Some("UNIQUE_VIOLATION") => {
+                let which = e.detail().and_then(|d| d.trim().parse::<usize>().ok());
+                match which.and_then(|i| self.unique.get(i)) {
+                    Some((field, value)) => Error::UniqueViolation {
+                        field,
+                        value: value
+                            .as_deref()
+                            .map(crate::error::shown)
+                            .unwrap_or_default(),
+                    },
+                    None => Error::redis(&key, e),
+                }
+            }
             _ => Error::redis(&key, e),
         }
     }
@@ -640,7 +743,7 @@ pub fn apply_json_ops(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::entity::{ColumnDesc, MapDesc};
+    use crate::entity::{ColumnDesc, IndexDesc, MapDesc};
     use crate::key::Namespace;
 
     const COLS: &[ColumnDesc] = &[
@@ -668,7 +771,11 @@ mod tests {
             prefix: "user",
             layout,
             key_pattern: "user:userid:{<id>}",
+            key_head: "user:userid:",
+            key_tail: "",
+            indexes: &[],
             pk_fields: &["id"],
+            numeric_pk: true,
             columns: COLS,
             maps: MAPS,
             ttl: Some(10),
@@ -692,7 +799,8 @@ mod tests {
     #[test]
     fn strings_layout_writes_one_key_per_column() {
         let d = desc(Layout::Strings);
-        let keys = EntityKeys::new(&d, &Namespace::none(), "user:userid:{9}");
+        let ns = Namespace::none();
+        let keys = EntityKeys::new(&d, &ns, "9".into());
         assert_eq!(
             keys.all().cloned().collect::<Vec<_>>(),
             [
@@ -702,12 +810,12 @@ mod tests {
                 "user:userid:{9}:settings"
             ]
         );
-        let p = save(&d, &keys, &row(), WriteMode::Save, None);
+        let p = save(&d, &ns, &keys, &row(), WriteMode::Save, None);
         assert_eq!(
             args(&p),
             [
-                "save", "ppod", "-1", "10000", "none", "", "SET", "2", "2", "lisi", "0", "DEL",
-                "3", "0", "HREPLACE", "4", "2", "theme", "dark"
+                "save", "ppod", "-1", "10000", "none", "", "", "", "", "0", "0", "SET", "2", "2",
+                "lisi", "0", "DEL", "3", "0", "HREPLACE", "4", "2", "theme", "dark"
             ]
         );
     }
@@ -715,22 +823,58 @@ mod tests {
     #[test]
     fn hash_layout_sets_present_and_deletes_absent_fields() {
         let d = desc(Layout::Hash);
-        let keys = EntityKeys::new(&d, &Namespace::tenant(42), "user:{9}");
-        assert_eq!(keys.base, "tenant:42:user:{9}");
+        let ns = Namespace::tenant(42);
+        let keys = EntityKeys::new(&d, &ns, "9".into());
+        assert_eq!(keys.base, "tenant:42:user:userid:{9}");
         let p = save(
             &d,
+            &ns,
             &keys,
             &row(),
             WriteMode::Insert,
             Some(Duration::from_secs(5)),
         );
         assert_eq!(
-            args(&p)[..14],
+            args(&p)[..19],
             [
-                "insert", "pd", "5000", "10000", "none", "", "HSET", "1", "2", "username", "lisi",
-                "HDEL", "1", "1"
+                "insert", "pd", "5000", "10000", "none", "", "", "", "", "0", "0", "HSET", "1",
+                "2", "username", "lisi", "HDEL", "1", "1"
             ]
         );
+    }
+
+    #[test]
+    fn indexed_entities_send_their_index_specs() {
+        const IDX: &[IndexDesc] = &[IndexDesc {
+            field: "username",
+            column: 0,
+            kind: IndexKind::Unique,
+        }];
+        let mut d = desc(Layout::Hash);
+        d.key_head = "user:";
+        d.indexes = IDX;
+        let ns = Namespace::none();
+        let keys = EntityKeys::new(&d, &ns, "9".into());
+        let p = save(&d, &ns, &keys, &row(), WriteMode::Save, None);
+        assert_eq!(
+            args(&p)[6..18],
+            [
+                "9",
+                "user:@ids",
+                "user:{",
+                "1",
+                "}",
+                "1",
+                "u",
+                "1",
+                "username",
+                "user:username:",
+                "vlisi",
+                "HSET"
+            ]
+        );
+        let e = p.server_error(redis::RedisError::from((redis::ErrorKind::Extension, "x")));
+        assert!(matches!(e, Error::Redis { .. }));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 use crate::codec::{to_bytes, MapField, Scalar};
 use crate::entity::{Entity, EntityKeys, Layout};
 use crate::error::{Error, FieldError, Result};
-use crate::field::HashField;
+use crate::field::{Field, HashField, SetIndex, Unique};
+use crate::query::{self, Query};
 use crate::key::Namespace;
 use crate::plan::{self, WriteMode, WritePlan};
 use crate::update::Update;
@@ -158,7 +159,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         ttl: Option<Duration>,
     ) -> Result<bool> {
         let keys = EntityKeys::of_entity(&self.ns, e);
-        let plan = plan::save(E::DESC, &keys, &e.to_row()?, mode, ttl);
+        let plan = plan::save(E::DESC, &self.ns, &keys, &e.to_row()?, mode, ttl);
         self.write(&plan).await
     }
 
@@ -190,6 +191,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 let keys = EntityKeys::of_entity(&self.ns, e);
                 Ok(plan::save(
                     E::DESC,
+                    &self.ns,
                     &keys,
                     &e.to_row()?,
                     WriteMode::Save,
@@ -254,8 +256,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Deletes the entity and every key it owns; `false` if there was none.
     pub async fn delete<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
         let keys = EntityKeys::of::<E>(&self.ns, pk);
-        self.write(&plan::lifecycle(E::DESC, &keys, WriteMode::Delete, None))
-            .await
+        self.write(&plan::lifecycle(
+            E::DESC,
+            &self.ns,
+            &keys,
+            WriteMode::Delete,
+            None,
+        ))
+        .await
     }
 
     /// Starts an in-place update of the entity with `pk`.
@@ -281,7 +289,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     ) -> Result<bool> {
         let keys = EntityKeys::of::<E>(&self.ns, pk);
         match self
-            .write(&plan::lifecycle(E::DESC, &keys, mode, ttl))
+            .write(&plan::lifecycle(E::DESC, &self.ns, &keys, mode, ttl))
             .await
         {
             Ok(_) => Ok(true),
@@ -324,6 +332,112 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 }
 
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// Starts a set-algebra query over `E`'s equality indexes and tag relations.
+    pub fn query<E: Entity>(&self) -> Query<'_, E, Self> {
+        Query::new(self)
+    }
+
+    /// Every `E` whose indexed `field` equals `value` (or, for a tag
+    /// relation, has the tag): `query().eq(field, value).fetch()`.
+    pub async fn find<E: Entity, T, Co, K: SetIndex>(
+        &self,
+        field: Field<E, T, Co, K>,
+        value: impl Into<K::Value>,
+    ) -> Result<Vec<E>> {
+        self.query::<E>().eq(field, value).fetch().await
+    }
+
+    /// The `E` whose unique `field` holds `value`, if any (two round trips:
+    /// the unique key, then the entity, which is checked to still hold it).
+    pub async fn find_unique<E: Entity, T, Co, X: Scalar>(
+        &self,
+        field: Field<E, T, Co, Unique<X>>,
+        value: impl Into<X>,
+    ) -> Result<Option<E>> {
+        let Some(index) = query::index_of(E::DESC, field.column()) else {
+            return Ok(None);
+        };
+        let (key, v) = query::unique_key(E::DESC, &self.ns, index, &value.into());
+        let member: Option<String> = redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&key, e))?;
+        let Some(member) = member else { return Ok(None) };
+        let (pipe, keys) = query::read_members(E::DESC, &self.ns, std::slice::from_ref(&member));
+        let replies: Vec<Value> = pipe
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&keys[0].base, e))?;
+        let (found, repair) = query::finish_unique::<E>(&self.ns, index, v, &member, &keys[0], replies)?;
+        if let Some(plan) = repair {
+            self.write(&plan).await?;
+        }
+        Ok(found)
+    }
+
+    async fn run_query<E: Entity>(
+        &self,
+        conditions: &[query::Condition],
+        page: Option<(usize, usize)>,
+        count_only: bool,
+    ) -> Result<(u64, Vec<String>)> {
+        let (evalsha, eval) = query::script_call(E::DESC, &self.ns, conditions, page, count_only);
+        let mut conn = self.conn.clone();
+        let reply = match evalsha.query_async::<Value>(&mut conn).await {
+            Err(e) if plan::is_noscript(&e) => eval.query_async::<Value>(&mut conn).await,
+            other => other,
+        }
+        .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
+        query::parse_reply(E::DESC, reply)
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> {
+    /// The matching entities, each checked against the conditions (at most
+    /// two round trips; a third removes stale index entries if any were met).
+    pub async fn fetch(self) -> Result<Vec<E>> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let store = self.store;
+        let (_, members) = store.run_query::<E>(&self.conditions, self.page, false).await?;
+        if members.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (pipe, keys) = query::read_members(E::DESC, &store.ns, &members);
+        let replies: Vec<Value> = pipe
+            .query_async(&mut store.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&keys[0].base, e))?;
+        let fetched = query::finish_fetch::<E>(&store.ns, &self.conditions, &members, &keys, replies)?;
+        if !fetched.repairs.is_empty() {
+            store.write_many(&fetched.repairs).await?;
+        }
+        Ok(fetched.entities)
+    }
+
+    /// The pks of the matching entities as the indexes list them (one round
+    /// trip; unlike `fetch`, the entities are not read, so not checked).
+    pub async fn ids(self) -> Result<Vec<E::Pk>> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let (_, members) = self.store.run_query::<E>(&self.conditions, self.page, false).await?;
+        Ok(members.iter().filter_map(|m| query::parse_member::<E>(m)).collect())
+    }
+
+    /// How many entities match (ignores `limit`; one round trip).
+    pub async fn count(self) -> Result<u64> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let (total, _) = self.store.run_query::<E>(&self.conditions, None, true).await?;
+        Ok(total)
+    }
+}
+
 impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>> {
     /// Sends the update as one atomic write. [`Error::NotFound`] (and nothing
     /// written) when the entity does not exist or has expired.
@@ -332,9 +446,9 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
             return Err(e);
         }
         let store = self.store;
-        let keys = EntityKeys::new(E::DESC, &store.ns, &self.entity_key);
+        let keys = EntityKeys::new(E::DESC, &store.ns, self.member);
         if E::DESC.layout != Layout::Json {
-            let plan = plan::update(E::DESC, &keys, &self.ops, self.ttl);
+            let plan = plan::update(E::DESC, &store.ns, &keys, &self.ops, self.ttl);
             return store.write(&plan).await.map(drop);
         }
         // The json layout keeps one document: read it, change it, and write it
@@ -350,7 +464,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
                 key: keys.base.clone(),
             })?;
             let doc = plan::apply_json_ops(E::DESC, &keys.base, &read, &self.ops)?;
-            let plan = plan::json_cas(E::DESC, &keys, read, doc, &self.ops, self.ttl);
+            let plan = plan::json_cas(E::DESC, &store.ns, &keys, read, doc, &self.ops, self.ttl);
             match store.write(&plan).await {
                 Err(Error::Redis { source, .. }) if WritePlan::is_cas_retry(&source) => continue,
                 other => return other.map(drop),

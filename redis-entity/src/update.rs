@@ -4,7 +4,7 @@
 use crate::codec::{to_bytes, MapField};
 use crate::entity::Entity;
 use crate::error::Error;
-use crate::field::{Assign, Field, HashField, Incrementable};
+use crate::field::{AllowsIncr, Assign, Field, HashField, Incrementable};
 use crate::plan::UpdateOp;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -14,7 +14,7 @@ use std::time::Duration;
 #[must_use = "an update does nothing until `exec()` is called"]
 pub struct Update<'s, E: Entity, S> {
     pub(crate) store: &'s S,
-    pub(crate) entity_key: String,
+    pub(crate) member: String,
     pub(crate) ops: Vec<UpdateOp>,
     pub(crate) ttl: Option<Duration>,
     /// The first encoding error; reported by `exec()` so the chain stays fluent.
@@ -26,7 +26,7 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
     pub(crate) fn new(store: &'s S, pk: &E::Pk) -> Self {
         Update {
             store,
-            entity_key: E::entity_key(pk),
+            member: E::member(pk),
             ops: Vec::new(),
             ttl: None,
             error: None,
@@ -52,7 +52,11 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
     }
 
     /// Adds `delta` to a numeric field in place (`HINCRBY` / `HINCRBYFLOAT`).
-    pub fn incr<T: Incrementable, C>(self, field: Field<E, T, C>, delta: T::Delta) -> Self {
+    pub fn incr<T: Incrementable, C, K: AllowsIncr>(
+        self,
+        field: Field<E, T, C, K>,
+        delta: T::Delta,
+    ) -> Self {
         let op = field.incr_op(delta);
         self.push(Ok(op))
     }

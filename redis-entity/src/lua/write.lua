@@ -1,23 +1,80 @@
 -- redis-entity: one atomic write of one entity (save, insert, update, delete,
--- expire, persist, compare-and-set). The runtime loads it once and calls it
--- with EVALSHA; every key in KEYS belongs to the same entity and carries the
--- same hash tag, so the script is legal on Redis Cluster.
+-- expire, persist, compare-and-set) together with all its index entries.
+-- The runtime loads it once and calls it with EVALSHA.
 --
--- KEYS: the entity's keys (base, then strings-layout columns, then #[hash] maps)
--- ARGV[1] mode: save | insert | update | cas | delete | expire | persist
--- ARGV[2] one role letter per key: p = its existence means the entity exists,
---         o = a column with its own TTL, d = other data (a #[hash] map)
--- ARGV[3] TTL in ms to set on every key (-1: keep the remaining TTL)
--- ARGV[4] TTL in ms for a newly created entity (0: none)
--- ARGV[5] presence marker: none | string | hash (kept only while nothing
---         else shows that the entity exists, e.g. all its columns are None)
--- ARGV[6] cas: the JSON document the caller read
--- ARGV[7..] ops: name, key index, argument count, arguments...
-local mode, roles = ARGV[1], ARGV[2]
-local ttl, default_ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
-local marker = ARGV[5]
+-- KEYS: the entity's keys (base, then strings-layout columns, then #[hash] maps);
+--       they share one hash tag. Index keys are derived here from the values
+--       stored in Redis, so what is removed never depends on the caller's copy.
+-- ARGV, in order:
+--   mode: save | insert | update | cas | delete | expire | persist | clean
+--   roles: one letter per key: p = its existence means the entity exists,
+--          o = a column with its own TTL, d = other data (a #[hash] map)
+--   ttl: ms to set on every key (-1: keep the remaining TTL)
+--   default ttl: ms for a newly created entity (0: none)
+--   marker: none | string | hash (kept only while nothing else shows that
+--           the entity exists, e.g. all its columns are None)
+--   cas: the JSON document the caller read (cas mode)
+--   member: the entity's pk as stored in index sets ('' without indexes)
+--   ids key: the set of all members of the entity type ('' without indexes)
+--   owner head, then a count and that many suffixes: head..member..suffix are
+--          the presence keys of the entity with that member (to tell whether
+--          the owner of a unique value still exists)
+--   index count, then per index: kind (e = equality, u = unique, t = tags),
+--          key position, hash field ('' = the key itself is the column),
+--          index key prefix, new unique value ('' untouched, n = None, v.. = escaped value)
+--   ops: name, key position, argument count, arguments...
+--        (clean mode: pairs of index number and escaped value, each an index
+--        entry a reader found stale; removed unless the stored value needs it)
+local a = 0
+local function arg() a = a + 1; return ARGV[a] end
+local mode, roles = arg(), arg()
+local ttl, default_ttl = tonumber(arg()), tonumber(arg())
+local marker, cas, member, ids_key = arg(), arg(), arg(), arg()
+local owner_head = arg()
+local suffixes = {}
+for s = 1, tonumber(arg()) do suffixes[s] = arg() end
+local idx = {}
+for n = 1, tonumber(arg()) do
+  idx[n] = { kind = arg(), k = tonumber(arg()), field = arg(), prefix = arg(), new = arg() }
+end
 
 local function role(i) return string.sub(roles, i, i) end
+
+-- The injective escaping of values inside keys; same as redis_entity::key.
+local function esc(v)
+  if v == '' then return '%_' end
+  return (string.gsub(v, '[%%:{}%*%?%[%]\\]', function(c)
+    return string.format('%%%02X', string.byte(c))
+  end))
+end
+
+-- The index entries of a stored value: escaped scalars, or a tag list that
+-- is stored already escaped and joined by ':'.
+local function entries(kind, raw)
+  local out = {}
+  if not raw then return out end
+  if kind == 't' then
+    for t in string.gmatch(raw, '[^:]+') do out[t] = true end
+  else
+    out[esc(raw)] = true
+  end
+  return out
+end
+
+local function read_value(spec)
+  local v
+  if spec.field == '' then v = redis.call('GET', KEYS[spec.k])
+  else v = redis.call('HGET', KEYS[spec.k], spec.field) end
+  if v == false then return nil end
+  return v
+end
+
+local function owner_alive(owner)
+  for s = 1, #suffixes do
+    if redis.call('EXISTS', owner_head .. owner .. suffixes[s]) == 1 then return true end
+  end
+  return false
+end
 
 local existed, old_pttl = false, -1
 for i = 1, #KEYS do
@@ -27,7 +84,43 @@ for i = 1, #KEYS do
   end
 end
 
+local old = {}
+for n, spec in ipairs(idx) do old[n] = entries(spec.kind, read_value(spec)) end
+
+local function unindex_all()
+  for n, spec in ipairs(idx) do
+    for e in pairs(old[n]) do
+      local key = spec.prefix .. e
+      if spec.kind == 'u' then
+        if redis.call('GET', key) == member then redis.call('DEL', key) end
+      else
+        redis.call('SREM', key, member)
+      end
+    end
+  end
+  if ids_key ~= '' then redis.call('SREM', ids_key, member) end
+end
+
+if mode == 'clean' then
+  local removed = 0
+  for j = a + 1, #ARGV, 2 do
+    local n, e = tonumber(ARGV[j]), ARGV[j + 1]
+    local spec = idx[n]
+    if spec and not (existed and old[n][e]) then
+      local key = spec.prefix .. e
+      if spec.kind == 'u' then
+        if redis.call('GET', key) == member then removed = removed + redis.call('DEL', key) end
+      else
+        removed = removed + redis.call('SREM', key, member)
+      end
+    end
+  end
+  if not existed and ids_key ~= '' then removed = removed + redis.call('SREM', ids_key, member) end
+  return removed
+end
+
 if mode == 'delete' then
+  unindex_all()
   redis.call('DEL', unpack(KEYS))
   if existed then return 1 end
   return 0
@@ -47,8 +140,22 @@ if mode == 'expire' or mode == 'persist' then
   end
   return 1
 end
-if mode == 'cas' and redis.call('GET', KEYS[1]) ~= ARGV[6] then
+if mode == 'cas' and redis.call('GET', KEYS[1]) ~= cas then
   return redis.error_reply('ENTITY_CHANGED document changed since it was read')
+end
+
+-- Unique values are checked before anything is written, so a conflict
+-- changes nothing. An owner that no longer exists (expired) does not count.
+for n, spec in ipairs(idx) do
+  if spec.kind == 'u' and string.sub(spec.new, 1, 1) == 'v' then
+    local value = string.sub(spec.new, 2)
+    if not old[n][value] then
+      local owner = redis.call('GET', spec.prefix .. value)
+      if owner and owner ~= member and owner_alive(owner) then
+        return redis.error_reply('UNIQUE_VIOLATION ' .. (n - 1))
+      end
+    end
+  end
 end
 
 -- HSET in chunks: unpack() of a very large argument list overflows Lua's C stack.
@@ -59,36 +166,58 @@ local function hset(key, first, last)
 end
 
 local touched = {}
-local i = 7
+local i = a + 1
 while i <= #ARGV do
   local op, k, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  local key, a = KEYS[k], i + 3
+  local key, f = KEYS[k], i + 3
   if op == 'HSET' then
-    hset(key, a, a + n - 1); touched[k] = true
+    hset(key, f, f + n - 1); touched[k] = true
   elseif op == 'HDEL' then
-    redis.call('HDEL', key, unpack(ARGV, a, a + n - 1))
+    redis.call('HDEL', key, unpack(ARGV, f, f + n - 1))
   elseif op == 'SET' then
-    local own = tonumber(ARGV[a + 1])
+    local own = tonumber(ARGV[f + 1])
     if own > 0 then
-      redis.call('SET', key, ARGV[a], 'PX', own)
+      redis.call('SET', key, ARGV[f], 'PX', own)
     else
-      redis.call('SET', key, ARGV[a], 'KEEPTTL'); touched[k] = true
+      redis.call('SET', key, ARGV[f], 'KEEPTTL'); touched[k] = true
     end
   elseif op == 'DEL' then
     redis.call('DEL', key)
   elseif op == 'HREPLACE' then
     redis.call('DEL', key)
-    if n > 0 then hset(key, a, a + n - 1); touched[k] = true end
+    if n > 0 then hset(key, f, f + n - 1); touched[k] = true end
   elseif op == 'HINCRBY' or op == 'HINCRBYFLOAT' then
-    redis.call(op, key, ARGV[a], ARGV[a + 1]); touched[k] = true
+    redis.call(op, key, ARGV[f], ARGV[f + 1]); touched[k] = true
   elseif op == 'INCRBY' or op == 'INCRBYFLOAT' then
-    redis.call(op, key, ARGV[a])
+    redis.call(op, key, ARGV[f])
     if role(k) ~= 'o' then touched[k] = true end
   else
     return redis.error_reply('ERR redis-entity: unknown op ' .. tostring(op))
   end
-  i = a + n
+  i = f + n
 end
+
+-- Index entries follow the values now stored: remove what the old values
+-- put there, add what the new ones need.
+for n, spec in ipairs(idx) do
+  local new = entries(spec.kind, read_value(spec))
+  for e in pairs(old[n]) do
+    if not new[e] then
+      local key = spec.prefix .. e
+      if spec.kind == 'u' then
+        if redis.call('GET', key) == member then redis.call('DEL', key) end
+      else
+        redis.call('SREM', key, member)
+      end
+    end
+  end
+  -- Added even when unchanged: idempotent, and a save repairs a lost entry.
+  for e in pairs(new) do
+    if spec.kind == 'u' then redis.call('SET', spec.prefix .. e, member)
+    else redis.call('SADD', spec.prefix .. e, member) end
+  end
+end
+if ids_key ~= '' then redis.call('SADD', ids_key, member) end
 
 if marker == 'string' then
   local other = false

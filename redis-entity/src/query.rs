@@ -1,0 +1,389 @@
+//! Set-algebra queries over equality indexes and tag relations:
+//! `store.query::<Book>().all(Book::TAGS, ["php", "web"]).fetch()`.
+//!
+//! A query is one script call that returns the matching members (SINTER /
+//! SUNION / SDIFF done on the server, no temporary keys), then one pipelined
+//! read of the page's entities. Every fetched entity is checked against the
+//! conditions; an index entry that no longer matches is dropped from the
+//! result and removed (atomically, only if still stale) in a third call that
+//! happens only when such an entry was met.
+
+use crate::entity::{Entity, EntityDesc, EntityKeys, IndexKind, Row};
+use crate::error::{Error, Result};
+use crate::field::{Field, SetIndex};
+use crate::key::{escape_bytes_into, Namespace};
+use crate::plan::{self, WritePlan};
+use redis::Value;
+use std::collections::BTreeSet;
+use std::marker::PhantomData;
+
+/// The query script.
+pub static QUERY_SCRIPT: &str = include_str!("lua/query.lua");
+
+fn query_sha() -> &'static str {
+    static SHA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SHA.get_or_init(|| redis::Script::new(QUERY_SCRIPT).get_hash().to_owned())
+}
+
+/// How a condition combines its values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOp {
+    /// Every value (SINTER).
+    All,
+    /// At least one value (SUNION).
+    Any,
+    /// None of the values (SDIFF).
+    None,
+}
+
+impl SetOp {
+    fn name(self) -> &'static str {
+        match self {
+            SetOp::All => "all",
+            SetOp::Any => "any",
+            SetOp::None => "none",
+        }
+    }
+}
+
+/// One condition: an index, an operation, and the values' escaped forms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    /// Position in [`EntityDesc::indexes`].
+    pub index: usize,
+    /// How the values combine.
+    pub op: SetOp,
+    /// The values, stored form escaped (the last segment of the index key).
+    pub values: Vec<Vec<u8>>,
+}
+
+/// A query being built; see the module docs. `S` is the store it runs on.
+#[must_use = "a query does nothing until `fetch()`, `ids()` or `count()` is called"]
+pub struct Query<'s, E: Entity, S> {
+    pub(crate) store: &'s S,
+    pub(crate) conditions: Vec<Condition>,
+    pub(crate) page: Option<(usize, usize)>,
+    pub(crate) error: Option<Error>,
+    _e: PhantomData<fn() -> E>,
+}
+
+/// The escaped stored form of a value: the last segment of its index key.
+pub(crate) fn index_value<V: crate::codec::Scalar>(v: &V) -> Vec<u8> {
+    let mut out = Vec::new();
+    escape_bytes_into(&mut out, &crate::codec::to_bytes(v));
+    out
+}
+
+/// The position of the index on `column`.
+pub(crate) fn index_of(desc: &EntityDesc, column: usize) -> Option<usize> {
+    desc.indexes.iter().position(|i| i.column == column)
+}
+
+impl<'s, E: Entity, S> Query<'s, E, S> {
+    pub(crate) fn new(store: &'s S) -> Self {
+        Query {
+            store,
+            conditions: Vec::new(),
+            page: None,
+            error: None,
+            _e: PhantomData,
+        }
+    }
+
+    fn push<T, C, K: SetIndex, V: Into<K::Value>>(
+        mut self,
+        field: Field<E, T, C, K>,
+        op: SetOp,
+        values: impl IntoIterator<Item = V>,
+    ) -> Self {
+        match index_of(E::DESC, field.column()) {
+            Some(index) => self.conditions.push(Condition {
+                index,
+                op,
+                values: values.into_iter().map(|v| index_value(&v.into())).collect(),
+            }),
+            None => {
+                // Unreachable with derived entities: the handle's type says it is indexed.
+                self.error.get_or_insert(Error::UnexpectedReply {
+                    key: String::new(),
+                    detail: format!("field `{}` has no index", field.name()),
+                });
+            }
+        }
+        self
+    }
+
+    /// Entities whose field equals `value` (or whose tags contain it).
+    pub fn eq<T, C, K: SetIndex>(self, field: Field<E, T, C, K>, value: impl Into<K::Value>) -> Self {
+        self.push(field, SetOp::All, [value])
+    }
+
+    /// Entities having every one of `values` (SINTER).
+    pub fn all<T, C, K: SetIndex, V: Into<K::Value>>(
+        self,
+        field: Field<E, T, C, K>,
+        values: impl IntoIterator<Item = V>,
+    ) -> Self {
+        self.push(field, SetOp::All, values)
+    }
+
+    /// Entities having at least one of `values` (SUNION). An empty list matches nothing.
+    pub fn any<T, C, K: SetIndex, V: Into<K::Value>>(
+        self,
+        field: Field<E, T, C, K>,
+        values: impl IntoIterator<Item = V>,
+    ) -> Self {
+        self.push(field, SetOp::Any, values)
+    }
+
+    /// Entities having none of `values` (SDIFF).
+    pub fn none<T, C, K: SetIndex, V: Into<K::Value>>(
+        self,
+        field: Field<E, T, C, K>,
+        values: impl IntoIterator<Item = V>,
+    ) -> Self {
+        self.push(field, SetOp::None, values)
+    }
+
+    /// Only `n` results after skipping `offset`, in the stable order of the
+    /// members (numeric for integer pks, byte order otherwise). `count()`
+    /// ignores it.
+    pub fn limit(mut self, offset: usize, n: usize) -> Self {
+        self.page = Some((offset, n));
+        self
+    }
+}
+
+/// The call of the query script for `conditions`; `limit = Some(0)` only counts.
+pub(crate) fn script_call(
+    desc: &EntityDesc,
+    ns: &Namespace,
+    conditions: &[Condition],
+    page: Option<(usize, usize)>,
+    count_only: bool,
+) -> (redis::Cmd, redis::Cmd) {
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    let mut args: Vec<Vec<u8>> = vec![conditions.len().to_string().into_bytes()];
+    for c in conditions {
+        let prefix = desc.index_prefix(ns, &desc.indexes[c.index]);
+        args.push(c.op.name().as_bytes().to_vec());
+        args.push(c.values.len().to_string().into_bytes());
+        for v in &c.values {
+            let mut k = prefix.clone().into_bytes();
+            k.extend_from_slice(v);
+            keys.push(k);
+        }
+    }
+    keys.push(desc.ids_key(ns).into_bytes());
+    args.push(if desc.numeric_pk { b"n".to_vec() } else { b"s".to_vec() });
+    let (offset, limit) = match (count_only, page) {
+        (true, _) => (0, 0i64),
+        (false, Some((o, n))) => (o, n as i64),
+        (false, None) => (0, -1),
+    };
+    args.push(offset.to_string().into_bytes());
+    args.push(limit.to_string().into_bytes());
+    let build = |name: &str, script: &str| {
+        let mut c = redis::cmd(name);
+        c.arg(script).arg(keys.len());
+        for k in &keys {
+            c.arg(k.as_slice());
+        }
+        for a in &args {
+            c.arg(a.as_slice());
+        }
+        c
+    };
+    (build("EVALSHA", query_sha()), build("EVAL", QUERY_SCRIPT))
+}
+
+/// `{ total, members... }` from the query script.
+pub(crate) fn parse_reply(desc: &EntityDesc, reply: Value) -> Result<(u64, Vec<String>)> {
+    let bad = |detail: String| Error::UnexpectedReply {
+        key: desc.ids_key(&Namespace::none()),
+        detail,
+    };
+    let Value::Array(items) = reply else {
+        return Err(bad(format!("{reply:?}")));
+    };
+    let mut it = items.into_iter();
+    let total = match it.next() {
+        Some(Value::Int(n)) => n as u64,
+        other => return Err(bad(format!("{other:?}"))),
+    };
+    let members = it
+        .map(|v| match v {
+            Value::BulkString(b) => String::from_utf8(b).map_err(|e| bad(e.to_string())),
+            other => Err(bad(format!("{other:?}"))),
+        })
+        .collect::<Result<_>>()?;
+    Ok((total, members))
+}
+
+/// The escaped index entries a stored row implies for index `i`.
+pub(crate) fn row_entries(desc: &EntityDesc, row: &Row, i: usize) -> BTreeSet<Vec<u8>> {
+    let idx = &desc.indexes[i];
+    match (&row.columns[idx.column], idx.kind) {
+        (None, _) => BTreeSet::new(),
+        (Some(raw), IndexKind::Tags) => raw
+            .split(|&b| b == b':')
+            .filter(|p| !p.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect(),
+        (Some(raw), _) => {
+            let mut out = Vec::new();
+            escape_bytes_into(&mut out, raw);
+            BTreeSet::from([out])
+        }
+    }
+}
+
+/// What a fetched row says about the index entries that led to it.
+pub(crate) enum Check {
+    /// It matches every condition.
+    Match,
+    /// It does not: these (index, escaped value) entries pointed at it and
+    /// are stale; `missing` when a `none` condition was violated (an entry
+    /// the entity needs is absent from an index).
+    Stale {
+        entries: Vec<(usize, Vec<u8>)>,
+        missing: bool,
+    },
+}
+
+/// Checks a fetched row against the conditions (`None`: the entity is gone).
+pub(crate) fn check(desc: &EntityDesc, conditions: &[Condition], row: Option<&Row>) -> Check {
+    let mut entries = Vec::new();
+    let mut missing = false;
+    for c in conditions {
+        let have = match row {
+            Some(r) => row_entries(desc, r, c.index),
+            None => BTreeSet::new(),
+        };
+        let hit = |v: &Vec<u8>| have.contains(v);
+        let ok = match c.op {
+            SetOp::All => c.values.iter().all(hit),
+            SetOp::Any => c.values.iter().any(hit),
+            SetOp::None => !c.values.iter().any(hit),
+        };
+        if !ok {
+            match c.op {
+                SetOp::All | SetOp::Any => entries.extend(
+                    c.values
+                        .iter()
+                        .filter(|v| !have.contains(*v))
+                        .map(|v| (c.index, v.clone())),
+                ),
+                SetOp::None => missing = true,
+            }
+        }
+    }
+    if row.is_none() || !entries.is_empty() || missing {
+        Check::Stale { entries, missing }
+    } else {
+        Check::Match
+    }
+}
+
+/// The write that removes stale entries of `member` (only those the stored
+/// entity still does not need), or re-adds its entries when one was missing.
+pub(crate) fn repair_plan(
+    desc: &EntityDesc,
+    ns: &Namespace,
+    member: &str,
+    entries: &[(usize, Vec<u8>)],
+    missing: bool,
+) -> WritePlan {
+    let keys = EntityKeys::new(desc, ns, member.to_owned());
+    if missing {
+        return plan::update(desc, ns, &keys, &[], None);
+    }
+    plan::clean(desc, ns, &keys, entries)
+}
+
+/// What `fetch` does with the replies of the page read.
+pub(crate) struct Fetched<E> {
+    pub entities: Vec<E>,
+    pub repairs: Vec<WritePlan>,
+}
+
+/// Decodes, checks and parses the page's rows.
+pub(crate) fn finish_fetch<E: Entity>(
+    ns: &Namespace,
+    conditions: &[Condition],
+    members: &[String],
+    keys: &[EntityKeys],
+    replies: Vec<Value>,
+) -> Result<Fetched<E>> {
+    let desc = E::DESC;
+    let mut it = replies.into_iter();
+    let mut out = Fetched {
+        entities: Vec::with_capacity(members.len()),
+        repairs: Vec::new(),
+    };
+    for (member, k) in members.iter().zip(keys) {
+        let row = plan::decode_read(desc, k, &mut it)?;
+        match check(desc, conditions, row.as_ref()) {
+            Check::Match => {}
+            Check::Stale { entries, missing } => {
+                out.repairs
+                    .push(repair_plan(desc, ns, member, &entries, missing && row.is_some()));
+                continue;
+            }
+        }
+        let (Some(row), Some(pk)) = (row, parse_member::<E>(member)) else {
+            out.repairs.push(repair_plan(desc, ns, member, &[], false));
+            continue;
+        };
+        let entity = E::from_row(&pk, row).map_err(|e| Error::from_field(&k.base, e))?;
+        out.entities.push(entity);
+    }
+    Ok(out)
+}
+
+/// Parses a member, accepting only the canonical spelling of a pk.
+pub fn parse_member<E: Entity>(member: &str) -> Option<E::Pk> {
+    let pk = E::read_member(member)?;
+    (E::member(&pk) == member).then_some(pk)
+}
+
+/// The read pipeline for the page's members.
+pub(crate) fn read_members(desc: &EntityDesc, ns: &Namespace, members: &[String]) -> (redis::Pipeline, Vec<EntityKeys>) {
+    let keys: Vec<EntityKeys> = members
+        .iter()
+        .map(|m| EntityKeys::new(desc, ns, m.clone()))
+        .collect();
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    for k in &keys {
+        plan::read(desc, k, &mut pipe);
+    }
+    (pipe, keys)
+}
+
+/// `GET` of the unique index key for `value`.
+pub(crate) fn unique_key<V: crate::codec::Scalar>(desc: &EntityDesc, ns: &Namespace, index: usize, value: &V) -> (String, Vec<u8>) {
+    let prefix = desc.index_prefix(ns, &desc.indexes[index]);
+    let v = index_value(value);
+    let mut key = prefix.into_bytes();
+    key.extend_from_slice(&v);
+    (String::from_utf8_lossy(&key).into_owned(), v)
+}
+
+/// Checks the entity found through a unique key: it must still hold `value`.
+pub(crate) fn finish_unique<E: Entity>(
+    ns: &Namespace,
+    index: usize,
+    value: Vec<u8>,
+    member: &str,
+    keys: &EntityKeys,
+    replies: Vec<Value>,
+) -> Result<(Option<E>, Option<WritePlan>)> {
+    let conditions = [Condition {
+        index,
+        op: SetOp::All,
+        values: vec![value],
+    }];
+    let fetched = finish_fetch::<E>(ns, &conditions, &[member.to_owned()], std::slice::from_ref(keys), replies)?;
+    Ok((fetched.entities.into_iter().next(), fetched.repairs.into_iter().next()))
+}

@@ -1,0 +1,227 @@
+//! Secondary indexes: unique lookups (seed 000's `user:username:lisi:uid`),
+//! equality indexes, and their atomic maintenance on every write.
+
+use redis::Commands;
+use redis_entity::{CountingConnection, Error, RedisEntity, Store};
+use std::collections::BTreeSet;
+use support::RedisServer;
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "user")]
+struct User {
+    #[pk]
+    id: u64,
+    #[index(unique)]
+    username: String,
+    email: String,
+    #[index]
+    country: Option<String>,
+    level: i64,
+    #[index]
+    roles: BTreeSet<String>,
+}
+
+fn user(id: u64, name: &str, country: &str) -> User {
+    User {
+        id,
+        username: name.into(),
+        email: format!("{name}@example.com"),
+        country: Some(country.into()),
+        level: 1,
+        roles: BTreeSet::new(),
+    }
+}
+
+fn members(server: &RedisServer, key: &str) -> Vec<String> {
+    let mut m: Vec<String> = server.conn().smembers(key).unwrap();
+    m.sort();
+    m
+}
+
+#[tokio::test]
+async fn save_writes_the_entity_and_every_index_entry() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save(&user(9, "lisi", "DE")).await.unwrap();
+    assert_eq!(
+        server.keys(),
+        ["user:@ids", "user:country:DE", "user:username:lisi", "user:{9}"]
+    );
+    let owner: String = server.conn().get("user:username:lisi").unwrap();
+    assert_eq!(owner, "9");
+    assert_eq!(members(&server, "user:country:DE"), ["9"]);
+    assert_eq!(members(&server, "user:@ids"), ["9"]);
+}
+
+#[tokio::test]
+async fn find_unique_and_find_by_equality() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store
+        .save_all(&[user(1, "lisi", "DE"), user(2, "wang", "CN"), user(3, "anna", "DE")])
+        .await
+        .unwrap();
+    let lisi = store.find_unique(User::USERNAME, "lisi").await.unwrap();
+    assert_eq!(lisi, Some(user(1, "lisi", "DE")));
+    assert_eq!(store.find_unique(User::USERNAME, "nobody").await.unwrap(), None);
+    let de = store.find(User::COUNTRY, "DE").await.unwrap();
+    assert_eq!(de, vec![user(1, "lisi", "DE"), user(3, "anna", "DE")]);
+    assert!(store.find(User::COUNTRY, "FR").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_taken_unique_value_fails_and_changes_nothing() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save(&user(1, "lisi", "DE")).await.unwrap();
+    let before = server.keys();
+    let err = store.save(&user(2, "lisi", "CN")).await.unwrap_err();
+    match err {
+        Error::UniqueViolation { field, value } => {
+            assert_eq!(field, "username");
+            assert_eq!(value, "lisi");
+        }
+        other => panic!("expected UniqueViolation, got {other:?}"),
+    }
+    assert_eq!(server.keys(), before, "no entity 2, no CN index entry");
+    let err = store.insert(&user(2, "lisi", "CN")).await.unwrap_err();
+    assert!(matches!(err, Error::UniqueViolation { .. }), "{err:?}");
+    // An update of another user to the taken name fails the same way.
+    store.save(&user(2, "wang", "CN")).await.unwrap();
+    let err = store
+        .update::<User>(&2)
+        .set(User::USERNAME, "lisi")
+        .set(User::EMAIL, "changed")
+        .exec()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::UniqueViolation { .. }), "{err:?}");
+    let wang = store.get::<User>(&2).await.unwrap().unwrap();
+    assert_eq!(wang.email, "wang@example.com", "the whole update was refused");
+    // Saving the owner again with its own value is fine.
+    store.save(&user(1, "lisi", "FR")).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_freed_unique_value_is_reusable_at_once() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save(&user(1, "lisi", "DE")).await.unwrap();
+    store
+        .update::<User>(&1)
+        .set(User::USERNAME, "lisi2")
+        .exec()
+        .await
+        .unwrap();
+    assert!(!server.keys().contains(&"user:username:lisi".to_string()));
+    store.save(&user(2, "lisi", "CN")).await.unwrap();
+    assert_eq!(
+        store.find_unique(User::USERNAME, "lisi").await.unwrap().map(|u| u.id),
+        Some(2)
+    );
+    store.delete::<User>(&2).await.unwrap();
+    store.save(&user(3, "lisi", "CN")).await.unwrap();
+    assert_eq!(
+        store.find_unique(User::USERNAME, "lisi").await.unwrap().map(|u| u.id),
+        Some(3)
+    );
+}
+
+#[tokio::test]
+async fn updates_move_index_entries_using_stored_values() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save(&user(1, "lisi", "DE")).await.unwrap();
+    // The caller's copy is stale (it says CN); the index follows what Redis holds.
+    let mut stale = user(1, "lisi", "CN");
+    store
+        .update::<User>(&1)
+        .set(User::COUNTRY, Some("FR".to_string()))
+        .exec()
+        .await
+        .unwrap();
+    assert_eq!(members(&server, "user:country:DE"), Vec::<String>::new());
+    assert_eq!(members(&server, "user:country:FR"), ["1"]);
+    stale.country = Some("IT".into());
+    store.save(&stale).await.unwrap();
+    assert!(members(&server, "user:country:FR").is_empty());
+    assert_eq!(members(&server, "user:country:IT"), ["1"]);
+    // None is not indexed.
+    store
+        .update::<User>(&1)
+        .set(User::COUNTRY, None)
+        .exec()
+        .await
+        .unwrap();
+    assert!(server.keys().iter().all(|k| !k.starts_with("user:country:")));
+    // Some("") is, under its own key.
+    store
+        .update::<User>(&1)
+        .set(User::COUNTRY, Some(String::new()))
+        .exec()
+        .await
+        .unwrap();
+    assert_eq!(members(&server, "user:country:%_"), ["1"]);
+}
+
+#[tokio::test]
+async fn delete_removes_every_index_entry() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let mut u = user(1, "lisi", "DE");
+    u.roles = BTreeSet::from(["admin".into()]);
+    store.save(&u).await.unwrap();
+    store.save(&user(2, "wang", "DE")).await.unwrap();
+    assert!(store.delete::<User>(&1).await.unwrap());
+    assert_eq!(
+        server.keys(),
+        ["user:@ids", "user:country:DE", "user:username:wang", "user:{2}"]
+    );
+    assert_eq!(members(&server, "user:country:DE"), ["2"]);
+}
+
+#[tokio::test]
+async fn index_values_are_escaped_in_keys() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save(&user(1, "a:b{c}*", "中国")).await.unwrap();
+    let keys = server.keys();
+    assert!(keys.contains(&"user:username:a%3Ab%7Bc%7D%2A".to_string()), "{keys:?}");
+    assert!(keys.contains(&"user:country:中国".to_string()), "{keys:?}");
+    assert_eq!(
+        store.find_unique(User::USERNAME, "a:b{c}*").await.unwrap().map(|u| u.id),
+        Some(1)
+    );
+    assert_eq!(store.find(User::COUNTRY, "中国").await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn index_maintenance_costs_no_extra_round_trip() {
+    let server = RedisServer::start();
+    let conn = CountingConnection::new(server.client().get_multiplexed_async_connection().await.unwrap());
+    let trips = conn.counter();
+    let store = Store::new(conn);
+    // Load both scripts once (the first call of each answers NOSCRIPT).
+    store.save(&user(0, "warm", "DE")).await.unwrap();
+    store.find(User::COUNTRY, "DE").await.unwrap();
+    trips.take();
+    store.save(&user(1, "lisi", "DE")).await.unwrap();
+    assert_eq!(trips.take(), 1, "save with indexes");
+    store
+        .update::<User>(&1)
+        .set(User::COUNTRY, Some("FR".to_string()))
+        .incr(User::LEVEL, 1)
+        .exec()
+        .await
+        .unwrap();
+    assert_eq!(trips.take(), 1, "update of an indexed field");
+    let batch: Vec<User> = (10..110).map(|i| user(i, &format!("u{i}"), "CN")).collect();
+    store.save_all(&batch).await.unwrap();
+    assert_eq!(trips.take(), 1, "save_all of 100 indexed users");
+    store.find_unique(User::USERNAME, "lisi").await.unwrap().unwrap();
+    assert!(trips.take() <= 2, "find_unique");
+    assert_eq!(store.find(User::COUNTRY, "CN").await.unwrap().len(), 100);
+    assert_eq!(trips.take(), 2, "query + fetch of 100");
+    store.delete::<User>(&1).await.unwrap();
+    assert_eq!(trips.take(), 1, "delete with indexes");
+}
