@@ -1,6 +1,8 @@
 //! The tour: every seed scenario, one after the other, against a private
 //! redis-server (or `$REDIS_URL`). Run: `cargo run --example tour`.
 
+#[path = "book_tags.rs"]
+mod book_tags;
 #[path = "profile.rs"]
 mod profile;
 #[path = "users.rs"]
@@ -11,6 +13,7 @@ async fn main() -> redis_entity::Result<()> {
     let (url, _server) = support::example_server();
     users::run(&url).await?;
     profile::run(&url).await?;
+    book_tags::run(&url).await?;
     println!("tour finished: every scenario ran against {url}");
     Ok(())
 }

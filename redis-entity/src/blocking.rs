@@ -6,7 +6,8 @@
 use crate::codec::{to_bytes, MapField, Scalar};
 use crate::entity::{Entity, EntityKeys, Layout};
 use crate::error::{Error, FieldError, Result};
-use crate::field::HashField;
+use crate::field::{Field, HashField, SetIndex, Unique};
+use crate::query::{self, Query};
 use crate::key::Namespace;
 use crate::plan::{self, WriteMode, WritePlan};
 use crate::store::{decode, exists_cmd, remaining, ttl_cmd, CAS_ATTEMPTS};
@@ -297,6 +298,105 @@ impl<C: ConnectionLike> Store<C> {
                 .map_err(|e| Error::from_field(map_key, FieldError::parse(field.name(), &r, e)))
         })
         .transpose()
+    }
+}
+
+impl<C: ConnectionLike> Store<C> {
+    /// See [`crate::Store::query`].
+    pub fn query<E: Entity>(&self) -> Query<'_, E, Self> {
+        Query::new(self)
+    }
+
+    /// See [`crate::Store::find`].
+    pub fn find<E: Entity, T, Co, K: SetIndex>(
+        &self,
+        field: Field<E, T, Co, K>,
+        value: impl Into<K::Value>,
+    ) -> Result<Vec<E>> {
+        self.query::<E>().eq(field, value).fetch()
+    }
+
+    /// See [`crate::Store::find_unique`].
+    pub fn find_unique<E: Entity, T, Co, X: Scalar>(
+        &self,
+        field: Field<E, T, Co, Unique<X>>,
+        value: impl Into<X>,
+    ) -> Result<Option<E>> {
+        let Some(index) = query::index_of(E::DESC, field.column()) else {
+            return Ok(None);
+        };
+        let (key, v) = query::unique_key(E::DESC, &self.ns, index, &value.into());
+        let member: Option<String> = redis::cmd("GET")
+            .arg(&key)
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(&key, e))?;
+        let Some(member) = member else { return Ok(None) };
+        let (pipe, keys) = query::read_members(E::DESC, &self.ns, std::slice::from_ref(&member));
+        let replies: Vec<Value> = pipe
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(&keys[0].base, e))?;
+        let (found, repair) = query::finish_unique::<E>(&self.ns, index, v, &member, &keys[0], replies)?;
+        if let Some(plan) = repair {
+            self.write(&plan)?;
+        }
+        Ok(found)
+    }
+
+    fn run_query<E: Entity>(
+        &self,
+        conditions: &[query::Condition],
+        page: Option<(usize, usize)>,
+        count_only: bool,
+    ) -> Result<(u64, Vec<String>)> {
+        let (evalsha, eval) = query::script_call(E::DESC, &self.ns, conditions, page, count_only);
+        let mut conn = self.conn();
+        let reply = match evalsha.query::<Value>(&mut *conn) {
+            Err(e) if plan::is_noscript(&e) => eval.query::<Value>(&mut *conn),
+            other => other,
+        }
+        .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
+        query::parse_reply(E::DESC, reply)
+    }
+}
+
+impl<C: ConnectionLike, E: Entity> Query<'_, E, Store<C>> {
+    /// See the async `fetch`.
+    pub fn fetch(self) -> Result<Vec<E>> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let store = self.store;
+        let (_, members) = store.run_query::<E>(&self.conditions, self.page, false)?;
+        if members.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (pipe, keys) = query::read_members(E::DESC, &store.ns, &members);
+        let replies: Vec<Value> = pipe
+            .query(&mut *store.conn())
+            .map_err(|e| Error::redis(&keys[0].base, e))?;
+        let fetched = query::finish_fetch::<E>(&store.ns, &self.conditions, &members, &keys, replies)?;
+        if !fetched.repairs.is_empty() {
+            store.write_many(&fetched.repairs)?;
+        }
+        Ok(fetched.entities)
+    }
+
+    /// See the async `ids`.
+    pub fn ids(self) -> Result<Vec<E::Pk>> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let (_, members) = self.store.run_query::<E>(&self.conditions, self.page, false)?;
+        Ok(members.iter().filter_map(|m| query::parse_member::<E>(m)).collect())
+    }
+
+    /// See the async `count`.
+    pub fn count(self) -> Result<u64> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let (total, _) = self.store.run_query::<E>(&self.conditions, None, true)?;
+        Ok(total)
     }
 }
 

@@ -51,7 +51,9 @@ end
 table.sort(unions, function(x, y) return x.size < y.size end)
 for _, u in ipairs(unions) do
   if result and #result == 0 then break end
-  local members = redis.call('SUNION', unpack(u.keys))
+  local members = {}
+  -- `any` of no values matches nothing.
+  if #u.keys > 0 then members = redis.call('SUNION', unpack(u.keys)) end
   if result == nil then
     result = members
   else
