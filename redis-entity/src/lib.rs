@@ -46,6 +46,7 @@ pub mod plan;
 pub mod query;
 mod store;
 mod update;
+pub mod verify;
 
 pub use conn::{CountingConnection, RoundTrips};
 pub use entity::{

@@ -213,8 +213,16 @@ for n, spec in ipairs(idx) do
   end
   -- Added even when unchanged: idempotent, and a save repairs a lost entry.
   for e in pairs(new) do
-    if spec.kind == 'u' then redis.call('SET', spec.prefix .. e, member)
-    else redis.call('SADD', spec.prefix .. e, member) end
+    if spec.kind == 'u' then
+      -- Never take a unique key from another live owner (only possible when
+      -- the data was changed behind the framework's back; verify reports it).
+      local owner = redis.call('GET', spec.prefix .. e)
+      if not owner or owner == member or not owner_alive(owner) then
+        redis.call('SET', spec.prefix .. e, member)
+      end
+    else
+      redis.call('SADD', spec.prefix .. e, member)
+    end
   end
 end
 if ids_key ~= '' then redis.call('SADD', ids_key, member) end

@@ -1,0 +1,263 @@
+//! The index invariants under concurrency, and the checker that proves them.
+//!
+//! 8 writers hammer a small id space with saves, indexed updates, tag changes,
+//! unique renames and deletes; afterwards `verify` must find zero violations.
+//! A second test plants each kind of inconsistency by hand and shows that
+//! `verify` reports it (so the checker can fail) and that `repair` fixes it.
+
+use redis::Commands;
+use redis_entity::verify::Violation;
+use redis_entity::{Error, RedisEntity, Store};
+use std::collections::BTreeSet;
+use support::RedisServer;
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "user")]
+struct User {
+    #[pk]
+    id: u64,
+    #[index(unique)]
+    username: String,
+    #[index]
+    country: Option<String>,
+    #[index]
+    tags: BTreeSet<String>,
+    level: i64,
+}
+
+/// The same invariants in the strings layout (one key per column).
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(layout = "strings", key = "member:id:{id}")]
+struct Member {
+    #[pk]
+    id: u64,
+    #[index(unique)]
+    nick: String,
+    #[index]
+    city: String,
+}
+
+/// xorshift: deterministic per writer, no extra dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[(self.next() % xs.len() as u64) as usize]
+    }
+}
+
+const NAMES: &[&str] = &["lisi", "wang", "anna", "bob", "chen", "dora", "eve", "fay"];
+const COUNTRIES: &[&str] = &["DE", "CN", "FR", "US"];
+const TAGS: &[&str] = &["a", "b", "c", "d", "e"];
+
+fn random_user(rng: &mut Rng, id: u64) -> User {
+    User {
+        id,
+        username: rng.pick(NAMES).to_string(),
+        country: if rng.next() % 5 == 0 {
+            None
+        } else {
+            Some(rng.pick(COUNTRIES).to_string())
+        },
+        tags: (0..rng.next() % 4).map(|_| rng.pick(TAGS).to_string()).collect(),
+        level: 0,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_concurrent_writers_leave_zero_violations() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let writers: Vec<_> = (0..8u64)
+        .map(|w| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (w + 1) * 7919);
+                let mut done = 0;
+                for _ in 0..400 {
+                    let id = rng.next() % 12;
+                    let r = match rng.next() % 6 {
+                        0 | 1 => store.save(&random_user(&mut rng, id)).await.map(drop),
+                        2 => store
+                            .update::<User>(&id)
+                            .set(User::COUNTRY, Some(rng.pick(COUNTRIES).to_string()))
+                            .incr(User::LEVEL, 1)
+                            .exec()
+                            .await,
+                        3 => {
+                            let tags: BTreeSet<String> =
+                                (0..rng.next() % 4).map(|_| rng.pick(TAGS).to_string()).collect();
+                            store.update::<User>(&id).set(User::TAGS, tags).exec().await
+                        }
+                        4 => store
+                            .update::<User>(&id)
+                            .set(User::USERNAME, rng.pick(NAMES))
+                            .exec()
+                            .await,
+                        _ => store.delete::<User>(&id).await.map(drop),
+                    };
+                    match r {
+                        Ok(()) => done += 1,
+                        Err(Error::UniqueViolation { .. } | Error::NotFound { .. }) => {}
+                        Err(e) => panic!("writer {w}: {e}"),
+                    }
+                }
+                done
+            })
+        })
+        .collect();
+    let mut done = 0;
+    for w in writers {
+        done += w.await.unwrap();
+    }
+    assert!(done > 1000, "most operations succeeded ({done})");
+    let report = store.verify::<User>().await.unwrap();
+    assert!(report.is_clean(), "{report}");
+    assert!(report.entities > 0 && report.index_entries > 0, "{report}");
+
+    // The indexes answer exactly what the stored entities say.
+    let all: Vec<User> = store.query::<User>().fetch().await.unwrap();
+    assert_eq!(all.len(), report.entities);
+    for u in &all {
+        let by_name = store.find_unique(User::USERNAME, u.username.clone()).await.unwrap();
+        assert_eq!(by_name.as_ref(), Some(u));
+    }
+    let names: BTreeSet<&str> = all.iter().map(|u| u.username.as_str()).collect();
+    assert_eq!(names.len(), all.len(), "no two owners of one username");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writers_in_the_strings_layout() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let writers: Vec<_> = (0..8u64)
+        .map(|w| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut rng = Rng(0x2545_F491_4F6C_DD1D ^ (w + 11) * 104_729);
+                for _ in 0..300 {
+                    let id = rng.next() % 10;
+                    let r = match rng.next() % 4 {
+                        0 | 1 => store
+                            .save(&Member {
+                                id,
+                                nick: rng.pick(NAMES).to_string(),
+                                city: rng.pick(COUNTRIES).to_string(),
+                            })
+                            .await
+                            .map(drop),
+                        2 => store
+                            .update::<Member>(&id)
+                            .set(Member::CITY, rng.pick(COUNTRIES))
+                            .exec()
+                            .await,
+                        _ => store.delete::<Member>(&id).await.map(drop),
+                    };
+                    match r {
+                        Ok(()) | Err(Error::UniqueViolation { .. } | Error::NotFound { .. }) => {}
+                        Err(e) => panic!("writer {w}: {e}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.await.unwrap();
+    }
+    let report = store.verify::<Member>().await.unwrap();
+    assert!(report.is_clean(), "{report}");
+}
+
+#[tokio::test]
+async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let user = |id: u64, name: &str, country: &str| User {
+        id,
+        username: name.into(),
+        country: Some(country.into()),
+        tags: BTreeSet::from(["a".to_string()]),
+        level: 0,
+    };
+    store
+        .save_all(&[user(1, "lisi", "DE"), user(2, "wang", "CN"), user(3, "anna", "FR")])
+        .await
+        .unwrap();
+    assert!(store.verify::<User>().await.unwrap().is_clean());
+
+    let mut c = server.conn();
+    // 1. A stale entry: user 1 is not in CN.
+    let _: () = c.sadd("user:country:CN", "1").unwrap();
+    // 2. A missing entry: user 2 taken out of its tag set.
+    let _: () = c.srem("user:tags:a", "2").unwrap();
+    // 3. A unique key without its owner.
+    let _: () = c.set("user:username:ghost", "77").unwrap();
+    // 4. Two owners of one unique value: user 3 renamed behind the framework's back.
+    let _: () = c.hset("user:{3}", "username", "lisi").unwrap();
+    // 5. An id without an entity, and an entity missing from the ids set.
+    let _: () = c.sadd("user:@ids", "88").unwrap();
+    let _: () = c.srem("user:@ids", "2").unwrap();
+
+    let report = store.verify::<User>().await.unwrap();
+    let v = &report.violations;
+    let has = |want: &Violation| v.contains(want);
+    assert!(
+        has(&Violation::StaleEntry {
+            key: "user:country:CN".into(),
+            member: "1".into()
+        }),
+        "{report}"
+    );
+    assert!(
+        has(&Violation::MissingEntry {
+            key: "user:tags:a".into(),
+            member: "2".into()
+        }),
+        "{report}"
+    );
+    assert!(
+        has(&Violation::StaleEntry {
+            key: "user:username:ghost".into(),
+            member: "77".into()
+        }),
+        "{report}"
+    );
+    assert!(
+        has(&Violation::DuplicateUnique {
+            key: "user:username:lisi".into(),
+            members: vec!["1".into(), "3".into()]
+        }),
+        "{report}"
+    );
+    assert!(
+        has(&Violation::StaleEntry {
+            key: "user:username:anna".into(),
+            member: "3".into()
+        }),
+        "{report}"
+    );
+    assert!(has(&Violation::StaleId { member: "88".into() }), "{report}");
+    assert!(has(&Violation::MissingId { member: "2".into() }), "{report}");
+    assert_eq!(v.len(), 7, "{report}");
+
+    // Repair fixes everything but the duplicate, which needs a decision.
+    store.repair::<User>(&report).await.unwrap();
+    let after = store.verify::<User>().await.unwrap();
+    assert_eq!(
+        after.violations,
+        vec![Violation::DuplicateUnique {
+            key: "user:username:lisi".into(),
+            members: vec!["1".into(), "3".into()]
+        }],
+        "{after}"
+    );
+    let _: () = c.hset("user:{3}", "username", "anna").unwrap();
+    let report = store.verify::<User>().await.unwrap();
+    store.repair::<User>(&report).await.unwrap();
+    assert!(store.verify::<User>().await.unwrap().is_clean());
+}
