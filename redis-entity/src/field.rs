@@ -30,6 +30,10 @@ pub struct Tags<X>(PhantomData<fn() -> X>);
 
 /// Index kinds whose entries are sets of members, which `find`, `eq`,
 /// `all`, `any` and `none` read.
+#[diagnostic::on_unimplemented(
+    message = "this field has no equality index or tag relation to query",
+    label = "needs `#[index]` on the field (a unique field is read with `find_unique`)"
+)]
 pub trait SetIndex {
     /// The value (or element) type a condition compares with.
     type Value: crate::codec::Scalar;
@@ -47,6 +51,10 @@ impl<X: crate::codec::Scalar> SetIndex for Tags<X> {
 
 /// Index kinds that allow `incr` (a unique value must be checked before it
 /// is written, and an increment computes it in Redis).
+#[diagnostic::on_unimplemented(
+    message = "a `#[index(unique)]` field cannot be incremented in place",
+    label = "its new value must be checked for uniqueness before it is written; use `set`"
+)]
 pub trait AllowsIncr {}
 impl AllowsIncr for NoIndex {}
 impl<X> AllowsIncr for Equality<X> {}
@@ -165,6 +173,10 @@ impl<E: Entity, M: MapField> Assign<E> for HashField<E, M> {
 
 /// A field type that can be incremented in place: a number, or an
 /// `Option` of one (Redis treats a missing field as 0).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be incremented in place",
+    label = "`incr` needs a numeric field"
+)]
 pub trait Incrementable {
     /// The number type of the delta.
     type Delta: Counter;
