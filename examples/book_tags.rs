@@ -38,14 +38,28 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     let store = Store::connect(url).await?;
     println!("{}", Book::layout());
     store.save_all(&books()).await?;
-    println!("save_all(4 books)  -> keys {:?}", support::scan_keys(url, "book:*"));
+    println!(
+        "save_all(4 books)  -> keys {:?}",
+        support::scan_keys(url, "book:*")
+    );
 
     // select distinct bookid from tag where content='PHP' and content='WEB'  (a self-join in SQL)
-    let both = store.query::<Book>().all(Book::TAGS, ["PHP", "WEB"]).fetch().await?;
-    println!("PHP and WEB        -> {:?}   (SINTER book:tags:PHP book:tags:WEB)", titles(&both));
+    let both = store
+        .query::<Book>()
+        .all(Book::TAGS, ["PHP", "WEB"])
+        .fetch()
+        .await?;
+    println!(
+        "PHP and WEB        -> {:?}   (SINTER book:tags:PHP book:tags:WEB)",
+        titles(&both)
+    );
 
     // select distinct bookid from tag where content in ('PHP', 'WEB')
-    let either = store.query::<Book>().any(Book::TAGS, ["PHP", "WEB"]).fetch().await?;
+    let either = store
+        .query::<Book>()
+        .any(Book::TAGS, ["PHP", "WEB"])
+        .fetch()
+        .await?;
     println!("PHP or WEB         -> {:?}   (SUNION)", titles(&either));
 
     // select distinct bookid from tag where content='RUBY'
@@ -56,11 +70,20 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
         .none(Book::TAGS, ["WEB"])
         .fetch()
         .await?;
-    println!("RUBY but not WEB   -> {:?}   (SDIFF)", titles(&ruby_not_web));
+    println!(
+        "RUBY but not WEB   -> {:?}   (SDIFF)",
+        titles(&ruby_not_web)
+    );
 
     // select count(*) from book where bookid not in (select bookid from tag where content='RUBY')
-    let not_ruby = store.query::<Book>().none(Book::TAGS, ["RUBY"]).count().await?;
-    println!("not RUBY, counted  -> {not_ruby}   (all ids minus SUNION; the universe is book:@ids)");
+    let not_ruby = store
+        .query::<Book>()
+        .none(Book::TAGS, ["RUBY"])
+        .count()
+        .await?;
+    println!(
+        "not RUBY, counted  -> {not_ruby}   (all ids minus SUNION; the universe is book:@ids)"
+    );
 
     // Removing a tag from the book removes the book from that tag's set.
     let mut bible = books()[0].clone();

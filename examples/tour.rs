@@ -5,6 +5,8 @@
 mod book_tags;
 #[path = "profile.rs"]
 mod profile;
+#[path = "red_packets.rs"]
+mod red_packets;
 #[path = "users.rs"]
 mod users;
 
@@ -14,6 +16,7 @@ async fn main() -> redis_entity::Result<()> {
     users::run(&url).await?;
     profile::run(&url).await?;
     book_tags::run(&url).await?;
+    red_packets::run(&url).await?;
     println!("tour finished: every scenario ran against {url}");
     Ok(())
 }

@@ -37,10 +37,21 @@ async fn all_any_none_match_the_seed_sql() {
     let server = RedisServer::start();
     let store = seeded(&server).await;
     let q = || store.query::<Book>();
-    assert_eq!(ids(&q().all(Book::TAGS, ["PHP", "WEB"]).fetch().await.unwrap()), [5]);
-    assert_eq!(ids(&q().any(Book::TAGS, ["PHP", "WEB"]).fetch().await.unwrap()), [5, 6]);
     assert_eq!(
-        ids(&q().eq(Book::TAGS, "RUBY").none(Book::TAGS, ["WEB"]).fetch().await.unwrap()),
+        ids(&q().all(Book::TAGS, ["PHP", "WEB"]).fetch().await.unwrap()),
+        [5]
+    );
+    assert_eq!(
+        ids(&q().any(Book::TAGS, ["PHP", "WEB"]).fetch().await.unwrap()),
+        [5, 6]
+    );
+    assert_eq!(
+        ids(&q()
+            .eq(Book::TAGS, "RUBY")
+            .none(Book::TAGS, ["WEB"])
+            .fetch()
+            .await
+            .unwrap()),
         [8]
     );
     // Combined: (RUBY or DATABASE) and not SERVER.
@@ -54,17 +65,36 @@ async fn all_any_none_match_the_seed_sql() {
         [6, 7]
     );
     // Unknown tags and empty lists.
-    assert!(q().all(Book::TAGS, ["PHP", "NOPE"]).fetch().await.unwrap().is_empty());
-    assert!(q().any(Book::TAGS, Vec::<String>::new()).fetch().await.unwrap().is_empty());
+    assert!(q()
+        .all(Book::TAGS, ["PHP", "NOPE"])
+        .fetch()
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(q()
+        .any(Book::TAGS, Vec::<String>::new())
+        .fetch()
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test]
 async fn a_query_with_only_none_uses_every_id() {
     let server = RedisServer::start();
     let store = seeded(&server).await;
-    let not_ruby = store.query::<Book>().none(Book::TAGS, ["RUBY"]).fetch().await.unwrap();
+    let not_ruby = store
+        .query::<Book>()
+        .none(Book::TAGS, ["RUBY"])
+        .fetch()
+        .await
+        .unwrap();
     assert_eq!(ids(&not_ruby), [5, 7]);
-    assert_eq!(store.query::<Book>().fetch().await.unwrap().len(), 4, "no condition: all");
+    assert_eq!(
+        store.query::<Book>().fetch().await.unwrap().len(),
+        4,
+        "no condition: all"
+    );
 }
 
 #[tokio::test]
@@ -81,13 +111,25 @@ async fn ids_count_and_limit_in_a_stable_order() {
     store.save_all(&many).await.unwrap();
     let q = || store.query::<Book>().eq(Book::TAGS, "X");
     assert_eq!(q().count().await.unwrap(), 25);
-    assert_eq!(q().limit(0, 5).count().await.unwrap(), 25, "count ignores limit");
-    assert_eq!(q().limit(0, 3).ids().await.unwrap(), [1, 2, 3], "numeric order");
+    assert_eq!(
+        q().limit(0, 5).count().await.unwrap(),
+        25,
+        "count ignores limit"
+    );
+    assert_eq!(
+        q().limit(0, 3).ids().await.unwrap(),
+        [1, 2, 3],
+        "numeric order"
+    );
     assert_eq!(q().limit(9, 3).ids().await.unwrap(), [10, 11, 12]);
     assert_eq!(ids(&q().limit(23, 10).fetch().await.unwrap()), [24, 25]);
     assert_eq!(q().ids().await.unwrap().len(), 25, "no hidden page size");
     let page1 = q().limit(5, 5).ids().await.unwrap();
-    assert_eq!(page1, q().limit(5, 5).ids().await.unwrap(), "same page every time");
+    assert_eq!(
+        page1,
+        q().limit(5, 5).ids().await.unwrap(),
+        "same page every time"
+    );
 }
 
 #[tokio::test]
@@ -129,7 +171,12 @@ async fn a_stale_entry_is_never_returned_and_is_cleaned() {
     // A missing entry (book 7 should be excluded by `none` but is not indexed)
     // is not returned either, and the read repairs the index.
     let _: () = c.srem("book:tags:DATABASE", 7).unwrap();
-    let not_db = store.query::<Book>().eq(Book::TAGS, "DATABASE").fetch().await.unwrap();
+    let not_db = store
+        .query::<Book>()
+        .eq(Book::TAGS, "DATABASE")
+        .fetch()
+        .await
+        .unwrap();
     assert!(not_db.is_empty());
     let _: () = c.hset("book:{6}", "tags", "WEB:RUBY:DATABASE").unwrap();
     let no_db = store
@@ -139,7 +186,11 @@ async fn a_stale_entry_is_never_returned_and_is_cleaned() {
         .fetch()
         .await
         .unwrap();
-    assert_eq!(ids(&no_db), [5], "6 has DATABASE now though the index missed it");
+    assert_eq!(
+        ids(&no_db),
+        [5],
+        "6 has DATABASE now though the index missed it"
+    );
     let db: Vec<u64> = c.smembers("book:tags:DATABASE").unwrap();
     assert_eq!(db, [6], "the missing entry was added back");
 }
@@ -149,11 +200,29 @@ fn blocking_queries_match_async() {
     let server = RedisServer::start();
     let store = blocking::Store::connect(&server.url()).unwrap();
     store.save_all(&books()).unwrap();
-    let both = store.query::<Book>().all(Book::TAGS, ["PHP", "WEB"]).fetch().unwrap();
+    let both = store
+        .query::<Book>()
+        .all(Book::TAGS, ["PHP", "WEB"])
+        .fetch()
+        .unwrap();
     assert_eq!(ids(&both), [5]);
-    assert_eq!(store.query::<Book>().none(Book::TAGS, ["RUBY"]).count().unwrap(), 2);
+    assert_eq!(
+        store
+            .query::<Book>()
+            .none(Book::TAGS, ["RUBY"])
+            .count()
+            .unwrap(),
+        2
+    );
     assert_eq!(store.find(Book::TAGS, "RUBY").unwrap().len(), 2);
-    assert_eq!(store.query::<Book>().any(Book::TAGS, ["SERVER"]).ids().unwrap(), [8]);
+    assert_eq!(
+        store
+            .query::<Book>()
+            .any(Book::TAGS, ["SERVER"])
+            .ids()
+            .unwrap(),
+        [8]
+    );
 }
 
 /// Tags need not be strings, and a `Vec` keeps its order.
@@ -174,9 +243,17 @@ async fn numeric_tags_in_a_vec_and_text_pks() {
         topics: vec![3, 1, 2],
     };
     store.save(&p).await.unwrap();
-    assert_eq!(store.find(Post::TOPICS, 1u32).await.unwrap(), vec![p.clone()]);
     assert_eq!(
-        store.query::<Post>().all(Post::TOPICS, [1u32, 3]).ids().await.unwrap(),
+        store.find(Post::TOPICS, 1u32).await.unwrap(),
+        vec![p.clone()]
+    );
+    assert_eq!(
+        store
+            .query::<Post>()
+            .all(Post::TOPICS, [1u32, 3])
+            .ids()
+            .await
+            .unwrap(),
         vec!["hello:world".to_string()]
     );
     let members: Vec<String> = server.conn().smembers("post:topics:1").unwrap();

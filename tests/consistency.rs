@@ -59,12 +59,14 @@ fn random_user(rng: &mut Rng, id: u64) -> User {
     User {
         id,
         username: rng.pick(NAMES).to_string(),
-        country: if rng.next() % 5 == 0 {
+        country: if rng.next().is_multiple_of(5) {
             None
         } else {
             Some(rng.pick(COUNTRIES).to_string())
         },
-        tags: (0..rng.next() % 4).map(|_| rng.pick(TAGS).to_string()).collect(),
+        tags: (0..rng.next() % 4)
+            .map(|_| rng.pick(TAGS).to_string())
+            .collect(),
         level: 0,
     }
 }
@@ -77,28 +79,33 @@ async fn eight_concurrent_writers_leave_zero_violations() {
         .map(|w| {
             let store = store.clone();
             tokio::spawn(async move {
-                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (w + 1) * 7919);
+                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((w + 1) * 7919));
                 let mut done = 0;
                 for _ in 0..400 {
                     let id = rng.next() % 12;
                     let r = match rng.next() % 6 {
                         0 | 1 => store.save(&random_user(&mut rng, id)).await.map(drop),
-                        2 => store
-                            .update::<User>(&id)
-                            .set(User::COUNTRY, Some(rng.pick(COUNTRIES).to_string()))
-                            .incr(User::LEVEL, 1)
-                            .exec()
-                            .await,
+                        2 => {
+                            store
+                                .update::<User>(&id)
+                                .set(User::COUNTRY, Some(rng.pick(COUNTRIES).to_string()))
+                                .incr(User::LEVEL, 1)
+                                .exec()
+                                .await
+                        }
                         3 => {
-                            let tags: BTreeSet<String> =
-                                (0..rng.next() % 4).map(|_| rng.pick(TAGS).to_string()).collect();
+                            let tags: BTreeSet<String> = (0..rng.next() % 4)
+                                .map(|_| rng.pick(TAGS).to_string())
+                                .collect();
                             store.update::<User>(&id).set(User::TAGS, tags).exec().await
                         }
-                        4 => store
-                            .update::<User>(&id)
-                            .set(User::USERNAME, rng.pick(NAMES))
-                            .exec()
-                            .await,
+                        4 => {
+                            store
+                                .update::<User>(&id)
+                                .set(User::USERNAME, rng.pick(NAMES))
+                                .exec()
+                                .await
+                        }
                         _ => store.delete::<User>(&id).await.map(drop),
                     };
                     match r {
@@ -124,7 +131,10 @@ async fn eight_concurrent_writers_leave_zero_violations() {
     let all: Vec<User> = store.query::<User>().fetch().await.unwrap();
     assert_eq!(all.len(), report.entities);
     for u in &all {
-        let by_name = store.find_unique(User::USERNAME, u.username.clone()).await.unwrap();
+        let by_name = store
+            .find_unique(User::USERNAME, u.username.clone())
+            .await
+            .unwrap();
         assert_eq!(by_name.as_ref(), Some(u));
     }
     let names: BTreeSet<&str> = all.iter().map(|u| u.username.as_str()).collect();
@@ -139,7 +149,7 @@ async fn concurrent_writers_in_the_strings_layout() {
         .map(|w| {
             let store = store.clone();
             tokio::spawn(async move {
-                let mut rng = Rng(0x2545_F491_4F6C_DD1D ^ (w + 11) * 104_729);
+                let mut rng = Rng(0x2545_F491_4F6C_DD1D ^ ((w + 11) * 104_729));
                 for _ in 0..300 {
                     let id = rng.next() % 10;
                     let r = match rng.next() % 4 {
@@ -151,11 +161,13 @@ async fn concurrent_writers_in_the_strings_layout() {
                             })
                             .await
                             .map(drop),
-                        2 => store
-                            .update::<Member>(&id)
-                            .set(Member::CITY, rng.pick(COUNTRIES))
-                            .exec()
-                            .await,
+                        2 => {
+                            store
+                                .update::<Member>(&id)
+                                .set(Member::CITY, rng.pick(COUNTRIES))
+                                .exec()
+                                .await
+                        }
                         _ => store.delete::<Member>(&id).await.map(drop),
                     };
                     match r {
@@ -185,7 +197,11 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
         level: 0,
     };
     store
-        .save_all(&[user(1, "lisi", "DE"), user(2, "wang", "CN"), user(3, "anna", "FR")])
+        .save_all(&[
+            user(1, "lisi", "DE"),
+            user(2, "wang", "CN"),
+            user(3, "anna", "FR"),
+        ])
         .await
         .unwrap();
     assert!(store.verify::<User>().await.unwrap().is_clean());
@@ -241,8 +257,16 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
         }),
         "{report}"
     );
-    assert!(has(&Violation::StaleId { member: "88".into() }), "{report}");
-    assert!(has(&Violation::MissingId { member: "2".into() }), "{report}");
+    assert!(
+        has(&Violation::StaleId {
+            member: "88".into()
+        }),
+        "{report}"
+    );
+    assert!(
+        has(&Violation::MissingId { member: "2".into() }),
+        "{report}"
+    );
     assert_eq!(v.len(), 7, "{report}");
 
     // Repair fixes everything but the duplicate, which needs a decision.

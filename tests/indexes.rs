@@ -45,7 +45,12 @@ async fn save_writes_the_entity_and_every_index_entry() {
     store.save(&user(9, "lisi", "DE")).await.unwrap();
     assert_eq!(
         server.keys(),
-        ["user:@ids", "user:country:DE", "user:username:lisi", "user:{9}"]
+        [
+            "user:@ids",
+            "user:country:DE",
+            "user:username:lisi",
+            "user:{9}"
+        ]
     );
     let owner: String = server.conn().get("user:username:lisi").unwrap();
     assert_eq!(owner, "9");
@@ -58,12 +63,19 @@ async fn find_unique_and_find_by_equality() {
     let server = RedisServer::start();
     let store = Store::connect(&server.url()).await.unwrap();
     store
-        .save_all(&[user(1, "lisi", "DE"), user(2, "wang", "CN"), user(3, "anna", "DE")])
+        .save_all(&[
+            user(1, "lisi", "DE"),
+            user(2, "wang", "CN"),
+            user(3, "anna", "DE"),
+        ])
         .await
         .unwrap();
     let lisi = store.find_unique(User::USERNAME, "lisi").await.unwrap();
     assert_eq!(lisi, Some(user(1, "lisi", "DE")));
-    assert_eq!(store.find_unique(User::USERNAME, "nobody").await.unwrap(), None);
+    assert_eq!(
+        store.find_unique(User::USERNAME, "nobody").await.unwrap(),
+        None
+    );
     let de = store.find(User::COUNTRY, "DE").await.unwrap();
     assert_eq!(de, vec![user(1, "lisi", "DE"), user(3, "anna", "DE")]);
     assert!(store.find(User::COUNTRY, "FR").await.unwrap().is_empty());
@@ -97,7 +109,10 @@ async fn a_taken_unique_value_fails_and_changes_nothing() {
         .unwrap_err();
     assert!(matches!(err, Error::UniqueViolation { .. }), "{err:?}");
     let wang = store.get::<User>(&2).await.unwrap().unwrap();
-    assert_eq!(wang.email, "wang@example.com", "the whole update was refused");
+    assert_eq!(
+        wang.email, "wang@example.com",
+        "the whole update was refused"
+    );
     // Saving the owner again with its own value is fine.
     store.save(&user(1, "lisi", "FR")).await.unwrap();
 }
@@ -116,13 +131,21 @@ async fn a_freed_unique_value_is_reusable_at_once() {
     assert!(!server.keys().contains(&"user:username:lisi".to_string()));
     store.save(&user(2, "lisi", "CN")).await.unwrap();
     assert_eq!(
-        store.find_unique(User::USERNAME, "lisi").await.unwrap().map(|u| u.id),
+        store
+            .find_unique(User::USERNAME, "lisi")
+            .await
+            .unwrap()
+            .map(|u| u.id),
         Some(2)
     );
     store.delete::<User>(&2).await.unwrap();
     store.save(&user(3, "lisi", "CN")).await.unwrap();
     assert_eq!(
-        store.find_unique(User::USERNAME, "lisi").await.unwrap().map(|u| u.id),
+        store
+            .find_unique(User::USERNAME, "lisi")
+            .await
+            .unwrap()
+            .map(|u| u.id),
         Some(3)
     );
 }
@@ -153,7 +176,10 @@ async fn updates_move_index_entries_using_stored_values() {
         .exec()
         .await
         .unwrap();
-    assert!(server.keys().iter().all(|k| !k.starts_with("user:country:")));
+    assert!(server
+        .keys()
+        .iter()
+        .all(|k| !k.starts_with("user:country:")));
     // Some("") is, under its own key.
     store
         .update::<User>(&1)
@@ -175,7 +201,12 @@ async fn delete_removes_every_index_entry() {
     assert!(store.delete::<User>(&1).await.unwrap());
     assert_eq!(
         server.keys(),
-        ["user:@ids", "user:country:DE", "user:username:wang", "user:{2}"]
+        [
+            "user:@ids",
+            "user:country:DE",
+            "user:username:wang",
+            "user:{2}"
+        ]
     );
     assert_eq!(members(&server, "user:country:DE"), ["2"]);
 }
@@ -186,10 +217,17 @@ async fn index_values_are_escaped_in_keys() {
     let store = Store::connect(&server.url()).await.unwrap();
     store.save(&user(1, "a:b{c}*", "中国")).await.unwrap();
     let keys = server.keys();
-    assert!(keys.contains(&"user:username:a%3Ab%7Bc%7D%2A".to_string()), "{keys:?}");
+    assert!(
+        keys.contains(&"user:username:a%3Ab%7Bc%7D%2A".to_string()),
+        "{keys:?}"
+    );
     assert!(keys.contains(&"user:country:中国".to_string()), "{keys:?}");
     assert_eq!(
-        store.find_unique(User::USERNAME, "a:b{c}*").await.unwrap().map(|u| u.id),
+        store
+            .find_unique(User::USERNAME, "a:b{c}*")
+            .await
+            .unwrap()
+            .map(|u| u.id),
         Some(1)
     );
     assert_eq!(store.find(User::COUNTRY, "中国").await.unwrap().len(), 1);
@@ -198,7 +236,13 @@ async fn index_values_are_escaped_in_keys() {
 #[tokio::test]
 async fn index_maintenance_costs_no_extra_round_trip() {
     let server = RedisServer::start();
-    let conn = CountingConnection::new(server.client().get_multiplexed_async_connection().await.unwrap());
+    let conn = CountingConnection::new(
+        server
+            .client()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap(),
+    );
     let trips = conn.counter();
     let store = Store::new(conn);
     // Load both scripts once (the first call of each answers NOSCRIPT).
@@ -218,7 +262,11 @@ async fn index_maintenance_costs_no_extra_round_trip() {
     let batch: Vec<User> = (10..110).map(|i| user(i, &format!("u{i}"), "CN")).collect();
     store.save_all(&batch).await.unwrap();
     assert_eq!(trips.take(), 1, "save_all of 100 indexed users");
-    store.find_unique(User::USERNAME, "lisi").await.unwrap().unwrap();
+    store
+        .find_unique(User::USERNAME, "lisi")
+        .await
+        .unwrap()
+        .unwrap();
     assert!(trips.take() <= 2, "find_unique");
     assert_eq!(store.find(User::COUNTRY, "CN").await.unwrap().len(), 100);
     assert_eq!(trips.take(), 2, "query + fetch of 100");

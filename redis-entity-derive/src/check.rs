@@ -64,9 +64,13 @@ fn field(cx: &Ctxt, e: &Entity, f: &crate::model::Field) {
         return;
     }
     if let Some(pk) = &a.pk {
+        if let Some(i) = &a.index {
+            if i.value != IndexKind::Equality {
+                cx.error_spanned_by(&i.tokens, "a `#[pk]` field can only have a plain `#[index]`: a pk is unique by itself and never changes");
+            }
+        }
         let bad = [
             (a.hash.as_ref().map(|s| &s.tokens), "#[hash]"),
-            (a.index.as_ref().map(|s| &s.tokens), "#[index]"),
             (a.version.as_ref().map(|s| &s.tokens), "#[version]"),
             (a.rename.as_ref().map(|s| &s.tokens), "rename"),
             (a.json.as_ref().map(|s| &s.tokens), "json"),

@@ -229,6 +229,42 @@ fn generate(e: &Entity) -> TokenStream {
     });
     let pk_names = pks.iter().map(|f| lit(&f.name));
     let numeric_pk = pks.len() == 1 && types::is_integer(pks[0].ty);
+    let pk_index_descs = pks.iter().filter(|f| f.attrs.index.is_some()).map(|f| {
+        let name = lit(&f.name);
+        quote!(#re::IndexDesc { field: #name, source: #re::IndexSource::Pk, kind: #re::IndexKind::Equality })
+    });
+    let pk_value_arms = pks
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.attrs.index.is_some())
+        .map(|(i, f)| {
+            let name = lit(&f.name);
+            let v = &pk_vars[i];
+            quote!(#name => #re::core::option::Option::Some(#re::to_bytes(#v)),)
+        });
+    let pk_value_fn = quote! {
+        fn __pk_index_value(member: &str, field: &str) -> #re::core::option::Option<#re::Vec<u8>> {
+            #[allow(unused_variables)]
+            let pk = <#ident as #re::Entity>::read_member(member)?;
+            #[allow(unused_variables)]
+            let pk = &pk;
+            #bind_pk
+            match field {
+                #(#pk_value_arms)*
+                _ => #re::core::option::Option::None,
+            }
+        }
+    };
+    let pk_consts = pks.iter().filter(|f| f.attrs.index.is_some()).map(|f| {
+        let name = screaming(f.ident);
+        let ty = f.ty;
+        let stored = lit(&f.name);
+        let doc = format!("Handle of the indexed pk field `{}` (queries only: a pk is never set).", f.ident);
+        quote! {
+            #[doc = #doc]
+            #vis const #name: #re::Field<#ident, #ty, #re::PkPart, #re::Equality<#ty>> = #re::Field::new(#stored, usize::MAX);
+        }
+    });
     let index_descs = columns.iter().enumerate().filter_map(|(i, f)| {
         let kind = match (f.attrs.index.as_ref()?.value, f.role) {
             (
@@ -242,8 +278,9 @@ fn generate(e: &Entity) -> TokenStream {
             _ => quote!(#re::IndexKind::Equality),
         };
         let name = lit(&f.name);
-        Some(quote!(#re::IndexDesc { field: #name, column: #i, kind: #kind }))
+        Some(quote!(#re::IndexDesc { field: #name, source: #re::IndexSource::Column(#i), kind: #kind }))
     });
+    let index_descs: Vec<TokenStream> = pk_index_descs.chain(index_descs).collect();
     let type_name = lit(&ident.to_string());
     let prefix = lit(&e.prefix);
     let ttl = match e.ttl {
@@ -341,6 +378,8 @@ fn generate(e: &Entity) -> TokenStream {
 
     quote! {
         const _: () = {
+            #pk_value_fn
+
             impl #re::Entity for #ident {
                 type Pk = #pk_type;
 
@@ -356,6 +395,7 @@ fn generate(e: &Entity) -> TokenStream {
                     columns: &[#(#column_descs),*],
                     maps: &[#(#map_descs),*],
                     indexes: &[#(#index_descs),*],
+                    pk_index_value: __pk_index_value,
                     ttl: #ttl,
                 };
 
@@ -407,6 +447,7 @@ fn generate(e: &Entity) -> TokenStream {
 
         #[allow(dead_code)]
         impl #ident {
+            #(#pk_consts)*
             #(#col_consts)*
             #(#map_consts)*
 

@@ -7,9 +7,9 @@ use crate::codec::{to_bytes, MapField, Scalar};
 use crate::entity::{Entity, EntityKeys, Layout};
 use crate::error::{Error, FieldError, Result};
 use crate::field::{Field, HashField, SetIndex, Unique};
-use crate::query::{self, Query};
 use crate::key::Namespace;
 use crate::plan::{self, WriteMode, WritePlan};
+use crate::query::{self, Query};
 use crate::store::{decode, exists_cmd, remaining, ttl_cmd, CAS_ATTEMPTS};
 use crate::update::Update;
 use redis::{ConnectionLike, Value};
@@ -322,7 +322,7 @@ impl<C: ConnectionLike> Store<C> {
         field: Field<E, T, Co, Unique<X>>,
         value: impl Into<X>,
     ) -> Result<Option<E>> {
-        let Some(index) = query::index_of(E::DESC, field.column()) else {
+        let Some(index) = query::index_of(E::DESC, field.name()) else {
             return Ok(None);
         };
         let (key, v) = query::unique_key(E::DESC, &self.ns, index, &value.into());
@@ -330,12 +330,15 @@ impl<C: ConnectionLike> Store<C> {
             .arg(&key)
             .query(&mut *self.conn())
             .map_err(|e| Error::redis(&key, e))?;
-        let Some(member) = member else { return Ok(None) };
+        let Some(member) = member else {
+            return Ok(None);
+        };
         let (pipe, keys) = query::read_members(E::DESC, &self.ns, std::slice::from_ref(&member));
         let replies: Vec<Value> = pipe
             .query(&mut *self.conn())
             .map_err(|e| Error::redis(&keys[0].base, e))?;
-        let (found, repair) = query::finish_unique::<E>(&self.ns, index, v, &member, &keys[0], replies)?;
+        let (found, repair) =
+            query::finish_unique::<E>(&self.ns, index, v, &member, &keys[0], replies)?;
         if let Some(plan) = repair {
             self.write(&plan)?;
         }
@@ -374,7 +377,8 @@ impl<C: ConnectionLike, E: Entity> Query<'_, E, Store<C>> {
         let replies: Vec<Value> = pipe
             .query(&mut *store.conn())
             .map_err(|e| Error::redis(&keys[0].base, e))?;
-        let fetched = query::finish_fetch::<E>(&store.ns, &self.conditions, &members, &keys, replies)?;
+        let fetched =
+            query::finish_fetch::<E>(&store.ns, &self.conditions, &members, &keys, replies)?;
         if !fetched.repairs.is_empty() {
             store.write_many(&fetched.repairs)?;
         }
@@ -386,8 +390,13 @@ impl<C: ConnectionLike, E: Entity> Query<'_, E, Store<C>> {
         if let Some(e) = self.error {
             return Err(e);
         }
-        let (_, members) = self.store.run_query::<E>(&self.conditions, self.page, false)?;
-        Ok(members.iter().filter_map(|m| query::parse_member::<E>(m)).collect())
+        let (_, members) = self
+            .store
+            .run_query::<E>(&self.conditions, self.page, false)?;
+        Ok(members
+            .iter()
+            .filter_map(|m| query::parse_member::<E>(m))
+            .collect())
     }
 
     /// See the async `count`.

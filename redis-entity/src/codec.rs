@@ -178,6 +178,10 @@ pub trait FieldCodec<T> {
     fn decode(field: &'static str, raw: Option<&[u8]>) -> Result<T, FieldError>;
 }
 
+/// The codec of a `#[pk]` field's handle: a pk is part of the key, so it has
+/// no stored form and cannot be assigned by `update().set(..)`.
+pub struct PkPart;
+
 /// A required [`Scalar`] field: absence is [`crate::Error::MissingField`].
 pub struct Plain;
 /// An `Option<T: Scalar>` field: absence is `None`; `Some("")` is stored as an empty string.

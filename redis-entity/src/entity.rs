@@ -73,15 +73,35 @@ impl IndexKind {
     }
 }
 
+/// Where an indexed value comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IndexSource {
+    /// A stored column (its position in [`EntityDesc::columns`]).
+    Column(usize),
+    /// A field of the primary key: fixed for the entity's lifetime, read from
+    /// its member (seed 000's red packets, found by `program_id` and `uid`).
+    Pk,
+}
+
 /// One indexed field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IndexDesc {
     /// The field's stored name (also the index key segment).
     pub field: &'static str,
-    /// The column holding the field.
-    pub column: usize,
+    /// Where the value comes from.
+    pub source: IndexSource,
     /// The index kind.
     pub kind: IndexKind,
+}
+
+impl IndexDesc {
+    /// The column, for a column index.
+    pub fn column(&self) -> Option<usize> {
+        match self.source {
+            IndexSource::Column(c) => Some(c),
+            IndexSource::Pk => None,
+        }
+    }
 }
 
 /// Everything the runtime needs to know about an entity type.
@@ -110,6 +130,9 @@ pub struct EntityDesc {
     pub maps: &'static [MapDesc],
     /// The indexed fields.
     pub indexes: &'static [IndexDesc],
+    /// The stored form of indexed pk field `field` of the entity with
+    /// `member` (`None` when the member does not parse).
+    pub pk_index_value: fn(member: &str, field: &str) -> Option<Vec<u8>>,
     /// Expiry given to a newly created entity, in seconds.
     pub ttl: Option<u64>,
 }

@@ -50,7 +50,8 @@ pub mod verify;
 
 pub use conn::{CountingConnection, RoundTrips};
 pub use entity::{
-    ColumnDesc, Entity, EntityDesc, EntityKeys, IndexDesc, IndexKind, Layout, MapDesc, Row,
+    ColumnDesc, Entity, EntityDesc, EntityKeys, IndexDesc, IndexKind, IndexSource, Layout, MapDesc,
+    Row,
 };
 pub use error::{Error, FieldError, FieldErrorKind, Result};
 pub use field::{
@@ -69,10 +70,11 @@ pub use redis_entity_derive::RedisEntity;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::codec::{
-        decode_map, Defaulted, FieldCodec, Json, JsonOptional, MapField, Optional, Plain, TagList,
+        decode_map, to_bytes, Defaulted, FieldCodec, Json, JsonOptional, MapField, Optional,
+        PkPart, Plain, TagList,
     };
     pub use crate::entity::{
-        ColumnDesc, Entity, EntityDesc, IndexDesc, IndexKind, Layout, MapDesc, Row,
+        ColumnDesc, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, MapDesc, Row,
     };
     pub use crate::error::{FieldError, Result};
     pub use crate::field::{Equality, Field, HashField, NoIndex, Tags, Unique};

@@ -4,7 +4,7 @@
 //! tested here; sending it is the job of [`crate::exec`], once for async and
 //! once for blocking connections.
 
-use crate::entity::{EntityDesc, EntityKeys, IndexKind, Layout, Row};
+use crate::entity::{EntityDesc, EntityKeys, IndexKind, IndexSource, Layout, Row};
 use crate::error::{Error, Result};
 use crate::key::{escape_bytes_into, Namespace};
 use redis::Value;
@@ -159,7 +159,7 @@ impl<'a> Builder<'a> {
 
     fn set_column(&mut self, col: usize, value: Option<Vec<u8>>) {
         for (i, idx) in self.desc.indexes.iter().enumerate() {
-            if idx.column == col && idx.kind == IndexKind::Unique {
+            if idx.column() == Some(col) && idx.kind == IndexKind::Unique {
                 self.unique_new[i] = Some(value.clone());
             }
         }
@@ -211,12 +211,23 @@ impl<'a> Builder<'a> {
         args.push(desc.indexes.len().to_string().into_bytes());
         for (i, idx) in desc.indexes.iter().enumerate() {
             args.push(idx.kind.code().as_bytes().to_vec());
-            let (key, field) = match desc.layout {
-                Layout::Strings => (1 + idx.column, Vec::new()),
-                _ => (0, desc.columns[idx.column].name.as_bytes().to_vec()),
+            let (key, field, fixed) = match (idx.source, desc.layout) {
+                (IndexSource::Pk, _) => {
+                    let mut v = vec![b'v'];
+                    match (desc.pk_index_value)(&self.keys.member, idx.field) {
+                        Some(raw) => escape_bytes_into(&mut v, &raw),
+                        None => v.clear(),
+                    }
+                    (0, Vec::new(), v)
+                }
+                (IndexSource::Column(c), Layout::Strings) => (1 + c, Vec::new(), Vec::new()),
+                (IndexSource::Column(c), _) => {
+                    (0, desc.columns[c].name.as_bytes().to_vec(), Vec::new())
+                }
             };
             args.push((key + 1).to_string().into_bytes());
             args.push(field);
+            args.push(fixed);
             args.push(desc.index_prefix(self.ns, idx).into_bytes());
             args.push(match &self.unique_new[i] {
                 None => Vec::new(),
@@ -306,8 +317,8 @@ pub fn save(
 ) -> WritePlan {
     let mut b = Builder::new(desc, keys, ns);
     for (i, idx) in desc.indexes.iter().enumerate() {
-        if idx.kind == IndexKind::Unique {
-            b.unique_new[i] = Some(row.columns[idx.column].clone());
+        if let (IndexKind::Unique, Some(c)) = (idx.kind, idx.column()) {
+            b.unique_new[i] = Some(row.columns[c].clone());
         }
     }
     match desc.layout {
@@ -774,6 +785,7 @@ mod tests {
             key_head: "user:userid:",
             key_tail: "",
             indexes: &[],
+            pk_index_value: |_, _| None,
             pk_fields: &["id"],
             numeric_pk: true,
             columns: COLS,
@@ -847,7 +859,7 @@ mod tests {
     fn indexed_entities_send_their_index_specs() {
         const IDX: &[IndexDesc] = &[IndexDesc {
             field: "username",
-            column: 0,
+            source: IndexSource::Column(0),
             kind: IndexKind::Unique,
         }];
         let mut d = desc(Layout::Hash);
@@ -857,7 +869,7 @@ mod tests {
         let keys = EntityKeys::new(&d, &ns, "9".into());
         let p = save(&d, &ns, &keys, &row(), WriteMode::Save, None);
         assert_eq!(
-            args(&p)[6..18],
+            args(&p)[6..19],
             [
                 "9",
                 "user:@ids",
@@ -868,6 +880,7 @@ mod tests {
                 "u",
                 "1",
                 "username",
+                "",
                 "user:username:",
                 "vlisi",
                 "HSET"

@@ -8,7 +8,7 @@
 //! result and removed (atomically, only if still stale) in a third call that
 //! happens only when such an entry was met.
 
-use crate::entity::{Entity, EntityDesc, EntityKeys, IndexKind, Row};
+use crate::entity::{Entity, EntityDesc, EntityKeys, IndexKind, IndexSource, Row};
 use crate::error::{Error, Result};
 use crate::field::{Field, SetIndex};
 use crate::key::{escape_bytes_into, Namespace};
@@ -74,9 +74,9 @@ pub(crate) fn index_value<V: crate::codec::Scalar>(v: &V) -> Vec<u8> {
     out
 }
 
-/// The position of the index on `column`.
-pub(crate) fn index_of(desc: &EntityDesc, column: usize) -> Option<usize> {
-    desc.indexes.iter().position(|i| i.column == column)
+/// The position of the index of the field stored as `name`.
+pub(crate) fn index_of(desc: &EntityDesc, name: &str) -> Option<usize> {
+    desc.indexes.iter().position(|i| i.field == name)
 }
 
 impl<'s, E: Entity, S> Query<'s, E, S> {
@@ -96,7 +96,7 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
         op: SetOp,
         values: impl IntoIterator<Item = V>,
     ) -> Self {
-        match index_of(E::DESC, field.column()) {
+        match index_of(E::DESC, field.name()) {
             Some(index) => self.conditions.push(Condition {
                 index,
                 op,
@@ -114,7 +114,11 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
     }
 
     /// Entities whose field equals `value` (or whose tags contain it).
-    pub fn eq<T, C, K: SetIndex>(self, field: Field<E, T, C, K>, value: impl Into<K::Value>) -> Self {
+    pub fn eq<T, C, K: SetIndex>(
+        self,
+        field: Field<E, T, C, K>,
+        value: impl Into<K::Value>,
+    ) -> Self {
         self.push(field, SetOp::All, [value])
     }
 
@@ -175,7 +179,11 @@ pub(crate) fn script_call(
         }
     }
     keys.push(desc.ids_key(ns).into_bytes());
-    args.push(if desc.numeric_pk { b"n".to_vec() } else { b"s".to_vec() });
+    args.push(if desc.numeric_pk {
+        b"n".to_vec()
+    } else {
+        b"s".to_vec()
+    });
     let (offset, limit) = match (count_only, page) {
         (true, _) => (0, 0i64),
         (false, Some((o, n))) => (o, n as i64),
@@ -220,10 +228,19 @@ pub(crate) fn parse_reply(desc: &EntityDesc, reply: Value) -> Result<(u64, Vec<S
     Ok((total, members))
 }
 
-/// The escaped index entries a stored row implies for index `i`.
-pub(crate) fn row_entries(desc: &EntityDesc, row: &Row, i: usize) -> BTreeSet<Vec<u8>> {
+/// The escaped index entries the stored entity `member` implies for index `i`.
+pub(crate) fn row_entries(
+    desc: &EntityDesc,
+    member: &str,
+    row: &Row,
+    i: usize,
+) -> BTreeSet<Vec<u8>> {
     let idx = &desc.indexes[i];
-    match (&row.columns[idx.column], idx.kind) {
+    let stored = match idx.source {
+        IndexSource::Column(c) => row.columns[c].clone(),
+        IndexSource::Pk => (desc.pk_index_value)(member, idx.field),
+    };
+    match (&stored, idx.kind) {
         (None, _) => BTreeSet::new(),
         (Some(raw), IndexKind::Tags) => raw
             .split(|&b| b == b':')
@@ -252,12 +269,17 @@ pub(crate) enum Check {
 }
 
 /// Checks a fetched row against the conditions (`None`: the entity is gone).
-pub(crate) fn check(desc: &EntityDesc, conditions: &[Condition], row: Option<&Row>) -> Check {
+pub(crate) fn check(
+    desc: &EntityDesc,
+    conditions: &[Condition],
+    member: &str,
+    row: Option<&Row>,
+) -> Check {
     let mut entries = Vec::new();
     let mut missing = false;
     for c in conditions {
         let have = match row {
-            Some(r) => row_entries(desc, r, c.index),
+            Some(r) => row_entries(desc, member, r, c.index),
             None => BTreeSet::new(),
         };
         let hit = |v: &Vec<u8>| have.contains(v);
@@ -323,11 +345,16 @@ pub(crate) fn finish_fetch<E: Entity>(
     };
     for (member, k) in members.iter().zip(keys) {
         let row = plan::decode_read(desc, k, &mut it)?;
-        match check(desc, conditions, row.as_ref()) {
+        match check(desc, conditions, member, row.as_ref()) {
             Check::Match => {}
             Check::Stale { entries, missing } => {
-                out.repairs
-                    .push(repair_plan(desc, ns, member, &entries, missing && row.is_some()));
+                out.repairs.push(repair_plan(
+                    desc,
+                    ns,
+                    member,
+                    &entries,
+                    missing && row.is_some(),
+                ));
                 continue;
             }
         }
@@ -348,7 +375,11 @@ pub fn parse_member<E: Entity>(member: &str) -> Option<E::Pk> {
 }
 
 /// The read pipeline for the page's members.
-pub(crate) fn read_members(desc: &EntityDesc, ns: &Namespace, members: &[String]) -> (redis::Pipeline, Vec<EntityKeys>) {
+pub(crate) fn read_members(
+    desc: &EntityDesc,
+    ns: &Namespace,
+    members: &[String],
+) -> (redis::Pipeline, Vec<EntityKeys>) {
     let keys: Vec<EntityKeys> = members
         .iter()
         .map(|m| EntityKeys::new(desc, ns, m.clone()))
@@ -362,7 +393,12 @@ pub(crate) fn read_members(desc: &EntityDesc, ns: &Namespace, members: &[String]
 }
 
 /// `GET` of the unique index key for `value`.
-pub(crate) fn unique_key<V: crate::codec::Scalar>(desc: &EntityDesc, ns: &Namespace, index: usize, value: &V) -> (String, Vec<u8>) {
+pub(crate) fn unique_key<V: crate::codec::Scalar>(
+    desc: &EntityDesc,
+    ns: &Namespace,
+    index: usize,
+    value: &V,
+) -> (String, Vec<u8>) {
     let prefix = desc.index_prefix(ns, &desc.indexes[index]);
     let v = index_value(value);
     let mut key = prefix.into_bytes();
@@ -384,6 +420,15 @@ pub(crate) fn finish_unique<E: Entity>(
         op: SetOp::All,
         values: vec![value],
     }];
-    let fetched = finish_fetch::<E>(ns, &conditions, &[member.to_owned()], std::slice::from_ref(keys), replies)?;
-    Ok((fetched.entities.into_iter().next(), fetched.repairs.into_iter().next()))
+    let fetched = finish_fetch::<E>(
+        ns,
+        &conditions,
+        &[member.to_owned()],
+        std::slice::from_ref(keys),
+        replies,
+    )?;
+    Ok((
+        fetched.entities.into_iter().next(),
+        fetched.repairs.into_iter().next(),
+    ))
 }

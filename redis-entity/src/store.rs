@@ -5,18 +5,18 @@
 //! script cache (`NOSCRIPT`, answered by resending with `EVAL`).
 
 use crate::codec::{to_bytes, MapField, Scalar};
+use crate::entity::IndexKind;
 use crate::entity::{Entity, EntityKeys, Layout};
 use crate::error::{Error, FieldError, Result};
 use crate::field::{Field, HashField, SetIndex, Unique};
-use crate::entity::IndexKind;
-use crate::query::{self, Query};
-use crate::verify::{self, Report};
-use std::collections::BTreeSet;
 use crate::key::Namespace;
 use crate::plan::{self, WriteMode, WritePlan};
+use crate::query::{self, Query};
 use crate::update::Update;
+use crate::verify::{self, Report};
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::Value;
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// How often an update of the `json` layout retries when another writer
@@ -358,7 +358,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         field: Field<E, T, Co, Unique<X>>,
         value: impl Into<X>,
     ) -> Result<Option<E>> {
-        let Some(index) = query::index_of(E::DESC, field.column()) else {
+        let Some(index) = query::index_of(E::DESC, field.name()) else {
             return Ok(None);
         };
         let (key, v) = query::unique_key(E::DESC, &self.ns, index, &value.into());
@@ -367,13 +367,16 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .query_async(&mut self.conn.clone())
             .await
             .map_err(|e| Error::redis(&key, e))?;
-        let Some(member) = member else { return Ok(None) };
+        let Some(member) = member else {
+            return Ok(None);
+        };
         let (pipe, keys) = query::read_members(E::DESC, &self.ns, std::slice::from_ref(&member));
         let replies: Vec<Value> = pipe
             .query_async(&mut self.conn.clone())
             .await
             .map_err(|e| Error::redis(&keys[0].base, e))?;
-        let (found, repair) = query::finish_unique::<E>(&self.ns, index, v, &member, &keys[0], replies)?;
+        let (found, repair) =
+            query::finish_unique::<E>(&self.ns, index, v, &member, &keys[0], replies)?;
         if let Some(plan) = repair {
             self.write(&plan).await?;
         }
@@ -464,11 +467,15 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                     .map_err(|e| Error::redis(&chunk[0], e))?;
                 for (k, v) in chunk.iter().zip(replies) {
                     let listed: BTreeSet<String> = match v {
-                        Value::BulkString(b) => BTreeSet::from([String::from_utf8_lossy(&b).into_owned()]),
+                        Value::BulkString(b) => {
+                            BTreeSet::from([String::from_utf8_lossy(&b).into_owned()])
+                        }
                         Value::Array(items) | Value::Set(items) => items
                             .into_iter()
                             .filter_map(|m| match m {
-                                Value::BulkString(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+                                Value::BulkString(b) => {
+                                    Some(String::from_utf8_lossy(&b).into_owned())
+                                }
                                 _ => None,
                             })
                             .collect(),
@@ -511,7 +518,9 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
             return Err(e);
         }
         let store = self.store;
-        let (_, members) = store.run_query::<E>(&self.conditions, self.page, false).await?;
+        let (_, members) = store
+            .run_query::<E>(&self.conditions, self.page, false)
+            .await?;
         if members.is_empty() {
             return Ok(Vec::new());
         }
@@ -520,7 +529,8 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
             .query_async(&mut store.conn.clone())
             .await
             .map_err(|e| Error::redis(&keys[0].base, e))?;
-        let fetched = query::finish_fetch::<E>(&store.ns, &self.conditions, &members, &keys, replies)?;
+        let fetched =
+            query::finish_fetch::<E>(&store.ns, &self.conditions, &members, &keys, replies)?;
         if !fetched.repairs.is_empty() {
             store.write_many(&fetched.repairs).await?;
         }
@@ -533,8 +543,14 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
         if let Some(e) = self.error {
             return Err(e);
         }
-        let (_, members) = self.store.run_query::<E>(&self.conditions, self.page, false).await?;
-        Ok(members.iter().filter_map(|m| query::parse_member::<E>(m)).collect())
+        let (_, members) = self
+            .store
+            .run_query::<E>(&self.conditions, self.page, false)
+            .await?;
+        Ok(members
+            .iter()
+            .filter_map(|m| query::parse_member::<E>(m))
+            .collect())
     }
 
     /// How many entities match (ignores `limit`; one round trip).
@@ -542,7 +558,10 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
         if let Some(e) = self.error {
             return Err(e);
         }
-        let (total, _) = self.store.run_query::<E>(&self.conditions, None, true).await?;
+        let (total, _) = self
+            .store
+            .run_query::<E>(&self.conditions, None, true)
+            .await?;
         Ok(total)
     }
 }

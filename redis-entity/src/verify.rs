@@ -57,7 +57,10 @@ impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Violation::StaleEntry { key, member } => {
-                write!(f, "stale entry: `{key}` lists `{member}`, which does not hold that value")
+                write!(
+                    f,
+                    "stale entry: `{key}` lists `{member}`, which does not hold that value"
+                )
             }
             Violation::MissingEntry { key, member } => {
                 write!(f, "missing entry: `{key}` does not list `{member}`")
@@ -113,7 +116,10 @@ pub(crate) fn entity_pattern(desc: &EntityDesc, ns: &Namespace) -> String {
 
 /// The member inside an entity key, if the key is one.
 pub(crate) fn member_of(desc: &EntityDesc, ns: &Namespace, key: &str) -> Option<String> {
-    let rest = key.strip_prefix(ns.as_str())?.strip_prefix(desc.key_head)?.strip_prefix('{')?;
+    let rest = key
+        .strip_prefix(ns.as_str())?
+        .strip_prefix(desc.key_head)?
+        .strip_prefix('{')?;
     let end = rest.find('}')?;
     Some(rest[..end].to_owned())
 }
@@ -135,7 +141,7 @@ impl Expected {
         self.members.insert(member.to_owned());
         for i in 0..desc.indexes.len() {
             let prefix = desc.index_prefix(ns, &desc.indexes[i]);
-            for e in query::row_entries(desc, row, i) {
+            for e in query::row_entries(desc, member, row, i) {
                 let mut key = prefix.clone().into_bytes();
                 key.extend_from_slice(&e);
                 self.entries
@@ -192,11 +198,15 @@ pub(crate) fn compare(desc: &EntityDesc, expected: &Expected, actual: &Actual) -
         }
     }
     for m in actual.ids.difference(&expected.members) {
-        report.violations.push(Violation::StaleId { member: m.clone() });
+        report
+            .violations
+            .push(Violation::StaleId { member: m.clone() });
     }
     if !desc.indexes.is_empty() {
         for m in expected.members.difference(&actual.ids) {
-            report.violations.push(Violation::MissingId { member: m.clone() });
+            report
+                .violations
+                .push(Violation::MissingId { member: m.clone() });
         }
     }
     report
@@ -213,7 +223,8 @@ pub(crate) fn repairs(desc: &EntityDesc, ns: &Namespace, report: &Report) -> Vec
             Violation::StaleEntry { key, member } => {
                 let found = desc.indexes.iter().enumerate().find_map(|(i, idx)| {
                     let prefix = desc.index_prefix(ns, idx);
-                    key.strip_prefix(&prefix).map(|e| (i, e.as_bytes().to_vec()))
+                    key.strip_prefix(&prefix)
+                        .map(|e| (i, e.as_bytes().to_vec()))
                 });
                 if let Some(entry) = found {
                     stale.entry(member.clone()).or_default().push(entry);

@@ -21,7 +21,9 @@
 --          the owner of a unique value still exists)
 --   index count, then per index: kind (e = equality, u = unique, t = tags),
 --          key position, hash field ('' = the key itself is the column),
---          index key prefix, new unique value ('' untouched, n = None, v.. = escaped value)
+--          fixed value (v.. = the escaped value of an indexed pk field, which
+--          never changes; '' for a stored column), index key prefix,
+--          new unique value ('' untouched, n = None, v.. = escaped value)
 --   ops: name, key position, argument count, arguments...
 --        (clean mode: pairs of index number and escaped value, each an index
 --        entry a reader found stale; removed unless the stored value needs it)
@@ -35,7 +37,7 @@ local suffixes = {}
 for s = 1, tonumber(arg()) do suffixes[s] = arg() end
 local idx = {}
 for n = 1, tonumber(arg()) do
-  idx[n] = { kind = arg(), k = tonumber(arg()), field = arg(), prefix = arg(), new = arg() }
+  idx[n] = { kind = arg(), k = tonumber(arg()), field = arg(), fixed = arg(), prefix = arg(), new = arg() }
 end
 
 local function role(i) return string.sub(roles, i, i) end
@@ -63,6 +65,7 @@ end
 
 local function read_value(spec)
   local v
+  if spec.fixed ~= '' then return nil end
   if spec.field == '' then v = redis.call('GET', KEYS[spec.k])
   else v = redis.call('HGET', KEYS[spec.k], spec.field) end
   if v == false then return nil end
@@ -84,8 +87,18 @@ for i = 1, #KEYS do
   end
 end
 
+-- The entries a stored entity has: from its stored values, or for a pk
+-- field the fixed value, present while the entity exists.
+local function current(spec, exists)
+  if spec.fixed ~= '' then
+    if exists then return { [string.sub(spec.fixed, 2)] = true } end
+    return {}
+  end
+  return entries(spec.kind, read_value(spec))
+end
+
 local old = {}
-for n, spec in ipairs(idx) do old[n] = entries(spec.kind, read_value(spec)) end
+for n, spec in ipairs(idx) do old[n] = current(spec, existed) end
 
 local function unindex_all()
   for n, spec in ipairs(idx) do
@@ -200,7 +213,7 @@ end
 -- Index entries follow the values now stored: remove what the old values
 -- put there, add what the new ones need.
 for n, spec in ipairs(idx) do
-  local new = entries(spec.kind, read_value(spec))
+  local new = current(spec, true)
   for e in pairs(old[n]) do
     if not new[e] then
       local key = spec.prefix .. e

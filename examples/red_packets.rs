@@ -1,0 +1,102 @@
+//! Seed 000 (section 1.2.2): red packets a user can claim in a live program.
+//!
+//! ```sql
+//! select taskId, status from red_package where programId = 1 and uid = 3;
+//! ```
+//! The seed stores `red_package:programId_taskId_uid:1_2_3:status` and answers
+//! with `keys red_package:...:1_*_3:status`, a scan of the whole keyspace.
+//! Here the composite key keeps the seed's shape and two indexes on pk fields
+//! answer the query with one SINTER. Run: `cargo run --example red_packets`.
+
+use redis_entity::{RedisEntity, Store};
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(key = "red_package:{program_id}_{task_id}_{uid}")]
+pub struct RedPackage {
+    #[pk]
+    #[index]
+    pub program_id: u64,
+    #[pk]
+    pub task_id: u64,
+    #[pk]
+    #[index]
+    pub uid: u64,
+    /// 0 = claimable, 1 = claimed.
+    #[index]
+    pub status: u8,
+}
+
+pub fn packages() -> Vec<RedPackage> {
+    let p = |program_id, task_id, uid, status| RedPackage {
+        program_id,
+        task_id,
+        uid,
+        status,
+    };
+    vec![
+        p(1, 2, 3, 0),
+        p(1, 3, 3, 0),
+        p(1, 2, 4, 0),
+        p(2, 5, 3, 0),
+        p(1, 4, 3, 1),
+    ]
+}
+
+pub async fn run(url: &str) -> redis_entity::Result<()> {
+    println!("== red_packets (seed 000): composite key (program_id, task_id, uid), found by index");
+    let store = Store::connect(url).await?;
+    println!("{}", RedPackage::layout());
+    store.save_all(&packages()).await?;
+    println!(
+        "save_all(5 packets) -> keys {:?}",
+        support::scan_keys(url, "red_package:*")
+    );
+
+    // select taskId,status from red_package where programId=1 and uid=3;
+    let mine = store
+        .query::<RedPackage>()
+        .eq(RedPackage::PROGRAM_ID, 1u64)
+        .eq(RedPackage::UID, 3u64)
+        .fetch()
+        .await?;
+    let tasks: Vec<(u64, u8)> = mine.iter().map(|p| (p.task_id, p.status)).collect();
+    println!("program 1, uid 3   -> (task_id, status) {tasks:?}   (SINTER red_package:program_id:1 red_package:uid:3)");
+
+    // ... and status = 0 (still claimable)
+    let claimable = store
+        .query::<RedPackage>()
+        .eq(RedPackage::PROGRAM_ID, 1u64)
+        .eq(RedPackage::UID, 3u64)
+        .eq(RedPackage::STATUS, 0u8)
+        .ids()
+        .await?;
+    println!("  and claimable    -> pks {claimable:?}");
+
+    // Claim one: the status index follows in the same atomic write.
+    store
+        .update::<RedPackage>(&(1, 2, 3))
+        .set(RedPackage::STATUS, 1u8)
+        .exec()
+        .await?;
+    let claimable = store
+        .query::<RedPackage>()
+        .eq(RedPackage::PROGRAM_ID, 1u64)
+        .eq(RedPackage::UID, 3u64)
+        .eq(RedPackage::STATUS, 0u8)
+        .ids()
+        .await?;
+    println!("claim (1, 2, 3)    -> claimable now {claimable:?}\n");
+    for p in packages() {
+        store
+            .delete::<RedPackage>(&(p.program_id, p.task_id, p.uid))
+            .await?;
+    }
+    Ok(())
+}
+
+#[allow(dead_code)]
+#[tokio::main]
+async fn main() -> redis_entity::Result<()> {
+    let (url, _server) = support::example_server();
+    run(&url).await
+}

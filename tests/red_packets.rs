@@ -1,0 +1,81 @@
+//! Seed 000, red packets: a composite key found by indexes on pk fields.
+
+#[allow(dead_code)]
+#[path = "../examples/red_packets.rs"]
+mod example;
+
+use example::{packages, RedPackage};
+use redis::Commands;
+use redis_entity::Store;
+use support::RedisServer;
+
+#[tokio::test]
+async fn composite_keys_and_pk_indexes_are_written() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save(&packages()[0]).await.unwrap();
+    assert_eq!(
+        server.keys(),
+        [
+            "red_package:@ids",
+            "red_package:program_id:1",
+            "red_package:status:0",
+            "red_package:uid:3",
+            "red_package:{1_2_3}"
+        ]
+    );
+    let m: Vec<String> = server.conn().smembers("red_package:uid:3").unwrap();
+    assert_eq!(m, ["1_2_3"]);
+}
+
+#[tokio::test]
+async fn packets_of_a_user_in_a_program_without_keys_scans() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save_all(&packages()).await.unwrap();
+    let mine = store
+        .query::<RedPackage>()
+        .eq(RedPackage::PROGRAM_ID, 1u64)
+        .eq(RedPackage::UID, 3u64)
+        .fetch()
+        .await
+        .unwrap();
+    let tasks: Vec<(u64, u8)> = mine.iter().map(|p| (p.task_id, p.status)).collect();
+    assert_eq!(tasks, [(2, 0), (3, 0), (4, 1)]);
+    let claimable = store
+        .query::<RedPackage>()
+        .eq(RedPackage::PROGRAM_ID, 1u64)
+        .eq(RedPackage::UID, 3u64)
+        .eq(RedPackage::STATUS, 0u8)
+        .ids()
+        .await
+        .unwrap();
+    assert_eq!(claimable, [(1, 2, 3), (1, 3, 3)]);
+}
+
+#[tokio::test]
+async fn delete_removes_pk_index_entries() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save_all(&packages()).await.unwrap();
+    for p in packages() {
+        assert!(store
+            .delete::<RedPackage>(&(p.program_id, p.task_id, p.uid))
+            .await
+            .unwrap());
+    }
+    assert!(server.keys().is_empty(), "{:?}", server.keys());
+}
+
+#[tokio::test]
+async fn the_example_runs() {
+    let server = RedisServer::start();
+    example::run(&server.url()).await.unwrap();
+    assert!(server.keys().is_empty(), "{:?}", server.keys());
+    assert!(store_is_clean(&server).await);
+}
+
+async fn store_is_clean(server: &RedisServer) -> bool {
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.verify::<RedPackage>().await.unwrap().is_clean()
+}
