@@ -3,6 +3,8 @@
 
 #[path = "book_tags.rs"]
 mod book_tags;
+#[path = "pattern_query.rs"]
+mod pattern_query;
 #[path = "profile.rs"]
 mod profile;
 #[path = "red_packets.rs"]
@@ -17,6 +19,7 @@ async fn main() -> redis_entity::Result<()> {
     profile::run(&url).await?;
     book_tags::run(&url).await?;
     red_packets::run(&url).await?;
+    pattern_query::run(&url).await?;
     println!("tour finished: every scenario ran against {url}");
     Ok(())
 }

@@ -66,6 +66,7 @@ pub struct FieldAttrs {
     pub default: Option<Spanned<()>>,
     pub json: Option<Spanned<()>>,
     pub ttl: Option<Spanned<u64>>,
+    pub pad: Option<Spanned<u64>>,
 }
 
 fn lit_str(meta: &ParseNestedMeta) -> syn::Result<LitStr> {
@@ -245,11 +246,15 @@ pub fn field(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                         let (v, lit) = lit_u64(&meta)?;
                         set_once(cx, &mut f.ttl, v, lit.to_token_stream(), "ttl");
                     }
+                    "pad" => {
+                        let (v, lit) = lit_u64(&meta)?;
+                        set_once(cx, &mut f.pad, v, lit.to_token_stream(), "pad");
+                    }
                     other => {
                         cx.error_spanned_by(
                             tokens,
                             format!(
-                                "unknown attribute `{other}` in `#[redis(...)]` on a field: expected rename, skip, default, json or ttl"
+                                "unknown attribute `{other}` in `#[redis(...)]` on a field: expected rename, skip, default, json, ttl or pad"
                             ),
                         );
                         skip_value(&meta)?;

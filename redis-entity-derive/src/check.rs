@@ -82,6 +82,16 @@ fn field(cx: &Ctxt, e: &Entity, f: &crate::model::Field) {
                 cx.error_spanned_by(t, format!("`{name}` cannot be used on a `#[pk]` field: the pk is part of the key, not a stored column"));
             }
         }
+        if let Some(p) = &a.pad {
+            if !types::is_integer(f.ty) {
+                cx.error_spanned_by(
+                    &p.tokens,
+                    "`pad` zero-pads an integer pk; this field is not an integer",
+                );
+            } else if p.value == 0 || p.value > 39 {
+                cx.error_spanned_by(&p.tokens, "`pad` must be between 1 and 39 digits");
+            }
+        }
         if f.is_option() {
             cx.error_spanned_by(
                 f.ty,
@@ -119,6 +129,9 @@ fn field(cx: &Ctxt, e: &Entity, f: &crate::model::Field) {
     {
         cx.error_spanned_by(f.ty, "a collection field needs `#[redis(json)]` to be stored as one JSON value, or `#[index]` to become a tag relation");
     }
+    if let Some(p) = &a.pad {
+        cx.error_spanned_by(&p.tokens, "`pad` applies to integer `#[pk]` fields only");
+    }
     if let Some(t) = &a.ttl {
         if e.layout != LayoutKind::Strings {
             cx.error_spanned_by(&t.tokens, "a `ttl` per field needs `layout = \"strings\"`: only there does each column have its own key");
@@ -155,9 +168,9 @@ fn field(cx: &Ctxt, e: &Entity, f: &crate::model::Field) {
         };
         match wrong {
             Some(msg) => cx.error_spanned_by(f.ty, msg),
-            None if matches!(idx.value, IndexKind::Sorted | IndexKind::Prefix) => cx.error_spanned_by(
+            None if idx.value == IndexKind::Sorted => cx.error_spanned_by(
                 &idx.tokens,
-                "`#[index(sorted)]` and `#[index(prefix)]` are recognised but not supported by this version of redis-entity yet; remove them for now",
+                "`#[index(sorted)]` is recognised but not supported by this version of redis-entity yet; remove it for now",
             ),
             None if e.layout == LayoutKind::Json => cx.error_spanned_by(
                 &idx.tokens,

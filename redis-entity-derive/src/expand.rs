@@ -99,7 +99,11 @@ fn key_code(e: &Entity, re: &TokenStream) -> KeyCode {
                 pattern.push_str(&format!("<{name}>"));
                 let idx = pk_names.iter().position(|n| n == name).unwrap_or(0);
                 let p = format_ident!("__p{}", idx);
-                member.extend(quote!(#re::KeyPart::write_key(#p, out, #extra);));
+                let pad = pad_of(e, idx);
+                member.extend(match pad {
+                    Some(w) => quote!(#re::PaddedKeyPart::write_padded(#p, out, #w);),
+                    None => quote!(#re::KeyPart::write_key(#p, out, #extra);),
+                });
                 let var = format_ident!("__r{}", idx);
                 let segment = match inner.get(i + 1) {
                     Some(Part::Lit(sep)) => {
@@ -112,9 +116,13 @@ fn key_code(e: &Entity, re: &TokenStream) -> KeyCode {
                         let (__seg, __rest) = (__rest, "");
                     },
                 };
+                let parse = match pad_of(e, idx) {
+                    Some(w) => quote!(#re::PaddedKeyPart::read_padded(__seg, #w)?),
+                    None => quote!(#re::KeyPart::read_key(__seg)?),
+                };
                 read.extend(quote! {
                     #segment
-                    let #var = #re::KeyPart::read_key(__seg)?;
+                    let #var = #parse;
                 });
                 parsed[idx] = Some(var);
             }
@@ -145,6 +153,12 @@ fn key_code(e: &Entity, re: &TokenStream) -> KeyCode {
         tail,
         pattern,
     }
+}
+
+/// The `pad` width of the `i`-th pk field.
+fn pad_of(e: &Entity, i: usize) -> Option<usize> {
+    let f = e.pks().nth(i)?;
+    f.attrs.pad.as_ref().map(|p| p.value as usize)
 }
 
 fn codec_type(re: &TokenStream, codec: Codec, defaulted: bool) -> TokenStream {
@@ -275,6 +289,7 @@ fn generate(e: &Entity) -> TokenStream {
                 },
             ) => quote!(#re::IndexKind::Tags),
             (IndexKind::Unique, _) => quote!(#re::IndexKind::Unique),
+            (IndexKind::Prefix, _) => quote!(#re::IndexKind::Prefix),
             _ => quote!(#re::IndexKind::Equality),
         };
         let name = lit(&f.name);
@@ -351,6 +366,7 @@ fn generate(e: &Entity) -> TokenStream {
                 quote!(#re::Tags<#elem>)
             }
             (Some(IndexKind::Unique), _) => quote!(#re::Unique<#inner>),
+            (Some(IndexKind::Prefix), _) => quote!(#re::Prefix<#inner>),
             (Some(_), _) => quote!(#re::Equality<#inner>),
         };
         quote! {

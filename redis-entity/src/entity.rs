@@ -60,6 +60,9 @@ pub enum IndexKind {
     Unique,
     /// `#[index]` on a collection (a tag relation): one set per element.
     Tags,
+    /// `#[index(prefix)]`: one sorted set of `escaped value:member` entries,
+    /// all with score 0, read with ZRANGEBYLEX ("starts with" and equality).
+    Prefix,
 }
 
 impl IndexKind {
@@ -69,6 +72,7 @@ impl IndexKind {
             IndexKind::Equality => "e",
             IndexKind::Unique => "u",
             IndexKind::Tags => "t",
+            IndexKind::Prefix => "p",
         }
     }
 }
@@ -138,9 +142,16 @@ pub struct EntityDesc {
 }
 
 impl EntityDesc {
-    /// The prefix of the index keys of `index`: `<ns><prefix>:<field>:`.
+    /// The prefix of the index keys of `index`: `<ns><prefix>:<field>:`
+    /// (followed by the escaped value). For a prefix index, the entries are
+    /// named the same way in reports, though they live in one sorted set.
     pub fn index_prefix(&self, ns: &Namespace, index: &IndexDesc) -> String {
         format!("{}{}:{}:", ns.as_str(), self.prefix, index.field)
+    }
+
+    /// The sorted set of a prefix index: `<ns><prefix>:<field>`.
+    pub fn index_zset(&self, ns: &Namespace, index: &IndexDesc) -> String {
+        format!("{}{}:{}", ns.as_str(), self.prefix, index.field)
     }
 
     /// The set of the members of every stored entity of this type (kept for

@@ -28,6 +28,18 @@ pub struct Unique<X>(PhantomData<fn() -> X>);
 #[derive(Debug, Clone, Copy)]
 pub struct Tags<X>(PhantomData<fn() -> X>);
 
+/// Index kind marker: `#[index(prefix)]`; `X` is the indexed text type.
+#[derive(Debug, Clone, Copy)]
+pub struct Prefix<X>(PhantomData<fn() -> X>);
+
+/// Index kinds that answer "starts with" (`query().prefix(..)`).
+#[diagnostic::on_unimplemented(
+    message = "this field has no prefix index",
+    label = "`prefix` needs `#[index(prefix)]` on the field"
+)]
+pub trait PrefixIndex {}
+impl<X> PrefixIndex for Prefix<X> {}
+
 /// Index kinds whose entries are sets of members, which `find`, `eq`,
 /// `all`, `any` and `none` read.
 #[diagnostic::on_unimplemented(
@@ -47,6 +59,11 @@ impl<X: crate::codec::Scalar> SetIndex for Equality<X> {
 impl<X: crate::codec::Scalar> SetIndex for Tags<X> {
     type Value = X;
     const TAGS: bool = true;
+}
+/// A prefix index also answers equality (an exact lexicographic range).
+impl<X: crate::codec::Scalar> SetIndex for Prefix<X> {
+    type Value = X;
+    const TAGS: bool = false;
 }
 
 /// Index kinds that allow `incr` (a unique value must be checked before it

@@ -138,8 +138,27 @@ pub trait KeyPart {
         Self: Sized;
 }
 
+/// An integer pk written zero-padded to a fixed width (`#[redis(pad = 10)]`,
+/// seed 004: `0000000035`), so that keys and members sort in number order.
+pub trait PaddedKeyPart: Sized {
+    /// Appends the value padded with zeros to `width` digits.
+    fn write_padded(&self, out: &mut String, width: usize);
+    /// Parses a segment written by `write_padded` with the same width.
+    fn read_padded(segment: &str, width: usize) -> Option<Self>;
+}
+
 macro_rules! int_parts {
     ($($t:ty),*) => {$(
+        impl PaddedKeyPart for $t {
+            fn write_padded(&self, out: &mut String, width: usize) {
+                use std::fmt::Write;
+                let _ = write!(out, "{:0width$}", self, width = width);
+            }
+            fn read_padded(segment: &str, width: usize) -> Option<Self> {
+                let v: $t = segment.parse().ok()?;
+                (format!("{:0width$}", v, width = width) == segment).then_some(v)
+            }
+        }
         impl KeyPart for $t {
             fn write_key(&self, out: &mut String, _: &str) {
                 use std::fmt::Write;

@@ -55,9 +55,10 @@ pub use entity::{
 };
 pub use error::{Error, FieldError, FieldErrorKind, Result};
 pub use field::{
-    AllowsIncr, Assign, Equality, Field, HashField, Incrementable, NoIndex, SetIndex, Tags, Unique,
+    AllowsIncr, Assign, Equality, Field, HashField, Incrementable, NoIndex, Prefix, PrefixIndex,
+    SetIndex, Tags, Unique,
 };
-pub use key::{KeyPart, Namespace};
+pub use key::{KeyPart, Namespace, PaddedKeyPart};
 pub use layout::{EntityLayout, KeyPattern, RedisType, Registry};
 pub use store::Store;
 pub use update::Update;
@@ -77,8 +78,8 @@ pub mod __private {
         ColumnDesc, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, MapDesc, Row,
     };
     pub use crate::error::{FieldError, Result};
-    pub use crate::field::{Equality, Field, HashField, NoIndex, Tags, Unique};
-    pub use crate::key::KeyPart;
+    pub use crate::field::{Equality, Field, HashField, NoIndex, Prefix, Tags, Unique};
+    pub use crate::key::{KeyPart, PaddedKeyPart};
     pub use crate::layout::EntityLayout;
     pub use ::core;
     pub use ::std::string::String;

@@ -228,7 +228,10 @@ impl<'a> Builder<'a> {
             args.push((key + 1).to_string().into_bytes());
             args.push(field);
             args.push(fixed);
-            args.push(desc.index_prefix(self.ns, idx).into_bytes());
+            args.push(match idx.kind {
+                IndexKind::Prefix => desc.index_zset(self.ns, idx).into_bytes(),
+                _ => desc.index_prefix(self.ns, idx).into_bytes(),
+            });
             args.push(match &self.unique_new[i] {
                 None => Vec::new(),
                 Some(None) => b"n".to_vec(),

@@ -10,7 +10,7 @@
 
 use crate::entity::{Entity, EntityDesc, EntityKeys, IndexKind, IndexSource, Row};
 use crate::error::{Error, Result};
-use crate::field::{Field, SetIndex};
+use crate::field::{Field, PrefixIndex, SetIndex};
 use crate::key::{escape_bytes_into, Namespace};
 use crate::plan::{self, WritePlan};
 use redis::Value;
@@ -34,6 +34,8 @@ pub enum SetOp {
     Any,
     /// None of the values (SDIFF).
     None,
+    /// The value starts with the one given (prefix indexes).
+    StartsWith,
 }
 
 impl SetOp {
@@ -42,6 +44,7 @@ impl SetOp {
             SetOp::All => "all",
             SetOp::Any => "any",
             SetOp::None => "none",
+            SetOp::StartsWith => "all",
         }
     }
 }
@@ -149,6 +152,16 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
         self.push(field, SetOp::None, values)
     }
 
+    /// Entities whose text field starts with `prefix` (ZRANGEBYLEX on its
+    /// prefix index; byte order, so it is correct for any UTF-8 text).
+    pub fn prefix<T, C, K: PrefixIndex + SetIndex>(
+        self,
+        field: Field<E, T, C, K>,
+        prefix: impl Into<K::Value>,
+    ) -> Self {
+        self.push(field, SetOp::StartsWith, [prefix])
+    }
+
     /// Only `n` results after skipping `offset`, in the stable order of the
     /// members (numeric for integer pks, byte order otherwise). `count()`
     /// ignores it.
@@ -169,13 +182,34 @@ pub(crate) fn script_call(
     let mut keys: Vec<Vec<u8>> = Vec::new();
     let mut args: Vec<Vec<u8>> = vec![conditions.len().to_string().into_bytes()];
     for c in conditions {
-        let prefix = desc.index_prefix(ns, &desc.indexes[c.index]);
+        let idx = &desc.indexes[c.index];
         args.push(c.op.name().as_bytes().to_vec());
-        args.push(c.values.len().to_string().into_bytes());
-        for v in &c.values {
-            let mut k = prefix.clone().into_bytes();
-            k.extend_from_slice(v);
-            keys.push(k);
+        if idx.kind == IndexKind::Prefix {
+            // Entries are `escaped value:member`; escaped values have no ':'.
+            args.push(b"z".to_vec());
+            args.push(c.values.len().to_string().into_bytes());
+            let zset = desc.index_zset(ns, idx).into_bytes();
+            for v in &c.values {
+                keys.push(zset.clone());
+                let (min, max) = match c.op {
+                    SetOp::StartsWith if v.as_slice() == crate::key::EMPTY.as_bytes() => {
+                        (b"-".to_vec(), b"+".to_vec())
+                    }
+                    SetOp::StartsWith => (lex(b"[", v, b""), lex(b"(", v, b"\xff")),
+                    _ => (lex(b"[", v, b":"), lex(b"(", v, b":\xff")),
+                };
+                args.push(min);
+                args.push(max);
+            }
+        } else {
+            let prefix = desc.index_prefix(ns, idx);
+            args.push(b"s".to_vec());
+            args.push(c.values.len().to_string().into_bytes());
+            for v in &c.values {
+                let mut k = prefix.clone().into_bytes();
+                k.extend_from_slice(v);
+                keys.push(k);
+            }
         }
     }
     keys.push(desc.ids_key(ns).into_bytes());
@@ -203,6 +237,11 @@ pub(crate) fn script_call(
         c
     };
     (build("EVALSHA", query_sha()), build("EVAL", QUERY_SCRIPT))
+}
+
+/// A ZRANGEBYLEX bound: `open`, the escaped value, `tail`.
+fn lex(open: &[u8], value: &[u8], tail: &[u8]) -> Vec<u8> {
+    [open, value, tail].concat()
 }
 
 /// `{ total, members... }` from the query script.
@@ -283,14 +322,19 @@ pub(crate) fn check(
             None => BTreeSet::new(),
         };
         let hit = |v: &Vec<u8>| have.contains(v);
+        let starts = |p: &Vec<u8>| {
+            p.as_slice() == crate::key::EMPTY.as_bytes() && !have.is_empty()
+                || have.iter().any(|h| h.starts_with(p))
+        };
         let ok = match c.op {
             SetOp::All => c.values.iter().all(hit),
             SetOp::Any => c.values.iter().any(hit),
             SetOp::None => !c.values.iter().any(hit),
+            SetOp::StartsWith => c.values.iter().all(starts),
         };
         if !ok {
             match c.op {
-                SetOp::All | SetOp::Any => entries.extend(
+                SetOp::All | SetOp::Any | SetOp::StartsWith => entries.extend(
                     c.values
                         .iter()
                         .filter(|v| !have.contains(*v))

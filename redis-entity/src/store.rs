@@ -452,6 +452,18 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
         let mut actual = verify::Actual::default();
         for (i, idx) in desc.indexes.iter().enumerate() {
+            if idx.kind == IndexKind::Prefix {
+                let zset = desc.index_zset(&self.ns, idx);
+                let entries: Vec<Vec<u8>> = redis::cmd("ZRANGE")
+                    .arg(&zset)
+                    .arg(0)
+                    .arg(-1)
+                    .query_async(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| Error::redis(&zset, e))?;
+                verify::add_prefix_entries(desc, &self.ns, i, entries, &mut actual);
+                continue;
+            }
             let keys = self.scan(&verify::index_pattern(desc, &self.ns, i)).await?;
             for chunk in keys.chunks(500) {
                 let mut pipe = redis::pipe();

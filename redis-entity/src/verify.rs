@@ -162,6 +162,32 @@ pub(crate) struct Actual {
     pub ids: BTreeSet<String>,
 }
 
+/// Adds the `escaped value:member` entries of a prefix index's sorted set,
+/// under the same names as the other kinds (`<prefix>:<field>:<value>`).
+pub(crate) fn add_prefix_entries(
+    desc: &EntityDesc,
+    ns: &Namespace,
+    index: usize,
+    entries: Vec<Vec<u8>>,
+    actual: &mut Actual,
+) {
+    let prefix = desc.index_prefix(ns, &desc.indexes[index]);
+    for entry in entries {
+        let Some(sep) = entry.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let mut key = prefix.clone().into_bytes();
+        key.extend_from_slice(&entry[..sep]);
+        let member = String::from_utf8_lossy(&entry[sep + 1..]).into_owned();
+        actual
+            .entries
+            .entry(key)
+            .or_insert_with(|| (index, BTreeSet::new()))
+            .1
+            .insert(member);
+    }
+}
+
 /// Compares expected and actual entries.
 pub(crate) fn compare(desc: &EntityDesc, expected: &Expected, actual: &Actual) -> Report {
     let mut report = Report {

@@ -6,8 +6,6 @@ struct User {
     id: u64,
     #[index(sorted)]
     score: f64,
-    #[index(prefix)]
-    name: String,
     #[version]
     version: u64,
 }

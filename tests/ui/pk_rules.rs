@@ -9,4 +9,14 @@ struct Score {
     other: Option<u64>,
 }
 
+#[derive(RedisEntity)]
+struct Padded {
+    #[pk]
+    #[redis(pad = 10)]
+    #[index(unique)]
+    code: String,
+    #[redis(pad = 3)]
+    other: u64,
+}
+
 fn main() {}

@@ -1,31 +1,20 @@
--- redis-entity: the member ids matching a set-algebra query, in one call.
+-- redis-entity: the member ids matching a query over indexes, in one call.
 --
--- KEYS: the index sets of every condition, group after group, then the set
+-- KEYS: the index keys of every condition, group after group, then the set
 --       of all members of the entity type (the universe of a query that has
 --       only `none` conditions).
--- ARGV: group count; per group its operation (all | any | none) and key count;
+-- ARGV: group count; per group: operation (all | any | none), source (s = sets
+--       of members, z = lexicographic ranges of a prefix index's sorted set,
+--       whose entries are `escaped value:member`), part count, and for z
+--       parts a min and a max per part (ZRANGEBYLEX syntax);
 --       then the sort mode (n = numeric members, s = text), offset, limit
 --       (-1: no limit; 0: only count).
 -- Returns: { total matches (ignoring offset and limit), members of the page... }
 -- Nothing is written: no temporary keys, so nothing can outlive the query.
 local a = 0
 local function arg() a = a + 1; return ARGV[a] end
-local all_keys, any_groups, none_keys = {}, {}, {}
 local k = 0
-for g = 1, tonumber(arg()) do
-  local op, n = arg(), tonumber(arg())
-  local keys = {}
-  for j = 1, n do k = k + 1; keys[j] = KEYS[k] end
-  if op == 'all' then
-    for _, key in ipairs(keys) do all_keys[#all_keys + 1] = key end
-  elseif op == 'any' then
-    any_groups[#any_groups + 1] = keys
-  else
-    for _, key in ipairs(keys) do none_keys[#none_keys + 1] = key end
-  end
-end
-local universe = KEYS[k + 1]
-local sort_mode, offset, limit = arg(), tonumber(arg()), tonumber(arg())
+local function next_key() k = k + 1; return KEYS[k] end
 
 local function to_set(list)
   local s = {}
@@ -38,32 +27,89 @@ local function keep(list, pred)
   return out
 end
 
--- SINTER orders its inputs by size itself; unions of `any` groups are
--- intersected smallest first, and an empty result stops early.
-local result
-if #all_keys > 0 then result = redis.call('SINTER', unpack(all_keys)) end
-local unions = {}
-for _, keys in ipairs(any_groups) do
-  local size = 0
-  for _, key in ipairs(keys) do size = size + redis.call('SCARD', key) end
-  unions[#unions + 1] = { size = size, keys = keys }
+-- The members of one lexicographic range of a prefix index.
+local function lex_members(key, min, max)
+  local out = {}
+  for _, entry in ipairs(redis.call('ZRANGEBYLEX', key, min, max)) do
+    local sep = string.find(entry, ':', 1, true)
+    if sep then out[#out + 1] = string.sub(entry, sep + 1) end
+  end
+  return out
 end
-table.sort(unions, function(x, y) return x.size < y.size end)
-for _, u in ipairs(unions) do
+
+-- Each group becomes a list of parts (each a member list, or set keys to
+-- combine on the server) and an estimated size for ordering.
+local groups = {}
+for g = 1, tonumber(arg()) do
+  local op, source, n = arg(), arg(), tonumber(arg())
+  local group = { op = op, source = source, keys = {}, lists = {}, size = 0 }
+  for j = 1, n do
+    local key = next_key()
+    if source == 's' then
+      group.keys[j] = key
+      group.size = group.size + redis.call('SCARD', key)
+    else
+      local list = lex_members(key, arg(), arg())
+      group.lists[j] = list
+      group.size = group.size + #list
+    end
+  end
+  groups[#groups + 1] = group
+end
+local universe = next_key()
+local sort_mode, offset, limit = arg(), tonumber(arg()), tonumber(arg())
+
+-- The members of a group combined as its operation says: all = intersection,
+-- any / none = union (none is subtracted afterwards).
+local function members_of(group)
+  if group.source == 's' then
+    if #group.keys == 0 then return {} end
+    if group.op == 'all' then return redis.call('SINTER', unpack(group.keys)) end
+    return redis.call('SUNION', unpack(group.keys))
+  end
+  if #group.lists == 0 then return {} end
+  if group.op == 'all' then
+    local result = group.lists[1]
+    for j = 2, #group.lists do
+      local s = to_set(group.lists[j])
+      result = keep(result, function(m) return s[m] end)
+    end
+    return result
+  end
+  local seen, out = {}, {}
+  for _, list in ipairs(group.lists) do
+    for _, m in ipairs(list) do
+      if not seen[m] then seen[m] = true; out[#out + 1] = m end
+    end
+  end
+  return out
+end
+
+-- Positive groups are intersected smallest first (SINTER also orders its
+-- own inputs by size); an empty intersection stops early.
+local positive, negative = {}, {}
+for _, g in ipairs(groups) do
+  if g.op == 'none' then negative[#negative + 1] = g else positive[#positive + 1] = g end
+end
+table.sort(positive, function(x, y) return x.size < y.size end)
+local result
+for _, g in ipairs(positive) do
   if result and #result == 0 then break end
-  local members = {}
-  -- `any` of no values matches nothing.
-  if #u.keys > 0 then members = redis.call('SUNION', unpack(u.keys)) end
-  if result == nil then
-    result = members
-  else
-    local s = to_set(members)
-    result = keep(result, function(m) return s[m] end)
+  -- `all` of no values is no condition; `any` of no values matches nothing.
+  if not (g.op == 'all' and #g.keys == 0 and #g.lists == 0) then
+    local members = members_of(g)
+    if result == nil then
+      result = members
+    else
+      local s = to_set(members)
+      result = keep(result, function(m) return s[m] end)
+    end
   end
 end
 if result == nil then result = redis.call('SMEMBERS', universe) end
-if #none_keys > 0 and #result > 0 then
-  local excluded = to_set(redis.call('SUNION', unpack(none_keys)))
+for _, g in ipairs(negative) do
+  if #result == 0 then break end
+  local excluded = to_set(members_of(g))
   result = keep(result, function(m) return not excluded[m] end)
 end
 

@@ -19,10 +19,12 @@
 --   owner head, then a count and that many suffixes: head..member..suffix are
 --          the presence keys of the entity with that member (to tell whether
 --          the owner of a unique value still exists)
---   index count, then per index: kind (e = equality, u = unique, t = tags),
+--   index count, then per index: kind (e = equality, u = unique, t = tags,
+--          p = prefix: a sorted set of `escaped value:member`),
 --          key position, hash field ('' = the key itself is the column),
 --          fixed value (v.. = the escaped value of an indexed pk field, which
---          never changes; '' for a stored column), index key prefix,
+--          never changes; '' for a stored column), index key prefix (for
+--          kind p the sorted set's key),
 --          new unique value ('' untouched, n = None, v.. = escaped value)
 --   ops: name, key position, argument count, arguments...
 --        (clean mode: pairs of index number and escaped value, each an index
@@ -100,16 +102,38 @@ end
 local old = {}
 for n, spec in ipairs(idx) do old[n] = current(spec, existed) end
 
+-- One index entry of this entity: a set member, a unique key, or a
+-- `value:member` entry of a prefix index's sorted set (all scores 0, so
+-- ZRANGEBYLEX finds values by prefix; escaped values never contain ':').
+local function remove_entry(spec, e)
+  if spec.kind == 'u' then
+    local key = spec.prefix .. e
+    if redis.call('GET', key) == member then return redis.call('DEL', key) end
+    return 0
+  elseif spec.kind == 'p' then
+    return redis.call('ZREM', spec.prefix, e .. ':' .. member)
+  end
+  return redis.call('SREM', spec.prefix .. e, member)
+end
+
+local function add_entry(spec, e)
+  if spec.kind == 'u' then
+    -- Never take a unique key from another live owner (only possible when
+    -- the data was changed behind the framework's back; verify reports it).
+    local owner = redis.call('GET', spec.prefix .. e)
+    if not owner or owner == member or not owner_alive(owner) then
+      redis.call('SET', spec.prefix .. e, member)
+    end
+  elseif spec.kind == 'p' then
+    redis.call('ZADD', spec.prefix, 0, e .. ':' .. member)
+  else
+    redis.call('SADD', spec.prefix .. e, member)
+  end
+end
+
 local function unindex_all()
   for n, spec in ipairs(idx) do
-    for e in pairs(old[n]) do
-      local key = spec.prefix .. e
-      if spec.kind == 'u' then
-        if redis.call('GET', key) == member then redis.call('DEL', key) end
-      else
-        redis.call('SREM', key, member)
-      end
-    end
+    for e in pairs(old[n]) do remove_entry(spec, e) end
   end
   if ids_key ~= '' then redis.call('SREM', ids_key, member) end
 end
@@ -119,13 +143,19 @@ if mode == 'clean' then
   for j = a + 1, #ARGV, 2 do
     local n, e = tonumber(ARGV[j]), ARGV[j + 1]
     local spec = idx[n]
-    if spec and not (existed and old[n][e]) then
-      local key = spec.prefix .. e
-      if spec.kind == 'u' then
-        if redis.call('GET', key) == member then removed = removed + redis.call('DEL', key) end
-      else
-        removed = removed + redis.call('SREM', key, member)
+    if spec and spec.kind == 'p' then
+      -- A reader knows the prefix it searched, not the stale value: remove
+      -- every entry of this member in that range that the stored value does
+      -- not need.
+      for _, entry in ipairs(redis.call('ZRANGEBYLEX', spec.prefix, '[' .. e, '(' .. e .. '\255')) do
+        local sep = string.find(entry, ':', 1, true)
+        if sep and string.sub(entry, sep + 1) == member then
+          local v = string.sub(entry, 1, sep - 1)
+          if not (existed and old[n][v]) then removed = removed + redis.call('ZREM', spec.prefix, entry) end
+        end
       end
+    elseif spec and not (existed and old[n][e]) then
+      removed = removed + remove_entry(spec, e)
     end
   end
   if not existed and ids_key ~= '' then removed = removed + redis.call('SREM', ids_key, member) end
@@ -215,28 +245,10 @@ end
 for n, spec in ipairs(idx) do
   local new = current(spec, true)
   for e in pairs(old[n]) do
-    if not new[e] then
-      local key = spec.prefix .. e
-      if spec.kind == 'u' then
-        if redis.call('GET', key) == member then redis.call('DEL', key) end
-      else
-        redis.call('SREM', key, member)
-      end
-    end
+    if not new[e] then remove_entry(spec, e) end
   end
   -- Added even when unchanged: idempotent, and a save repairs a lost entry.
-  for e in pairs(new) do
-    if spec.kind == 'u' then
-      -- Never take a unique key from another live owner (only possible when
-      -- the data was changed behind the framework's back; verify reports it).
-      local owner = redis.call('GET', spec.prefix .. e)
-      if not owner or owner == member or not owner_alive(owner) then
-        redis.call('SET', spec.prefix .. e, member)
-      end
-    else
-      redis.call('SADD', spec.prefix .. e, member)
-    end
-  end
+  for e in pairs(new) do add_entry(spec, e) end
 end
 if ids_key ~= '' then redis.call('SADD', ids_key, member) end
 
