@@ -29,6 +29,8 @@ pub enum WriteMode {
     Persist,
     /// Remove index entries found stale.
     Clean,
+    /// Re-add every index entry the stored values need (repairs a missing one).
+    Reindex,
 }
 
 impl WriteMode {
@@ -42,6 +44,7 @@ impl WriteMode {
             WriteMode::Expire => "expire",
             WriteMode::Persist => "persist",
             WriteMode::Clean => "clean",
+            WriteMode::Reindex => "reindex",
         }
     }
 }
@@ -121,9 +124,10 @@ struct Builder<'a> {
     keys: &'a EntityKeys,
     ns: &'a Namespace,
     ops: Vec<Vec<u8>>,
-    /// Per index of the entity: the new stored value of a unique field, when
-    /// this write sets it (`Some(None)`: set to None).
-    unique_new: Vec<Option<Option<Vec<u8>>>>,
+    /// Per index of the entity: the new stored value of the field, when this
+    /// write sets it (`Some(None)`: set to None); the script then needs not
+    /// read it back, and checks a unique value before writing anything.
+    new_values: Vec<Option<Option<Vec<u8>>>>,
 }
 
 impl<'a> Builder<'a> {
@@ -133,7 +137,7 @@ impl<'a> Builder<'a> {
             keys,
             ns,
             ops: Vec::new(),
-            unique_new: vec![None; desc.indexes.len()],
+            new_values: vec![None; desc.indexes.len()],
         }
     }
 
@@ -159,8 +163,8 @@ impl<'a> Builder<'a> {
 
     fn set_column(&mut self, col: usize, value: Option<Vec<u8>>) {
         for (i, idx) in self.desc.indexes.iter().enumerate() {
-            if idx.column() == Some(col) && idx.kind == IndexKind::Unique {
-                self.unique_new[i] = Some(value.clone());
+            if idx.column() == Some(col) {
+                self.new_values[i] = Some(value.clone());
             }
         }
         let name = self.desc.columns[col].name.as_bytes().to_vec();
@@ -232,14 +236,10 @@ impl<'a> Builder<'a> {
                 IndexKind::Prefix => desc.index_zset(self.ns, idx).into_bytes(),
                 _ => desc.index_prefix(self.ns, idx).into_bytes(),
             });
-            args.push(match &self.unique_new[i] {
+            args.push(match &self.new_values[i] {
                 None => Vec::new(),
                 Some(None) => b"n".to_vec(),
-                Some(Some(v)) => {
-                    let mut out = vec![b'v'];
-                    escape_bytes_into(&mut out, v);
-                    out
-                }
+                Some(Some(v)) => [b"v", &v[..]].concat(),
             });
         }
     }
@@ -274,8 +274,8 @@ impl<'a> Builder<'a> {
         let unique = desc
             .indexes
             .iter()
-            .zip(self.unique_new)
-            .map(|(i, v)| (i.field, v.flatten()))
+            .zip(self.new_values)
+            .map(|(i, v)| (i.field, v.flatten().filter(|_| i.kind == IndexKind::Unique)))
             .collect();
         WritePlan {
             keys: self.keys.all().cloned().collect(),
@@ -320,8 +320,8 @@ pub fn save(
 ) -> WritePlan {
     let mut b = Builder::new(desc, keys, ns);
     for (i, idx) in desc.indexes.iter().enumerate() {
-        if let (IndexKind::Unique, Some(c)) = (idx.kind, idx.column()) {
-            b.unique_new[i] = Some(row.columns[c].clone());
+        if let Some(c) = idx.column() {
+            b.new_values[i] = Some(row.columns[c].clone());
         }
     }
     match desc.layout {
@@ -375,6 +375,11 @@ pub fn clean(
         b.ops.push(v.clone());
     }
     b.finish(WriteMode::Clean, None, Vec::new())
+}
+
+/// Plans a reindex: every entry the stored entity needs is added again.
+pub fn reindex(desc: &EntityDesc, ns: &Namespace, keys: &EntityKeys) -> WritePlan {
+    Builder::new(desc, keys, ns).finish(WriteMode::Reindex, None, Vec::new())
 }
 
 /// Plans a delete, an expire (`Some(ttl)`) or a persist (`None` with `Persist`).

@@ -213,10 +213,12 @@ pub(crate) fn script_call(
         }
     }
     keys.push(desc.ids_key(ns).into_bytes());
-    args.push(if desc.numeric_pk {
-        b"n".to_vec()
-    } else {
-        b"s".to_vec()
+    // A whole result is sorted by the caller (cheaper than Lua's sort); a
+    // page must be cut from the sorted result on the server.
+    args.push(match (page, desc.numeric_pk) {
+        (None, _) => b"-".to_vec(),
+        (Some(_), true) => b"n".to_vec(),
+        (Some(_), false) => b"s".to_vec(),
     });
     let (offset, limit) = match (count_only, page) {
         (true, _) => (0, 0i64),
@@ -244,7 +246,36 @@ fn lex(open: &[u8], value: &[u8], tail: &[u8]) -> Vec<u8> {
     [open, value, tail].concat()
 }
 
-/// `{ total, members... }` from the query script.
+/// Sorts a whole result the way the script sorts a page: numerically for
+/// integer pks (as Lua numbers, ties by text), by bytes otherwise.
+pub(crate) fn sort_members(desc: &EntityDesc, members: &mut [String]) {
+    if desc.numeric_pk {
+        members.sort_by_cached_key(|m| (OrdF64(m.parse::<f64>().unwrap_or(0.0)), m.clone()));
+    } else {
+        members.sort_unstable();
+    }
+}
+
+/// A total order on f64 (parsed members are never NaN; `total_cmp` anyway).
+struct OrdF64(f64);
+impl PartialEq for OrdF64 {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+impl Eq for OrdF64 {}
+impl PartialOrd for OrdF64 {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for OrdF64 {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// `{ total, members... }` from the query script, members in query order.
 pub(crate) fn parse_reply(desc: &EntityDesc, reply: Value) -> Result<(u64, Vec<String>)> {
     let bad = |detail: String| Error::UnexpectedReply {
         key: desc.ids_key(&Namespace::none()),
@@ -258,12 +289,13 @@ pub(crate) fn parse_reply(desc: &EntityDesc, reply: Value) -> Result<(u64, Vec<S
         Some(Value::Int(n)) => n as u64,
         other => return Err(bad(format!("{other:?}"))),
     };
-    let members = it
+    let mut members: Vec<String> = it
         .map(|v| match v {
             Value::BulkString(b) => String::from_utf8(b).map_err(|e| bad(e.to_string())),
             other => Err(bad(format!("{other:?}"))),
         })
         .collect::<Result<_>>()?;
+    sort_members(desc, &mut members);
     Ok((total, members))
 }
 
@@ -362,7 +394,7 @@ pub(crate) fn repair_plan(
 ) -> WritePlan {
     let keys = EntityKeys::new(desc, ns, member.to_owned());
     if missing {
-        return plan::update(desc, ns, &keys, &[], None);
+        return plan::reindex(desc, ns, &keys);
     }
     plan::clean(desc, ns, &keys, entries)
 }

@@ -515,7 +515,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let plans = verify::repairs(E::DESC, &self.ns, report);
         for chunk in plans.chunks(500) {
             for r in self.write_many(chunk).await? {
-                r?;
+                match r {
+                    // Deleted since the report: nothing left to repair.
+                    Ok(_) | Err(Error::NotFound { .. }) => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
         Ok(plans.len())

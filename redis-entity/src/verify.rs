@@ -274,7 +274,7 @@ pub(crate) fn repairs(desc: &EntityDesc, ns: &Namespace, report: &Report) -> Vec
         .collect();
     plans.extend(reindex.into_iter().map(|m| {
         let keys = EntityKeys::new(desc, ns, m);
-        plan::update(desc, ns, &keys, &[], None)
+        plan::reindex(desc, ns, &keys)
     }));
     plans
 }

@@ -7,8 +7,9 @@
 --       of members, z = lexicographic ranges of a prefix index's sorted set,
 --       whose entries are `escaped value:member`), part count, and for z
 --       parts a min and a max per part (ZRANGEBYLEX syntax);
---       then the sort mode (n = numeric members, s = text), offset, limit
---       (-1: no limit; 0: only count).
+--       then the sort mode (n = numeric members, s = text, - = unsorted: the
+--       caller sorts a full result itself), offset, limit (-1: no limit;
+--       0: only count).
 -- Returns: { total matches (ignoring offset and limit), members of the page... }
 -- Nothing is written: no temporary keys, so nothing can outlive the query.
 local a = 0
@@ -47,7 +48,6 @@ for g = 1, tonumber(arg()) do
     local key = next_key()
     if source == 's' then
       group.keys[j] = key
-      group.size = group.size + redis.call('SCARD', key)
     else
       local list = lex_members(key, arg(), arg())
       group.lists[j] = list
@@ -91,7 +91,12 @@ local positive, negative = {}, {}
 for _, g in ipairs(groups) do
   if g.op == 'none' then negative[#negative + 1] = g else positive[#positive + 1] = g end
 end
-table.sort(positive, function(x, y) return x.size < y.size end)
+if #positive > 1 then
+  for _, g in ipairs(positive) do
+    for _, key in ipairs(g.keys) do g.size = g.size + redis.call('SCARD', key) end
+  end
+  table.sort(positive, function(x, y) return x.size < y.size end)
+end
 local result
 for _, g in ipairs(positive) do
   if result and #result == 0 then break end
@@ -113,7 +118,11 @@ for _, g in ipairs(negative) do
   result = keep(result, function(m) return not excluded[m] end)
 end
 
-if sort_mode == 'n' then
+if limit == 0 then return { #result } end
+if sort_mode == '-' then
+  table.insert(result, 1, #result)
+  return result
+elseif sort_mode == 'n' then
   table.sort(result, function(x, y)
     local nx, ny = tonumber(x) or 0, tonumber(y) or 0
     if nx ~= ny then return nx < ny end

@@ -6,7 +6,8 @@
 --       they share one hash tag. Index keys are derived here from the values
 --       stored in Redis, so what is removed never depends on the caller's copy.
 -- ARGV, in order:
---   mode: save | insert | update | cas | delete | expire | persist | clean
+--   mode: save | insert | update | cas | delete | expire | persist | clean |
+--         reindex (an update that also re-adds every entry the stored values need)
 --   roles: one letter per key: p = its existence means the entity exists,
 --          o = a column with its own TTL, d = other data (a #[hash] map)
 --   ttl: ms to set on every key (-1: keep the remaining TTL)
@@ -25,7 +26,8 @@
 --          fixed value (v.. = the escaped value of an indexed pk field, which
 --          never changes; '' for a stored column), index key prefix (for
 --          kind p the sorted set's key),
---          new unique value ('' untouched, n = None, v.. = escaped value)
+--          new value ('' = not known: read it after the write; n = None;
+--          v.. = the stored form this write gives the field)
 --   ops: name, key position, argument count, arguments...
 --        (clean mode: pairs of index number and escaped value, each an index
 --        entry a reader found stale; removed unless the stored value needs it)
@@ -47,9 +49,35 @@ local function role(i) return string.sub(roles, i, i) end
 -- The injective escaping of values inside keys; same as redis_entity::key.
 local function esc(v)
   if v == '' then return '%_' end
+  if not string.find(v, '[%%:{}%*%?%[%]\\]') then return v end
   return (string.gsub(v, '[%%:{}%*%?%[%]\\]', function(c)
     return string.format('%%%02X', string.byte(c))
   end))
+end
+
+-- Old values of all indexed columns, read in one call per key kind.
+local function read_values(list)
+  local out = {}
+  local fields, fields_at, columns, columns_at = {}, {}, {}, {}
+  for _, n in ipairs(list) do
+    local spec = idx[n]
+    if spec.fixed == '' then
+      if spec.field == '' then
+        columns[#columns + 1] = KEYS[spec.k]; columns_at[#columns_at + 1] = n
+      else
+        fields[#fields + 1] = spec.field; fields_at[#fields_at + 1] = n
+      end
+    end
+  end
+  if #fields > 0 then
+    local vs = redis.call('HMGET', KEYS[1], unpack(fields))
+    for j, n in ipairs(fields_at) do out[n] = vs[j] or nil end
+  end
+  if #columns > 0 then
+    local vs = redis.call('MGET', unpack(columns))
+    for j, n in ipairs(columns_at) do out[n] = vs[j] or nil end
+  end
+  return out
 end
 
 -- The index entries of a stored value: escaped scalars, or a tag list that
@@ -63,15 +91,6 @@ local function entries(kind, raw)
     out[esc(raw)] = true
   end
   return out
-end
-
-local function read_value(spec)
-  local v
-  if spec.fixed ~= '' then return nil end
-  if spec.field == '' then v = redis.call('GET', KEYS[spec.k])
-  else v = redis.call('HGET', KEYS[spec.k], spec.field) end
-  if v == false then return nil end
-  return v
 end
 
 local function owner_alive(owner)
@@ -91,16 +110,21 @@ end
 
 -- The entries a stored entity has: from its stored values, or for a pk
 -- field the fixed value, present while the entity exists.
-local function current(spec, exists)
-  if spec.fixed ~= '' then
-    if exists then return { [string.sub(spec.fixed, 2)] = true } end
-    return {}
-  end
-  return entries(spec.kind, read_value(spec))
+local function fixed_entries(spec, exists)
+  if exists then return { [string.sub(spec.fixed, 2)] = true } end
+  return {}
 end
 
 local old = {}
-for n, spec in ipairs(idx) do old[n] = current(spec, existed) end
+do
+  local all = {}
+  for n = 1, #idx do all[n] = n end
+  local values = existed and read_values(all) or {}
+  for n, spec in ipairs(idx) do
+    if spec.fixed ~= '' then old[n] = fixed_entries(spec, existed)
+    else old[n] = entries(spec.kind, values[n]) end
+  end
+end
 
 -- One index entry of this entity: a set member, a unique key, or a
 -- `value:member` entry of a prefix index's sorted set (all scores 0, so
@@ -118,9 +142,11 @@ end
 
 local function add_entry(spec, e)
   if spec.kind == 'u' then
-    -- Never take a unique key from another live owner (only possible when
+    -- Checked before the write when the new value came with it; otherwise
+    -- never take a unique key from another live owner (only possible when
     -- the data was changed behind the framework's back; verify reports it).
-    local owner = redis.call('GET', spec.prefix .. e)
+    local owner = false
+    if string.sub(spec.new, 1, 1) ~= 'v' then owner = redis.call('GET', spec.prefix .. e) end
     if not owner or owner == member or not owner_alive(owner) then
       redis.call('SET', spec.prefix .. e, member)
     end
@@ -191,7 +217,7 @@ end
 -- changes nothing. An owner that no longer exists (expired) does not count.
 for n, spec in ipairs(idx) do
   if spec.kind == 'u' and string.sub(spec.new, 1, 1) == 'v' then
-    local value = string.sub(spec.new, 2)
+    local value = esc(string.sub(spec.new, 2))
     if not old[n][value] then
       local owner = redis.call('GET', spec.prefix .. value)
       if owner and owner ~= member and owner_alive(owner) then
@@ -242,15 +268,29 @@ end
 
 -- Index entries follow the values now stored: remove what the old values
 -- put there, add what the new ones need.
-for n, spec in ipairs(idx) do
-  local new = current(spec, true)
-  for e in pairs(old[n]) do
-    if not new[e] then remove_entry(spec, e) end
+do
+  local unknown = {}
+  for n, spec in ipairs(idx) do
+    if spec.fixed == '' and spec.new == '' then unknown[#unknown + 1] = n end
   end
-  -- Added even when unchanged: idempotent, and a save repairs a lost entry.
-  for e in pairs(new) do add_entry(spec, e) end
+  local values = (#unknown > 0) and read_values(unknown) or {}
+  local force = mode == 'reindex'
+  for n, spec in ipairs(idx) do
+    local new
+    if spec.fixed ~= '' then new = fixed_entries(spec, true)
+    elseif spec.new == '' then new = entries(spec.kind, values[n])
+    elseif spec.new == 'n' then new = {}
+    else new = entries(spec.kind, string.sub(spec.new, 2)) end
+    for e in pairs(old[n]) do
+      if not new[e] then remove_entry(spec, e) end
+    end
+    for e in pairs(new) do
+      if force or not old[n][e] then add_entry(spec, e) end
+    end
+  end
+  if ids_key ~= '' and (force or not existed) then redis.call('SADD', ids_key, member) end
 end
-if ids_key ~= '' then redis.call('SADD', ids_key, member) end
+
 
 if marker == 'string' then
   local other = false
