@@ -624,15 +624,22 @@ pub fn decode_read(
             if fields.is_empty() {
                 return Ok(None);
             }
-            desc.columns
-                .iter()
-                .map(|c| {
-                    fields
+            // Move each stored value into its column; fields are usually in
+            // column order, so the guess `i` is checked first.
+            let mut columns = vec![None; desc.columns.len()];
+            for (i, (k, v)) in fields.into_iter().enumerate() {
+                let hit = match desc.columns.get(i) {
+                    Some(c) if c.name.as_bytes() == k.as_slice() => Some(i),
+                    _ => desc
+                        .columns
                         .iter()
-                        .find(|(k, _)| k == c.name.as_bytes())
-                        .map(|(_, v)| v.clone())
-                })
-                .collect()
+                        .position(|c| c.name.as_bytes() == k.as_slice()),
+                };
+                if let Some(c) = hit {
+                    columns[c] = Some(v);
+                }
+            }
+            columns
         }
         Layout::Strings => {
             let values = match first {

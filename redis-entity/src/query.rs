@@ -339,6 +339,21 @@ pub(crate) enum Check {
     },
 }
 
+/// True when the escaped form of `raw` equals `escaped` (no allocation when
+/// `raw` needs no escaping, the common case).
+fn escaped_eq(raw: &[u8], escaped: &[u8]) -> bool {
+    let plain = !raw.is_empty()
+        && !raw
+            .iter()
+            .any(|b| b.is_ascii() && crate::key::ALWAYS_ESCAPED.as_bytes().contains(b));
+    if plain {
+        return raw == escaped;
+    }
+    let mut out = Vec::with_capacity(raw.len() + 8);
+    escape_bytes_into(&mut out, raw);
+    out == escaped
+}
+
 /// Checks a fetched row against the conditions (`None`: the entity is gone).
 pub(crate) fn check(
     desc: &EntityDesc,
@@ -349,6 +364,40 @@ pub(crate) fn check(
     let mut entries = Vec::new();
     let mut missing = false;
     for c in conditions {
+        // Fast path: an equality condition on a stored scalar column.
+        let idx = &desc.indexes[c.index];
+        if let (
+            Some(r),
+            IndexKind::Equality | IndexKind::Unique,
+            IndexSource::Column(col),
+            SetOp::All,
+            [v],
+        ) = (row, idx.kind, idx.source, c.op, c.values.as_slice())
+        {
+            if r.columns[col]
+                .as_deref()
+                .is_some_and(|raw| escaped_eq(raw, v))
+            {
+                continue;
+            }
+        }
+        // Fast path: a tag condition that holds (tags are stored escaped).
+        if let (Some(r), IndexKind::Tags, IndexSource::Column(col)) = (row, idx.kind, idx.source) {
+            let tags: Vec<&[u8]> = r.columns[col]
+                .as_deref()
+                .map(|raw| raw.split(|&b| b == b':').collect())
+                .unwrap_or_default();
+            let has = |v: &Vec<u8>| tags.contains(&v.as_slice());
+            let holds = match c.op {
+                SetOp::All => c.values.iter().all(has),
+                SetOp::Any => c.values.iter().any(has),
+                SetOp::None => !c.values.iter().any(has),
+                SetOp::StartsWith => false,
+            };
+            if holds {
+                continue;
+            }
+        }
         let have = match row {
             Some(r) => row_entries(desc, member, r, c.index),
             None => BTreeSet::new(),
