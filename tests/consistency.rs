@@ -285,3 +285,27 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
     store.repair::<User>(&report).await.unwrap();
     assert!(store.verify::<User>().await.unwrap().is_clean());
 }
+
+#[test]
+fn blocking_verify_and_repair() {
+    let server = RedisServer::start();
+    let store = redis_entity::blocking::Store::connect(&server.url()).unwrap();
+    let members: Vec<Member> = (0..1200)
+        .map(|id| Member {
+            id,
+            nick: format!("n{id}"),
+            city: ["DE", "CN"][(id % 2) as usize].to_string(),
+        })
+        .collect();
+    store.save_all(&members).unwrap();
+    let report = store.verify::<Member>().unwrap();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.entities, 1200, "more than one SCAN page and read chunk");
+    assert_eq!(report.index_entries, 2400);
+    let _: () = server.conn().srem("member:city:DE", 4).unwrap();
+    let _: () = server.conn().sadd("member:city:DE", 5).unwrap();
+    let report = store.verify::<Member>().unwrap();
+    assert_eq!(report.violations.len(), 2, "{report}");
+    assert_eq!(store.repair::<Member>(&report).unwrap(), 2);
+    assert!(store.verify::<Member>().unwrap().is_clean());
+}

@@ -12,6 +12,7 @@ use crate::plan::{self, WriteMode, WritePlan};
 use crate::query::{self, Query};
 use crate::store::{decode, exists_cmd, remaining, ttl_cmd, CAS_ATTEMPTS};
 use crate::update::Update;
+use crate::verify::{self, Report};
 use redis::{ConnectionLike, Value};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -359,6 +360,34 @@ impl<C: ConnectionLike> Store<C> {
         }
         .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
         query::parse_reply(E::DESC, reply)
+    }
+}
+
+impl<C: ConnectionLike> Store<C> {
+    /// See [`crate::Store::verify`].
+    pub fn verify<E: Entity>(&self) -> Result<Report> {
+        let mut v = verify::Verifier::new(E::DESC, &self.ns);
+        while let Some(pipe) = v.next_request() {
+            let replies: Vec<Value> = pipe
+                .query(&mut *self.conn())
+                .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
+            v.feed(replies)?;
+        }
+        Ok(v.report())
+    }
+
+    /// See [`crate::Store::repair`].
+    pub fn repair<E: Entity>(&self, report: &Report) -> Result<usize> {
+        let plans = verify::repairs(E::DESC, &self.ns, report);
+        for chunk in plans.chunks(500) {
+            for r in self.write_many(chunk)? {
+                match r {
+                    Ok(_) | Err(Error::NotFound { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(plans.len())
     }
 }
 

@@ -5,7 +5,6 @@
 //! script cache (`NOSCRIPT`, answered by resending with `EVAL`).
 
 use crate::codec::{to_bytes, MapField, Scalar};
-use crate::entity::IndexKind;
 use crate::entity::{Entity, EntityKeys, Layout};
 use crate::error::{Error, FieldError, Result};
 use crate::field::{Field, HashField, SetIndex, Unique};
@@ -16,7 +15,6 @@ use crate::update::Update;
 use crate::verify::{self, Report};
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::Value;
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// How often an update of the `json` layout retries when another writer
@@ -401,111 +399,19 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
-    async fn scan(&self, pattern: &str) -> Result<Vec<String>> {
-        let mut conn = self.conn.clone();
-        let mut cursor: u64 = 0;
-        let mut out = Vec::new();
-        loop {
-            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(pattern)
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| Error::redis(pattern, e))?;
-            out.extend(keys);
-            if next == 0 {
-                return Ok(out);
-            }
-            cursor = next;
-        }
-    }
-
     /// Checks every index invariant of `E` against what is stored (SCAN, never
     /// KEYS; reads every entity and index key, so its cost is proportional to
     /// the data). See [`crate::verify`].
     pub async fn verify<E: Entity>(&self) -> Result<Report> {
-        let desc = E::DESC;
-        let mut members: Vec<String> = self
-            .scan(&verify::entity_pattern(desc, &self.ns))
-            .await?
-            .iter()
-            .filter_map(|k| verify::member_of(desc, &self.ns, k))
-            .collect();
-        members.sort();
-        members.dedup();
-        let mut expected = verify::Expected::default();
-        for chunk in members.chunks(500) {
-            let (pipe, keys) = query::read_members(desc, &self.ns, chunk);
+        let mut v = verify::Verifier::new(E::DESC, &self.ns);
+        while let Some(pipe) = v.next_request() {
             let replies: Vec<Value> = pipe
                 .query_async(&mut self.conn.clone())
                 .await
-                .map_err(|e| Error::redis(&keys[0].base, e))?;
-            let mut it = replies.into_iter();
-            for (m, k) in chunk.iter().zip(&keys) {
-                if let Some(row) = plan::decode_read(desc, k, &mut it)? {
-                    expected.add_row(desc, &self.ns, m, &row);
-                }
-            }
+                .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
+            v.feed(replies)?;
         }
-        let mut actual = verify::Actual::default();
-        for (i, idx) in desc.indexes.iter().enumerate() {
-            if idx.kind == IndexKind::Prefix {
-                let zset = desc.index_zset(&self.ns, idx);
-                let entries: Vec<Vec<u8>> = redis::cmd("ZRANGE")
-                    .arg(&zset)
-                    .arg(0)
-                    .arg(-1)
-                    .query_async(&mut self.conn.clone())
-                    .await
-                    .map_err(|e| Error::redis(&zset, e))?;
-                verify::add_prefix_entries(desc, &self.ns, i, entries, &mut actual);
-                continue;
-            }
-            let keys = self.scan(&verify::index_pattern(desc, &self.ns, i)).await?;
-            for chunk in keys.chunks(500) {
-                let mut pipe = redis::pipe();
-                for k in chunk {
-                    match idx.kind {
-                        IndexKind::Unique => pipe.cmd("GET").arg(k),
-                        _ => pipe.cmd("SMEMBERS").arg(k),
-                    };
-                }
-                let replies: Vec<Value> = pipe
-                    .query_async(&mut self.conn.clone())
-                    .await
-                    .map_err(|e| Error::redis(&chunk[0], e))?;
-                for (k, v) in chunk.iter().zip(replies) {
-                    let listed: BTreeSet<String> = match v {
-                        Value::BulkString(b) => {
-                            BTreeSet::from([String::from_utf8_lossy(&b).into_owned()])
-                        }
-                        Value::Array(items) | Value::Set(items) => items
-                            .into_iter()
-                            .filter_map(|m| match m {
-                                Value::BulkString(b) => {
-                                    Some(String::from_utf8_lossy(&b).into_owned())
-                                }
-                                _ => None,
-                            })
-                            .collect(),
-                        _ => BTreeSet::new(),
-                    };
-                    actual.entries.insert(k.clone().into_bytes(), (i, listed));
-                }
-            }
-        }
-        if !desc.indexes.is_empty() {
-            let ids_key = desc.ids_key(&self.ns);
-            actual.ids = redis::cmd("SMEMBERS")
-                .arg(&ids_key)
-                .query_async(&mut self.conn.clone())
-                .await
-                .map_err(|e| Error::redis(&ids_key, e))?;
-        }
-        Ok(verify::compare(desc, &expected, &actual))
+        Ok(v.report())
     }
 
     /// Fixes what `verify` reported: stale entries are removed (only if still

@@ -11,9 +11,11 @@
 //! - the set of all members lists exactly the stored entities.
 
 use crate::entity::{EntityDesc, EntityKeys, IndexKind};
+use crate::error::{Error, Result};
 use crate::key::Namespace;
 use crate::plan::{self, WritePlan};
 use crate::query;
+use redis::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -277,4 +279,233 @@ pub(crate) fn repairs(desc: &EntityDesc, ns: &Namespace, report: &Report) -> Vec
         plan::reindex(desc, ns, &keys)
     }));
     plans
+}
+
+/// What the checker asks for next.
+enum Step {
+    ScanEntities { cursor: u64 },
+    ReadEntities { offset: usize },
+    ScanIndex { index: usize, cursor: u64 },
+    ReadIndex { index: usize, offset: usize },
+    ReadIds,
+    Done,
+}
+
+/// The checker as a state machine without I/O: `next_request` gives the
+/// pipeline to send, `feed` takes its replies. The async and the blocking
+/// store drive the same machine, each with its own connection.
+pub(crate) struct Verifier<'a> {
+    desc: &'a EntityDesc,
+    ns: &'a Namespace,
+    step: Step,
+    members: Vec<String>,
+    index_keys: Vec<String>,
+    expected: Expected,
+    actual: Actual,
+}
+
+const CHUNK: usize = 500;
+
+fn scan_cmd(pipe: &mut redis::Pipeline, cursor: u64, pattern: &str) {
+    pipe.cmd("SCAN")
+        .arg(cursor)
+        .arg("MATCH")
+        .arg(pattern)
+        .arg("COUNT")
+        .arg(1000);
+}
+
+fn text(v: Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+        Value::SimpleString(s) => Some(s),
+        _ => None,
+    }
+}
+
+fn list(v: Value) -> Vec<Value> {
+    match v {
+        Value::Array(items) | Value::Set(items) => items,
+        _ => Vec::new(),
+    }
+}
+
+/// `SCAN` reply: the next cursor and the keys.
+fn scan_reply(v: Value) -> (u64, Vec<String>) {
+    let mut parts = list(v).into_iter();
+    let cursor = parts
+        .next()
+        .and_then(text)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let keys = parts
+        .next()
+        .map(list)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(text)
+        .collect();
+    (cursor, keys)
+}
+
+impl<'a> Verifier<'a> {
+    pub fn new(desc: &'a EntityDesc, ns: &'a Namespace) -> Self {
+        Verifier {
+            desc,
+            ns,
+            step: Step::ScanEntities { cursor: 0 },
+            members: Vec::new(),
+            index_keys: Vec::new(),
+            expected: Expected::default(),
+            actual: Actual::default(),
+        }
+    }
+
+    /// The next pipeline to send, or `None` when the report is ready.
+    pub fn next_request(&self) -> Option<redis::Pipeline> {
+        let (desc, ns) = (self.desc, self.ns);
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        match &self.step {
+            Step::ScanEntities { cursor } => {
+                scan_cmd(&mut pipe, *cursor, &entity_pattern(desc, ns))
+            }
+            Step::ReadEntities { offset } => {
+                let end = (offset + CHUNK).min(self.members.len());
+                for m in &self.members[*offset..end] {
+                    crate::plan::read(desc, &EntityKeys::new(desc, ns, m.clone()), &mut pipe);
+                }
+            }
+            Step::ScanIndex { index, cursor } => {
+                let idx = &desc.indexes[*index];
+                if idx.kind == IndexKind::Prefix {
+                    pipe.cmd("ZRANGE")
+                        .arg(desc.index_zset(ns, idx))
+                        .arg(0)
+                        .arg(-1);
+                } else {
+                    scan_cmd(&mut pipe, *cursor, &index_pattern(desc, ns, *index));
+                }
+            }
+            Step::ReadIndex { index, offset } => {
+                let end = (offset + CHUNK).min(self.index_keys.len());
+                for k in &self.index_keys[*offset..end] {
+                    match desc.indexes[*index].kind {
+                        IndexKind::Unique => pipe.cmd("GET").arg(k),
+                        _ => pipe.cmd("SMEMBERS").arg(k),
+                    };
+                }
+            }
+            Step::ReadIds => {
+                pipe.cmd("SMEMBERS").arg(desc.ids_key(ns));
+            }
+            Step::Done => return None,
+        }
+        Some(pipe)
+    }
+
+    /// Takes the replies of the last request.
+    pub fn feed(&mut self, replies: Vec<Value>) -> Result<()> {
+        let (desc, ns) = (self.desc, self.ns);
+        let first = || replies.first().cloned().unwrap_or(Value::Nil);
+        let after_indexes = |from: usize| {
+            if from < desc.indexes.len() {
+                Step::ScanIndex {
+                    index: from,
+                    cursor: 0,
+                }
+            } else if desc.indexes.is_empty() {
+                Step::Done
+            } else {
+                Step::ReadIds
+            }
+        };
+        self.step = match std::mem::replace(&mut self.step, Step::Done) {
+            Step::ScanEntities { .. } => {
+                let (cursor, keys) = scan_reply(first());
+                self.members
+                    .extend(keys.iter().filter_map(|k| member_of(desc, ns, k)));
+                if cursor != 0 {
+                    Step::ScanEntities { cursor }
+                } else {
+                    self.members.sort();
+                    self.members.dedup();
+                    Step::ReadEntities { offset: 0 }
+                }
+            }
+            Step::ReadEntities { offset } => {
+                let end = (offset + CHUNK).min(self.members.len());
+                let mut it = replies.into_iter();
+                for m in &self.members[offset..end] {
+                    let keys = EntityKeys::new(desc, ns, m.clone());
+                    if let Some(row) = crate::plan::decode_read(desc, &keys, &mut it)? {
+                        self.expected.add_row(desc, ns, m, &row);
+                    }
+                }
+                if end < self.members.len() {
+                    Step::ReadEntities { offset: end }
+                } else {
+                    after_indexes(0)
+                }
+            }
+            Step::ScanIndex { index, .. } if desc.indexes[index].kind == IndexKind::Prefix => {
+                let entries = list(first())
+                    .into_iter()
+                    .filter_map(|v| match v {
+                        Value::BulkString(b) => Some(b),
+                        _ => None,
+                    })
+                    .collect();
+                add_prefix_entries(desc, ns, index, entries, &mut self.actual);
+                after_indexes(index + 1)
+            }
+            Step::ScanIndex { index, .. } => {
+                let (cursor, keys) = scan_reply(first());
+                self.index_keys.extend(keys);
+                if cursor != 0 {
+                    Step::ScanIndex { index, cursor }
+                } else if self.index_keys.is_empty() {
+                    after_indexes(index + 1)
+                } else {
+                    Step::ReadIndex { index, offset: 0 }
+                }
+            }
+            Step::ReadIndex { index, offset } => {
+                let end = (offset + CHUNK).min(self.index_keys.len());
+                for (k, v) in self.index_keys[offset..end].iter().zip(replies) {
+                    let listed: BTreeSet<String> = match v {
+                        Value::Array(_) | Value::Set(_) => {
+                            list(v).into_iter().filter_map(text).collect()
+                        }
+                        other => text(other).into_iter().collect(),
+                    };
+                    self.actual
+                        .entries
+                        .insert(k.clone().into_bytes(), (index, listed));
+                }
+                if end < self.index_keys.len() {
+                    Step::ReadIndex { index, offset: end }
+                } else {
+                    self.index_keys.clear();
+                    after_indexes(index + 1)
+                }
+            }
+            Step::ReadIds => {
+                self.actual.ids = list(first()).into_iter().filter_map(text).collect();
+                Step::Done
+            }
+            Step::Done => {
+                return Err(Error::UnexpectedReply {
+                    key: desc.ids_key(ns),
+                    detail: "verify fed after it finished".into(),
+                })
+            }
+        };
+        Ok(())
+    }
+
+    /// The report, once `next_request` returned `None`.
+    pub fn report(&self) -> Report {
+        compare(self.desc, &self.expected, &self.actual)
+    }
 }
