@@ -300,7 +300,10 @@ fn blocking_verify_and_repair() {
     store.save_all(&members).unwrap();
     let report = store.verify::<Member>().unwrap();
     assert!(report.is_clean(), "{report}");
-    assert_eq!(report.entities, 1200, "more than one SCAN page and read chunk");
+    assert_eq!(
+        report.entities, 1200,
+        "more than one SCAN page and read chunk"
+    );
     assert_eq!(report.index_entries, 2400);
     let _: () = server.conn().srem("member:city:DE", 4).unwrap();
     let _: () = server.conn().sadd("member:city:DE", 5).unwrap();
