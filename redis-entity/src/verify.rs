@@ -430,7 +430,11 @@ impl<'a> Verifier<'a> {
                 } else {
                     self.members.sort();
                     self.members.dedup();
-                    Step::ReadEntities { offset: 0 }
+                    if self.members.is_empty() {
+                        after_indexes(0)
+                    } else {
+                        Step::ReadEntities { offset: 0 }
+                    }
                 }
             }
             Step::ReadEntities { offset } => {
