@@ -351,7 +351,7 @@ impl<C: ConnectionLike> Store<C> {
         conditions: &[query::Condition],
         page: Option<(usize, usize)>,
         count_only: bool,
-    ) -> Result<(u64, Vec<String>)> {
+    ) -> Result<query::Answer> {
         let (evalsha, eval) = query::script_call(E::DESC, &self.ns, conditions, page, count_only);
         let mut conn = self.conn();
         let reply = match evalsha.query::<Value>(&mut *conn) {
@@ -359,7 +359,12 @@ impl<C: ConnectionLike> Store<C> {
             other => other,
         }
         .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
-        query::parse_reply(E::DESC, reply)
+        let answer = query::parse_reply(E::DESC, reply)?;
+        if !answer.ghosts.is_empty() {
+            // Expired entities met on the way: remove all their entries now.
+            self.write_many(&query::sweep_plans(E::DESC, &self.ns, &answer.ghosts))?;
+        }
+        Ok(answer)
     }
 }
 
@@ -374,6 +379,33 @@ impl<C: ConnectionLike> Store<C> {
             v.feed(replies)?;
         }
         Ok(v.report())
+    }
+
+    /// See [`crate::Store::sweep`].
+    pub fn sweep<E: Entity>(&self, budget: usize) -> Result<usize> {
+        let key = E::DESC.expiry_key(&self.ns);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let due: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+            .arg(&key)
+            .arg("-inf")
+            .arg(now)
+            .arg("LIMIT")
+            .arg(0)
+            .arg(budget)
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(&key, e))?;
+        if due.is_empty() {
+            return Ok(0);
+        }
+        let swept = self
+            .write_many(&query::sweep_plans(E::DESC, &self.ns, &due))?
+            .into_iter()
+            .filter(|r| matches!(r, Ok(true)))
+            .count();
+        Ok(swept)
     }
 
     /// See [`crate::Store::repair`].
@@ -398,7 +430,9 @@ impl<C: ConnectionLike, E: Entity> Query<'_, E, Store<C>> {
             return Err(e);
         }
         let store = self.store;
-        let (_, members) = store.run_query::<E>(&self.conditions, self.page, false)?;
+        let members = store
+            .run_query::<E>(&self.conditions, self.page, false)?
+            .members;
         if members.is_empty() {
             return Ok(Vec::new());
         }
@@ -419,9 +453,10 @@ impl<C: ConnectionLike, E: Entity> Query<'_, E, Store<C>> {
         if let Some(e) = self.error {
             return Err(e);
         }
-        let (_, members) = self
+        let members = self
             .store
-            .run_query::<E>(&self.conditions, self.page, false)?;
+            .run_query::<E>(&self.conditions, self.page, false)?
+            .members;
         Ok(members
             .iter()
             .filter_map(|m| query::parse_member::<E>(m))
@@ -433,8 +468,10 @@ impl<C: ConnectionLike, E: Entity> Query<'_, E, Store<C>> {
         if let Some(e) = self.error {
             return Err(e);
         }
-        let (total, _) = self.store.run_query::<E>(&self.conditions, None, true)?;
-        Ok(total)
+        Ok(self
+            .store
+            .run_query::<E>(&self.conditions, None, true)?
+            .total)
     }
 }
 

@@ -160,6 +160,12 @@ impl EntityDesc {
         format!("{}{}:@ids", ns.as_str(), self.prefix)
     }
 
+    /// The sorted set of members that have a TTL, scored by expiry time in
+    /// milliseconds (indexed entities): what `sweep` walks.
+    pub fn expiry_key(&self, ns: &Namespace) -> String {
+        format!("{}{}:@expiry", ns.as_str(), self.prefix)
+    }
+
     /// The namespaced entity key of `member`.
     pub fn key_of_member(&self, ns: &Namespace, member: &str) -> String {
         let mut k = String::with_capacity(
@@ -236,6 +242,10 @@ pub struct EntityKeys {
     pub columns: Vec<String>,
     /// One key per `#[hash]` field.
     pub maps: Vec<String>,
+    /// Indexed entities: the index shadow (`<entity key>:@shadow`), a hash
+    /// of the entity's index entries kept while it has a TTL, so that the
+    /// entries of an expired entity can be found and removed.
+    pub shadow: Option<String>,
 }
 
 impl EntityKeys {
@@ -248,11 +258,13 @@ impl EntityKeys {
             Layout::Hash | Layout::Json => Vec::new(),
         };
         let maps = desc.maps.iter().map(|m| sub(m.name)).collect();
+        let shadow = (!desc.indexes.is_empty()).then(|| sub("@shadow"));
         EntityKeys {
             member,
             base,
             columns,
             maps,
+            shadow,
         }
     }
 
@@ -268,10 +280,11 @@ impl EntityKeys {
         Self::new(E::DESC, ns, m)
     }
 
-    /// Every key, in script order: base, columns, maps.
+    /// Every key, in script order: base, columns, maps, shadow.
     pub fn all(&self) -> impl Iterator<Item = &String> {
         std::iter::once(&self.base)
             .chain(self.columns.iter())
             .chain(self.maps.iter())
+            .chain(self.shadow.iter())
     }
 }

@@ -31,6 +31,8 @@ pub enum WriteMode {
     Clean,
     /// Re-add every index entry the stored values need (repairs a missing one).
     Reindex,
+    /// Remove every index entry of the entity if it has expired.
+    Sweep,
 }
 
 impl WriteMode {
@@ -45,6 +47,7 @@ impl WriteMode {
             WriteMode::Persist => "persist",
             WriteMode::Clean => "clean",
             WriteMode::Reindex => "reindex",
+            WriteMode::Sweep => "sweep",
         }
     }
 }
@@ -191,7 +194,9 @@ impl<'a> Builder<'a> {
     fn index_header(&self, args: &mut Vec<Vec<u8>>) {
         let desc = self.desc;
         if desc.indexes.is_empty() {
+            // member, ids key, expiry key, owner head; no suffixes, no index.
             args.extend([
+                Vec::new(),
                 Vec::new(),
                 Vec::new(),
                 Vec::new(),
@@ -202,14 +207,9 @@ impl<'a> Builder<'a> {
         }
         args.push(self.keys.member.clone().into_bytes());
         args.push(desc.ids_key(self.ns).into_bytes());
+        args.push(desc.expiry_key(self.ns).into_bytes());
         args.push(format!("{}{}{{", self.ns.as_str(), desc.key_head).into_bytes());
-        let tail = format!("}}{}", desc.key_tail);
-        let mut suffixes = vec![tail.clone()];
-        if desc.layout == Layout::Strings {
-            for c in desc.columns.iter().filter(|c| c.ttl.is_none()) {
-                suffixes.push(format!("{tail}:{}", c.name));
-            }
-        }
+        let suffixes = crate::query::presence_suffixes(desc);
         args.push(suffixes.len().to_string().into_bytes());
         args.extend(suffixes.into_iter().map(String::into_bytes));
         args.push(desc.indexes.len().to_string().into_bytes());
@@ -841,8 +841,8 @@ mod tests {
         assert_eq!(
             args(&p),
             [
-                "save", "ppod", "-1", "10000", "none", "", "", "", "", "0", "0", "SET", "2", "2",
-                "lisi", "0", "DEL", "3", "0", "HREPLACE", "4", "2", "theme", "dark"
+                "save", "ppod", "-1", "10000", "none", "", "", "", "", "", "0", "0", "SET", "2",
+                "2", "lisi", "0", "DEL", "3", "0", "HREPLACE", "4", "2", "theme", "dark"
             ]
         );
     }
@@ -862,9 +862,9 @@ mod tests {
             Some(Duration::from_secs(5)),
         );
         assert_eq!(
-            args(&p)[..19],
+            args(&p)[..20],
             [
-                "insert", "pd", "5000", "10000", "none", "", "", "", "", "0", "0", "HSET", "1",
+                "insert", "pd", "5000", "10000", "none", "", "", "", "", "", "0", "0", "HSET", "1",
                 "2", "username", "lisi", "HDEL", "1", "1"
             ]
         );
@@ -884,10 +884,11 @@ mod tests {
         let keys = EntityKeys::new(&d, &ns, "9".into());
         let p = save(&d, &ns, &keys, &row(), WriteMode::Save, None);
         assert_eq!(
-            args(&p)[6..19],
+            args(&p)[6..20],
             [
                 "9",
                 "user:@ids",
+                "user:@expiry",
                 "user:{",
                 "1",
                 "}",

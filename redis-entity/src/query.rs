@@ -227,6 +227,11 @@ pub(crate) fn script_call(
     };
     args.push(offset.to_string().into_bytes());
     args.push(limit.to_string().into_bytes());
+    args.push(desc.expiry_key(ns).into_bytes());
+    args.push(format!("{}{}{{", ns.as_str(), desc.key_head).into_bytes());
+    let suffixes = presence_suffixes(desc);
+    args.push(suffixes.len().to_string().into_bytes());
+    args.extend(suffixes.into_iter().map(String::into_bytes));
     let build = |name: &str, script: &str| {
         let mut c = redis::cmd(name);
         c.arg(script).arg(keys.len());
@@ -275,8 +280,42 @@ impl Ord for OrdF64 {
     }
 }
 
-/// `{ total, members... }` from the query script, members in query order.
-pub(crate) fn parse_reply(desc: &EntityDesc, reply: Value) -> Result<(u64, Vec<String>)> {
+/// The suffixes that, after `<head>{<member>`, name the keys whose existence
+/// means the entity exists.
+pub(crate) fn presence_suffixes(desc: &EntityDesc) -> Vec<String> {
+    let tail = format!("}}{}", desc.key_tail);
+    let mut out = vec![tail.clone()];
+    if desc.layout == crate::entity::Layout::Strings {
+        for c in desc.columns.iter().filter(|c| c.ttl.is_none()) {
+            out.push(format!("{tail}:{}", c.name));
+        }
+    }
+    out
+}
+
+/// What the query script answered.
+pub(crate) struct Answer {
+    /// Matches, ignoring the page.
+    pub total: u64,
+    /// The page's members, in query order.
+    pub members: Vec<String>,
+    /// Members whose entity has expired; their entries are to be removed.
+    pub ghosts: Vec<String>,
+}
+
+/// The sweep writes for ghosts a query met.
+pub(crate) fn sweep_plans(desc: &EntityDesc, ns: &Namespace, ghosts: &[String]) -> Vec<WritePlan> {
+    ghosts
+        .iter()
+        .map(|m| {
+            let keys = EntityKeys::new(desc, ns, m.clone());
+            plan::lifecycle(desc, ns, &keys, plan::WriteMode::Sweep, None)
+        })
+        .collect()
+}
+
+/// `{ total, ghost count, ghosts..., members... }` from the query script.
+pub(crate) fn parse_reply(desc: &EntityDesc, reply: Value) -> Result<Answer> {
     let bad = |detail: String| Error::UnexpectedReply {
         key: desc.ids_key(&Namespace::none()),
         detail,
@@ -289,14 +328,23 @@ pub(crate) fn parse_reply(desc: &EntityDesc, reply: Value) -> Result<(u64, Vec<S
         Some(Value::Int(n)) => n as u64,
         other => return Err(bad(format!("{other:?}"))),
     };
+    let nghosts = match it.next() {
+        Some(Value::Int(n)) => n as usize,
+        other => return Err(bad(format!("{other:?}"))),
+    };
     let mut members: Vec<String> = it
         .map(|v| match v {
             Value::BulkString(b) => String::from_utf8(b).map_err(|e| bad(e.to_string())),
             other => Err(bad(format!("{other:?}"))),
         })
         .collect::<Result<_>>()?;
+    let ghosts: Vec<String> = members.drain(..nghosts.min(members.len())).collect();
     sort_members(desc, &mut members);
-    Ok((total, members))
+    Ok(Answer {
+        total,
+        members,
+        ghosts,
+    })
 }
 
 /// The escaped index entries the stored entity `member` implies for index `i`.

@@ -386,7 +386,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         conditions: &[query::Condition],
         page: Option<(usize, usize)>,
         count_only: bool,
-    ) -> Result<(u64, Vec<String>)> {
+    ) -> Result<query::Answer> {
         let (evalsha, eval) = query::script_call(E::DESC, &self.ns, conditions, page, count_only);
         let mut conn = self.conn.clone();
         let reply = match evalsha.query_async::<Value>(&mut conn).await {
@@ -394,7 +394,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             other => other,
         }
         .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
-        query::parse_reply(E::DESC, reply)
+        let answer = query::parse_reply(E::DESC, reply)?;
+        if !answer.ghosts.is_empty() {
+            // Expired entities met on the way: remove all their entries now.
+            self.write_many(&query::sweep_plans(E::DESC, &self.ns, &answer.ghosts))
+                .await?;
+        }
+        Ok(answer)
     }
 }
 
@@ -412,6 +418,40 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             v.feed(replies)?;
         }
         Ok(v.report())
+    }
+
+    /// Removes the index entries of entities of `E` that have expired,
+    /// looking at no more than `budget` members whose TTL has passed (oldest
+    /// first): one read of the expiry set, one pipelined write. Returns how
+    /// many expired entities were unindexed. Queries already skip expired
+    /// entities and remove what they meet; a periodic sweep removes the rest,
+    /// with no keyspace notifications and no `CONFIG`.
+    pub async fn sweep<E: Entity>(&self, budget: usize) -> Result<usize> {
+        let key = E::DESC.expiry_key(&self.ns);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let due: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+            .arg(&key)
+            .arg("-inf")
+            .arg(now)
+            .arg("LIMIT")
+            .arg(0)
+            .arg(budget)
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&key, e))?;
+        if due.is_empty() {
+            return Ok(0);
+        }
+        let swept = self
+            .write_many(&query::sweep_plans(E::DESC, &self.ns, &due))
+            .await?
+            .into_iter()
+            .filter(|r| matches!(r, Ok(true)))
+            .count();
+        Ok(swept)
     }
 
     /// Fixes what `verify` reported: stale entries are removed (only if still
@@ -440,9 +480,10 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
             return Err(e);
         }
         let store = self.store;
-        let (_, members) = store
+        let members = store
             .run_query::<E>(&self.conditions, self.page, false)
-            .await?;
+            .await?
+            .members;
         if members.is_empty() {
             return Ok(Vec::new());
         }
@@ -465,10 +506,11 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
         if let Some(e) = self.error {
             return Err(e);
         }
-        let (_, members) = self
+        let members = self
             .store
             .run_query::<E>(&self.conditions, self.page, false)
-            .await?;
+            .await?
+            .members;
         Ok(members
             .iter()
             .filter_map(|m| query::parse_member::<E>(m))
@@ -480,11 +522,11 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
         if let Some(e) = self.error {
             return Err(e);
         }
-        let (total, _) = self
+        Ok(self
             .store
             .run_query::<E>(&self.conditions, None, true)
-            .await?;
-        Ok(total)
+            .await?
+            .total)
     }
 }
 

@@ -9,8 +9,12 @@
 --       parts a min and a max per part (ZRANGEBYLEX syntax);
 --       then the sort mode (n = numeric members, s = text, - = unsorted: the
 --       caller sorts a full result itself), offset, limit (-1: no limit;
---       0: only count).
--- Returns: { total matches (ignoring offset and limit), members of the page... }
+--       0: only count); then the expiry set of the type, the owner head and
+--       a count of presence suffixes and the suffixes (head..member..suffix
+--       are the keys whose existence means the entity exists).
+-- Returns: { total matches (ignoring offset and limit), ghost count, the
+--   ghosts (members whose entity has expired: never counted or returned;
+--   the caller removes their entries), members of the page... }
 -- Nothing is written: no temporary keys, so nothing can outlive the query.
 local a = 0
 local function arg() a = a + 1; return ARGV[a] end
@@ -58,6 +62,9 @@ for g = 1, tonumber(arg()) do
 end
 local universe = next_key()
 local sort_mode, offset, limit = arg(), tonumber(arg()), tonumber(arg())
+local expiry_key, owner_head = arg(), arg()
+local suffixes = {}
+for j = 1, tonumber(arg()) do suffixes[j] = arg() end
 
 -- The members of a group combined as its operation says: all = intersection,
 -- any / none = union (none is subtracted afterwards).
@@ -118,10 +125,30 @@ for _, g in ipairs(negative) do
   result = keep(result, function(m) return not excluded[m] end)
 end
 
-if limit == 0 then return { #result } end
+-- Entities with a TTL may have expired since they were indexed; only when
+-- some entity of the type has one is each candidate checked.
+local ghosts = {}
+if expiry_key ~= '' and #result > 0 and redis.call('ZCARD', expiry_key) > 0 then
+  local live = {}
+  for _, m in ipairs(result) do
+    local alive = false
+    for j = 1, #suffixes do
+      if redis.call('EXISTS', owner_head .. m .. suffixes[j]) == 1 then alive = true; break end
+    end
+    if alive then live[#live + 1] = m else ghosts[#ghosts + 1] = m end
+  end
+  result = live
+end
+local function reply(page)
+  local out = { #result, #ghosts }
+  for _, g in ipairs(ghosts) do out[#out + 1] = g end
+  for _, m in ipairs(page) do out[#out + 1] = m end
+  return out
+end
+
+if limit == 0 then return reply({}) end
 if sort_mode == '-' then
-  table.insert(result, 1, #result)
-  return result
+  return reply(result)
 elseif sort_mode == 'n' then
   table.sort(result, function(x, y)
     local nx, ny = tonumber(x) or 0, tonumber(y) or 0
@@ -132,8 +159,8 @@ else
   table.sort(result)
 end
 
-local out = { #result }
+local page = {}
 local last = #result
 if limit >= 0 then last = math.min(#result, offset + limit) end
-for j = offset + 1, last do out[#out + 1] = result[j] end
-return out
+for j = offset + 1, last do page[#page + 1] = result[j] end
+return reply(page)

@@ -7,9 +7,13 @@
 --       stored in Redis, so what is removed never depends on the caller's copy.
 -- ARGV, in order:
 --   mode: save | insert | update | cas | delete | expire | persist | clean |
---         reindex (an update that also re-adds every entry the stored values need)
+--         reindex (an update that also re-adds every entry the stored values need) |
+--         sweep (unindex the entity if it has expired)
 --   roles: one letter per key: p = its existence means the entity exists,
---          o = a column with its own TTL, d = other data (a #[hash] map)
+--          o = a column with its own TTL, d = other data (a #[hash] map),
+--          s = the index shadow: the entity's index entries, kept without
+--          expiry while the entity has a TTL, so that the entries of an
+--          expired entity can still be found and removed
 --   ttl: ms to set on every key (-1: keep the remaining TTL)
 --   default ttl: ms for a newly created entity (0: none)
 --   marker: none | string | hash (kept only while nothing else shows that
@@ -17,6 +21,7 @@
 --   cas: the JSON document the caller read (cas mode)
 --   member: the entity's pk as stored in index sets ('' without indexes)
 --   ids key: the set of all members of the entity type ('' without indexes)
+--   expiry key: sorted set of members with a TTL, scored by expiry time in ms
 --   owner head, then a count and that many suffixes: head..member..suffix are
 --          the presence keys of the entity with that member (to tell whether
 --          the owner of a unique value still exists)
@@ -36,6 +41,7 @@ local function arg() a = a + 1; return ARGV[a] end
 local mode, roles = arg(), arg()
 local ttl, default_ttl = tonumber(arg()), tonumber(arg())
 local marker, cas, member, ids_key = arg(), arg(), arg(), arg()
+local expiry_key = arg()
 local owner_head = arg()
 local suffixes = {}
 for s = 1, tonumber(arg()) do suffixes[s] = arg() end
@@ -115,14 +121,68 @@ local function fixed_entries(spec, exists)
   return {}
 end
 
+local shadow
+for i = 1, #KEYS do
+  if role(i) == 's' then shadow = KEYS[i] end
+end
+
+-- The entries of an entity that expired: its shadow. Joined by ':', which
+-- no escaped entry contains.
+local function shadow_entries()
+  local out = {}
+  local stored = {}
+  if shadow then
+    local flat = redis.call('HGETALL', shadow)
+    for j = 1, #flat, 2 do stored[tonumber(flat[j])] = flat[j + 1] end
+  end
+  for n = 1, #idx do
+    out[n] = {}
+    if stored[n] then
+      for e in string.gmatch(stored[n], '[^:]+') do out[n][e] = true end
+    end
+  end
+  return out
+end
+
 local old = {}
-do
+local ghost = false
+if existed then
   local all = {}
   for n = 1, #idx do all[n] = n end
-  local values = existed and read_values(all) or {}
+  local values = read_values(all)
   for n, spec in ipairs(idx) do
-    if spec.fixed ~= '' then old[n] = fixed_entries(spec, existed)
+    if spec.fixed ~= '' then old[n] = fixed_entries(spec, true)
     else old[n] = entries(spec.kind, values[n]) end
+  end
+elseif #idx > 0 then
+  old = shadow_entries()
+  for n = 1, #idx do
+    if next(old[n]) then ghost = true end
+  end
+end
+
+-- Keeps the shadow and the expiry set in step with the entity's TTL.
+local function track_expiry(pttl, current)
+  if expiry_key == '' then return end
+  if pttl and pttl > 0 then
+    local now = redis.call('TIME')
+    local at = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + pttl
+    redis.call('ZADD', expiry_key, at, member)
+    if shadow then
+      redis.call('DEL', shadow)
+      local flat = {}
+      for n = 1, #idx do
+        local list = {}
+        for e in pairs(current[n]) do list[#list + 1] = e end
+        if #list > 0 then
+          flat[#flat + 1] = tostring(n); flat[#flat + 1] = table.concat(list, ':')
+        end
+      end
+      if #flat > 0 then redis.call('HSET', shadow, unpack(flat)) end
+    end
+  else
+    redis.call('ZREM', expiry_key, member)
+    if shadow then redis.call('DEL', shadow) end
   end
 end
 
@@ -164,6 +224,13 @@ local function unindex_all()
   if ids_key ~= '' then redis.call('SREM', ids_key, member) end
 end
 
+if mode == 'clean' and not existed and ghost then
+  -- The entity expired: every entry its shadow lists goes, not only those
+  -- the reader met.
+  unindex_all()
+  redis.call('DEL', shadow)
+  if expiry_key ~= '' then redis.call('ZREM', expiry_key, member) end
+end
 if mode == 'clean' then
   local removed = 0
   for j = a + 1, #ARGV, 2 do
@@ -191,8 +258,19 @@ end
 if mode == 'delete' then
   unindex_all()
   redis.call('DEL', unpack(KEYS))
+  if expiry_key ~= '' then redis.call('ZREM', expiry_key, member) end
   if existed then return 1 end
   return 0
+end
+if mode == 'sweep' then
+  if existed then
+    track_expiry(old_pttl, old)
+    return 0
+  end
+  unindex_all()
+  if shadow then redis.call('DEL', shadow) end
+  if expiry_key ~= '' then redis.call('ZREM', expiry_key, member) end
+  return 1
 end
 if mode == 'insert' and existed then
   return redis.error_reply('ENTITY_EXISTS entity already stored')
@@ -202,11 +280,12 @@ if mode ~= 'save' and mode ~= 'insert' and not existed then
 end
 if mode == 'expire' or mode == 'persist' then
   for i = 1, #KEYS do
-    if role(i) ~= 'o' then
+    if role(i) ~= 'o' and role(i) ~= 's' then
       if mode == 'expire' then redis.call('PEXPIRE', KEYS[i], ttl)
       else redis.call('PERSIST', KEYS[i]) end
     end
   end
+  if mode == 'expire' then track_expiry(ttl, old) else track_expiry(-1, old) end
   return 1
 end
 if mode == 'cas' and redis.call('GET', KEYS[1]) ~= cas then
@@ -267,7 +346,9 @@ while i <= #ARGV do
 end
 
 -- Index entries follow the values now stored: remove what the old values
--- put there, add what the new ones need.
+-- put there (or, for an entity re-created after it expired, what its shadow
+-- lists), add what the new ones need.
+local new_all
 do
   local unknown = {}
   for n, spec in ipairs(idx) do
@@ -275,6 +356,7 @@ do
   end
   local values = (#unknown > 0) and read_values(unknown) or {}
   local force = mode == 'reindex'
+  new_all = {}
   for n, spec in ipairs(idx) do
     local new
     if spec.fixed ~= '' then new = fixed_entries(spec, true)
@@ -287,6 +369,7 @@ do
     for e in pairs(new) do
       if force or not old[n][e] then add_entry(spec, e) end
     end
+    new_all[n] = new
   end
   if ids_key ~= '' and (force or not existed) then redis.call('SADD', ids_key, member) end
 end
@@ -305,16 +388,24 @@ elseif marker == 'hash' then
   elseif len > 1 then redis.call('HDEL', KEYS[1], '') end
 end
 
+local final_ttl = -1
 if ttl > 0 then
+  final_ttl = ttl
   for j = 1, #KEYS do
-    if role(j) ~= 'o' then redis.call('PEXPIRE', KEYS[j], ttl) end
+    if role(j) ~= 'o' and role(j) ~= 's' then redis.call('PEXPIRE', KEYS[j], ttl) end
   end
 elseif existed and old_pttl > 0 then
+  final_ttl = old_pttl
   for j in pairs(touched) do
     if redis.call('PTTL', KEYS[j]) == -1 then redis.call('PEXPIRE', KEYS[j], old_pttl) end
   end
 elseif not existed and default_ttl > 0 then
+  final_ttl = default_ttl
   for j in pairs(touched) do redis.call('PEXPIRE', KEYS[j], default_ttl) end
+end
+-- Only entities that have (or had) a TTL pay for the shadow.
+if final_ttl > 0 or ghost or (existed and old_pttl > 0) then
+  track_expiry(final_ttl, new_all)
 end
 
 if existed then return 0 end
