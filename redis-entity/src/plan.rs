@@ -252,6 +252,9 @@ impl<'a> Builder<'a> {
             roles.push(if c.ttl.is_some() { 'o' } else { 'p' });
         }
         roles.extend(std::iter::repeat_n('d', self.keys.maps.len()));
+        if self.keys.shadow.is_some() {
+            roles.push('s');
+        }
         let marker = match desc.layout {
             Layout::Hash if desc.columns.iter().all(|c| c.optional) => "hash",
             Layout::Strings if !desc.columns.iter().any(|c| !c.optional && c.ttl.is_none()) => {

@@ -1,0 +1,285 @@
+//! Expiry never leaves ghosts: after an indexed entity expires, no lookup,
+//! query, count or id list returns it, its entries are removed when met and by
+//! a bounded `sweep`, and re-creating it does not inherit its old entries.
+//! No keyspace notifications, no CONFIG, no background process.
+
+use redis::Commands;
+use redis_entity::{Error, RedisEntity, Store};
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use support::RedisServer;
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "session")]
+struct Session {
+    #[pk]
+    id: u64,
+    #[index(unique)]
+    token: String,
+    #[index]
+    user: u64,
+    #[index]
+    scopes: BTreeSet<String>,
+    #[index(prefix)]
+    device: String,
+    /// When the writer expects it to expire (ms since the epoch).
+    expires_at: u64,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+fn session(id: u64, user: u64, ttl_ms: u64) -> Session {
+    Session {
+        id,
+        token: format!("tok{id}"),
+        user,
+        scopes: BTreeSet::from(["read".to_string()]),
+        device: format!("phone-{id}"),
+        expires_at: now_ms() + ttl_ms,
+    }
+}
+
+fn index_keys(server: &RedisServer) -> Vec<String> {
+    server
+        .keys()
+        .into_iter()
+        .filter(|k| !k.contains('{'))
+        .collect()
+}
+
+#[tokio::test]
+async fn an_expired_entity_is_never_found_and_its_entries_go() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store
+        .save_with_ttl(&session(1, 7, 100), Duration::from_millis(100))
+        .await
+        .unwrap();
+    store.save(&session(2, 7, 0)).await.unwrap();
+    let shadow: Vec<(String, String)> = server.conn().hgetall("session:{1}:@shadow").unwrap();
+    assert!(
+        !shadow.is_empty(),
+        "a TTL'd entity keeps a shadow of its entries"
+    );
+    let persistent: bool = server.conn().exists("session:{2}:@shadow").unwrap();
+    assert!(!persistent, "an entity without TTL pays nothing");
+    tokio::time::sleep(Duration::from_millis(150)).await;
+
+    assert_eq!(store.get::<Session>(&1).await.unwrap(), None);
+    assert_eq!(
+        store.find_unique(Session::TOKEN, "tok1").await.unwrap(),
+        None
+    );
+    let q = || store.query::<Session>().eq(Session::USER, 7u64);
+    assert_eq!(q().count().await.unwrap(), 1, "count skips the expired one");
+    assert_eq!(q().ids().await.unwrap(), [2]);
+    assert_eq!(q().fetch().await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .query::<Session>()
+            .prefix(Session::DEVICE, "phone")
+            .ids()
+            .await
+            .unwrap(),
+        [2]
+    );
+    assert_eq!(
+        store
+            .query::<Session>()
+            .none(Session::USER, [9u64])
+            .ids()
+            .await
+            .unwrap(),
+        [2]
+    );
+    // Met by the queries, so every entry of session 1 is gone already.
+    let keys = index_keys(&server);
+    assert!(
+        !keys.contains(&"session:token:tok1".to_string()),
+        "{keys:?}"
+    );
+    let members: Vec<u64> = server.conn().smembers("session:scopes:read").unwrap();
+    assert_eq!(members, [2]);
+    let devices: Vec<String> = server.conn().zrange("session:device", 0, -1).unwrap();
+    assert_eq!(devices, ["phone-2:2"]);
+    assert!(store.verify::<Session>().await.unwrap().is_clean());
+}
+
+#[tokio::test]
+async fn sweep_removes_what_no_query_met_within_its_budget() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    for id in 0..10 {
+        store
+            .save_with_ttl(&session(id, id, 50), Duration::from_millis(50))
+            .await
+            .unwrap();
+    }
+    store.save(&session(100, 100, 0)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let report = store.verify::<Session>().await.unwrap();
+    assert!(
+        !report.is_clean(),
+        "expired entities left entries: {report}"
+    );
+    assert_eq!(store.sweep::<Session>(3).await.unwrap(), 3);
+    assert_eq!(store.sweep::<Session>(100).await.unwrap(), 7);
+    assert_eq!(store.sweep::<Session>(100).await.unwrap(), 0);
+    let report = store.verify::<Session>().await.unwrap();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(
+        index_keys(&server),
+        [
+            "session:@ids",
+            "session:device",
+            "session:scopes:read",
+            "session:token:tok100",
+            "session:user:100"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_recreated_entity_does_not_inherit_old_entries_and_unique_values_free_up() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store
+        .save_with_ttl(&session(1, 7, 50), Duration::from_millis(50))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Another session may take the expired one's token at once.
+    let mut other = session(2, 8, 0);
+    other.token = "tok1".into();
+    store.insert(&other).await.unwrap();
+    // Session 1 comes back for another user and token.
+    let mut again = session(1, 9, 0);
+    again.token = "fresh".into();
+    store.insert(&again).await.unwrap();
+    let user7: Vec<u64> = server.conn().smembers("session:user:7").unwrap();
+    assert!(user7.is_empty(), "the old entry went with the re-creation");
+    let owner: String = server.conn().get("session:token:tok1").unwrap();
+    assert_eq!(owner, "2");
+    assert!(store.verify::<Session>().await.unwrap().is_clean());
+    let exists: bool = server.conn().exists("session:{1}:@shadow").unwrap();
+    assert!(!exists, "no TTL any more, no shadow");
+}
+
+#[tokio::test]
+async fn expire_and_persist_keep_the_shadow_in_step() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save(&session(1, 7, 0)).await.unwrap();
+    store
+        .expire::<Session>(&1, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let expiring: Vec<String> = server.conn().zrange("session:@expiry", 0, -1).unwrap();
+    assert_eq!(expiring, ["1"]);
+    // An update of an indexed field while the TTL runs updates the shadow.
+    store
+        .update::<Session>(&1)
+        .set(Session::USER, 8u64)
+        .exec()
+        .await
+        .unwrap();
+    let shadow: Vec<(String, String)> = server.conn().hgetall("session:{1}:@shadow").unwrap();
+    assert!(shadow.iter().any(|(_, v)| v == "8"), "{shadow:?}");
+    let ttl: i64 = server.conn().ttl("session:{1}:@shadow").unwrap();
+    assert_eq!(ttl, -1, "the shadow outlives the entity");
+    store.persist::<Session>(&1).await.unwrap();
+    let expiring: Vec<String> = server.conn().zrange("session:@expiry", 0, -1).unwrap();
+    assert!(expiring.is_empty());
+    let exists: bool = server.conn().exists("session:{1}:@shadow").unwrap();
+    assert!(!exists);
+    assert!(store.delete::<Session>(&1).await.unwrap());
+    assert!(server.keys().iter().all(|k| !k.contains("{1}")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn expired_entities_never_appear_while_eight_writers_keep_saving() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..8u64)
+        .map(|w| {
+            let store = store.clone();
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let mut i = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let id = (w * 7 + i) % 40;
+                    let ttl = 20 + (i * 13 + w) % 60;
+                    let mut s = session(id, id % 3, ttl);
+                    s.token = format!("w{w}-{i}");
+                    match store.save_with_ttl(&s, Duration::from_millis(ttl)).await {
+                        Ok(_) | Err(Error::UniqueViolation { .. }) => {}
+                        Err(e) => panic!("{e}"),
+                    }
+                    i += 1;
+                }
+                i
+            })
+        })
+        .collect();
+    let mut checked = 0;
+    let deadline = std::time::Instant::now() + Duration::from_millis(1500);
+    while std::time::Instant::now() < deadline {
+        let started = now_ms();
+        for u in 0..3u64 {
+            for s in store.find(Session::USER, u).await.unwrap() {
+                // Redis expires in milliseconds; allow the clock step.
+                assert!(
+                    s.expires_at + 2 >= started,
+                    "returned an expired session: {s:?}"
+                );
+                assert_eq!(s.user, u, "returned a session that does not match");
+                checked += 1;
+            }
+        }
+        let fetched = store
+            .query::<Session>()
+            .prefix(Session::DEVICE, "phone")
+            .fetch()
+            .await
+            .unwrap();
+        for s in fetched {
+            assert!(
+                s.expires_at + 2 >= started,
+                "returned an expired session: {s:?}"
+            );
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut writes = 0;
+    for w in writers {
+        writes += w.await.unwrap();
+    }
+    assert!(
+        writes > 500 && checked > 100,
+        "writes {writes}, checked {checked}"
+    );
+    // Once everything has expired, nothing is found or counted, and a sweep
+    // leaves no entry behind.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    for u in 0..3u64 {
+        assert_eq!(
+            store
+                .query::<Session>()
+                .eq(Session::USER, u)
+                .count()
+                .await
+                .unwrap(),
+            0
+        );
+    }
+    while store.sweep::<Session>(1000).await.unwrap() > 0 {}
+    let report = store.verify::<Session>().await.unwrap();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(index_keys(&server), Vec::<String>::new(), "no ghost left");
+}
