@@ -3,6 +3,8 @@
 
 #[path = "book_tags.rs"]
 mod book_tags;
+#[path = "cache.rs"]
+mod cache;
 #[path = "pattern_query.rs"]
 mod pattern_query;
 #[path = "profile.rs"]
@@ -20,6 +22,7 @@ async fn main() -> redis_entity::Result<()> {
     book_tags::run(&url).await?;
     red_packets::run(&url).await?;
     pattern_query::run(&url).await?;
+    cache::run(&url).await?;
     println!("tour finished: every scenario ran against {url}");
     Ok(())
 }

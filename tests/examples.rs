@@ -2,6 +2,9 @@
 //! runs them too, through the tour).
 
 #[allow(dead_code)]
+#[path = "../examples/cache.rs"]
+mod cache;
+#[allow(dead_code)]
 #[path = "../examples/profile.rs"]
 mod profile;
 #[allow(dead_code)]
@@ -22,4 +25,10 @@ async fn profile_example_runs_and_cleans_up() {
     let server = RedisServer::start();
     profile::run(&server.url()).await.unwrap();
     assert!(server.keys().is_empty(), "{:?}", server.keys());
+}
+
+#[tokio::test]
+async fn cache_example_runs() {
+    let server = RedisServer::start();
+    cache::run(&server.url()).await.unwrap();
 }

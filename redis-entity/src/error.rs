@@ -137,6 +137,22 @@ pub enum Error {
         /// The second key pattern.
         second: String,
     },
+    /// A cache loader failed; nothing was cached.
+    #[error("loading `{key}` failed: {source}")]
+    Loader {
+        /// The cache key.
+        key: String,
+        /// The loader's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Another caller held the rebuild lock and stored nothing within the
+    /// cache's `wait`.
+    #[error("gave up waiting for another caller to load `{key}`")]
+    CacheTimeout {
+        /// The cache key.
+        key: String,
+    },
     /// Redis answered something the runtime did not expect (a protocol or script mismatch).
     #[error("unexpected reply for `{key}`: {detail}")]
     UnexpectedReply {

@@ -35,6 +35,7 @@
 #![warn(missing_docs)]
 
 pub mod blocking;
+pub mod cache;
 pub mod codec;
 mod conn;
 mod entity;
@@ -48,6 +49,7 @@ mod store;
 mod update;
 pub mod verify;
 
+pub use cache::{Cache, CacheOptions};
 pub use conn::{CountingConnection, RoundTrips};
 pub use entity::{
     ColumnDesc, Entity, EntityDesc, EntityKeys, IndexDesc, IndexKind, IndexSource, Layout, MapDesc,

@@ -1,0 +1,459 @@
+//! A read-through cache for values that come from elsewhere (a SQL database,
+//! a remote service), with the protections of seed 002:
+//!
+//! - **penetration**: a miss is cached as a short-lived null marker, so a
+//!   flood of lookups of a missing id reaches the loader once per marker TTL;
+//! - **breakdown**: on a miss one caller, across all processes, runs the
+//!   loader, guarded by `SET NX PX` with a random token; the others wait and
+//!   read what it stored. A loader that dies holding the lock blocks nobody
+//!   past the lock's expiry, and the lock is released by compare-and-delete,
+//!   never someone else's;
+//! - **avalanche**: TTLs get random jitter so that keys cached together do
+//!   not expire together; with stale-while-revalidate, a value past its TTL
+//!   is still served while one caller rebuilds it.
+//!
+//! A loader error is returned to the caller that ran it and is not cached.
+//!
+//! ```no_run
+//! # use redis_entity::{Cache, Store};
+//! # use std::time::Duration;
+//! # async fn sql_price(id: u64) -> Result<Option<u64>, std::io::Error> { Ok(Some(id)) }
+//! # async fn run() -> redis_entity::Result<()> {
+//! let store = Store::connect("redis://127.0.0.1/").await?;
+//! let cache = Cache::from_store(&store);
+//! let price: Option<u64> = cache
+//!     .get_or_load("price:42", Duration::from_secs(60), || sql_price(42))
+//!     .await?;
+//! # Ok(()) }
+//! ```
+
+use crate::entity::{Entity, EntityKeys};
+use crate::error::{Error, Result};
+use crate::key::{escape_into, Namespace};
+use crate::store::Store;
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::Value;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+static CACHE_SCRIPT: &str = include_str!("lua/cache.lua");
+
+fn cache_sha() -> &'static str {
+    static SHA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SHA.get_or_init(|| redis::Script::new(CACHE_SCRIPT).get_hash().to_owned())
+}
+
+/// How the cache protects the loader.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheOptions {
+    /// How long a miss is remembered (penetration). Default 30 s.
+    pub null_ttl: Duration,
+    /// Relative TTL jitter: each TTL is multiplied by a random factor in
+    /// `1 ± jitter` (avalanche). Default 0.1.
+    pub jitter: f64,
+    /// Expiry of the rebuild lock: a loader that dies holding it blocks the
+    /// others at most this long (breakdown). Default 5 s.
+    pub lock_ttl: Duration,
+    /// How long a caller waits for another caller's load before giving up
+    /// with [`Error::CacheTimeout`]. Default 10 s.
+    pub wait: Duration,
+    /// Keep serving a value this long after its TTL while one caller
+    /// rebuilds it (stale-while-revalidate). Default: off.
+    pub stale_while_revalidate: Option<Duration>,
+}
+
+impl Default for CacheOptions {
+    fn default() -> Self {
+        CacheOptions {
+            null_ttl: Duration::from_secs(30),
+            jitter: 0.1,
+            lock_ttl: Duration::from_secs(5),
+            wait: Duration::from_secs(10),
+            stale_while_revalidate: None,
+        }
+    }
+}
+
+/// The read-through cache; see the module docs. Cheap to clone.
+#[derive(Clone)]
+pub struct Cache<C = ConnectionManager> {
+    conn: C,
+    ns: Namespace,
+    options: CacheOptions,
+}
+
+impl<C> std::fmt::Debug for Cache<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("namespace", &self.ns)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+/// A random token and random numbers for jitter, from the standard
+/// library's randomly seeded hasher (not for cryptography; a lock token
+/// only has to differ between callers).
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.finish()
+}
+
+fn token() -> String {
+    format!("{:016x}{:016x}", random_u64(), random_u64())
+}
+
+/// `ttl` times a random factor in `1 ± jitter`, at least 1 ms.
+pub fn jittered(ttl: Duration, jitter: f64) -> Duration {
+    let unit = (random_u64() >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
+    let factor = 1.0 + jitter.clamp(0.0, 1.0) * (2.0 * unit - 1.0);
+    Duration::from_millis(((ttl.as_millis() as f64) * factor).max(1.0) as u64)
+}
+
+/// What the `get` mode of the script answered.
+enum Lookup {
+    Hit(Vec<u8>),
+    StaleMine(Vec<u8>),
+    MissMine,
+    MissOther,
+}
+
+fn lookup(reply: Value) -> Option<Lookup> {
+    let Value::Array(items) = reply else {
+        return None;
+    };
+    let mut it = items.into_iter();
+    let code = match it.next()? {
+        Value::Int(n) => n,
+        _ => return None,
+    };
+    let mut value = || match it.next() {
+        Some(Value::BulkString(b)) => Some(b),
+        _ => None,
+    };
+    Some(match code {
+        1 => Lookup::Hit(value()?),
+        2 => Lookup::StaleMine(value()?),
+        3 => Lookup::MissMine,
+        _ => Lookup::MissOther,
+    })
+}
+
+/// A stored cache value: `None` for a cached miss.
+fn decode_value<T: DeserializeOwned>(key: &str, raw: &[u8]) -> Result<Option<T>> {
+    match raw.first() {
+        Some(b'n') => Ok(None),
+        Some(b'v') => {
+            let sep = raw
+                .iter()
+                .position(|&b| b == b':')
+                .ok_or_else(|| bad(key, raw))?;
+            serde_json::from_slice(&raw[sep + 1..])
+                .map(Some)
+                .map_err(|e| Error::Decode {
+                    key: key.to_owned(),
+                    field: "(cached value)",
+                    value: crate::error::shown(raw),
+                    reason: e.to_string(),
+                })
+        }
+        _ => Err(bad(key, raw)),
+    }
+}
+
+fn bad(key: &str, raw: &[u8]) -> Error {
+    Error::Decode {
+        key: key.to_owned(),
+        field: "(cached value)",
+        value: crate::error::shown(raw),
+        reason: "not a value written by redis-entity's cache".into(),
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
+    /// A cache on `conn` with default options.
+    pub fn new(conn: C) -> Self {
+        Cache {
+            conn,
+            ns: Namespace::none(),
+            options: CacheOptions::default(),
+        }
+    }
+
+    /// A cache sharing `store`'s connection and namespace.
+    pub fn from_store(store: &Store<C>) -> Self {
+        Cache {
+            conn: store.connection(),
+            ns: store.namespace().clone(),
+            options: CacheOptions::default(),
+        }
+    }
+
+    /// The same cache with other options.
+    pub fn with_options(mut self, options: CacheOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &CacheOptions {
+        &self.options
+    }
+
+    /// The Redis key of cache entry `key`: `<ns>cache:{<escaped key>}`.
+    pub fn key_of(&self, key: &str) -> String {
+        let mut k = format!("{}cache:{{", self.ns.as_str());
+        escape_into(&mut k, key, "");
+        k.push('}');
+        k
+    }
+
+    async fn script(&self, keys: [&str; 2], args: &[&[u8]]) -> Result<Value> {
+        let build = |name: &str, script: &str| {
+            let mut c = redis::cmd(name);
+            c.arg(script).arg(2).arg(keys[0]).arg(keys[1]);
+            for a in args {
+                c.arg(*a);
+            }
+            c
+        };
+        let mut conn = self.conn.clone();
+        match build("EVALSHA", cache_sha())
+            .query_async::<Value>(&mut conn)
+            .await
+        {
+            Err(e) if crate::plan::is_noscript(&e) => {
+                build("EVAL", CACHE_SCRIPT).query_async(&mut conn).await
+            }
+            other => other,
+        }
+        .map_err(|e| Error::redis(keys[0], e))
+    }
+
+    async fn get(&self, keys: [&str; 2], token: &str) -> Result<Lookup> {
+        let lock_ms = self.options.lock_ttl.as_millis().max(1).to_string();
+        let swr = if self.options.stale_while_revalidate.is_some() {
+            "1"
+        } else {
+            "0"
+        };
+        let reply = self
+            .script(
+                keys,
+                &[b"get", token.as_bytes(), lock_ms.as_bytes(), swr.as_bytes()],
+            )
+            .await?;
+        lookup(reply).ok_or_else(|| Error::UnexpectedReply {
+            key: keys[0].to_owned(),
+            detail: "cache script reply".into(),
+        })
+    }
+
+    async fn put(
+        &self,
+        keys: [&str; 2],
+        token: &str,
+        json: Option<&[u8]>,
+        ttl: Duration,
+    ) -> Result<()> {
+        let (kind, json, soft, hard) = match json {
+            Some(j) => {
+                let soft = jittered(ttl, self.options.jitter);
+                let hard = soft + self.options.stale_while_revalidate.unwrap_or_default();
+                ("v", j, soft, hard)
+            }
+            None => {
+                let t = jittered(self.options.null_ttl, self.options.jitter);
+                ("n", &b""[..], t, t)
+            }
+        };
+        let (soft, hard) = (
+            soft.as_millis().max(1).to_string(),
+            hard.as_millis().max(1).to_string(),
+        );
+        self.script(
+            keys,
+            &[
+                b"put",
+                token.as_bytes(),
+                kind.as_bytes(),
+                json,
+                soft.as_bytes(),
+                hard.as_bytes(),
+            ],
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn release(&self, keys: [&str; 2], token: &str) -> Result<()> {
+        self.script(keys, &[b"release", token.as_bytes()])
+            .await
+            .map(drop)
+    }
+
+    /// The value cached under `key`, or the loader's, cached for `ttl`
+    /// (jittered). `Ok(None)`: the loader found nothing, which is cached for
+    /// `null_ttl`. One caller across all processes runs the loader per miss;
+    /// the others wait for its result. A loader error is returned to the
+    /// caller that ran it, and nothing is cached.
+    pub async fn get_or_load<T, F, Fut, LE>(
+        &self,
+        key: &str,
+        ttl: Duration,
+        loader: F,
+    ) -> Result<Option<T>>
+    where
+        T: Serialize + DeserializeOwned,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = std::result::Result<Option<T>, LE>>,
+        LE: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let value_key = self.key_of(key);
+        let lock_key = format!("{value_key}:lock");
+        let keys = [value_key.as_str(), lock_key.as_str()];
+        let token = token();
+        let deadline = Instant::now() + self.options.wait;
+        let mut pause = Duration::from_millis(2);
+        let mut loader = Some(loader);
+        loop {
+            let stale = match self.get(keys, &token).await? {
+                Lookup::Hit(raw) => return decode_value(&value_key, &raw),
+                Lookup::StaleMine(raw) => Some(raw),
+                Lookup::MissMine => None,
+                Lookup::MissOther => {
+                    if Instant::now() >= deadline {
+                        return Err(Error::CacheTimeout { key: value_key });
+                    }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                    continue;
+                }
+            };
+            // This caller holds the lock: load, store, release.
+            let Some(load) = loader.take() else {
+                self.release(keys, &token).await?;
+                return Err(Error::CacheTimeout { key: value_key });
+            };
+            let loaded = match load().await {
+                Ok(v) => v,
+                Err(e) => {
+                    self.release(keys, &token).await?;
+                    if let Some(raw) = stale {
+                        // Rebuilding failed: the stale value is still the best answer.
+                        return decode_value(&value_key, &raw);
+                    }
+                    return Err(Error::Loader {
+                        key: value_key,
+                        source: e.into(),
+                    });
+                }
+            };
+            let json = match &loaded {
+                Some(v) => Some(serde_json::to_vec(v).map_err(|e| Error::Encode {
+                    field: "(cached value)",
+                    reason: e.to_string(),
+                })?),
+                None => None,
+            };
+            self.put(keys, &token, json.as_deref(), ttl).await?;
+            return Ok(loaded);
+        }
+    }
+
+    /// Forgets `key` (after the source changed), so the next call loads.
+    pub async fn invalidate(&self, key: &str) -> Result<()> {
+        let k = self.key_of(key);
+        redis::cmd("DEL")
+            .arg(&k)
+            .query_async::<()>(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&k, e))
+    }
+
+    /// The entity with `pk`, read through: from Redis if stored, otherwise
+    /// from `loader` (one caller per miss across processes), then saved with
+    /// a jittered `ttl` so that queries and indexes see it too. A miss is
+    /// remembered for `null_ttl` under the cache key `<entity key>`.
+    pub async fn get_entity_or_load<E, F, Fut, LE>(
+        &self,
+        store: &Store<C>,
+        pk: &E::Pk,
+        ttl: Duration,
+        loader: F,
+    ) -> Result<Option<E>>
+    where
+        E: Entity,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = std::result::Result<Option<E>, LE>>,
+        LE: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        if let Some(e) = store.get::<E>(pk).await? {
+            return Ok(Some(e));
+        }
+        let entity_key = EntityKeys::of::<E>(store.namespace(), pk).base;
+        let value_key = self.key_of(&entity_key);
+        let lock_key = format!("{value_key}:lock");
+        let keys = [value_key.as_str(), lock_key.as_str()];
+        let token = token();
+        let deadline = Instant::now() + self.options.wait;
+        let mut pause = Duration::from_millis(2);
+        loop {
+            match self.get(keys, &token).await? {
+                Lookup::Hit(_) | Lookup::StaleMine(_) => {
+                    // Only null markers are stored here for entities.
+                    self.release(keys, &token).await?;
+                    return Ok(None);
+                }
+                Lookup::MissOther => {
+                    if let Some(e) = store.get::<E>(pk).await? {
+                        return Ok(Some(e));
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(Error::CacheTimeout { key: entity_key });
+                    }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                Lookup::MissMine => {
+                    if let Some(e) = store.get::<E>(pk).await? {
+                        self.release(keys, &token).await?;
+                        return Ok(Some(e));
+                    }
+                    let loaded = match loader().await {
+                        Ok(v) => v,
+                        Err(e) => {
+                            self.release(keys, &token).await?;
+                            return Err(Error::Loader {
+                                key: entity_key,
+                                source: e.into(),
+                            });
+                        }
+                    };
+                    match &loaded {
+                        Some(e) => {
+                            let saved = store
+                                .save_with_ttl(e, jittered(ttl, self.options.jitter))
+                                .await;
+                            self.release(keys, &token).await?;
+                            saved?;
+                        }
+                        None => self.put(keys, &token, None, ttl).await?,
+                    }
+                    return Ok(loaded);
+                }
+            }
+        }
+    }
+}

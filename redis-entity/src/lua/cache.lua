@@ -1,0 +1,51 @@
+-- redis-entity: the read-through cache (seed 002), one script, three modes.
+--
+-- KEYS[1]: the cached value: 'n' (a cached miss) or 'v<soft expiry ms>:<json>'
+-- KEYS[2]: the rebuild lock, holding the token of the one caller that loads
+-- ARGV[1]: mode: get | put | release
+-- get:     ARGV[2] token, ARGV[3] lock ms, ARGV[4] '1' to rebuild stale values
+--          returns {1, value} a hit; {2, value} a stale hit, and this caller
+--          now holds the lock and rebuilds; {3} a miss, this caller holds the
+--          lock and loads; {0} a miss another caller is loading
+-- put:     ARGV[2] token, ARGV[3] kind (v | n), ARGV[4] json, ARGV[5] soft ttl ms,
+--          ARGV[6] hard ttl ms; stores the value and releases the lock if held
+-- release: ARGV[2] token; releases the lock if this caller still holds it
+--          (compare-and-delete: a lock that expired and was taken by another
+--          caller is not released by mistake)
+local mode = ARGV[1]
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function release(token)
+  if redis.call('GET', KEYS[2]) == token then redis.call('DEL', KEYS[2]) end
+end
+
+if mode == 'get' then
+  local v = redis.call('GET', KEYS[1])
+  if v then
+    if ARGV[4] == '1' and string.sub(v, 1, 1) == 'v' then
+      local sep = string.find(v, ':', 2, true)
+      local soft = sep and tonumber(string.sub(v, 2, sep - 1))
+      if soft and soft <= now_ms()
+        and redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then
+        return { 2, v }
+      end
+    end
+    return { 1, v }
+  end
+  if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return { 3 } end
+  return { 0 }
+elseif mode == 'put' then
+  if ARGV[3] == 'v' then
+    redis.call('SET', KEYS[1], 'v' .. (now_ms() + tonumber(ARGV[5])) .. ':' .. ARGV[4], 'PX', ARGV[6])
+  else
+    redis.call('SET', KEYS[1], 'n', 'PX', ARGV[6])
+  end
+  release(ARGV[2])
+  return 1
+elseif mode == 'release' then
+  release(ARGV[2])
+  return 1
+end
+return redis.error_reply('ERR redis-entity cache: unknown mode')

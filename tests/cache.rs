@@ -1,0 +1,290 @@
+//! Seed 002: cache penetration, breakdown and avalanche, against a real
+//! server, with loads counted.
+
+use redis::Commands;
+use redis_entity::{Cache, CacheOptions, Error, RedisEntity, Store};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::RedisServer;
+
+type Loads = Arc<AtomicUsize>;
+
+/// A slow loader standing in for the database.
+async fn slow_db(
+    loads: Loads,
+    value: Option<String>,
+    delay_ms: u64,
+) -> Result<Option<String>, std::io::Error> {
+    loads.fetch_add(1, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+    Ok(value)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_hundred_concurrent_misses_from_two_connections_cause_one_load() {
+    let server = RedisServer::start();
+    let a = Cache::from_store(&Store::connect(&server.url()).await.unwrap());
+    let b = Cache::from_store(&Store::connect(&server.url()).await.unwrap());
+    let loads = Loads::default();
+    let tasks: Vec<_> = (0..200)
+        .map(|i| {
+            let cache = if i % 2 == 0 { a.clone() } else { b.clone() };
+            let loads = loads.clone();
+            tokio::spawn(async move {
+                cache
+                    .get_or_load("hot:product:1", Duration::from_secs(60), || {
+                        slow_db(loads, Some("iPhone".into()), 100)
+                    })
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    for t in tasks {
+        assert_eq!(t.await.unwrap().as_deref(), Some("iPhone"));
+    }
+    assert_eq!(loads.load(Ordering::SeqCst), 1, "exactly one load");
+    let lock: bool = server
+        .conn()
+        .exists("cache:{hot%3Aproduct%3A1}:lock")
+        .unwrap();
+    assert!(!lock, "the lock was released");
+}
+
+#[tokio::test]
+async fn a_thousand_lookups_of_a_missing_id_cause_one_load() {
+    let server = RedisServer::start();
+    let cache = Cache::from_store(&Store::connect(&server.url()).await.unwrap());
+    let loads = Loads::default();
+    for _ in 0..1000 {
+        let v = cache
+            .get_or_load("user:404", Duration::from_secs(60), || {
+                slow_db(loads.clone(), None, 0)
+            })
+            .await
+            .unwrap();
+        assert_eq!(v, None);
+    }
+    assert_eq!(loads.load(Ordering::SeqCst), 1);
+    let marker: String = server.conn().get("cache:{user%3A404}").unwrap();
+    assert_eq!(marker, "n", "the miss is cached as a null marker");
+    let ttl: i64 = server.conn().ttl("cache:{user%3A404}").unwrap();
+    assert!(
+        (1..=33).contains(&ttl),
+        "null marker lives about null_ttl: {ttl}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loader_that_dies_holding_the_lock_blocks_nobody_past_its_expiry() {
+    let server = RedisServer::start();
+    let options = CacheOptions {
+        lock_ttl: Duration::from_millis(300),
+        wait: Duration::from_secs(5),
+        ..CacheOptions::default()
+    };
+    let store = Store::connect(&server.url()).await.unwrap();
+    let cache = Cache::from_store(&store).with_options(options);
+    // A loader that panics: its task dies with the lock held.
+    let dying = cache.clone();
+    let crashed = tokio::spawn(async move {
+        dying
+            .get_or_load("k", Duration::from_secs(60), || async {
+                panic!("the database connection died");
+                #[allow(unreachable_code)]
+                Ok::<Option<String>, std::io::Error>(None)
+            })
+            .await
+    })
+    .await;
+    assert!(crashed.is_err(), "the loader task panicked");
+    let held: bool = server.conn().exists("cache:{k}:lock").unwrap();
+    assert!(held, "the lock is still held by the dead loader");
+    let loads = Loads::default();
+    let t = Instant::now();
+    let v = cache
+        .get_or_load("k", Duration::from_secs(60), || {
+            slow_db(loads.clone(), Some("v".into()), 0)
+        })
+        .await
+        .unwrap();
+    let waited = t.elapsed();
+    assert_eq!(v.as_deref(), Some("v"));
+    assert_eq!(loads.load(Ordering::SeqCst), 1);
+    assert!(
+        waited < Duration::from_millis(1500),
+        "not blocked past the lock's expiry: {waited:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_loader_error_is_returned_and_not_cached() {
+    let server = RedisServer::start();
+    let cache = Cache::from_store(&Store::connect(&server.url()).await.unwrap());
+    let err = cache
+        .get_or_load::<String, _, _, _>("k", Duration::from_secs(60), || async {
+            Err(std::io::Error::other("db down"))
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, Error::Loader { .. }), "{err:?}");
+    assert!(err.to_string().contains("db down"), "{err}");
+    assert!(
+        server.keys().is_empty(),
+        "nothing cached, no lock left: {:?}",
+        server.keys()
+    );
+    let loads = Loads::default();
+    let v = cache
+        .get_or_load("k", Duration::from_secs(60), || {
+            slow_db(loads.clone(), Some("ok".into()), 0)
+        })
+        .await
+        .unwrap();
+    assert_eq!(v.as_deref(), Some("ok"));
+    assert_eq!(loads.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn ttls_get_jitter_so_keys_do_not_expire_together() {
+    let server = RedisServer::start();
+    let cache = Cache::from_store(&Store::connect(&server.url()).await.unwrap());
+    for i in 0..100 {
+        cache
+            .get_or_load(&format!("k{i}"), Duration::from_secs(100), || async {
+                Ok::<_, std::io::Error>(Some(i))
+            })
+            .await
+            .unwrap();
+    }
+    let mut c = server.conn();
+    let ttls: Vec<i64> = (0..100)
+        .map(|i| c.pttl(format!("cache:{{k{i}}}")).unwrap())
+        .collect();
+    let (min, max) = (*ttls.iter().min().unwrap(), *ttls.iter().max().unwrap());
+    assert!(min >= 89_000 && max <= 110_000, "within ±10%: {min}..{max}");
+    assert!(max - min > 5_000, "spread out: {min}..{max}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stale_while_revalidate_serves_the_old_value_while_one_caller_rebuilds() {
+    let server = RedisServer::start();
+    let options = CacheOptions {
+        stale_while_revalidate: Some(Duration::from_secs(30)),
+        jitter: 0.0,
+        ..CacheOptions::default()
+    };
+    let cache =
+        Cache::from_store(&Store::connect(&server.url()).await.unwrap()).with_options(options);
+    let loads = Loads::default();
+    let ttl = Duration::from_millis(100);
+    let v = cache
+        .get_or_load("k", ttl, || slow_db(loads.clone(), Some("v1".into()), 0))
+        .await
+        .unwrap();
+    assert_eq!(v.as_deref(), Some("v1"));
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let tasks: Vec<_> = (0..20)
+        .map(|_| {
+            let cache = cache.clone();
+            let loads = loads.clone();
+            tokio::spawn(async move {
+                let t = Instant::now();
+                let v = cache
+                    .get_or_load("k", ttl, || slow_db(loads, Some("v2".into()), 300))
+                    .await
+                    .unwrap();
+                (v, t.elapsed())
+            })
+        })
+        .collect();
+    let mut stale_fast = 0;
+    for t in tasks {
+        let (v, took) = t.await.unwrap();
+        if v.as_deref() == Some("v1") {
+            assert!(
+                took < Duration::from_millis(200),
+                "stale answers do not wait: {took:?}"
+            );
+            stale_fast += 1;
+        }
+    }
+    assert_eq!(
+        loads.load(Ordering::SeqCst),
+        2,
+        "one initial load, one rebuild"
+    );
+    assert_eq!(
+        stale_fast, 19,
+        "everyone but the rebuilder got the old value at once"
+    );
+    let v = cache
+        .get_or_load("k", ttl, || slow_db(loads.clone(), Some("v3".into()), 0))
+        .await
+        .unwrap();
+    assert_eq!(v.as_deref(), Some("v2"));
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "product")]
+struct Product {
+    #[pk]
+    id: u64,
+    name: String,
+    #[index]
+    category: String,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn entities_are_read_through_once_and_then_indexed() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let cache = Cache::from_store(&store);
+    let loads = Loads::default();
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let (store, cache, loads) = (store.clone(), cache.clone(), loads.clone());
+            tokio::spawn(async move {
+                cache
+                    .get_entity_or_load(&store, &7, Duration::from_secs(60), || async move {
+                        loads.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        Ok::<_, std::io::Error>(Some(Product {
+                            id: 7,
+                            name: "tea".into(),
+                            category: "drinks".into(),
+                        }))
+                    })
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    for t in tasks {
+        assert_eq!(t.await.unwrap().map(|p| p.name), Some("tea".to_string()));
+    }
+    assert_eq!(loads.load(Ordering::SeqCst), 1);
+    let ttl: i64 = server.conn().ttl("product:{7}").unwrap();
+    assert!((50..=66).contains(&ttl), "saved with a jittered TTL: {ttl}");
+    assert_eq!(
+        store.find(Product::CATEGORY, "drinks").await.unwrap().len(),
+        1
+    );
+    // A missing product is looked up once per null TTL.
+    let misses = Loads::default();
+    for _ in 0..100 {
+        let p = cache
+            .get_entity_or_load(&store, &8, Duration::from_secs(60), || {
+                let misses = misses.clone();
+                async move {
+                    misses.fetch_add(1, Ordering::SeqCst);
+                    Ok::<Option<Product>, std::io::Error>(None)
+                }
+            })
+            .await
+            .unwrap();
+        assert_eq!(p, None);
+    }
+    assert_eq!(misses.load(Ordering::SeqCst), 1);
+}
