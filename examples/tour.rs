@@ -5,6 +5,8 @@
 mod book_tags;
 #[path = "cache.rs"]
 mod cache;
+#[path = "leaderboard.rs"]
+mod leaderboard;
 #[path = "pattern_query.rs"]
 mod pattern_query;
 #[path = "profile.rs"]
@@ -22,6 +24,7 @@ async fn main() -> redis_entity::Result<()> {
     book_tags::run(&url).await?;
     red_packets::run(&url).await?;
     pattern_query::run(&url).await?;
+    leaderboard::run(&url).await?;
     cache::run(&url).await?;
     println!("tour finished: every scenario ran against {url}");
     Ok(())

@@ -168,10 +168,7 @@ fn field(cx: &Ctxt, e: &Entity, f: &crate::model::Field) {
         };
         match wrong {
             Some(msg) => cx.error_spanned_by(f.ty, msg),
-            None if idx.value == IndexKind::Sorted => cx.error_spanned_by(
-                &idx.tokens,
-                "`#[index(sorted)]` is recognised but not supported by this version of redis-entity yet; remove it for now",
-            ),
+
             None if e.layout == LayoutKind::Json => cx.error_spanned_by(
                 &idx.tokens,
                 "indexes need `layout = \"hash\"` or `\"strings\"`: the write script reads indexed values from Redis, and a JSON document would round large numbers",

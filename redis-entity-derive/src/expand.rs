@@ -245,7 +245,7 @@ fn generate(e: &Entity) -> TokenStream {
     let numeric_pk = pks.len() == 1 && types::is_integer(pks[0].ty);
     let pk_index_descs = pks.iter().filter(|f| f.attrs.index.is_some()).map(|f| {
         let name = lit(&f.name);
-        quote!(#re::IndexDesc { field: #name, source: #re::IndexSource::Pk, kind: #re::IndexKind::Equality })
+        quote!(#re::IndexDesc { field: #name, source: #re::IndexSource::Pk, kind: #re::IndexKind::Equality, score: #re::core::option::Option::None })
     });
     let pk_value_arms = pks
         .iter()
@@ -290,10 +290,18 @@ fn generate(e: &Entity) -> TokenStream {
             ) => quote!(#re::IndexKind::Tags),
             (IndexKind::Unique, _) => quote!(#re::IndexKind::Unique),
             (IndexKind::Prefix, _) => quote!(#re::IndexKind::Prefix),
+            (IndexKind::Sorted, _) => quote!(#re::IndexKind::Sorted),
             _ => quote!(#re::IndexKind::Equality),
         };
         let name = lit(&f.name);
-        Some(quote!(#re::IndexDesc { field: #name, source: #re::IndexSource::Column(#i), kind: #kind }))
+        let score = match f.attrs.index.as_ref()?.value {
+            IndexKind::Sorted => {
+                let inner = types::option_inner(f.ty).unwrap_or(f.ty);
+                quote!(#re::core::option::Option::Some(<#inner as #re::SortScore>::score_of))
+            }
+            _ => quote!(#re::core::option::Option::None),
+        };
+        Some(quote!(#re::IndexDesc { field: #name, source: #re::IndexSource::Column(#i), kind: #kind, score: #score }))
     });
     let index_descs: Vec<TokenStream> = pk_index_descs.chain(index_descs).collect();
     let type_name = lit(&ident.to_string());
@@ -367,6 +375,7 @@ fn generate(e: &Entity) -> TokenStream {
             }
             (Some(IndexKind::Unique), _) => quote!(#re::Unique<#inner>),
             (Some(IndexKind::Prefix), _) => quote!(#re::Prefix<#inner>),
+            (Some(IndexKind::Sorted), _) => quote!(#re::Sorted<#inner>),
             (Some(_), _) => quote!(#re::Equality<#inner>),
         };
         quote! {

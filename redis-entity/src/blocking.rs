@@ -3,14 +3,15 @@
 //! Plans come from [`crate::plan`] exactly as for the async store; only the
 //! sending differs.
 
+use crate::board::Board;
 use crate::codec::{to_bytes, MapField, Scalar};
 use crate::entity::{Entity, EntityKeys, Layout};
 use crate::error::{Error, FieldError, Result};
-use crate::field::{Field, HashField, SetIndex, Unique};
+use crate::field::{Field, HashField, SetIndex, SortedIndex, Unique};
 use crate::key::Namespace;
 use crate::plan::{self, WriteMode, WritePlan};
 use crate::query::{self, Query};
-use crate::store::{decode, exists_cmd, remaining, ttl_cmd, CAS_ATTEMPTS};
+use crate::store::{checked_row, decode, exists_cmd, remaining, ttl_cmd, CAS_ATTEMPTS};
 use crate::update::Update;
 use crate::verify::{self, Report};
 use redis::{ConnectionLike, Value};
@@ -143,7 +144,7 @@ impl<C: ConnectionLike> Store<C> {
             E::DESC,
             &self.ns,
             &keys,
-            &e.to_row()?,
+            &checked_row(e)?,
             mode,
             ttl,
         ))
@@ -174,7 +175,7 @@ impl<C: ConnectionLike> Store<C> {
                     E::DESC,
                     &self.ns,
                     &keys,
-                    &e.to_row()?,
+                    &checked_row(e)?,
                     WriteMode::Save,
                     None,
                 ))
@@ -346,20 +347,154 @@ impl<C: ConnectionLike> Store<C> {
         Ok(found)
     }
 
+    /// See [`crate::Store::top`].
+    pub fn top<E: Entity, T, Co, K: SortedIndex>(
+        &self,
+        field: Field<E, T, Co, K>,
+        n: usize,
+    ) -> Result<Vec<(E, f64)>> {
+        let Some(index) = query::index_of(E::DESC, field.name()) else {
+            return Ok(Vec::new());
+        };
+        let answer = self.run_query::<E>(&query::top_spec(index, n), false, true)?;
+        if answer.members.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (pipe, keys) = query::read_members(E::DESC, &self.ns, &answer.members);
+        let replies: Vec<Value> = pipe
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(&keys[0].base, e))?;
+        let (top, repairs) = query::finish_top::<E>(&self.ns, &answer, &keys, replies)?;
+        if !repairs.is_empty() {
+            self.write_many(&repairs)?;
+        }
+        Ok(top)
+    }
+
+    /// See [`crate::Store::rank`].
+    pub fn rank<E: Entity, T, Co, K: SortedIndex>(
+        &self,
+        field: Field<E, T, Co, K>,
+        pk: &E::Pk,
+    ) -> Result<Option<u64>> {
+        let Some(index) = query::index_of(E::DESC, field.name()) else {
+            return Ok(None);
+        };
+        let (evalsha, eval) = query::rank_call(E::DESC, &self.ns, index, &E::member(pk));
+        let mut conn = self.conn();
+        let reply: Option<u64> = match evalsha.query(&mut *conn) {
+            Err(e) if plan::is_noscript(&e) => eval.query(&mut *conn),
+            other => other,
+        }
+        .map_err(|e| Error::redis(&E::DESC.index_zset(&self.ns, &E::DESC.indexes[index]), e))?;
+        Ok(reply)
+    }
+
+    /// See [`crate::Store::board_incr`].
+    pub fn board_incr<E: Entity>(&self, board: &Board<E>, pk: &E::Pk, delta: f64) -> Result<f64> {
+        self.board_incr_at(board, pk, delta, std::time::SystemTime::now())
+    }
+
+    /// Like `board_incr`, in the bucket of time `at`.
+    pub fn board_incr_at<E: Entity>(
+        &self,
+        board: &Board<E>,
+        pk: &E::Pk,
+        delta: f64,
+        at: std::time::SystemTime,
+    ) -> Result<f64> {
+        let key = board.key(&self.ns, at);
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("ZINCRBY")
+            .arg(&key)
+            .arg(crate::codec::score_text(delta))
+            .arg(E::member(pk))
+            .cmd("PEXPIREAT")
+            .arg(&key)
+            .arg(board.expires_at_ms(at))
+            .ignore();
+        let (score,): (String,) = pipe
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(&key, e))?;
+        query::parse_score(&score).ok_or_else(|| Error::UnexpectedReply { key, detail: score })
+    }
+
+    /// The `n` best entities of the current bucket of `board`, with scores
+    /// (two round trips).
+    pub fn board_top<E: Entity>(&self, board: &Board<E>, n: usize) -> Result<Vec<(E, f64)>> {
+        self.board_top_at(board, std::time::SystemTime::now(), n)
+    }
+
+    /// The `n` best entities of the bucket of time `at`.
+    pub fn board_top_at<E: Entity>(
+        &self,
+        board: &Board<E>,
+        at: std::time::SystemTime,
+        n: usize,
+    ) -> Result<Vec<(E, f64)>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let key = board.key(&self.ns, at);
+        let flat: Vec<String> = redis::cmd("ZRANGE")
+            .arg(&key)
+            .arg(0)
+            .arg(n - 1)
+            .arg("REV")
+            .arg("WITHSCORES")
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(&key, e))?;
+        let mut answer = query::Answer {
+            total: 0,
+            members: Vec::new(),
+            ghosts: Vec::new(),
+            scores: Vec::new(),
+        };
+        for pair in flat.chunks(2) {
+            answer.members.push(pair[0].clone());
+            answer.scores.push(
+                pair.get(1)
+                    .and_then(|s| query::parse_score(s))
+                    .unwrap_or(f64::NAN),
+            );
+        }
+        if answer.members.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (pipe, keys) = query::read_members(E::DESC, &self.ns, &answer.members);
+        let replies: Vec<Value> = pipe
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(&keys[0].base, e))?;
+        // Entities deleted since are skipped; a board keeps its history.
+        let (top, _) = query::finish_top::<E>(&self.ns, &answer, &keys, replies)?;
+        Ok(top)
+    }
+
+    /// The entity's 0-based rank in the current bucket of `board`, best first.
+    pub fn board_rank<E: Entity>(&self, board: &Board<E>, pk: &E::Pk) -> Result<Option<u64>> {
+        let key = board.key(&self.ns, std::time::SystemTime::now());
+        redis::cmd("ZREVRANK")
+            .arg(&key)
+            .arg(E::member(pk))
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(&key, e))
+    }
+
     fn run_query<E: Entity>(
         &self,
-        conditions: &[query::Condition],
-        page: Option<(usize, usize)>,
+        spec: &query::Spec,
         count_only: bool,
+        with_scores: bool,
     ) -> Result<query::Answer> {
-        let (evalsha, eval) = query::script_call(E::DESC, &self.ns, conditions, page, count_only);
+        let (evalsha, eval) = query::script_call(E::DESC, &self.ns, spec, count_only, with_scores);
         let mut conn = self.conn();
         let reply = match evalsha.query::<Value>(&mut *conn) {
             Err(e) if plan::is_noscript(&e) => eval.query::<Value>(&mut *conn),
             other => other,
         }
         .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
-        let answer = query::parse_reply(E::DESC, reply)?;
+        let answer = query::parse_reply(E::DESC, spec, with_scores, reply)?;
         if !answer.ghosts.is_empty() {
             // Expired entities met on the way: remove all their entries now.
             self.write_many(&query::sweep_plans(E::DESC, &self.ns, &answer.ghosts))?;
@@ -430,9 +565,7 @@ impl<C: ConnectionLike, E: Entity> Query<'_, E, Store<C>> {
             return Err(e);
         }
         let store = self.store;
-        let members = store
-            .run_query::<E>(&self.conditions, self.page, false)?
-            .members;
+        let members = store.run_query::<E>(&self.spec, false, false)?.members;
         if members.is_empty() {
             return Ok(Vec::new());
         }
@@ -440,8 +573,7 @@ impl<C: ConnectionLike, E: Entity> Query<'_, E, Store<C>> {
         let replies: Vec<Value> = pipe
             .query(&mut *store.conn())
             .map_err(|e| Error::redis(&keys[0].base, e))?;
-        let fetched =
-            query::finish_fetch::<E>(&store.ns, &self.conditions, &members, &keys, replies)?;
+        let fetched = query::finish_fetch::<E>(&store.ns, &self.spec, &members, &keys, replies)?;
         if !fetched.repairs.is_empty() {
             store.write_many(&fetched.repairs)?;
         }
@@ -453,10 +585,7 @@ impl<C: ConnectionLike, E: Entity> Query<'_, E, Store<C>> {
         if let Some(e) = self.error {
             return Err(e);
         }
-        let members = self
-            .store
-            .run_query::<E>(&self.conditions, self.page, false)?
-            .members;
+        let members = self.store.run_query::<E>(&self.spec, false, false)?.members;
         Ok(members
             .iter()
             .filter_map(|m| query::parse_member::<E>(m))
@@ -468,10 +597,7 @@ impl<C: ConnectionLike, E: Entity> Query<'_, E, Store<C>> {
         if let Some(e) = self.error {
             return Err(e);
         }
-        Ok(self
-            .store
-            .run_query::<E>(&self.conditions, None, true)?
-            .total)
+        Ok(self.store.run_query::<E>(&self.spec, true, false)?.total)
     }
 }
 
@@ -482,6 +608,7 @@ impl<C: ConnectionLike, E: Entity> Update<'_, E, Store<C>> {
             return Err(e);
         }
         let store = self.store;
+        plan::check_update_scores(E::DESC, &self.ops)?;
         let keys = EntityKeys::new(E::DESC, &store.ns, self.member);
         if E::DESC.layout != Layout::Json {
             return store

@@ -170,6 +170,66 @@ impl Scalar for chrono::NaiveDateTime {
     }
 }
 
+/// A value a sorted index can score: numbers as themselves, timestamps as
+/// milliseconds since the Unix epoch. Integers beyond 2^53 lose precision as
+/// scores (Redis scores are doubles); the stored value keeps every digit.
+pub trait SortScore: Scalar {
+    /// The score.
+    fn score(&self) -> f64;
+
+    /// The score of a stored value.
+    fn score_of(raw: &[u8]) -> Option<f64> {
+        Self::decode(raw).ok().map(|v| v.score())
+    }
+}
+
+macro_rules! scores {
+    ($($t:ty),*) => {$(
+        impl SortScore for $t {
+            fn score(&self) -> f64 {
+                *self as f64
+            }
+        }
+    )*};
+}
+scores!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64);
+
+#[cfg(feature = "chrono")]
+impl SortScore for chrono::DateTime<chrono::Utc> {
+    fn score(&self) -> f64 {
+        self.timestamp_millis() as f64
+    }
+}
+
+#[cfg(feature = "chrono")]
+impl SortScore for chrono::NaiveDateTime {
+    fn score(&self) -> f64 {
+        self.and_utc().timestamp_millis() as f64
+    }
+}
+
+#[cfg(feature = "chrono")]
+impl SortScore for chrono::NaiveDate {
+    fn score(&self) -> f64 {
+        self.and_hms_opt(0, 0, 0)
+            .map(|t| t.and_utc().timestamp_millis() as f64)
+            .unwrap_or(0.0)
+    }
+}
+
+/// A score as Redis accepts it (`inf`, `-inf`, shortest round-trip digits).
+pub fn score_text(score: f64) -> String {
+    if score.is_infinite() {
+        if score > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        }
+    } else {
+        format!("{score}")
+    }
+}
+
 /// How one field of type `T` is stored: `None` from `encode` means "store nothing".
 pub trait FieldCodec<T> {
     /// The stored bytes, or `None` when nothing is stored (an absent `Option`).

@@ -63,6 +63,9 @@ pub enum IndexKind {
     /// `#[index(prefix)]`: one sorted set of `escaped value:member` entries,
     /// all with score 0, read with ZRANGEBYLEX ("starts with" and equality).
     Prefix,
+    /// `#[index(sorted)]`: one sorted set of members scored by the value
+    /// (ranges, ordering, leaderboards).
+    Sorted,
 }
 
 impl IndexKind {
@@ -73,9 +76,13 @@ impl IndexKind {
             IndexKind::Unique => "u",
             IndexKind::Tags => "t",
             IndexKind::Prefix => "p",
+            IndexKind::Sorted => "s",
         }
     }
 }
+
+/// The score of a stored value of a sorted index, if it is a number.
+pub type ScoreFn = fn(&[u8]) -> Option<f64>;
 
 /// Where an indexed value comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -88,7 +95,7 @@ pub enum IndexSource {
 }
 
 /// One indexed field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct IndexDesc {
     /// The field's stored name (also the index key segment).
     pub field: &'static str,
@@ -96,7 +103,18 @@ pub struct IndexDesc {
     pub source: IndexSource,
     /// The index kind.
     pub kind: IndexKind,
+    /// Sorted indexes: the score of a stored value (`None`: not a number).
+    pub score: Option<ScoreFn>,
 }
+
+/// Two descriptions are equal when they index the same field the same way
+/// (the score function is derived from the field's type).
+impl PartialEq for IndexDesc {
+    fn eq(&self, other: &Self) -> bool {
+        self.field == other.field && self.source == other.source && self.kind == other.kind
+    }
+}
+impl Eq for IndexDesc {}
 
 impl IndexDesc {
     /// The column, for a column index.
@@ -149,7 +167,7 @@ impl EntityDesc {
         format!("{}{}:{}:", ns.as_str(), self.prefix, index.field)
     }
 
-    /// The sorted set of a prefix index: `<ns><prefix>:<field>`.
+    /// The sorted set of a prefix or sorted index: `<ns><prefix>:<field>`.
     pub fn index_zset(&self, ns: &Namespace, index: &IndexDesc) -> String {
         format!("{}{}:{}", ns.as_str(), self.prefix, index.field)
     }

@@ -32,6 +32,24 @@ pub struct Tags<X>(PhantomData<fn() -> X>);
 #[derive(Debug, Clone, Copy)]
 pub struct Prefix<X>(PhantomData<fn() -> X>);
 
+/// Index kind marker: `#[index(sorted)]`; `X` is the scored type.
+#[derive(Debug, Clone, Copy)]
+pub struct Sorted<X>(PhantomData<fn() -> X>);
+
+/// Index kinds that answer ranges, ordering, `top` and `rank`.
+#[diagnostic::on_unimplemented(
+    message = "this field has no sorted index",
+    label = "ranges, ordering, `top` and `rank` need `#[index(sorted)]` on the field"
+)]
+pub trait SortedIndex {
+    /// The scored value type.
+    type Value: crate::codec::SortScore;
+}
+impl<X: crate::codec::SortScore> SortedIndex for Sorted<X> {
+    type Value = X;
+}
+impl<X> AllowsIncr for Sorted<X> {}
+
 /// Index kinds that answer "starts with" (`query().prefix(..)`).
 #[diagnostic::on_unimplemented(
     message = "this field has no prefix index",

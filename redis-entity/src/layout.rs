@@ -1,7 +1,7 @@
 //! Layout descriptions: every key an entity type writes, with its Redis type,
 //! and a [`Registry`] that refuses entity types whose keys could collide.
 
-use crate::entity::{Entity, EntityDesc, Layout};
+use crate::entity::{Entity, EntityDesc, IndexKind, Layout};
 use crate::error::{Error, Result};
 use std::fmt;
 
@@ -52,6 +52,10 @@ pub struct EntityLayout {
     pub layout: Layout,
     /// The key families.
     pub keys: Vec<KeyPattern>,
+    /// The prefix of the index keys.
+    pub prefix: &'static str,
+    /// True when the entity has indexes (and so index key families).
+    pub indexed: bool,
 }
 
 impl EntityLayout {
@@ -113,10 +117,65 @@ impl EntityLayout {
                 holds: format!("entries of {} ({})", m.name, m.rust_type),
             });
         }
+        let ns = crate::key::Namespace::none();
+        for idx in desc.indexes {
+            let (pattern, redis_type, holds) = match idx.kind {
+                IndexKind::Equality => (
+                    format!("{}<{}>", desc.index_prefix(&ns, idx), idx.field),
+                    RedisType::Set,
+                    format!("ids of the entities with that {}", idx.field),
+                ),
+                IndexKind::Tags => (
+                    format!("{}<tag>", desc.index_prefix(&ns, idx)),
+                    RedisType::Set,
+                    format!("ids of the entities tagged so in {}", idx.field),
+                ),
+                IndexKind::Unique => (
+                    format!("{}<{}>", desc.index_prefix(&ns, idx), idx.field),
+                    RedisType::String,
+                    format!("the id of the one entity with that {}", idx.field),
+                ),
+                IndexKind::Prefix => (
+                    desc.index_zset(&ns, idx),
+                    RedisType::SortedSet,
+                    format!("<{}>:<id> entries, score 0 (prefix search)", idx.field),
+                ),
+                IndexKind::Sorted => (
+                    desc.index_zset(&ns, idx),
+                    RedisType::SortedSet,
+                    format!("ids scored by {}", idx.field),
+                ),
+            };
+            keys.push(KeyPattern {
+                pattern,
+                redis_type,
+                holds,
+            });
+        }
+        if !desc.indexes.is_empty() {
+            keys.push(KeyPattern {
+                pattern: desc.ids_key(&ns),
+                redis_type: RedisType::Set,
+                holds: "ids of every stored entity".into(),
+            });
+            keys.push(KeyPattern {
+                pattern: desc.expiry_key(&ns),
+                redis_type: RedisType::SortedSet,
+                holds: "ids of entities with a TTL, scored by expiry time (ms)".into(),
+            });
+            keys.push(KeyPattern {
+                pattern: format!("{base}:@shadow"),
+                redis_type: RedisType::Hash,
+                holds: "index entries of an entity with a TTL, kept past its expiry until swept"
+                    .into(),
+            });
+        }
         EntityLayout {
             entity: desc.type_name,
             layout: desc.layout,
             keys,
+            prefix: desc.prefix,
+            indexed: !desc.indexes.is_empty(),
         }
     }
 
@@ -147,10 +206,14 @@ impl fmt::Display for EntityLayout {
 /// The entity types of an application. Registering two types whose key
 /// families could produce the same key is an error.
 ///
-/// Every key of an entity is its literal head, then `{` and the escaped pk,
-/// where escaping never produces `{` or `}`. Two entity types therefore share
-/// a key only if their heads are equal; different heads diverge at the latest
-/// where the shorter one meets its `{`.
+/// Every entity key is its literal head, then `{` and the escaped pk, where
+/// escaping never produces `{` or `}`. Two entity types therefore share an
+/// entity key only if their heads are equal; different heads diverge at the
+/// latest where the shorter one meets its `{`. Index keys have no braces and
+/// live under the prefix: `<prefix>:<field>` and `<prefix>:<field>:<value>`,
+/// where a value has no `:`. Two indexed types can collide when one prefix is
+/// the other's, or the other's followed by `:` and more segments (an
+/// equality key of one can be a sorted set of the other), so that is refused.
 #[derive(Debug, Default, Clone)]
 pub struct Registry {
     layouts: Vec<EntityLayout>,
@@ -165,7 +228,17 @@ impl Registry {
     /// Adds `E`, or fails with [`Error::LayoutOverlap`].
     pub fn register<E: Entity>(mut self) -> Result<Self> {
         let layout = EntityLayout::of(E::DESC);
-        if let Some(other) = self.layouts.iter().find(|l| l.head() == layout.head()) {
+        let nested = |a: &str, b: &str| a == b || b.starts_with(&format!("{a}:"));
+        let index_clash = |l: &EntityLayout| {
+            l.indexed
+                && layout.indexed
+                && (nested(l.prefix, layout.prefix) || nested(layout.prefix, l.prefix))
+        };
+        if let Some(other) = self
+            .layouts
+            .iter()
+            .find(|l| l.head() == layout.head() || index_clash(l))
+        {
             return Err(Error::LayoutOverlap {
                 first: format!("{} ({})", other.keys[0].pattern, other.entity),
                 second: format!("{} ({})", layout.keys[0].pattern, layout.entity),

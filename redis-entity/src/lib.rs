@@ -35,6 +35,7 @@
 #![warn(missing_docs)]
 
 pub mod blocking;
+pub mod board;
 pub mod cache;
 pub mod codec;
 mod conn;
@@ -58,7 +59,7 @@ pub use entity::{
 pub use error::{Error, FieldError, FieldErrorKind, Result};
 pub use field::{
     AllowsIncr, Assign, Equality, Field, HashField, Incrementable, NoIndex, Prefix, PrefixIndex,
-    SetIndex, Tags, Unique,
+    SetIndex, Sorted, SortedIndex, Tags, Unique,
 };
 pub use key::{KeyPart, Namespace, PaddedKeyPart};
 pub use layout::{EntityLayout, KeyPattern, RedisType, Registry};
@@ -72,6 +73,7 @@ pub use redis_entity_derive::RedisEntity;
 /// The paths generated code uses. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::codec::SortScore;
     pub use crate::codec::{
         decode_map, to_bytes, Defaulted, FieldCodec, Json, JsonOptional, MapField, Optional,
         PkPart, Plain, TagList,
@@ -80,7 +82,7 @@ pub mod __private {
         ColumnDesc, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, MapDesc, Row,
     };
     pub use crate::error::{FieldError, Result};
-    pub use crate::field::{Equality, Field, HashField, NoIndex, Prefix, Tags, Unique};
+    pub use crate::field::{Equality, Field, HashField, NoIndex, Prefix, Sorted, Tags, Unique};
     pub use crate::key::{KeyPart, PaddedKeyPart};
     pub use crate::layout::EntityLayout;
     pub use ::core;

@@ -233,13 +233,19 @@ impl<'a> Builder<'a> {
             args.push(field);
             args.push(fixed);
             args.push(match idx.kind {
-                IndexKind::Prefix => desc.index_zset(self.ns, idx).into_bytes(),
+                IndexKind::Prefix | IndexKind::Sorted => desc.index_zset(self.ns, idx).into_bytes(),
                 _ => desc.index_prefix(self.ns, idx).into_bytes(),
             });
-            args.push(match &self.new_values[i] {
-                None => Vec::new(),
-                Some(None) => b"n".to_vec(),
-                Some(Some(v)) => [b"v", &v[..]].concat(),
+            args.push(match (&self.new_values[i], idx.score) {
+                (None, _) => Vec::new(),
+                (Some(None), _) => b"n".to_vec(),
+                // A sorted index is given the score, not the stored text (a
+                // timestamp is stored as text and scored in milliseconds).
+                (Some(Some(v)), Some(score)) => match score(v) {
+                    Some(s) => format!("v{}", crate::codec::score_text(s)).into_bytes(),
+                    None => b"n".to_vec(),
+                },
+                (Some(Some(v)), None) => [b"v", &v[..]].concat(),
             });
         }
     }
@@ -310,6 +316,47 @@ pub fn json_document(desc: &EntityDesc, row: &Row) -> Vec<u8> {
     }
     out.push(b'}');
     out
+}
+
+/// Refuses a row whose sorted index value has no score (NaN), before anything
+/// is sent: Redis would reject it half-way through the write.
+pub fn check_scores(desc: &EntityDesc, row: &Row) -> Result<()> {
+    for idx in desc.indexes {
+        if let (Some(score), Some(c)) = (idx.score, idx.column()) {
+            if let Some(raw) = &row.columns[c] {
+                if score(raw).is_none_or(f64::is_nan) {
+                    return Err(Error::Encode {
+                        field: idx.field,
+                        reason: "a sorted index needs a number, and NaN is none".into(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses `set` of a NaN on a sorted field (see [`check_scores`]).
+pub fn check_update_scores(desc: &EntityDesc, ops: &[UpdateOp]) -> Result<()> {
+    for op in ops {
+        if let UpdateOp::Set {
+            col,
+            value: Some(raw),
+        } = op
+        {
+            for idx in desc.indexes.iter().filter(|i| i.column() == Some(*col)) {
+                if let Some(score) = idx.score {
+                    if score(raw).is_none_or(f64::is_nan) {
+                        return Err(Error::Encode {
+                            field: idx.field,
+                            reason: "a sorted index needs a number, and NaN is none".into(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Plans a save or insert of one entity.
@@ -405,7 +452,13 @@ pub fn update(
     ttl: Option<Duration>,
 ) -> WritePlan {
     let mut b = Builder::new(desc, keys, ns);
-    for op in ops {
+    // Increments go first: they are the only operations that can fail on the
+    // stored data (a value that is not a number), and a script that fails
+    // before its first write changes nothing.
+    let (incrs, others): (Vec<&UpdateOp>, Vec<&UpdateOp>) = ops
+        .iter()
+        .partition(|op| matches!(op, UpdateOp::Incr { .. }));
+    for op in incrs.into_iter().chain(others) {
         match op {
             UpdateOp::Set { col, value } => b.set_column(*col, value.clone()),
             UpdateOp::Incr { col, delta, float } => {
@@ -879,6 +932,7 @@ mod tests {
             field: "username",
             source: IndexSource::Column(0),
             kind: IndexKind::Unique,
+            score: None,
         }];
         let mut d = desc(Layout::Hash);
         d.key_head = "user:";

@@ -8,14 +8,16 @@
 //! result and removed (atomically, only if still stale) in a third call that
 //! happens only when such an entry was met.
 
+use crate::codec::SortScore;
 use crate::entity::{Entity, EntityDesc, EntityKeys, IndexKind, IndexSource, Row};
 use crate::error::{Error, Result};
-use crate::field::{Field, PrefixIndex, SetIndex};
+use crate::field::{Field, PrefixIndex, SetIndex, SortedIndex};
 use crate::key::{escape_bytes_into, Namespace};
 use crate::plan::{self, WritePlan};
 use redis::Value;
 use std::collections::BTreeSet;
 use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
 
 /// The query script.
 pub static QUERY_SCRIPT: &str = include_str!("lua/query.lua");
@@ -60,12 +62,58 @@ pub struct Condition {
     pub values: Vec<Vec<u8>>,
 }
 
+/// A score range on a sorted index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RangeCondition {
+    /// Position in [`EntityDesc::indexes`].
+    pub index: usize,
+    /// Lower bound.
+    pub min: Bound<f64>,
+    /// Upper bound.
+    pub max: Bound<f64>,
+}
+
+impl RangeCondition {
+    fn contains(&self, score: f64) -> bool {
+        (match self.min {
+            Bound::Included(m) => score >= m,
+            Bound::Excluded(m) => score > m,
+            Bound::Unbounded => true,
+        }) && (match self.max {
+            Bound::Included(m) => score <= m,
+            Bound::Excluded(m) => score < m,
+            Bound::Unbounded => true,
+        })
+    }
+}
+
+/// A ZRANGEBYSCORE bound.
+fn score_bound(b: Bound<f64>, unbounded: &str) -> Vec<u8> {
+    match b {
+        Bound::Included(v) => crate::codec::score_text(v).into_bytes(),
+        Bound::Excluded(v) => format!("({}", crate::codec::score_text(v)).into_bytes(),
+        Bound::Unbounded => unbounded.as_bytes().to_vec(),
+    }
+}
+
+/// Everything a query asks, independent of the store it runs on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Spec {
+    /// Set-algebra and prefix conditions.
+    pub conditions: Vec<Condition>,
+    /// Score ranges.
+    pub ranges: Vec<RangeCondition>,
+    /// Ordering: (sorted index position, descending).
+    pub order: Option<(usize, bool)>,
+    /// `limit(offset, n)`.
+    pub page: Option<(usize, usize)>,
+}
+
 /// A query being built; see the module docs. `S` is the store it runs on.
 #[must_use = "a query does nothing until `fetch()`, `ids()` or `count()` is called"]
 pub struct Query<'s, E: Entity, S> {
     pub(crate) store: &'s S,
-    pub(crate) conditions: Vec<Condition>,
-    pub(crate) page: Option<(usize, usize)>,
+    pub(crate) spec: Spec,
     pub(crate) error: Option<Error>,
     _e: PhantomData<fn() -> E>,
 }
@@ -86,8 +134,7 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
     pub(crate) fn new(store: &'s S) -> Self {
         Query {
             store,
-            conditions: Vec::new(),
-            page: None,
+            spec: Spec::default(),
             error: None,
             _e: PhantomData,
         }
@@ -100,7 +147,7 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
         values: impl IntoIterator<Item = V>,
     ) -> Self {
         match index_of(E::DESC, field.name()) {
-            Some(index) => self.conditions.push(Condition {
+            Some(index) => self.spec.conditions.push(Condition {
                 index,
                 op,
                 values: values.into_iter().map(|v| index_value(&v.into())).collect(),
@@ -166,21 +213,86 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
     /// members (numeric for integer pks, byte order otherwise). `count()`
     /// ignores it.
     pub fn limit(mut self, offset: usize, n: usize) -> Self {
-        self.page = Some((offset, n));
+        self.spec.page = Some((offset, n));
+        self
+    }
+
+    fn sorted_index<T, C, K>(&mut self, field: Field<E, T, C, K>) -> Option<usize> {
+        let found = index_of(E::DESC, field.name());
+        if found.is_none() {
+            self.error.get_or_insert(Error::UnexpectedReply {
+                key: String::new(),
+                detail: format!("field `{}` has no index", field.name()),
+            });
+        }
+        found
+    }
+
+    /// Entities whose sorted `field` lies in `range` (`a..b`, `a..=b`, `a..`,
+    /// `..b`, `..`; ZRANGEBYSCORE).
+    pub fn range<T, C, K: SortedIndex>(
+        mut self,
+        field: Field<E, T, C, K>,
+        range: impl RangeBounds<K::Value>,
+    ) -> Self {
+        let map = |b: Bound<&K::Value>| match b {
+            Bound::Included(v) => Bound::Included(v.score()),
+            Bound::Excluded(v) => Bound::Excluded(v.score()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        if let Some(index) = self.sorted_index(field) {
+            self.spec.ranges.push(RangeCondition {
+                index,
+                min: map(range.start_bound()),
+                max: map(range.end_bound()),
+            });
+        }
+        self
+    }
+
+    /// Results in ascending order of the sorted `field`; equal scores in
+    /// byte order of their members (Redis' own order); entities without a
+    /// value last.
+    pub fn order_asc<T, C, K: SortedIndex>(mut self, field: Field<E, T, C, K>) -> Self {
+        if let Some(index) = self.sorted_index(field) {
+            self.spec.order = Some((index, false));
+        }
+        self
+    }
+
+    /// Results in descending order of the sorted `field`; equal scores in
+    /// reverse byte order of their members (as `ZREVRANGE`); entities
+    /// without a value last.
+    pub fn order_desc<T, C, K: SortedIndex>(mut self, field: Field<E, T, C, K>) -> Self {
+        if let Some(index) = self.sorted_index(field) {
+            self.spec.order = Some((index, true));
+        }
         self
     }
 }
 
-/// The call of the query script for `conditions`; `limit = Some(0)` only counts.
+/// The call of the query script for `spec`; `count_only` asks only the count,
+/// `with_scores` the order field's score of each member of the page.
 pub(crate) fn script_call(
     desc: &EntityDesc,
     ns: &Namespace,
-    conditions: &[Condition],
-    page: Option<(usize, usize)>,
+    spec: &Spec,
     count_only: bool,
+    with_scores: bool,
 ) -> (redis::Cmd, redis::Cmd) {
+    let (conditions, page) = (&spec.conditions, spec.page);
     let mut keys: Vec<Vec<u8>> = Vec::new();
-    let mut args: Vec<Vec<u8>> = vec![conditions.len().to_string().into_bytes()];
+    let mut args: Vec<Vec<u8>> = vec![(conditions.len() + spec.ranges.len())
+        .to_string()
+        .into_bytes()];
+    for r in &spec.ranges {
+        args.push(b"all".to_vec());
+        args.push(b"r".to_vec());
+        args.push(b"1".to_vec());
+        keys.push(desc.index_zset(ns, &desc.indexes[r.index]).into_bytes());
+        args.push(score_bound(r.min, "-inf"));
+        args.push(score_bound(r.max, "+inf"));
+    }
     for c in conditions {
         let idx = &desc.indexes[c.index];
         args.push(c.op.name().as_bytes().to_vec());
@@ -216,6 +328,7 @@ pub(crate) fn script_call(
     // A whole result is sorted by the caller (cheaper than Lua's sort); a
     // page must be cut from the sorted result on the server.
     args.push(match (page, desc.numeric_pk) {
+        _ if spec.order.is_some() => b"o".to_vec(),
         (None, _) => b"-".to_vec(),
         (Some(_), true) => b"n".to_vec(),
         (Some(_), false) => b"s".to_vec(),
@@ -232,6 +345,25 @@ pub(crate) fn script_call(
     let suffixes = presence_suffixes(desc);
     args.push(suffixes.len().to_string().into_bytes());
     args.extend(suffixes.into_iter().map(String::into_bytes));
+    match spec.order {
+        Some((index, desc_order)) => {
+            args.push(desc.index_zset(ns, &desc.indexes[index]).into_bytes());
+            args.push(if desc_order {
+                b"desc".to_vec()
+            } else {
+                b"asc".to_vec()
+            });
+        }
+        None => {
+            args.push(Vec::new());
+            args.push(Vec::new());
+        }
+    }
+    args.push(if with_scores {
+        b"1".to_vec()
+    } else {
+        b"0".to_vec()
+    });
     let build = |name: &str, script: &str| {
         let mut c = redis::cmd(name);
         c.arg(script).arg(keys.len());
@@ -301,6 +433,82 @@ pub(crate) struct Answer {
     pub members: Vec<String>,
     /// Members whose entity has expired; their entries are to be removed.
     pub ghosts: Vec<String>,
+    /// With scores asked: the order field's score of each page member.
+    pub scores: Vec<f64>,
+}
+
+/// A score as Redis writes it (`inf`, `-inf`, decimal).
+pub(crate) fn parse_score(s: &str) -> Option<f64> {
+    match s {
+        "inf" | "+inf" => Some(f64::INFINITY),
+        "-inf" => Some(f64::NEG_INFINITY),
+        _ => s.parse().ok(),
+    }
+}
+
+/// The rank script.
+pub static RANK_SCRIPT: &str = include_str!("lua/rank.lua");
+
+/// The call of the rank script for `member` in sorted index `index`.
+pub(crate) fn rank_call(
+    desc: &EntityDesc,
+    ns: &Namespace,
+    index: usize,
+    member: &str,
+) -> (redis::Cmd, redis::Cmd) {
+    static SHA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let sha = SHA.get_or_init(|| redis::Script::new(RANK_SCRIPT).get_hash().to_owned());
+    let build = |name: &str, script: &str| {
+        let mut c = redis::cmd(name);
+        c.arg(script)
+            .arg(2)
+            .arg(desc.index_zset(ns, &desc.indexes[index]))
+            .arg(desc.expiry_key(ns))
+            .arg(member)
+            .arg(format!("{}{}{{", ns.as_str(), desc.key_head));
+        for s in presence_suffixes(desc) {
+            c.arg(s);
+        }
+        c
+    };
+    (build("EVALSHA", sha), build("EVAL", RANK_SCRIPT))
+}
+
+/// The spec of `top(field, n)`.
+pub(crate) fn top_spec(index: usize, n: usize) -> Spec {
+    Spec {
+        order: Some((index, true)),
+        page: Some((0, n)),
+        ..Spec::default()
+    }
+}
+
+/// A leaderboard page and the repairs its read called for.
+pub(crate) type Top<E> = (Vec<(E, f64)>, Vec<WritePlan>);
+
+/// Pairs the fetched entities of a `top` with their scores; missing ones
+/// (deleted since) are skipped and their entries cleaned.
+pub(crate) fn finish_top<E: Entity>(
+    ns: &Namespace,
+    answer: &Answer,
+    keys: &[EntityKeys],
+    replies: Vec<Value>,
+) -> Result<Top<E>> {
+    let desc = E::DESC;
+    let mut it = replies.into_iter();
+    let mut out = Vec::with_capacity(answer.members.len());
+    let mut repairs = Vec::new();
+    for ((member, k), score) in answer.members.iter().zip(keys).zip(&answer.scores) {
+        let row = plan::decode_read(desc, k, &mut it)?;
+        match (row, parse_member::<E>(member)) {
+            (Some(row), Some(pk)) => {
+                let e = E::from_row(&pk, row).map_err(|e| Error::from_field(&k.base, e))?;
+                out.push((e, *score));
+            }
+            _ => repairs.push(repair_plan(desc, ns, member, &[], false)),
+        }
+    }
+    Ok((out, repairs))
 }
 
 /// The sweep writes for ghosts a query met.
@@ -315,7 +523,12 @@ pub(crate) fn sweep_plans(desc: &EntityDesc, ns: &Namespace, ghosts: &[String]) 
 }
 
 /// `{ total, ghost count, ghosts..., members... }` from the query script.
-pub(crate) fn parse_reply(desc: &EntityDesc, reply: Value) -> Result<Answer> {
+pub(crate) fn parse_reply(
+    desc: &EntityDesc,
+    spec: &Spec,
+    with_scores: bool,
+    reply: Value,
+) -> Result<Answer> {
     let bad = |detail: String| Error::UnexpectedReply {
         key: desc.ids_key(&Namespace::none()),
         detail,
@@ -339,11 +552,22 @@ pub(crate) fn parse_reply(desc: &EntityDesc, reply: Value) -> Result<Answer> {
         })
         .collect::<Result<_>>()?;
     let ghosts: Vec<String> = members.drain(..nghosts.min(members.len())).collect();
-    sort_members(desc, &mut members);
+    let mut scores = Vec::new();
+    if with_scores {
+        let page = std::mem::take(&mut members);
+        for pair in page.chunks(2) {
+            members.push(pair[0].clone());
+            scores.push(pair.get(1).and_then(|s| parse_score(s)).unwrap_or(f64::NAN));
+        }
+    }
+    if spec.order.is_none() {
+        sort_members(desc, &mut members);
+    }
     Ok(Answer {
         total,
         members,
         ghosts,
+        scores,
     })
 }
 
@@ -361,6 +585,12 @@ pub(crate) fn row_entries(
     };
     match (&stored, idx.kind) {
         (None, _) => BTreeSet::new(),
+        // A sorted entry is the member's score, in one canonical spelling.
+        (Some(raw), IndexKind::Sorted) => idx
+            .score
+            .and_then(|f| f(raw))
+            .map(|s| BTreeSet::from([crate::codec::score_text(s).into_bytes()]))
+            .unwrap_or_default(),
         (Some(raw), IndexKind::Tags) => raw
             .split(|&b| b == b':')
             .filter(|p| !p.is_empty())
@@ -403,15 +633,22 @@ fn escaped_eq(raw: &[u8], escaped: &[u8]) -> bool {
 }
 
 /// Checks a fetched row against the conditions (`None`: the entity is gone).
-pub(crate) fn check(
-    desc: &EntityDesc,
-    conditions: &[Condition],
-    member: &str,
-    row: Option<&Row>,
-) -> Check {
+pub(crate) fn check(desc: &EntityDesc, spec: &Spec, member: &str, row: Option<&Row>) -> Check {
     let mut entries = Vec::new();
     let mut missing = false;
-    for c in conditions {
+    for r in &spec.ranges {
+        let idx = &desc.indexes[r.index];
+        let score = match (row, idx.column(), idx.score) {
+            (Some(row), Some(c), Some(f)) => row.columns[c].as_deref().and_then(f),
+            _ => None,
+        };
+        // A sorted entry that disagrees with the stored value is re-derived
+        // from it (the entity is re-indexed).
+        if !score.is_some_and(|s| r.contains(s)) {
+            missing = true;
+        }
+    }
+    for c in &spec.conditions {
         // Fast path: an equality condition on a stored scalar column.
         let idx = &desc.indexes[c.index];
         if let (
@@ -505,7 +742,7 @@ pub(crate) struct Fetched<E> {
 /// Decodes, checks and parses the page's rows.
 pub(crate) fn finish_fetch<E: Entity>(
     ns: &Namespace,
-    conditions: &[Condition],
+    spec: &Spec,
     members: &[String],
     keys: &[EntityKeys],
     replies: Vec<Value>,
@@ -518,7 +755,7 @@ pub(crate) fn finish_fetch<E: Entity>(
     };
     for (member, k) in members.iter().zip(keys) {
         let row = plan::decode_read(desc, k, &mut it)?;
-        match check(desc, conditions, member, row.as_ref()) {
+        match check(desc, spec, member, row.as_ref()) {
             Check::Match => {}
             Check::Stale { entries, missing } => {
                 out.repairs.push(repair_plan(
@@ -588,14 +825,17 @@ pub(crate) fn finish_unique<E: Entity>(
     keys: &EntityKeys,
     replies: Vec<Value>,
 ) -> Result<(Option<E>, Option<WritePlan>)> {
-    let conditions = [Condition {
-        index,
-        op: SetOp::All,
-        values: vec![value],
-    }];
+    let spec = Spec {
+        conditions: vec![Condition {
+            index,
+            op: SetOp::All,
+            values: vec![value],
+        }],
+        ..Spec::default()
+    };
     let fetched = finish_fetch::<E>(
         ns,
-        &conditions,
+        &spec,
         &[member.to_owned()],
         std::slice::from_ref(keys),
         replies,

@@ -4,10 +4,11 @@
 //! (read, then compare-and-set) and the first write after the server lost its
 //! script cache (`NOSCRIPT`, answered by resending with `EVAL`).
 
+use crate::board::Board;
 use crate::codec::{to_bytes, MapField, Scalar};
 use crate::entity::{Entity, EntityKeys, Layout};
 use crate::error::{Error, FieldError, Result};
-use crate::field::{Field, HashField, SetIndex, Unique};
+use crate::field::{Field, HashField, SetIndex, SortedIndex, Unique};
 use crate::key::Namespace;
 use crate::plan::{self, WriteMode, WritePlan};
 use crate::query::{self, Query};
@@ -160,7 +161,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         ttl: Option<Duration>,
     ) -> Result<bool> {
         let keys = EntityKeys::of_entity(&self.ns, e);
-        let plan = plan::save(E::DESC, &self.ns, &keys, &e.to_row()?, mode, ttl);
+        let plan = plan::save(E::DESC, &self.ns, &keys, &checked_row(e)?, mode, ttl);
         self.write(&plan).await
     }
 
@@ -194,7 +195,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                     E::DESC,
                     &self.ns,
                     &keys,
-                    &e.to_row()?,
+                    &checked_row(e)?,
                     WriteMode::Save,
                     None,
                 ))
@@ -381,20 +382,173 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok(found)
     }
 
+    /// The `n` entities with the highest sorted `field`, with their scores
+    /// (a leaderboard with profiles): two round trips, whatever `n`.
+    pub async fn top<E: Entity, T, Co, K: SortedIndex>(
+        &self,
+        field: Field<E, T, Co, K>,
+        n: usize,
+    ) -> Result<Vec<(E, f64)>> {
+        let Some(index) = query::index_of(E::DESC, field.name()) else {
+            return Ok(Vec::new());
+        };
+        let answer = self
+            .run_query::<E>(&query::top_spec(index, n), false, true)
+            .await?;
+        if answer.members.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (pipe, keys) = query::read_members(E::DESC, &self.ns, &answer.members);
+        let replies: Vec<Value> = pipe
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&keys[0].base, e))?;
+        let (top, repairs) = query::finish_top::<E>(&self.ns, &answer, &keys, replies)?;
+        if !repairs.is_empty() {
+            self.write_many(&repairs).await?;
+        }
+        Ok(top)
+    }
+
+    /// The 0-based rank of the entity by its sorted `field`, highest first
+    /// (`ZREVRANK`, one round trip); `None` when it has no value or no entity.
+    /// Expired entities are never counted above it.
+    pub async fn rank<E: Entity, T, Co, K: SortedIndex>(
+        &self,
+        field: Field<E, T, Co, K>,
+        pk: &E::Pk,
+    ) -> Result<Option<u64>> {
+        let Some(index) = query::index_of(E::DESC, field.name()) else {
+            return Ok(None);
+        };
+        let (evalsha, eval) = query::rank_call(E::DESC, &self.ns, index, &E::member(pk));
+        let mut conn = self.conn.clone();
+        let reply: Option<u64> = match evalsha.query_async(&mut conn).await {
+            Err(e) if plan::is_noscript(&e) => eval.query_async(&mut conn).await,
+            other => other,
+        }
+        .map_err(|e| Error::redis(&E::DESC.index_zset(&self.ns, &E::DESC.indexes[index]), e))?;
+        Ok(reply)
+    }
+
+    /// Adds `delta` to the entity's score on `board` in the current bucket
+    /// (`ZINCRBY`) and sets the bucket's expiry, in one round trip; returns
+    /// the new score.
+    pub async fn board_incr<E: Entity>(
+        &self,
+        board: &Board<E>,
+        pk: &E::Pk,
+        delta: f64,
+    ) -> Result<f64> {
+        self.board_incr_at(board, pk, delta, std::time::SystemTime::now())
+            .await
+    }
+
+    /// Like `board_incr`, in the bucket of time `at`.
+    pub async fn board_incr_at<E: Entity>(
+        &self,
+        board: &Board<E>,
+        pk: &E::Pk,
+        delta: f64,
+        at: std::time::SystemTime,
+    ) -> Result<f64> {
+        let key = board.key(&self.ns, at);
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("ZINCRBY")
+            .arg(&key)
+            .arg(crate::codec::score_text(delta))
+            .arg(E::member(pk))
+            .cmd("PEXPIREAT")
+            .arg(&key)
+            .arg(board.expires_at_ms(at))
+            .ignore();
+        let (score,): (String,) = pipe
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&key, e))?;
+        query::parse_score(&score).ok_or_else(|| Error::UnexpectedReply { key, detail: score })
+    }
+
+    /// The `n` best entities of the current bucket of `board`, with scores
+    /// (two round trips).
+    pub async fn board_top<E: Entity>(&self, board: &Board<E>, n: usize) -> Result<Vec<(E, f64)>> {
+        self.board_top_at(board, std::time::SystemTime::now(), n)
+            .await
+    }
+
+    /// The `n` best entities of the bucket of time `at`.
+    pub async fn board_top_at<E: Entity>(
+        &self,
+        board: &Board<E>,
+        at: std::time::SystemTime,
+        n: usize,
+    ) -> Result<Vec<(E, f64)>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let key = board.key(&self.ns, at);
+        let flat: Vec<String> = redis::cmd("ZRANGE")
+            .arg(&key)
+            .arg(0)
+            .arg(n - 1)
+            .arg("REV")
+            .arg("WITHSCORES")
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&key, e))?;
+        let mut answer = query::Answer {
+            total: 0,
+            members: Vec::new(),
+            ghosts: Vec::new(),
+            scores: Vec::new(),
+        };
+        for pair in flat.chunks(2) {
+            answer.members.push(pair[0].clone());
+            answer.scores.push(
+                pair.get(1)
+                    .and_then(|s| query::parse_score(s))
+                    .unwrap_or(f64::NAN),
+            );
+        }
+        if answer.members.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (pipe, keys) = query::read_members(E::DESC, &self.ns, &answer.members);
+        let replies: Vec<Value> = pipe
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&keys[0].base, e))?;
+        // Entities deleted since are skipped; a board keeps its history.
+        let (top, _) = query::finish_top::<E>(&self.ns, &answer, &keys, replies)?;
+        Ok(top)
+    }
+
+    /// The entity's 0-based rank in the current bucket of `board`, best first.
+    pub async fn board_rank<E: Entity>(&self, board: &Board<E>, pk: &E::Pk) -> Result<Option<u64>> {
+        let key = board.key(&self.ns, std::time::SystemTime::now());
+        redis::cmd("ZREVRANK")
+            .arg(&key)
+            .arg(E::member(pk))
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&key, e))
+    }
+
     async fn run_query<E: Entity>(
         &self,
-        conditions: &[query::Condition],
-        page: Option<(usize, usize)>,
+        spec: &query::Spec,
         count_only: bool,
+        with_scores: bool,
     ) -> Result<query::Answer> {
-        let (evalsha, eval) = query::script_call(E::DESC, &self.ns, conditions, page, count_only);
+        let (evalsha, eval) = query::script_call(E::DESC, &self.ns, spec, count_only, with_scores);
         let mut conn = self.conn.clone();
         let reply = match evalsha.query_async::<Value>(&mut conn).await {
             Err(e) if plan::is_noscript(&e) => eval.query_async::<Value>(&mut conn).await,
             other => other,
         }
         .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
-        let answer = query::parse_reply(E::DESC, reply)?;
+        let answer = query::parse_reply(E::DESC, spec, with_scores, reply)?;
         if !answer.ghosts.is_empty() {
             // Expired entities met on the way: remove all their entries now.
             self.write_many(&query::sweep_plans(E::DESC, &self.ns, &answer.ghosts))
@@ -481,7 +635,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
         }
         let store = self.store;
         let members = store
-            .run_query::<E>(&self.conditions, self.page, false)
+            .run_query::<E>(&self.spec, false, false)
             .await?
             .members;
         if members.is_empty() {
@@ -492,8 +646,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
             .query_async(&mut store.conn.clone())
             .await
             .map_err(|e| Error::redis(&keys[0].base, e))?;
-        let fetched =
-            query::finish_fetch::<E>(&store.ns, &self.conditions, &members, &keys, replies)?;
+        let fetched = query::finish_fetch::<E>(&store.ns, &self.spec, &members, &keys, replies)?;
         if !fetched.repairs.is_empty() {
             store.write_many(&fetched.repairs).await?;
         }
@@ -508,7 +661,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
         }
         let members = self
             .store
-            .run_query::<E>(&self.conditions, self.page, false)
+            .run_query::<E>(&self.spec, false, false)
             .await?
             .members;
         Ok(members
@@ -524,7 +677,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
         }
         Ok(self
             .store
-            .run_query::<E>(&self.conditions, None, true)
+            .run_query::<E>(&self.spec, true, false)
             .await?
             .total)
     }
@@ -538,6 +691,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
             return Err(e);
         }
         let store = self.store;
+        plan::check_update_scores(E::DESC, &self.ops)?;
         let keys = EntityKeys::new(E::DESC, &store.ns, self.member);
         if E::DESC.layout != Layout::Json {
             let plan = plan::update(E::DESC, &store.ns, &keys, &self.ops, self.ttl);
@@ -567,6 +721,13 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
             detail: "the document kept changing during the update".into(),
         })
     }
+}
+
+/// The stored form of `e`, refused if a sorted index value has no score.
+pub(crate) fn checked_row<E: Entity>(e: &E) -> Result<crate::Row> {
+    let row = e.to_row()?;
+    plan::check_scores(E::DESC, &row)?;
+    Ok(row)
 }
 
 /// Decodes one entity's replies, attaching the key to field errors.

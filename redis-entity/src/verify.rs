@@ -383,6 +383,12 @@ impl<'a> Verifier<'a> {
                         .arg(desc.index_zset(ns, idx))
                         .arg(0)
                         .arg(-1);
+                } else if idx.kind == IndexKind::Sorted {
+                    pipe.cmd("ZRANGE")
+                        .arg(desc.index_zset(ns, idx))
+                        .arg(0)
+                        .arg(-1)
+                        .arg("WITHSCORES");
                 } else {
                     scan_cmd(&mut pipe, *cursor, &index_pattern(desc, ns, *index));
                 }
@@ -458,6 +464,19 @@ impl<'a> Verifier<'a> {
                     .filter_map(|v| match v {
                         Value::BulkString(b) => Some(b),
                         _ => None,
+                    })
+                    .collect();
+                add_prefix_entries(desc, ns, index, entries, &mut self.actual);
+                after_indexes(index + 1)
+            }
+            Step::ScanIndex { index, .. } if desc.indexes[index].kind == IndexKind::Sorted => {
+                // Entries named `<prefix>:<field>:<score>`, like the others.
+                let flat: Vec<String> = list(first()).into_iter().filter_map(text).collect();
+                let entries = flat
+                    .chunks(2)
+                    .filter_map(|p| {
+                        let score = crate::query::parse_score(p.get(1)?)?;
+                        Some(format!("{}:{}", crate::codec::score_text(score), p[0]).into_bytes())
                     })
                     .collect();
                 add_prefix_entries(desc, ns, index, entries, &mut self.actual);

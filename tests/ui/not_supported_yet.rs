@@ -4,8 +4,6 @@ use redis_entity::RedisEntity;
 struct User {
     #[pk]
     id: u64,
-    #[index(sorted)]
-    score: f64,
     #[version]
     version: u64,
 }

@@ -9,6 +9,7 @@ struct User {
     #[index]
     country: String,
     email: String,
+    level: i64,
 }
 
 async fn wrong(store: Store) {
@@ -19,6 +20,9 @@ async fn wrong(store: Store) {
     let _ = store.find_unique(User::COUNTRY, "DE").await;
     // A unique value is looked up with find_unique, not set algebra.
     let _ = store.query::<User>().all(User::USERNAME, ["lisi"]).ids().await;
+    // Ranges, ordering, top and rank need a sorted index.
+    let _ = store.query::<User>().range(User::LEVEL, 1..5).ids().await;
+    let _ = store.top(User::LEVEL, 10).await;
 }
 
 fn main() {}

@@ -5,13 +5,16 @@
 --       only `none` conditions).
 -- ARGV: group count; per group: operation (all | any | none), source (s = sets
 --       of members, z = lexicographic ranges of a prefix index's sorted set,
---       whose entries are `escaped value:member`), part count, and for z
---       parts a min and a max per part (ZRANGEBYLEX syntax);
+--       whose entries are `escaped value:member`, r = score ranges of a sorted
+--       index), part count, and for z and r parts a min and a max per part
+--       (ZRANGEBYLEX / ZRANGEBYSCORE syntax);
 --       then the sort mode (n = numeric members, s = text, - = unsorted: the
 --       caller sorts a full result itself), offset, limit (-1: no limit;
 --       0: only count); then the expiry set of the type, the owner head and
 --       a count of presence suffixes and the suffixes (head..member..suffix
---       are the keys whose existence means the entity exists).
+--       are the keys whose existence means the entity exists); then the
+--       order (a sorted index key or '', and asc | desc) and '1' to return
+--       each page member's score.
 -- Returns: { total matches (ignoring offset and limit), ghost count, the
 --   ghosts (members whose entity has expired: never counted or returned;
 --   the caller removes their entries), members of the page... }
@@ -42,29 +45,65 @@ local function lex_members(key, min, max)
   return out
 end
 
--- Each group becomes a list of parts (each a member list, or set keys to
--- combine on the server) and an estimated size for ordering.
+-- Each group: its parts (set keys, or ranges of a sorted set), read only
+-- when needed.
 local groups = {}
 for g = 1, tonumber(arg()) do
   local op, source, n = arg(), arg(), tonumber(arg())
-  local group = { op = op, source = source, keys = {}, lists = {}, size = 0 }
+  local group = { op = op, source = source, keys = {}, ranges = {}, size = 0 }
   for j = 1, n do
     local key = next_key()
     if source == 's' then
       group.keys[j] = key
     else
-      local list = lex_members(key, arg(), arg())
-      group.lists[j] = list
-      group.size = group.size + #list
+      group.ranges[j] = { key = key, min = arg(), max = arg() }
     end
   end
   groups[#groups + 1] = group
+end
+
+-- The members of one part of a range group.
+local function range_members(source, r)
+  if source == 'r' then return redis.call('ZRANGEBYSCORE', r.key, r.min, r.max) end
+  return lex_members(r.key, r.min, r.max)
+end
+
+-- An estimate of a group's size, to intersect the smallest first.
+local function size_of(group)
+  local n = 0
+  for _, key in ipairs(group.keys) do n = n + redis.call('SCARD', key) end
+  for _, r in ipairs(group.ranges) do
+    if group.source == 'r' then n = n + redis.call('ZCOUNT', r.key, r.min, r.max)
+    else n = n + redis.call('ZLEXCOUNT', r.key, r.min, r.max) end
+  end
+  return n
 end
 local universe = next_key()
 local sort_mode, offset, limit = arg(), tonumber(arg()), tonumber(arg())
 local expiry_key, owner_head = arg(), arg()
 local suffixes = {}
 for j = 1, tonumber(arg()) do suffixes[j] = arg() end
+local order_key, order_dir, with_scores = arg(), arg(), arg() == '1'
+local may_expire = expiry_key ~= '' and redis.call('ZCARD', expiry_key) > 0
+
+-- Fast path for leaderboards: ordered by a sorted index, at most a range on
+-- that same index, nothing that can have expired: one ZRANGE with LIMIT.
+if order_key ~= '' and not may_expire and #groups <= 1
+  and (#groups == 0 or (groups[1].source == 'r' and groups[1].ranges[1].key == order_key)) then
+  local min, max = '-inf', '+inf'
+  if #groups == 1 then min = groups[1].ranges[1].min; max = groups[1].ranges[1].max end
+  local total = redis.call('ZCOUNT', order_key, min, max)
+  local out = { total, 0 }
+  if limit == 0 then return out end
+  local cmd = { 'ZRANGE', order_key, min, max, 'BYSCORE' }
+  if order_dir == 'desc' then cmd = { 'ZRANGE', order_key, max, min, 'BYSCORE', 'REV' } end
+  if limit > 0 or offset > 0 then
+    cmd[#cmd + 1] = 'LIMIT'; cmd[#cmd + 1] = offset; cmd[#cmd + 1] = limit
+  end
+  if with_scores then cmd[#cmd + 1] = 'WITHSCORES' end
+  for _, v in ipairs(redis.call(unpack(cmd))) do out[#out + 1] = v end
+  return out
+end
 
 -- The members of a group combined as its operation says: all = intersection,
 -- any / none = union (none is subtracted afterwards).
@@ -74,17 +113,19 @@ local function members_of(group)
     if group.op == 'all' then return redis.call('SINTER', unpack(group.keys)) end
     return redis.call('SUNION', unpack(group.keys))
   end
-  if #group.lists == 0 then return {} end
+  local lists = {}
+  for j, r in ipairs(group.ranges) do lists[j] = range_members(group.source, r) end
+  if #lists == 0 then return {} end
   if group.op == 'all' then
-    local result = group.lists[1]
-    for j = 2, #group.lists do
-      local s = to_set(group.lists[j])
+    local result = lists[1]
+    for j = 2, #lists do
+      local s = to_set(lists[j])
       result = keep(result, function(m) return s[m] end)
     end
     return result
   end
   local seen, out = {}, {}
-  for _, list in ipairs(group.lists) do
+  for _, list in ipairs(lists) do
     for _, m in ipairs(list) do
       if not seen[m] then seen[m] = true; out[#out + 1] = m end
     end
@@ -99,16 +140,14 @@ for _, g in ipairs(groups) do
   if g.op == 'none' then negative[#negative + 1] = g else positive[#positive + 1] = g end
 end
 if #positive > 1 then
-  for _, g in ipairs(positive) do
-    for _, key in ipairs(g.keys) do g.size = g.size + redis.call('SCARD', key) end
-  end
+  for _, g in ipairs(positive) do g.size = size_of(g) end
   table.sort(positive, function(x, y) return x.size < y.size end)
 end
 local result
 for _, g in ipairs(positive) do
   if result and #result == 0 then break end
   -- `all` of no values is no condition; `any` of no values matches nothing.
-  if not (g.op == 'all' and #g.keys == 0 and #g.lists == 0) then
+  if not (g.op == 'all' and #g.keys == 0 and #g.ranges == 0) then
     local members = members_of(g)
     if result == nil then
       result = members
@@ -128,7 +167,7 @@ end
 -- Entities with a TTL may have expired since they were indexed; only when
 -- some entity of the type has one is each candidate checked.
 local ghosts = {}
-if expiry_key ~= '' and #result > 0 and redis.call('ZCARD', expiry_key) > 0 then
+if may_expire and #result > 0 then
   local live = {}
   for _, m in ipairs(result) do
     local alive = false
@@ -147,8 +186,36 @@ local function reply(page)
 end
 
 if limit == 0 then return reply({}) end
+-- Ordering by a sorted index: Redis' order (score, then member bytes;
+-- both reversed for desc), members without a score last.
+local scores = {}
+if order_key ~= '' then
+  for s = 1, #result, 4000 do
+    local chunk = {}
+    for j = s, math.min(s + 3999, #result) do chunk[#chunk + 1] = result[j] end
+    local got = redis.call('ZMSCORE', order_key, unpack(chunk))
+    for j, m in ipairs(chunk) do scores[m] = got[j] and tonumber(got[j]) or nil end
+  end
+  local desc = order_dir == 'desc'
+  table.sort(result, function(x, y)
+    local sx, sy = scores[x], scores[y]
+    if sx == nil or sy == nil then
+      if sx == sy then return x < y end
+      return sy == nil
+    end
+    if sx ~= sy then
+      if desc then return sx > sy end
+      return sx < sy
+    end
+    if desc then return x > y end
+    return x < y
+  end)
+end
+
 if sort_mode == '-' then
   return reply(result)
+elseif sort_mode == 'o' then
+  -- already ordered
 elseif sort_mode == 'n' then
   table.sort(result, function(x, y)
     local nx, ny = tonumber(x) or 0, tonumber(y) or 0
@@ -162,5 +229,8 @@ end
 local page = {}
 local last = #result
 if limit >= 0 then last = math.min(#result, offset + limit) end
-for j = offset + 1, last do page[#page + 1] = result[j] end
+for j = offset + 1, last do
+  page[#page + 1] = result[j]
+  if with_scores then page[#page + 1] = tostring(scores[result[j]] or 'nan') end
+end
 return reply(page)

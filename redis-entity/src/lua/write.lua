@@ -26,7 +26,8 @@
 --          the presence keys of the entity with that member (to tell whether
 --          the owner of a unique value still exists)
 --   index count, then per index: kind (e = equality, u = unique, t = tags,
---          p = prefix: a sorted set of `escaped value:member`),
+--          p = prefix: a sorted set of `escaped value:member`, s = sorted:
+--          a sorted set of members scored by the value),
 --          key position, hash field ('' = the key itself is the column),
 --          fixed value (v.. = the escaped value of an indexed pk field, which
 --          never changes; '' for a stored column), index key prefix (for
@@ -93,6 +94,8 @@ local function entries(kind, raw)
   if not raw then return out end
   if kind == 't' then
     for t in string.gmatch(raw, '[^:]+') do out[t] = true end
+  elseif kind == 's' then
+    out[raw] = true
   else
     out[esc(raw)] = true
   end
@@ -196,6 +199,8 @@ local function remove_entry(spec, e)
     return 0
   elseif spec.kind == 'p' then
     return redis.call('ZREM', spec.prefix, e .. ':' .. member)
+  elseif spec.kind == 's' then
+    return redis.call('ZREM', spec.prefix, member)
   end
   return redis.call('SREM', spec.prefix .. e, member)
 end
@@ -212,6 +217,8 @@ local function add_entry(spec, e)
     end
   elseif spec.kind == 'p' then
     redis.call('ZADD', spec.prefix, 0, e .. ':' .. member)
+  elseif spec.kind == 's' then
+    redis.call('ZADD', spec.prefix, e, member)
   else
     redis.call('SADD', spec.prefix .. e, member)
   end
@@ -246,6 +253,13 @@ if mode == 'clean' then
           local v = string.sub(entry, 1, sep - 1)
           if not (existed and old[n][v]) then removed = removed + redis.call('ZREM', spec.prefix, entry) end
         end
+      end
+    elseif spec and spec.kind == 's' then
+      -- A sorted entry with a wrong score is rewritten from the stored value.
+      if existed and next(old[n]) then
+        for v in pairs(old[n]) do add_entry(spec, v) end
+      else
+        removed = removed + remove_entry(spec, e)
       end
     elseif spec and not (existed and old[n][e]) then
       removed = removed + remove_entry(spec, e)

@@ -1,0 +1,203 @@
+//! Time-bucketed leaderboards (seed 001): one sorted set per day or ISO
+//! week, rotated by EXPIRE, as a first-class API.
+//!
+//! A [`Board`] scores entities of one type; `board_incr` adds to an entity's
+//! score in the current bucket (`ZINCRBY`) and gives the bucket its expiry in
+//! the same round trip, so old buckets disappear by themselves after `keep`
+//! further periods. Keys: `<ns><prefix>:board:<name>:<bucket>`, with buckets
+//! named `2026-11-29` (daily) or `2026-W48` (weekly, ISO 8601 weeks).
+//!
+//! ```
+//! use redis_entity::board::{Board, Period};
+//! # #[derive(redis_entity::RedisEntity)] struct Player { #[pk] id: u64, name: String }
+//! const WEEKLY: Board<Player> = Board::weekly("score", 1);
+//! let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(20_786 * 86_400);
+//! assert_eq!(WEEKLY.bucket(at), "2026-W48");
+//! assert_eq!(Board::<Player>::daily("score", 7).bucket(at), "2026-11-29");
+//! ```
+
+use crate::entity::Entity;
+use crate::key::Namespace;
+use std::marker::PhantomData;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+const DAY_MS: u64 = 86_400_000;
+
+/// How long one bucket of a board lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Period {
+    /// One bucket per UTC day.
+    Daily,
+    /// One bucket per ISO 8601 week (Monday to Sunday, UTC).
+    Weekly,
+}
+
+/// A time-bucketed leaderboard of entities of type `E`.
+pub struct Board<E> {
+    name: &'static str,
+    period: Period,
+    keep: u32,
+    _e: PhantomData<fn() -> E>,
+}
+
+impl<E> Clone for Board<E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E> Copy for Board<E> {}
+
+impl<E> std::fmt::Debug for Board<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Board")
+            .field("name", &self.name)
+            .field("period", &self.period)
+            .field("keep", &self.keep)
+            .finish()
+    }
+}
+
+/// (year, month, day) of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let doe = (z - era * 146_097) as u64;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe as i64 + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// Days since 1970-01-01 of a civil date.
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = (y - era * 400) as u64;
+    let mp = if m > 2 { m - 3 } else { m + 9 } as u64;
+    let doy = (153 * mp + 2) / 5 + d as u64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe as i64 - 719_468
+}
+
+fn days_of(at: SystemTime) -> i64 {
+    match at.duration_since(UNIX_EPOCH) {
+        Ok(d) => (d.as_millis() / DAY_MS as u128) as i64,
+        Err(e) => -((e.duration().as_millis().div_ceil(DAY_MS as u128)) as i64),
+    }
+}
+
+impl<E> Board<E> {
+    /// A board with one bucket per UTC day, each kept `keep` days after it ends.
+    pub const fn daily(name: &'static str, keep: u32) -> Self {
+        Board {
+            name,
+            period: Period::Daily,
+            keep,
+            _e: PhantomData,
+        }
+    }
+
+    /// A board with one bucket per ISO week, each kept `keep` weeks after it ends.
+    pub const fn weekly(name: &'static str, keep: u32) -> Self {
+        Board {
+            name,
+            period: Period::Weekly,
+            keep,
+            _e: PhantomData,
+        }
+    }
+
+    /// The board's name.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The bucket period.
+    pub const fn period(&self) -> Period {
+        self.period
+    }
+
+    /// The bucket that `at` falls into: `2026-11-29` or `2026-W48`.
+    pub fn bucket(&self, at: SystemTime) -> String {
+        let days = days_of(at);
+        match self.period {
+            Period::Daily => {
+                let (y, m, d) = civil_from_days(days);
+                format!("{y:04}-{m:02}-{d:02}")
+            }
+            Period::Weekly => {
+                let weekday = (days + 3).rem_euclid(7); // 0 = Monday
+                let thursday = days - weekday + 3;
+                let (year, _, _) = civil_from_days(thursday);
+                let week = (thursday - days_from_civil(year, 1, 1)) / 7 + 1;
+                format!("{year:04}-W{week:02}")
+            }
+        }
+    }
+
+    /// When the bucket of `at` should expire: its end plus `keep` periods,
+    /// in milliseconds since the epoch.
+    pub fn expires_at_ms(&self, at: SystemTime) -> u64 {
+        let days = days_of(at);
+        let (end_day, period_days) = match self.period {
+            Period::Daily => (days + 1, 1),
+            Period::Weekly => (days - (days + 3).rem_euclid(7) + 7, 7),
+        };
+        let end = end_day.max(0) as u64 * DAY_MS;
+        end + self.keep as u64 * period_days * DAY_MS
+    }
+
+    /// The bucket's key: `<ns><prefix>:board:<name>:<bucket>`.
+    pub fn key(&self, ns: &Namespace, at: SystemTime) -> String
+    where
+        E: Entity,
+    {
+        format!(
+            "{}{}:board:{}:{}",
+            ns.as_str(),
+            E::DESC.prefix,
+            self.name,
+            self.bucket(at)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    struct X;
+    fn at(days: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(days * 86_400 + 3600)
+    }
+
+    #[test]
+    fn buckets_follow_iso_weeks_and_civil_days() {
+        let w: Board<X> = Board::weekly("s", 0);
+        let d: Board<X> = Board::daily("s", 0);
+        assert_eq!(w.bucket(at(20_786)), "2026-W48"); // Sunday 2026-11-29
+        assert_eq!(w.bucket(at(18_630)), "2020-W53"); // 2021-01-03
+        assert_eq!(w.bucket(at(18_627)), "2020-W53"); // 2020-12-31
+        assert_eq!(w.bucket(at(20_087)), "2025-W01"); // 2024-12-30
+        assert_eq!(w.bucket(at(0)), "1970-W01");
+        assert_eq!(d.bucket(at(20_786)), "2026-11-29");
+        assert_eq!(d.bucket(at(0)), "1970-01-01");
+        for z in [-1000i64, 0, 59, 365, 10_000, 20_786] {
+            let (y, m, dd) = civil_from_days(z);
+            assert_eq!(days_from_civil(y, m, dd), z);
+        }
+    }
+
+    #[test]
+    fn buckets_expire_after_their_end_plus_keep() {
+        let w: Board<X> = Board::weekly("s", 1);
+        // Sunday 2026-11-29 -> week ends Monday 2026-11-30 00:00, kept one more week.
+        assert_eq!(w.expires_at_ms(at(20_786)), (20_787 + 7) * DAY_MS);
+        let d: Board<X> = Board::daily("s", 2);
+        assert_eq!(d.expires_at_ms(at(20_786)), (20_787 + 2) * DAY_MS);
+    }
+}

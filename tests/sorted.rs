@@ -1,0 +1,373 @@
+//! Sorted indexes and leaderboards (seed 001): ranges with every kind of
+//! bound, ordering, limits, combinations, in-place increments, top N with
+//! profiles, ranks, ties, negative and fractional scores, weekly boards.
+
+#[allow(dead_code)]
+#[path = "../examples/leaderboard.rs"]
+mod example;
+
+use example::{players, Player, WEEKLY};
+use redis::Commands;
+use redis_entity::{CountingConnection, Error, RedisEntity, Store};
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use support::RedisServer;
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "item")]
+struct Item {
+    #[pk]
+    id: u64,
+    #[index(sorted)]
+    price: f64,
+    #[index(sorted)]
+    stock: Option<i64>,
+    #[index]
+    tags: BTreeSet<String>,
+    #[index(sorted)]
+    added: chrono::DateTime<chrono::Utc>,
+}
+
+fn item(id: u64, price: f64, stock: Option<i64>, tags: &[&str]) -> Item {
+    Item {
+        id,
+        price,
+        stock,
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        added: chrono::DateTime::from_timestamp(1_700_000_000 + id as i64 * 60, 0).unwrap(),
+    }
+}
+
+fn items() -> Vec<Item> {
+    vec![
+        item(1, -5.5, Some(3), &["a"]),
+        item(2, 0.0, Some(0), &["a", "b"]),
+        item(3, 2.25, None, &["b"]),
+        item(4, 2.25, Some(-7), &["a"]),
+        item(5, 10.0, Some(100), &["b"]),
+        item(6, 1e9, Some(1), &[]),
+    ]
+}
+
+fn ids(items: &[Item]) -> Vec<u64> {
+    items.iter().map(|i| i.id).collect()
+}
+
+async fn r(q: redis_entity::query::Query<'_, Item, Store>) -> Vec<u64> {
+    ids(&q.fetch().await.unwrap())
+}
+
+async fn seeded(server: &RedisServer) -> Store {
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save_all(&items()).await.unwrap();
+    store
+}
+
+#[tokio::test]
+async fn the_sorted_set_follows_saves_updates_and_deletes() {
+    let server = RedisServer::start();
+    let store = seeded(&server).await;
+    let mut c = server.conn();
+    let prices: Vec<(String, f64)> = c.zrange_withscores("item:price", 0, -1).unwrap();
+    assert_eq!(
+        prices,
+        [
+            ("1".into(), -5.5),
+            ("2".into(), 0.0),
+            ("3".into(), 2.25),
+            ("4".into(), 2.25),
+            ("5".into(), 10.0),
+            ("6".into(), 1e9)
+        ]
+    );
+    let stock: Vec<String> = c.zrange("item:stock", 0, -1).unwrap();
+    assert!(!stock.contains(&"3".to_string()), "None is not indexed");
+    let added: f64 = c.zscore("item:added", "2").unwrap();
+    assert_eq!(
+        added, 1_700_000_120_000.0,
+        "timestamps score in milliseconds"
+    );
+    // ZINCRBY-like: the hash and the sorted set change together.
+    store
+        .update::<Item>(&5)
+        .incr(Item::PRICE, -0.5)
+        .exec()
+        .await
+        .unwrap();
+    let p: f64 = c.zscore("item:price", "5").unwrap();
+    assert_eq!(p, 9.5);
+    assert_eq!(store.get::<Item>(&5).await.unwrap().unwrap().price, 9.5);
+    store
+        .update::<Item>(&3)
+        .incr(Item::STOCK, 4)
+        .exec()
+        .await
+        .unwrap();
+    let s: f64 = c.zscore("item:stock", "3").unwrap();
+    assert_eq!(s, 4.0, "incr of a missing number starts at 0");
+    store
+        .update::<Item>(&3)
+        .set(Item::STOCK, None)
+        .exec()
+        .await
+        .unwrap();
+    let s: Option<f64> = c.zscore("item:stock", "3").unwrap();
+    assert_eq!(s, None);
+    store.delete::<Item>(&6).await.unwrap();
+    let n: usize = c.zcard("item:price").unwrap();
+    assert_eq!(n, 5);
+    assert!(store.verify::<Item>().await.unwrap().is_clean());
+}
+
+#[tokio::test]
+async fn ranges_with_inclusive_exclusive_and_open_bounds() {
+    let server = RedisServer::start();
+    let store = seeded(&server).await;
+    let q = || store.query::<Item>();
+    assert_eq!(r(q().range(Item::PRICE, 0.0..2.25)).await, [2]);
+    assert_eq!(r(q().range(Item::PRICE, 0.0..=2.25)).await, [2, 3, 4]);
+    assert_eq!(r(q().range(Item::PRICE, 2.25..)).await, [3, 4, 5, 6]);
+    assert_eq!(r(q().range(Item::PRICE, ..0.0)).await, [1]);
+    assert_eq!(r(q().range(Item::PRICE, ..)).await, [1, 2, 3, 4, 5, 6]);
+    assert_eq!(
+        r(q().range(Item::PRICE, 3.0..4.0)).await,
+        Vec::<u64>::new(),
+        "empty range"
+    );
+    assert_eq!(
+        r(q().range(Item::STOCK, -10..=0)).await,
+        [2, 4],
+        "negative integers"
+    );
+    let t = |s: i64| chrono::DateTime::from_timestamp(1_700_000_000 + s, 0).unwrap();
+    assert_eq!(
+        r(q().range(Item::ADDED, t(120)..t(240))).await,
+        [2, 3],
+        "timestamps"
+    );
+    // Combined with tag conditions and each other.
+    assert_eq!(
+        r(q().range(Item::PRICE, 0.0..).eq(Item::TAGS, "a")).await,
+        [2, 4]
+    );
+    assert_eq!(
+        r(q().range(Item::PRICE, 0.0..).range(Item::STOCK, 1..)).await,
+        [5, 6]
+    );
+    assert_eq!(q().range(Item::PRICE, 0.0..=2.25).count().await.unwrap(), 3);
+}
+
+#[tokio::test]
+async fn order_and_limit_with_stable_ties() {
+    let server = RedisServer::start();
+    let store = seeded(&server).await;
+    let q = || store.query::<Item>();
+    let asc = q().order_asc(Item::PRICE).ids().await.unwrap();
+    assert_eq!(
+        asc,
+        [1, 2, 3, 4, 5, 6],
+        "ties (3, 4 at 2.25) in member order"
+    );
+    let desc = q().order_desc(Item::PRICE).ids().await.unwrap();
+    assert_eq!(desc, [6, 5, 4, 3, 2, 1], "ties reversed, as ZREVRANGE");
+    assert_eq!(
+        q().order_desc(Item::PRICE).limit(1, 3).ids().await.unwrap(),
+        [5, 4, 3]
+    );
+    for _ in 0..3 {
+        assert_eq!(
+            q().order_desc(Item::PRICE).ids().await.unwrap(),
+            desc,
+            "same order every call"
+        );
+    }
+    // Ordered by one index, filtered by others (the general path).
+    let b = q()
+        .eq(Item::TAGS, "b")
+        .order_desc(Item::PRICE)
+        .fetch()
+        .await
+        .unwrap();
+    assert_eq!(ids(&b), [5, 3, 2]);
+    let in_stock = q()
+        .range(Item::STOCK, 0..)
+        .order_asc(Item::PRICE)
+        .ids()
+        .await
+        .unwrap();
+    assert_eq!(in_stock, [1, 2, 5, 6]);
+    // Entities without a value come last.
+    let by_stock = q()
+        .order_desc(Item::STOCK)
+        .eq(Item::TAGS, "b")
+        .ids()
+        .await
+        .unwrap();
+    assert_eq!(by_stock, [5, 2, 3]);
+    assert_eq!(
+        q().order_desc(Item::PRICE)
+            .limit(0, 2)
+            .count()
+            .await
+            .unwrap(),
+        6
+    );
+}
+
+#[tokio::test]
+async fn nan_is_refused_before_anything_is_written() {
+    let server = RedisServer::start();
+    let store = seeded(&server).await;
+    let err = store.save(&item(9, f64::NAN, None, &[])).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Encode { field: "price", .. }),
+        "{err:?}"
+    );
+    assert!(!server.keys().contains(&"item:{9}".to_string()));
+    let err = store
+        .update::<Item>(&1)
+        .set(Item::PRICE, f64::NAN)
+        .exec()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Encode { .. }), "{err:?}");
+    // An increment that fails on the stored data changes nothing either.
+    let _: () = server.conn().hset("item:{2}", "stock", "many").unwrap();
+    let err = store
+        .update::<Item>(&2)
+        .set(Item::TAGS, BTreeSet::from(["z".to_string()]))
+        .incr(Item::STOCK, 1)
+        .exec()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Redis { .. }), "{err:?}");
+    let tags: BTreeSet<String> = store.get::<Item>(&1).await.unwrap().unwrap().tags;
+    assert_eq!(tags, BTreeSet::from(["a".to_string()]));
+    let z: bool = server.conn().exists("item:tags:z").unwrap();
+    assert!(
+        !z,
+        "the tag change before the failing increment did not happen"
+    );
+}
+
+#[tokio::test]
+async fn top_with_profiles_in_two_round_trips_and_rank_in_one() {
+    let server = RedisServer::start();
+    let conn = CountingConnection::new(
+        server
+            .client()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap(),
+    );
+    let trips = conn.counter();
+    let store = Store::new(conn);
+    store.save_all(&players()).await.unwrap();
+    store.top(Player::SCORE, 1).await.unwrap();
+    store.rank(Player::SCORE, &1000).await.unwrap();
+    trips.take();
+    let top = store.top(Player::SCORE, 10).await.unwrap();
+    assert_eq!(trips.take(), 2, "top 10 with profiles");
+    assert_eq!(top.len(), 10);
+    assert!(top.windows(2).all(|w| w[0].1 >= w[1].1), "best first");
+    assert_eq!(top[0].0.name, "ivy");
+    assert_eq!(top[0].1, 96.0);
+    assert_eq!(store.rank(Player::SCORE, &1008).await.unwrap(), Some(0));
+    assert_eq!(trips.take(), 1, "rank");
+    assert_eq!(store.rank(Player::SCORE, &1005).await.unwrap(), Some(1));
+    assert_eq!(store.rank(Player::SCORE, &9999).await.unwrap(), None);
+    // ZINCRBY moves a player up.
+    store
+        .update::<Player>(&1000)
+        .incr(Player::SCORE, 1000.0)
+        .exec()
+        .await
+        .unwrap();
+    assert_eq!(store.rank(Player::SCORE, &1000).await.unwrap(), Some(0));
+    assert_eq!(store.top(Player::SCORE, 1).await.unwrap()[0].0.id, 1000);
+    assert!(store.top(Player::SCORE, 0).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn expired_players_are_not_ranked_or_listed() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save_all(&players()).await.unwrap();
+    // ivy (1008, best) leaves soon.
+    store
+        .expire::<Player>(&1008, Duration::from_millis(50))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let top = store.top(Player::SCORE, 3).await.unwrap();
+    assert_eq!(top[0].0.name, "flo", "the expired leader is gone");
+    assert_eq!(store.rank(Player::SCORE, &1005).await.unwrap(), Some(0));
+    assert_eq!(store.rank(Player::SCORE, &1008).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn weekly_boards_rotate_and_expire() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save_all(&players()).await.unwrap();
+    // Buckets of the current week and the next one (never the past: Redis
+    // would drop a bucket whose expiry lies behind us at once).
+    let now = SystemTime::now();
+    let next = now + Duration::from_secs(7 * 86_400);
+    store
+        .board_incr_at(&WEEKLY, &1000, 5.0, next)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .board_incr_at(&WEEKLY, &1000, 2.5, next)
+            .await
+            .unwrap(),
+        7.5
+    );
+    let next_top = store.board_top_at(&WEEKLY, next, 5).await.unwrap();
+    assert_eq!(
+        next_top.iter().map(|(p, s)| (p.id, *s)).collect::<Vec<_>>(),
+        [(1000, 7.5)]
+    );
+    assert!(
+        store.board_top(&WEEKLY, 5).await.unwrap().is_empty(),
+        "another bucket"
+    );
+    let next_key = WEEKLY.key(store.namespace(), next);
+    assert_ne!(next_key, WEEKLY.key(store.namespace(), now));
+    assert!(server.keys().contains(&next_key));
+    let ttl: i64 = server.conn().pttl(&next_key).unwrap();
+    let now_ms = now.duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+    let end = WEEKLY.expires_at_ms(next) as i64;
+    assert!(
+        (ttl - (end - now_ms)).abs() < 5_000,
+        "expires at its end plus a week: {ttl}"
+    );
+    // A bucket of a week long gone is dropped by its expiry at once.
+    let old = UNIX_EPOCH + Duration::from_secs(18_630 * 86_400);
+    store.board_incr_at(&WEEKLY, &1001, 9.0, old).await.unwrap();
+    assert!(store
+        .board_top_at(&WEEKLY, old, 5)
+        .await
+        .unwrap()
+        .is_empty());
+    // The current week: ZINCRBY and a rank.
+    store.board_incr(&WEEKLY, &1002, 3.0).await.unwrap();
+    store.board_incr(&WEEKLY, &1003, 4.0).await.unwrap();
+    assert_eq!(store.board_rank(&WEEKLY, &1003).await.unwrap(), Some(0));
+    assert_eq!(store.board_rank(&WEEKLY, &1002).await.unwrap(), Some(1));
+    let current = WEEKLY.key(store.namespace(), SystemTime::now());
+    let ttl: i64 = server.conn().ttl(&current).unwrap();
+    assert!(
+        ttl > 7 * 86_400 && ttl <= 14 * 86_400,
+        "kept a week past its end: {ttl}"
+    );
+}
+
+#[tokio::test]
+async fn the_example_runs() {
+    let server = RedisServer::start();
+    example::run(&server.url()).await.unwrap();
+    assert!(server.keys().is_empty(), "{:?}", server.keys());
+}
