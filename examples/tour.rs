@@ -15,6 +15,8 @@ mod profile;
 mod red_packets;
 #[path = "users.rs"]
 mod users;
+#[path = "weibo.rs"]
+mod weibo;
 
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
@@ -24,6 +26,7 @@ async fn main() -> redis_entity::Result<()> {
     book_tags::run(&url).await?;
     red_packets::run(&url).await?;
     pattern_query::run(&url).await?;
+    weibo::run(&url).await?;
     leaderboard::run(&url).await?;
     cache::run(&url).await?;
     println!("tour finished: every scenario ran against {url}");

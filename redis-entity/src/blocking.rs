@@ -11,6 +11,7 @@ use crate::field::{Field, HashField, SetIndex, SortedIndex, Unique};
 use crate::key::Namespace;
 use crate::plan::{self, WriteMode, WritePlan};
 use crate::query::{self, Query};
+use crate::relation::{self, Relation, Timeline};
 use crate::store::{checked_row, decode, exists_cmd, remaining, ttl_cmd, CAS_ATTEMPTS};
 use crate::update::Update;
 use crate::verify::{self, Report};
@@ -479,6 +480,153 @@ impl<C: ConnectionLike> Store<C> {
             .arg(E::member(pk))
             .query(&mut *self.conn())
             .map_err(|e| Error::redis(&key, e))
+    }
+
+    /// See [`crate::Store::relate`].
+    pub fn relate<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+        b: &B::Pk,
+    ) -> Result<bool> {
+        self.relation_call(rel, a, b, true)
+    }
+
+    /// See [`crate::Store::unrelate`].
+    pub fn unrelate<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+        b: &B::Pk,
+    ) -> Result<bool> {
+        self.relation_call(rel, a, b, false)
+    }
+
+    fn relation_call<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+        b: &B::Pk,
+        relate: bool,
+    ) -> Result<bool> {
+        let (evalsha, eval) = relation::call(rel, &self.ns, a, b, relate);
+        let mut conn = self.conn();
+        let n: i64 = match evalsha.query(&mut *conn) {
+            Err(e) if plan::is_noscript(&e) => eval.query(&mut *conn),
+            other => other,
+        }
+        .map_err(|e| Error::redis(&relation::forward_key(rel, &self.ns, a), e))?;
+        Ok(n > 0)
+    }
+
+    /// See [`crate::Store::related`].
+    pub fn related<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+    ) -> Result<Vec<B::Pk>> {
+        let key = relation::forward_key(rel, &self.ns, a);
+        self.members_of::<B>(&redis::cmd("SMEMBERS").arg(&key).clone(), &key)
+    }
+
+    /// See [`crate::Store::related_back`].
+    pub fn related_back<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        b: &B::Pk,
+    ) -> Result<Vec<A::Pk>> {
+        let key = relation::reverse_key(rel, &self.ns, b);
+        self.members_of::<A>(&redis::cmd("SMEMBERS").arg(&key).clone(), &key)
+    }
+
+    /// See [`crate::Store::mutual`].
+    pub fn mutual<A: Entity>(&self, rel: &Relation<A, A>, a: &A::Pk) -> Result<Vec<A::Pk>> {
+        let (fwd, back) = (
+            relation::forward_key(rel, &self.ns, a),
+            relation::reverse_key(rel, &self.ns, a),
+        );
+        self.members_of::<A>(&redis::cmd("SINTER").arg(&fwd).arg(&back).clone(), &fwd)
+    }
+
+    /// See [`crate::Store::related_entities`].
+    pub fn related_entities<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+    ) -> Result<Vec<B>> {
+        let pks = self.related(rel, a)?;
+        Ok(self.get_many::<B>(&pks)?.into_iter().flatten().collect())
+    }
+
+    fn members_of<E: Entity>(&self, cmd: &redis::Cmd, key: &str) -> Result<Vec<E::Pk>> {
+        let members: Vec<String> = cmd
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(key, e))?;
+        let mut members = members;
+        query::sort_members(E::DESC, &mut members);
+        Ok(members
+            .iter()
+            .filter_map(|m| query::parse_member::<E>(m))
+            .collect())
+    }
+
+    /// See [`crate::Store::timeline_push`].
+    pub fn timeline_push<O: Entity, P: Entity>(
+        &self,
+        timeline: &Timeline<O, P>,
+        post: &P::Pk,
+        owners: &[O::Pk],
+    ) -> Result<()> {
+        let member = P::member(post);
+        for chunk in owners.chunks(relation::PUSH_BATCH) {
+            let keys: Vec<String> = chunk
+                .iter()
+                .map(|o| O::DESC.key_of_member(&self.ns, &O::member(o)))
+                .collect();
+            let pipe = relation::push_pipeline(&keys, timeline.name(), &member, timeline.cap());
+            let () = pipe
+                .query(&mut *self.conn())
+                .map_err(|e| Error::redis(&keys[0], e))?;
+        }
+        Ok(())
+    }
+
+    /// See [`crate::Store::timeline_push_related`].
+    pub fn timeline_push_related<O: Entity, P: Entity>(
+        &self,
+        timeline: &Timeline<O, P>,
+        post: &P::Pk,
+        rel: &Relation<O, O>,
+        author: &O::Pk,
+    ) -> Result<usize> {
+        let followers = self.related_back(rel, author)?;
+        self.timeline_push(timeline, post, &followers)?;
+        Ok(followers.len())
+    }
+
+    /// See [`crate::Store::timeline`].
+    pub fn timeline<O: Entity, P: Entity>(
+        &self,
+        timeline: &Timeline<O, P>,
+        owner: &O::Pk,
+        offset: usize,
+        n: usize,
+    ) -> Result<Vec<P>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let key = timeline.key(&self.ns, owner);
+        let members: Vec<String> = redis::cmd("LRANGE")
+            .arg(&key)
+            .arg(offset)
+            .arg(offset + n - 1)
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(&key, e))?;
+        let pks: Vec<P::Pk> = members
+            .iter()
+            .filter_map(|m| query::parse_member::<P>(m))
+            .collect();
+        Ok(self.get_many::<P>(&pks)?.into_iter().flatten().collect())
     }
 
     fn run_query<E: Entity>(

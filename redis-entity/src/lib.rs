@@ -46,6 +46,7 @@ pub mod key;
 mod layout;
 pub mod plan;
 pub mod query;
+pub mod relation;
 mod store;
 mod update;
 pub mod verify;

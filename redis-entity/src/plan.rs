@@ -194,11 +194,12 @@ impl<'a> Builder<'a> {
     fn index_header(&self, args: &mut Vec<Vec<u8>>) {
         let desc = self.desc;
         if desc.indexes.is_empty() {
-            // member, ids key, expiry key, owner head; no suffixes, no index.
+            // member (relations), no ids set, expiry set (relations of an
+            // expired entity are swept), no owner head, suffixes or index.
             args.extend([
+                self.keys.member.clone().into_bytes(),
                 Vec::new(),
-                Vec::new(),
-                Vec::new(),
+                desc.expiry_key(self.ns).into_bytes(),
                 Vec::new(),
                 b"0".to_vec(),
                 b"0".to_vec(),
@@ -897,8 +898,31 @@ mod tests {
         assert_eq!(
             args(&p),
             [
-                "save", "ppod", "-1", "10000", "none", "", "", "", "", "", "0", "0", "SET", "2",
-                "2", "lisi", "0", "DEL", "3", "0", "HREPLACE", "4", "2", "theme", "dark"
+                "save",
+                "ppod",
+                "-1",
+                "10000",
+                "none",
+                "",
+                "9",
+                "",
+                "user:@expiry",
+                "",
+                "0",
+                "0",
+                "SET",
+                "2",
+                "2",
+                "lisi",
+                "0",
+                "DEL",
+                "3",
+                "0",
+                "HREPLACE",
+                "4",
+                "2",
+                "theme",
+                "dark"
             ]
         );
     }
@@ -920,8 +944,26 @@ mod tests {
         assert_eq!(
             args(&p)[..20],
             [
-                "insert", "pd", "5000", "10000", "none", "", "", "", "", "", "0", "0", "HSET", "1",
-                "2", "username", "lisi", "HDEL", "1", "1"
+                "insert",
+                "pd",
+                "5000",
+                "10000",
+                "none",
+                "",
+                "9",
+                "",
+                "tenant:42:user:@expiry",
+                "",
+                "0",
+                "0",
+                "HSET",
+                "1",
+                "2",
+                "username",
+                "lisi",
+                "HDEL",
+                "1",
+                "1"
             ]
         );
     }

@@ -12,6 +12,7 @@ use crate::field::{Field, HashField, SetIndex, SortedIndex, Unique};
 use crate::key::Namespace;
 use crate::plan::{self, WriteMode, WritePlan};
 use crate::query::{self, Query};
+use crate::relation::{self, Relation, Timeline};
 use crate::update::Update;
 use crate::verify::{self, Report};
 use redis::aio::{ConnectionLike, ConnectionManager};
@@ -533,6 +534,178 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .query_async(&mut self.conn.clone())
             .await
             .map_err(|e| Error::redis(&key, e))
+    }
+
+    /// Relates `a` to `b` on both sides in one atomic call (seed 000:
+    /// follow); `true` when it was new.
+    pub async fn relate<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+        b: &B::Pk,
+    ) -> Result<bool> {
+        self.relation_call(rel, a, b, true).await
+    }
+
+    /// Removes the relation of `a` to `b` on both sides (unfollow); `true`
+    /// when there was one.
+    pub async fn unrelate<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+        b: &B::Pk,
+    ) -> Result<bool> {
+        self.relation_call(rel, a, b, false).await
+    }
+
+    async fn relation_call<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+        b: &B::Pk,
+        relate: bool,
+    ) -> Result<bool> {
+        let (evalsha, eval) = relation::call(rel, &self.ns, a, b, relate);
+        let mut conn = self.conn.clone();
+        let n: i64 = match evalsha.query_async(&mut conn).await {
+            Err(e) if plan::is_noscript(&e) => eval.query_async(&mut conn).await,
+            other => other,
+        }
+        .map_err(|e| Error::redis(&relation::forward_key(rel, &self.ns, a), e))?;
+        Ok(n > 0)
+    }
+
+    /// The pks of the `B`s that `a` relates to (people I follow), one round trip.
+    pub async fn related<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+    ) -> Result<Vec<B::Pk>> {
+        let key = relation::forward_key(rel, &self.ns, a);
+        self.members_of::<B>(&redis::cmd("SMEMBERS").arg(&key).clone(), &key)
+            .await
+    }
+
+    /// The pks of the `A`s related to `b` (people who follow me), one round trip.
+    pub async fn related_back<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        b: &B::Pk,
+    ) -> Result<Vec<A::Pk>> {
+        let key = relation::reverse_key(rel, &self.ns, b);
+        self.members_of::<A>(&redis::cmd("SMEMBERS").arg(&key).clone(), &key)
+            .await
+    }
+
+    /// For a relation of a type to itself: the pks related both ways with
+    /// `a` (mutual follows), by SINTER, one round trip.
+    pub async fn mutual<A: Entity>(&self, rel: &Relation<A, A>, a: &A::Pk) -> Result<Vec<A::Pk>> {
+        let (fwd, back) = (
+            relation::forward_key(rel, &self.ns, a),
+            relation::reverse_key(rel, &self.ns, a),
+        );
+        self.members_of::<A>(&redis::cmd("SINTER").arg(&fwd).arg(&back).clone(), &fwd)
+            .await
+    }
+
+    /// The `B`s that `a` relates to, read in one pipelined round trip after
+    /// the set (two in all); ones deleted or expired since are skipped.
+    pub async fn related_entities<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+    ) -> Result<Vec<B>> {
+        let pks = self.related(rel, a).await?;
+        Ok(self
+            .get_many::<B>(&pks)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect())
+    }
+
+    async fn members_of<E: Entity>(&self, cmd: &redis::Cmd, key: &str) -> Result<Vec<E::Pk>> {
+        let members: Vec<String> = cmd
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(key, e))?;
+        let mut members = members;
+        query::sort_members(E::DESC, &mut members);
+        Ok(members
+            .iter()
+            .filter_map(|m| query::parse_member::<E>(m))
+            .collect())
+    }
+
+    /// Pushes `post` onto the timeline of every owner, newest first, capped:
+    /// one pipelined round trip per 1,000 owners.
+    pub async fn timeline_push<O: Entity, P: Entity>(
+        &self,
+        timeline: &Timeline<O, P>,
+        post: &P::Pk,
+        owners: &[O::Pk],
+    ) -> Result<()> {
+        let member = P::member(post);
+        for chunk in owners.chunks(relation::PUSH_BATCH) {
+            let keys: Vec<String> = chunk
+                .iter()
+                .map(|o| O::DESC.key_of_member(&self.ns, &O::member(o)))
+                .collect();
+            let pipe = relation::push_pipeline(&keys, timeline.name(), &member, timeline.cap());
+            let () = pipe
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| Error::redis(&keys[0], e))?;
+        }
+        Ok(())
+    }
+
+    /// Pushes `post` onto the timelines of everyone related back to `author`
+    /// (seed 000: a new post goes to every follower): one round trip for the
+    /// followers, one per 1,000 of them for the push.
+    pub async fn timeline_push_related<O: Entity, P: Entity>(
+        &self,
+        timeline: &Timeline<O, P>,
+        post: &P::Pk,
+        rel: &Relation<O, O>,
+        author: &O::Pk,
+    ) -> Result<usize> {
+        let followers = self.related_back(rel, author).await?;
+        self.timeline_push(timeline, post, &followers).await?;
+        Ok(followers.len())
+    }
+
+    /// A page of `owner`'s timeline with its posts, newest first: `LRANGE`,
+    /// then one pipelined read (two round trips). Posts deleted or expired
+    /// since are skipped.
+    pub async fn timeline<O: Entity, P: Entity>(
+        &self,
+        timeline: &Timeline<O, P>,
+        owner: &O::Pk,
+        offset: usize,
+        n: usize,
+    ) -> Result<Vec<P>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let key = timeline.key(&self.ns, owner);
+        let members: Vec<String> = redis::cmd("LRANGE")
+            .arg(&key)
+            .arg(offset)
+            .arg(offset + n - 1)
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&key, e))?;
+        let pks: Vec<P::Pk> = members
+            .iter()
+            .filter_map(|m| query::parse_member::<P>(m))
+            .collect();
+        Ok(self
+            .get_many::<P>(&pks)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect())
     }
 
     async fn run_query<E: Entity>(

@@ -14,6 +14,9 @@
 --          s = the index shadow: the entity's index entries, kept without
 --          expiry while the entity has a TTL, so that the entries of an
 --          expired entity can still be found and removed
+--       (the relation register `<entity key>:@rel`, in the same slot, lists
+--       per relation set of the entity `head \n tail \n name` of the sets on
+--       the other side; delete and sweep remove the entity from both sides)
 --   ttl: ms to set on every key (-1: keep the remaining TTL)
 --   default ttl: ms for a newly created entity (0: none)
 --   marker: none | string | hash (kept only while nothing else shows that
@@ -127,6 +130,29 @@ end
 local shadow
 for i = 1, #KEYS do
   if role(i) == 's' then shadow = KEYS[i] end
+end
+local rel_key = KEYS[1] .. ':@rel'
+
+-- Removes the entity from every relation, on both sides.
+local function unrelate_all()
+  if member == '' then return end
+  local flat = redis.call('HGETALL', rel_key)
+  for j = 1, #flat, 2 do
+    local own = KEYS[1] .. ':' .. flat[j]
+    -- An empty entry is a key the entity owns alone (a timeline).
+    local head, tail, other = string.match(flat[j + 1], '^(.-)\n(.-)\n(.*)$')
+    if head then
+      for _, m in ipairs(redis.call('SMEMBERS', own)) do
+        local theirs = head .. '{' .. m .. '}' .. tail
+        redis.call('SREM', theirs .. ':' .. other, member)
+        if redis.call('EXISTS', theirs .. ':' .. other) == 0 then
+          redis.call('HDEL', theirs .. ':@rel', other)
+        end
+      end
+    end
+    redis.call('DEL', own)
+  end
+  redis.call('DEL', rel_key)
 end
 
 -- The entries of an entity that expired: its shadow. Joined by ':', which
@@ -271,6 +297,7 @@ end
 
 if mode == 'delete' then
   unindex_all()
+  unrelate_all()
   redis.call('DEL', unpack(KEYS))
   if expiry_key ~= '' then redis.call('ZREM', expiry_key, member) end
   if existed then return 1 end
@@ -282,6 +309,7 @@ if mode == 'sweep' then
     return 0
   end
   unindex_all()
+  unrelate_all()
   if shadow then redis.call('DEL', shadow) end
   if expiry_key ~= '' then redis.call('ZREM', expiry_key, member) end
   return 1

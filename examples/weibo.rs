@@ -1,0 +1,114 @@
+//! Seed 000 (section 1.3): a Weibo-like model. Users follow users; a new post
+//! is pushed to every follower's timeline. The seed's SQL beside each call.
+//! Run: `cargo run --example weibo`.
+
+use redis_entity::relation::{Relation, Timeline};
+use redis_entity::{RedisEntity, Store};
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(layout = "strings", key = "user:userid:{userid}")]
+pub struct User {
+    #[pk]
+    pub userid: u64,
+    pub username: String,
+    pub email: String,
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(layout = "strings", key = "post:postid:{postid}")]
+pub struct Post {
+    #[pk]
+    pub postid: u64,
+    #[index]
+    pub userid: u64,
+    pub time: u64,
+    pub content: String,
+}
+
+/// `follower:followerid:8 -> {9}` and `follower:userid:9 -> {8}` in the seed.
+pub const FOLLOWS: Relation<User, User> = Relation::many_to_many("following", "followers");
+/// `push:userid:8 -> [1]` in the seed, newest first, the last 1,000.
+pub const PUSHED: Timeline<User, Post> = Timeline::new("pushed", 1000);
+
+pub fn users() -> Vec<User> {
+    [(9, "lisi"), (8, "zhangsan"), (7, "wangwu")]
+        .into_iter()
+        .map(|(userid, name)| User {
+            userid,
+            username: name.into(),
+            email: format!("{name}@example.com"),
+        })
+        .collect()
+}
+
+pub async fn run(url: &str) -> redis_entity::Result<()> {
+    println!("== weibo (seed 000): followers, following, pushed timeline");
+    let store = Store::connect(url).await?;
+    store.save_all(&users()).await?;
+    // insert into follower (userid, followerid) values (9, 8), (9, 7), (8, 9);
+    store.relate(&FOLLOWS, &8, &9).await?; // 8 follows 9
+    store.relate(&FOLLOWS, &7, &9).await?;
+    store.relate(&FOLLOWS, &9, &8).await?;
+
+    // select distinct userid from follower where followerid = 9;   (people 9 follows)
+    println!(
+        "9 follows           -> {:?}",
+        store.related(&FOLLOWS, &9).await?
+    );
+    // select distinct followerid from follower where userid = 9;   (people following 9)
+    println!(
+        "followers of 9      -> {:?}",
+        store.related_back(&FOLLOWS, &9).await?
+    );
+    println!(
+        "mutual with 9       -> {:?}   (SINTER)",
+        store.mutual(&FOLLOWS, &9).await?
+    );
+
+    // 9 posts; the post is pushed to every follower (insert into push ...).
+    let post = Post {
+        postid: 1,
+        userid: 9,
+        time: 1_596_338_654_824,
+        content: "test".into(),
+    };
+    store.save(&post).await?;
+    let pushed_to = store
+        .timeline_push_related(&PUSHED, &1, &FOLLOWS, &9)
+        .await?;
+    println!("post 1 pushed to    -> {pushed_to} followers");
+    // select postid from push where userid=8 order by time desc;
+    let timeline = store.timeline(&PUSHED, &8, 0, 10).await?;
+    let posts: Vec<(u64, &str)> = timeline
+        .iter()
+        .map(|p| (p.postid, p.content.as_str()))
+        .collect();
+    println!("timeline of 8       -> {posts:?}");
+    // select * from post where userid = 9;
+    println!(
+        "posts of 9          -> {:?}",
+        store.query::<Post>().eq(Post::USERID, 9u64).ids().await?
+    );
+
+    // 7 unfollows 9; then 8 deletes the account: gone from every relation.
+    store.unrelate(&FOLLOWS, &7, &9).await?;
+    store.delete::<User>(&8).await?;
+    println!(
+        "after unfollow and delete -> followers of 9 {:?}, 9 follows {:?}",
+        store.related_back(&FOLLOWS, &9).await?,
+        store.related(&FOLLOWS, &9).await?
+    );
+    println!("keys -> {:?}\n", support::scan_keys(url, "user:*"));
+    for u in users() {
+        store.delete::<User>(&u.userid).await?;
+    }
+    store.delete::<Post>(&1).await?;
+    Ok(())
+}
+
+#[allow(dead_code)]
+#[tokio::main]
+async fn main() -> redis_entity::Result<()> {
+    let (url, _server) = support::example_server();
+    run(&url).await
+}

@@ -1,0 +1,33 @@
+-- redis-entity: relate or unrelate two entities, both sides in one step.
+--
+-- KEYS[1]: the forward set of a (`<a key>:<name>`, members of b's type)
+-- KEYS[2]: the reverse set of b (`<b key>:<reverse>`, members of a's type)
+-- KEYS[3], KEYS[4]: the relation registers of a and b (`<key>:@rel`): per
+--          relation set, how to find the sets on the other side, so that
+--          deleting (or sweeping an expired) entity removes it everywhere
+-- ARGV: mode (relate | unrelate), a's member, b's member, name, reverse,
+--       a's register entry, b's register entry, '1' for one-to-many
+--       (b has at most one a), a's type head and tail
+local mode, a, b, name, reverse = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+if mode == 'unrelate' then
+  local removed = redis.call('SREM', KEYS[1], b)
+  redis.call('SREM', KEYS[2], a)
+  -- An emptied set leaves the register too, so nothing is left behind.
+  if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('HDEL', KEYS[3], name) end
+  if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('HDEL', KEYS[4], reverse) end
+  return removed
+end
+if ARGV[8] == '1' then
+  -- One-to-many: b leaves its previous a.
+  for _, old in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+    if old ~= a then
+      redis.call('SREM', ARGV[9] .. '{' .. old .. '}' .. ARGV[10] .. ':' .. name, b)
+      redis.call('SREM', KEYS[2], old)
+    end
+  end
+end
+local added = redis.call('SADD', KEYS[1], b)
+redis.call('SADD', KEYS[2], a)
+redis.call('HSET', KEYS[3], name, ARGV[7])
+redis.call('HSET', KEYS[4], reverse, ARGV[6])
+return added

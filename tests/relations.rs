@@ -1,0 +1,257 @@
+//! Seed 000, Weibo: relations kept on both sides, cleaned on delete and
+//! expiry, one-to-many relations, and pushed timelines.
+
+#[allow(dead_code)]
+#[path = "../examples/weibo.rs"]
+mod example;
+
+use example::{users, Post, User, FOLLOWS, PUSHED};
+use redis::Commands;
+use redis_entity::relation::{Relation, Timeline};
+use redis_entity::{CountingConnection, RedisEntity, Store};
+use std::time::Duration;
+use support::RedisServer;
+
+fn post(id: u64, author: u64) -> Post {
+    Post {
+        postid: id,
+        userid: author,
+        time: 1_596_338_654_824 + id,
+        content: format!("post {id}"),
+    }
+}
+
+fn members(server: &RedisServer, key: &str) -> Vec<u64> {
+    let mut m: Vec<u64> = server.conn().smembers(key).unwrap();
+    m.sort();
+    m
+}
+
+#[tokio::test]
+async fn follow_keeps_both_sides_in_one_round_trip() {
+    let server = RedisServer::start();
+    let conn = CountingConnection::new(
+        server
+            .client()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap(),
+    );
+    let trips = conn.counter();
+    let store = Store::new(conn);
+    store.save_all(&users()).await.unwrap();
+    store.relate(&FOLLOWS, &7, &7).await.unwrap(); // load the script
+    store.unrelate(&FOLLOWS, &7, &7).await.unwrap();
+    trips.take();
+    assert!(store.relate(&FOLLOWS, &8, &9).await.unwrap());
+    assert_eq!(trips.take(), 1, "follow is one atomic call");
+    assert!(
+        !store.relate(&FOLLOWS, &8, &9).await.unwrap(),
+        "already following"
+    );
+    store.relate(&FOLLOWS, &9, &8).await.unwrap();
+    store.relate(&FOLLOWS, &7, &9).await.unwrap();
+    // The seed's two sets: who 8 follows, who follows 9.
+    assert_eq!(members(&server, "user:userid:{8}:following"), [9]);
+    assert_eq!(members(&server, "user:userid:{9}:followers"), [7, 8]);
+    trips.take();
+    assert_eq!(store.related(&FOLLOWS, &9).await.unwrap(), [8]);
+    assert_eq!(store.related_back(&FOLLOWS, &9).await.unwrap(), [7, 8]);
+    assert_eq!(store.mutual(&FOLLOWS, &9).await.unwrap(), [8]);
+    assert_eq!(trips.take(), 3, "one round trip each");
+    let followed: Vec<String> = store
+        .related_entities(&FOLLOWS, &7)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.username)
+        .collect();
+    assert_eq!(followed, ["lisi"]);
+    assert!(store.unrelate(&FOLLOWS, &8, &9).await.unwrap());
+    assert_eq!(members(&server, "user:userid:{9}:followers"), [7]);
+    assert!(members(&server, "user:userid:{8}:following").is_empty());
+    assert!(!store.unrelate(&FOLLOWS, &8, &9).await.unwrap());
+}
+
+#[tokio::test]
+async fn deleting_a_user_removes_it_from_every_relation_and_its_timeline() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save_all(&users()).await.unwrap();
+    store.relate(&FOLLOWS, &8, &9).await.unwrap();
+    store.relate(&FOLLOWS, &9, &8).await.unwrap();
+    store.relate(&FOLLOWS, &7, &8).await.unwrap();
+    store.save(&post(1, 9)).await.unwrap();
+    store
+        .timeline_push_related(&PUSHED, &1, &FOLLOWS, &9)
+        .await
+        .unwrap();
+    assert!(store.delete::<User>(&8).await.unwrap());
+    assert!(store.related_back(&FOLLOWS, &9).await.unwrap().is_empty());
+    assert!(store.related(&FOLLOWS, &9).await.unwrap().is_empty());
+    assert!(store.related(&FOLLOWS, &7).await.unwrap().is_empty());
+    let left: Vec<String> = server
+        .keys()
+        .into_iter()
+        .filter(|k| k.contains("{8}") || k.contains(":@rel"))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "nothing of 8 and no dangling register: {left:?}"
+    );
+    for u in [7, 9] {
+        store.delete::<User>(&u).await.unwrap();
+    }
+    store.delete::<Post>(&1).await.unwrap();
+    assert!(server.keys().is_empty(), "{:?}", server.keys());
+}
+
+#[tokio::test]
+async fn an_expired_user_is_swept_out_of_relations() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save_all(&users()).await.unwrap();
+    store.relate(&FOLLOWS, &8, &9).await.unwrap();
+    store
+        .expire::<User>(&8, Duration::from_millis(50))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Reading the followers' profiles already skips the expired one.
+    assert!(store
+        .get_many::<User>(&store.related_back(&FOLLOWS, &9).await.unwrap())
+        .await
+        .unwrap()
+        .iter()
+        .all(Option::is_none));
+    assert_eq!(store.sweep::<User>(10).await.unwrap(), 1);
+    assert!(store.related_back(&FOLLOWS, &9).await.unwrap().is_empty());
+    let left: Vec<String> = server
+        .keys()
+        .into_iter()
+        .filter(|k| k.contains("{8}"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+struct Program {
+    #[pk]
+    id: u64,
+    title: String,
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+struct Task {
+    #[pk]
+    id: u64,
+    reward: u32,
+}
+
+/// Seed 000: one live program has many red-packet tasks.
+const TASKS: Relation<Program, Task> = Relation::one_to_many("tasks", "program");
+
+#[tokio::test]
+async fn one_to_many_moves_a_child_to_its_new_parent() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    for id in [1, 2] {
+        store
+            .save(&Program {
+                id,
+                title: format!("p{id}"),
+            })
+            .await
+            .unwrap();
+    }
+    for id in [2, 3] {
+        store.save(&Task { id, reward: 5 }).await.unwrap();
+        store.relate(&TASKS, &1, &id).await.unwrap();
+    }
+    assert_eq!(store.related(&TASKS, &1).await.unwrap(), [2, 3]);
+    assert_eq!(store.related_back(&TASKS, &3).await.unwrap(), [1]);
+    store.relate(&TASKS, &2, &3).await.unwrap();
+    assert_eq!(store.related(&TASKS, &1).await.unwrap(), [2]);
+    assert_eq!(store.related(&TASKS, &2).await.unwrap(), [3]);
+    assert_eq!(
+        store.related_back(&TASKS, &3).await.unwrap(),
+        [2],
+        "one parent at most"
+    );
+    let tasks = store.related_entities(&TASKS, &2).await.unwrap();
+    assert_eq!(tasks, vec![Task { id: 3, reward: 5 }]);
+    store.delete::<Program>(&2).await.unwrap();
+    assert!(store.related_back(&TASKS, &3).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_post_is_pushed_to_every_follower_and_read_back_with_its_posts() {
+    let server = RedisServer::start();
+    let conn = CountingConnection::new(
+        server
+            .client()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap(),
+    );
+    let trips = conn.counter();
+    let store = Store::new(conn);
+    let many: Vec<User> = (100..1600)
+        .map(|userid| User {
+            userid,
+            username: format!("u{userid}"),
+            email: String::new(),
+        })
+        .collect();
+    store.save_all(&many).await.unwrap();
+    store.save_all(&users()).await.unwrap();
+    for u in &many {
+        store.relate(&FOLLOWS, &u.userid, &9).await.unwrap();
+    }
+    for id in 1..=3 {
+        store.save(&post(id, 9)).await.unwrap();
+    }
+    trips.take();
+    let n = store
+        .timeline_push_related(&PUSHED, &1, &FOLLOWS, &9)
+        .await
+        .unwrap();
+    assert_eq!(n, 1500);
+    assert_eq!(
+        trips.take(),
+        3,
+        "followers, then one pipeline per 1,000 of them"
+    );
+    store.timeline_push(&PUSHED, &2, &[100, 101]).await.unwrap();
+    store.timeline_push(&PUSHED, &3, &[100]).await.unwrap();
+    trips.take();
+    let page = store.timeline(&PUSHED, &100, 0, 10).await.unwrap();
+    assert_eq!(trips.take(), 2, "a page with its posts");
+    assert_eq!(
+        page.iter().map(|p| p.postid).collect::<Vec<_>>(),
+        [3, 2, 1],
+        "newest first"
+    );
+    assert_eq!(
+        store.timeline(&PUSHED, &100, 1, 1).await.unwrap()[0].postid,
+        2
+    );
+    // A deleted post disappears from the page.
+    store.delete::<Post>(&2).await.unwrap();
+    let page = store.timeline(&PUSHED, &100, 0, 10).await.unwrap();
+    assert_eq!(page.iter().map(|p| p.postid).collect::<Vec<_>>(), [3, 1]);
+    // Capped lists keep the newest entries only.
+    const SHORT: Timeline<User, Post> = Timeline::new("short", 2);
+    for id in 1..=3 {
+        store.timeline_push(&SHORT, &id, &[7]).await.unwrap();
+    }
+    let len: usize = server.conn().llen("user:userid:{7}:short").unwrap();
+    assert_eq!(len, 2);
+}
+
+#[tokio::test]
+async fn the_example_runs() {
+    let server = RedisServer::start();
+    example::run(&server.url()).await.unwrap();
+    assert!(server.keys().is_empty(), "{:?}", server.keys());
+}
