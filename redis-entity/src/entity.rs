@@ -184,6 +184,20 @@ impl EntityDesc {
         format!("{}{}:@expiry", ns.as_str(), self.prefix)
     }
 
+    /// A key of the entity with `member` that exists while the entity does
+    /// and carries its TTL: the entity key, or in the `strings` layout its
+    /// first required column without a TTL of its own.
+    pub fn ttl_key_of_member(&self, ns: &Namespace, member: &str) -> String {
+        let base = self.key_of_member(ns, member);
+        match (
+            self.layout,
+            self.columns.iter().find(|c| !c.optional && c.ttl.is_none()),
+        ) {
+            (Layout::Strings, Some(c)) => format!("{base}:{}", c.name),
+            _ => base,
+        }
+    }
+
     /// The namespaced entity key of `member`.
     pub fn key_of_member(&self, ns: &Namespace, member: &str) -> String {
         let mut k = String::with_capacity(

@@ -140,6 +140,10 @@ pub(crate) fn call<A: Entity, B: Entity>(
         if rel.one_to_many { "1" } else { "0" }.to_owned(),
         format!("{}{}", ns.as_str(), A::DESC.key_head),
         A::DESC.key_tail.to_owned(),
+        A::DESC.ttl_key_of_member(ns, &A::member(a)),
+        A::DESC.expiry_key(ns),
+        B::DESC.ttl_key_of_member(ns, &B::member(b)),
+        B::DESC.expiry_key(ns),
     ];
     let build = |name: &str, script: &str| {
         let mut c = redis::cmd(name);

@@ -7,7 +7,9 @@
 --          deleting (or sweeping an expired) entity removes it everywhere
 -- ARGV: mode (relate | unrelate), a's member, b's member, name, reverse,
 --       a's register entry, b's register entry, '1' for one-to-many
---       (b has at most one a), a's type head and tail
+--       (b has at most one a), a's type head and tail, then for a and for b:
+--       the entity key and the expiry set of its type (an entity with a TTL
+--       is listed there, so that a sweep can take it out of its relations)
 local mode, a, b, name, reverse = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 if mode == 'unrelate' then
   local removed = redis.call('SREM', KEYS[1], b)
@@ -30,4 +32,15 @@ local added = redis.call('SADD', KEYS[1], b)
 redis.call('SADD', KEYS[2], a)
 redis.call('HSET', KEYS[3], name, ARGV[7])
 redis.call('HSET', KEYS[4], reverse, ARGV[6])
+local now
+for _, side in ipairs({ { ARGV[11], ARGV[12], a }, { ARGV[13], ARGV[14], b } }) do
+  local pttl = redis.call('PTTL', side[1])
+  if pttl > 0 then
+    if not now then
+      local t = redis.call('TIME')
+      now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    redis.call('ZADD', side[2], now + pttl, side[3])
+  end
+end
 return added

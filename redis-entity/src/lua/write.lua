@@ -193,6 +193,8 @@ end
 -- Keeps the shadow and the expiry set in step with the entity's TTL.
 local function track_expiry(pttl, current)
   if expiry_key == '' then return end
+  -- Without indexes, only an entity in a relation leaves something to sweep.
+  if #idx == 0 and redis.call('EXISTS', rel_key) == 0 then return end
   if pttl and pttl > 0 then
     local now = redis.call('TIME')
     local at = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + pttl
