@@ -281,3 +281,28 @@ async fn relating_an_entity_that_already_has_a_ttl_makes_it_sweepable() {
         server.keys()
     );
 }
+
+#[tokio::test]
+async fn verify_checks_both_sides_of_every_relation() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save_all(&users()).await.unwrap();
+    store.relate(&FOLLOWS, &8, &9).await.unwrap();
+    store.relate(&FOLLOWS, &7, &9).await.unwrap();
+    assert!(store.verify::<User>().await.unwrap().is_clean());
+    // Plant half a relation: 9 no longer lists 8 as a follower.
+    let _: () = server.conn().srem("user:userid:{9}:followers", 8).unwrap();
+    let report = store.verify::<User>().await.unwrap();
+    assert_eq!(
+        report.violations,
+        vec![redis_entity::verify::Violation::OneSidedRelation {
+            key: "user:userid:{8}:following".into(),
+            member: "9".into()
+        }],
+        "{report}"
+    );
+    assert_eq!(store.repair::<User>(&report).await.unwrap(), 1);
+    assert!(store.verify::<User>().await.unwrap().is_clean());
+    assert!(store.related(&FOLLOWS, &8).await.unwrap().is_empty());
+    assert_eq!(store.related_back(&FOLLOWS, &9).await.unwrap(), [7]);
+}

@@ -702,7 +702,18 @@ impl<C: ConnectionLike> Store<C> {
                 }
             }
         }
-        Ok(plans.len())
+        let mut fixed = plans.len();
+        if let Some(pipe) = verify::relation_repairs(report) {
+            let () = pipe
+                .query(&mut *self.conn())
+                .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
+            fixed += report
+                .violations
+                .iter()
+                .filter(|v| matches!(v, verify::Violation::OneSidedRelation { .. }))
+                .count();
+        }
+        Ok(fixed)
     }
 }
 

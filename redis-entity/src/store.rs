@@ -783,7 +783,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// Fixes what `verify` reported: stale entries are removed (only if still
     /// stale), missing ones re-added from the stored values, each entity in
-    /// one atomic write. Returns how many entities were touched.
+    /// one atomic write; the listed half of a one-sided relation is removed.
+    /// Returns how many repairs were made.
     pub async fn repair<E: Entity>(&self, report: &Report) -> Result<usize> {
         let plans = verify::repairs(E::DESC, &self.ns, report);
         for chunk in plans.chunks(500) {
@@ -795,7 +796,19 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 }
             }
         }
-        Ok(plans.len())
+        let mut fixed = plans.len();
+        if let Some(pipe) = verify::relation_repairs(report) {
+            let () = pipe
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
+            fixed += report
+                .violations
+                .iter()
+                .filter(|v| matches!(v, verify::Violation::OneSidedRelation { .. }))
+                .count();
+        }
+        Ok(fixed)
     }
 }
 

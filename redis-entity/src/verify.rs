@@ -53,6 +53,14 @@ pub enum Violation {
         /// The member.
         member: String,
     },
+    /// A relation set lists a member whose own reverse set does not list
+    /// this entity back (only half of a relation is stored).
+    OneSidedRelation {
+        /// The relation set of a stored entity.
+        key: String,
+        /// The member it lists.
+        member: String,
+    },
 }
 
 impl fmt::Display for Violation {
@@ -72,6 +80,12 @@ impl fmt::Display for Violation {
             }
             Violation::StaleId { member } => write!(f, "ids set lists missing entity `{member}`"),
             Violation::MissingId { member } => write!(f, "ids set misses entity `{member}`"),
+            Violation::OneSidedRelation { key, member } => {
+                write!(
+                    f,
+                    "one-sided relation: `{key}` lists `{member}`, which does not list it back"
+                )
+            }
         }
     }
 }
@@ -264,7 +278,7 @@ pub(crate) fn repairs(desc: &EntityDesc, ns: &Namespace, report: &Report) -> Vec
             Violation::MissingEntry { member, .. } | Violation::MissingId { member } => {
                 reindex.insert(member.clone());
             }
-            Violation::DuplicateUnique { .. } => {}
+            Violation::DuplicateUnique { .. } | Violation::OneSidedRelation { .. } => {}
         }
     }
     let mut plans: Vec<WritePlan> = stale
@@ -285,6 +299,9 @@ pub(crate) fn repairs(desc: &EntityDesc, ns: &Namespace, report: &Report) -> Vec
 enum Step {
     ScanEntities { cursor: u64 },
     ReadEntities { offset: usize },
+    ReadRegisters { offset: usize },
+    ReadRelationSets { offset: usize },
+    CheckCounterparts { offset: usize },
     ScanIndex { index: usize, cursor: u64 },
     ReadIndex { index: usize, offset: usize },
     ReadIds,
@@ -302,9 +319,29 @@ pub(crate) struct Verifier<'a> {
     index_keys: Vec<String>,
     expected: Expected,
     actual: Actual,
+    /// Members whose entity is stored.
+    live: Vec<String>,
+    /// (owner, own relation set, the counterpart's key head, tail, set name).
+    relation_sets: Vec<(String, String, String, String, String)>,
+    /// (own relation set, listed member, counterpart set, owner).
+    relation_pairs: Vec<(String, String, String, String)>,
+    one_sided: Vec<Violation>,
 }
 
 const CHUNK: usize = 500;
+
+/// The writes that remove the listed half of one-sided relations.
+pub(crate) fn relation_repairs(report: &Report) -> Option<redis::Pipeline> {
+    let mut pipe = redis::pipe();
+    let mut any = false;
+    for v in &report.violations {
+        if let Violation::OneSidedRelation { key, member } = v {
+            pipe.cmd("SREM").arg(key).arg(member).ignore();
+            any = true;
+        }
+    }
+    any.then_some(pipe)
+}
 
 fn scan_cmd(pipe: &mut redis::Pipeline, cursor: u64, pattern: &str) {
     pipe.cmd("SCAN")
@@ -358,6 +395,10 @@ impl<'a> Verifier<'a> {
             index_keys: Vec::new(),
             expected: Expected::default(),
             actual: Actual::default(),
+            live: Vec::new(),
+            relation_sets: Vec::new(),
+            relation_pairs: Vec::new(),
+            one_sided: Vec::new(),
         }
     }
 
@@ -405,6 +446,25 @@ impl<'a> Verifier<'a> {
             Step::ReadIds => {
                 pipe.cmd("SMEMBERS").arg(desc.ids_key(ns));
             }
+            Step::ReadRegisters { offset } => {
+                let end = (offset + CHUNK).min(self.live.len());
+                for m in &self.live[*offset..end] {
+                    pipe.cmd("HGETALL")
+                        .arg(format!("{}:@rel", desc.key_of_member(ns, m)));
+                }
+            }
+            Step::ReadRelationSets { offset } => {
+                let end = (offset + CHUNK).min(self.relation_sets.len());
+                for (_, own, ..) in &self.relation_sets[*offset..end] {
+                    pipe.cmd("SMEMBERS").arg(own);
+                }
+            }
+            Step::CheckCounterparts { offset } => {
+                let end = (offset + CHUNK).min(self.relation_pairs.len());
+                for (_, _, theirs, owner) in &self.relation_pairs[*offset..end] {
+                    pipe.cmd("SISMEMBER").arg(theirs).arg(owner);
+                }
+            }
             Step::Done => return None,
         }
         Some(pipe)
@@ -450,10 +510,78 @@ impl<'a> Verifier<'a> {
                     let keys = EntityKeys::new(desc, ns, m.clone());
                     if let Some(row) = crate::plan::decode_read(desc, &keys, &mut it)? {
                         self.expected.add_row(desc, ns, m, &row);
+                        self.live.push(m.clone());
                     }
                 }
                 if end < self.members.len() {
                     Step::ReadEntities { offset: end }
+                } else if self.live.is_empty() {
+                    after_indexes(0)
+                } else {
+                    Step::ReadRegisters { offset: 0 }
+                }
+            }
+            Step::ReadRegisters { offset } => {
+                let end = (offset + CHUNK).min(self.live.len());
+                for (m, v) in self.live[offset..end].iter().zip(replies) {
+                    let flat: Vec<String> = list(v).into_iter().filter_map(text).collect();
+                    for pair in flat.chunks(2) {
+                        let (name, info) =
+                            (&pair[0], pair.get(1).map(String::as_str).unwrap_or(""));
+                        let mut parts = info.splitn(3, '\n');
+                        if let (Some(head), Some(tail), Some(other)) =
+                            (parts.next(), parts.next(), parts.next())
+                        {
+                            let own = format!("{}:{name}", desc.key_of_member(ns, m));
+                            self.relation_sets.push((
+                                m.clone(),
+                                own,
+                                head.into(),
+                                tail.into(),
+                                other.into(),
+                            ));
+                        }
+                    }
+                }
+                if end < self.live.len() {
+                    Step::ReadRegisters { offset: end }
+                } else if self.relation_sets.is_empty() {
+                    after_indexes(0)
+                } else {
+                    Step::ReadRelationSets { offset: 0 }
+                }
+            }
+            Step::ReadRelationSets { offset } => {
+                let end = (offset + CHUNK).min(self.relation_sets.len());
+                for ((owner, own, head, tail, other), v) in
+                    self.relation_sets[offset..end].iter().zip(replies)
+                {
+                    for m in list(v).into_iter().filter_map(text) {
+                        let theirs = format!("{head}{{{m}}}{tail}:{other}");
+                        self.relation_pairs
+                            .push((own.clone(), m, theirs, owner.clone()));
+                    }
+                }
+                if end < self.relation_sets.len() {
+                    Step::ReadRelationSets { offset: end }
+                } else if self.relation_pairs.is_empty() {
+                    after_indexes(0)
+                } else {
+                    Step::CheckCounterparts { offset: 0 }
+                }
+            }
+            Step::CheckCounterparts { offset } => {
+                let end = (offset + CHUNK).min(self.relation_pairs.len());
+                for ((own, m, _, _), v) in self.relation_pairs[offset..end].iter().zip(replies) {
+                    if !matches!(v, Value::Int(1)) {
+                        self.one_sided.push(Violation::OneSidedRelation {
+                            key: own.clone(),
+                            member: m.clone(),
+                        });
+                    }
+                }
+                if end < self.relation_pairs.len() {
+                    Step::CheckCounterparts { offset: end }
                 } else {
                     after_indexes(0)
                 }
@@ -529,6 +657,8 @@ impl<'a> Verifier<'a> {
 
     /// The report, once `next_request` returned `None`.
     pub fn report(&self) -> Report {
-        compare(self.desc, &self.expected, &self.actual)
+        let mut report = compare(self.desc, &self.expected, &self.actual);
+        report.violations.extend(self.one_sided.iter().cloned());
+        report
     }
 }
