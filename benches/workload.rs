@@ -36,6 +36,16 @@ struct Book {
     tags: BTreeSet<String>,
 }
 
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "player")]
+struct Player {
+    #[pk]
+    id: u64,
+    name: String,
+    #[index(sorted)]
+    score: f64,
+}
+
 const COUNTRIES: [&str; 20] = [
     "DE", "CN", "FR", "US", "BR", "IN", "JP", "IT", "ES", "MX", "NL", "SE", "NO", "PL", "PT", "KR",
     "AR", "CA", "AU", "ZA",
@@ -471,6 +481,106 @@ async fn main() {
     .await;
     report("change country (indexed)", &a, &b);
     let _ = &mut hc;
+
+    // 8. Leaderboard: score increments (hash and sorted set together), then
+    //    top 10 with profiles.
+    let n_players = n_users;
+    let n_incr = 50_000 / scale;
+    let n_top = 1_000 / scale;
+    let players: Vec<Player> = (0..n_players)
+        .map(|id| Player {
+            id,
+            name: format!("player{id}"),
+            score: 0.0,
+        })
+        .collect();
+    for chunk in players.chunks(500) {
+        store.save_all(chunk).await.unwrap();
+        let mut p = redis::pipe();
+        for pl in chunk {
+            p.cmd("HSET")
+                .arg(format!("player:{{{}}}", pl.id))
+                .arg("name")
+                .arg(&pl.name)
+                .arg("score")
+                .arg(0)
+                .ignore();
+            p.cmd("ZADD").arg("player:score").arg(0).arg(pl.id).ignore();
+        }
+        let _: () = p.query_async(&mut hand.conn.clone()).await.unwrap();
+    }
+    let deltas: Vec<(u64, f64)> = {
+        let mut rng = Rng(99);
+        (0..n_incr)
+            .map(|_| (rng.next() % n_players, (rng.next() % 1000) as f64 / 10.0))
+            .collect()
+    };
+    let a = measure(&fw, n_incr, None, || async {
+        for (id, d) in &deltas {
+            store
+                .update::<Player>(id)
+                .incr(Player::SCORE, *d)
+                .exec()
+                .await
+                .unwrap();
+        }
+    })
+    .await;
+    let b = measure(&hand, n_incr, None, || async {
+        let mut c = hand.conn.clone();
+        for (id, d) in &deltas {
+            let mut p = redis::pipe();
+            p.cmd("MULTI").ignore();
+            p.cmd("HINCRBYFLOAT")
+                .arg(format!("player:{{{id}}}"))
+                .arg("score")
+                .arg(*d)
+                .ignore();
+            p.cmd("ZINCRBY")
+                .arg("player:score")
+                .arg(*d)
+                .arg(*id)
+                .ignore();
+            p.cmd("EXEC").ignore();
+            let _: () = p.query_async(&mut c).await.unwrap();
+        }
+    })
+    .await;
+    report("score increment (hash + zset)", &a, &b);
+    let mut best_fw = Vec::new();
+    let a = measure(&fw, n_top, None, || async {
+        for _ in 0..n_top {
+            best_fw = store.top(Player::SCORE, 10).await.unwrap();
+        }
+    })
+    .await;
+    let mut best_hand: Vec<(u64, f64)> = Vec::new();
+    let b = measure(&hand, n_top, None, || async {
+        let mut c = hand.conn.clone();
+        for _ in 0..n_top {
+            let top: Vec<(u64, f64)> = c.zrevrange_withscores("player:score", 0, 9).await.unwrap();
+            let mut p = redis::pipe();
+            for (id, _) in &top {
+                p.hgetall(format!("player:{{{id}}}"));
+            }
+            let rows: Vec<Vec<(String, String)>> = p.query_async(&mut c).await.unwrap();
+            assert_eq!(rows.len(), top.len());
+            best_hand = top;
+        }
+    })
+    .await;
+    let fw_scores: Vec<f64> = best_fw.iter().map(|(_, s)| *s).collect();
+    let hand_scores: Vec<f64> = best_hand.iter().map(|(_, s)| *s).collect();
+    // HINCRBYFLOAT adds in long double, ZINCRBY in double: the last bits may differ.
+    assert!(
+        fw_scores.len() == hand_scores.len()
+            && fw_scores
+                .iter()
+                .zip(&hand_scores)
+                .all(|(a, b)| (a - b).abs() <= 1e-9 * b.abs().max(1.0)),
+        "both leaderboards agree: {fw_scores:?} / {hand_scores:?}"
+    );
+    report("top 10 with profiles", &a, &b);
 
     // Where the server's time went (microseconds per call).
     for (name, side) in [("redis-entity", &fw), ("hand-written", &hand)] {

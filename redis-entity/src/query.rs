@@ -511,6 +511,26 @@ pub(crate) fn finish_top<E: Entity>(
     Ok((out, repairs))
 }
 
+impl Answer {
+    /// An answer from a `member, score, member, score...` reply.
+    pub(crate) fn from_scored(flat: Vec<String>) -> Self {
+        let mut answer = Answer {
+            total: 0,
+            members: Vec::with_capacity(flat.len() / 2),
+            ghosts: Vec::new(),
+            scores: Vec::with_capacity(flat.len() / 2),
+        };
+        let mut it = flat.into_iter();
+        while let Some(member) = it.next() {
+            let score = it.next().and_then(|s| parse_score(&s)).unwrap_or(f64::NAN);
+            answer.members.push(member);
+            answer.scores.push(score);
+        }
+        answer.total = answer.members.len() as u64;
+        answer
+    }
+}
+
 /// The sweep writes for ghosts a query met.
 pub(crate) fn sweep_plans(desc: &EntityDesc, ns: &Namespace, ghosts: &[String]) -> Vec<WritePlan> {
     ghosts

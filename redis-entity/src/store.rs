@@ -393,9 +393,30 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let Some(index) = query::index_of(E::DESC, field.name()) else {
             return Ok(Vec::new());
         };
-        let answer = self
-            .run_query::<E>(&query::top_spec(index, n), false, true)
-            .await?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        // One plain read when no entity of the type has a TTL (nothing can
+        // have expired); the query script otherwise.
+        let zset = E::DESC.index_zset(&self.ns, &E::DESC.indexes[index]);
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZCARD").arg(E::DESC.expiry_key(&self.ns));
+        pipe.cmd("ZRANGE")
+            .arg(&zset)
+            .arg(0)
+            .arg(n.saturating_sub(1))
+            .arg("REV")
+            .arg("WITHSCORES");
+        let (expiring, flat): (u64, Vec<String>) = pipe
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&zset, e))?;
+        let answer = if expiring == 0 {
+            query::Answer::from_scored(flat)
+        } else {
+            self.run_query::<E>(&query::top_spec(index, n), false, true)
+                .await?
+        };
         if answer.members.is_empty() {
             return Ok(Vec::new());
         }
@@ -498,20 +519,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .query_async(&mut self.conn.clone())
             .await
             .map_err(|e| Error::redis(&key, e))?;
-        let mut answer = query::Answer {
-            total: 0,
-            members: Vec::new(),
-            ghosts: Vec::new(),
-            scores: Vec::new(),
-        };
-        for pair in flat.chunks(2) {
-            answer.members.push(pair[0].clone());
-            answer.scores.push(
-                pair.get(1)
-                    .and_then(|s| query::parse_score(s))
-                    .unwrap_or(f64::NAN),
-            );
-        }
+        let answer = query::Answer::from_scored(flat);
         if answer.members.is_empty() {
             return Ok(Vec::new());
         }

@@ -407,8 +407,12 @@ do
     elseif spec.new == '' then new = entries(spec.kind, values[n])
     elseif spec.new == 'n' then new = {}
     else new = entries(spec.kind, string.sub(spec.new, 2)) end
-    for e in pairs(old[n]) do
-      if not new[e] then remove_entry(spec, e) end
+    -- (A sorted entry is one member with a score: ZADD replaces the score,
+    -- so the old entry goes only when there is no new one.)
+    if spec.kind ~= 's' or not next(new) then
+      for e in pairs(old[n]) do
+        if not new[e] then remove_entry(spec, e) end
+      end
     end
     for e in pairs(new) do
       if force or not old[n][e] then add_entry(spec, e) end
