@@ -56,6 +56,17 @@ async fn save_writes_the_entity_and_every_index_entry() {
     assert_eq!(owner, "9");
     assert_eq!(members(&server, "user:country:DE"), ["9"]);
     assert_eq!(members(&server, "user:@ids"), ["9"]);
+    // The typed key builders name exactly the keys written.
+    assert_eq!(User::USERNAME.key("lisi"), "user:username:lisi");
+    assert_eq!(User::COUNTRY.key("DE"), "user:country:DE");
+    assert_eq!(User::key(&9), "user:{9}");
+    for k in [
+        User::USERNAME.key("lisi"),
+        User::COUNTRY.key("DE"),
+        User::key(&9),
+    ] {
+        assert!(server.keys().contains(&k), "{k}");
+    }
 }
 
 #[tokio::test]

@@ -82,6 +82,7 @@ async fn the_sorted_set_follows_saves_updates_and_deletes() {
     );
     let stock: Vec<String> = c.zrange("item:stock", 0, -1).unwrap();
     assert!(!stock.contains(&"3".to_string()), "None is not indexed");
+    assert_eq!(Item::PRICE.key(), "item:price");
     let added: f64 = c.zscore("item:added", "2").unwrap();
     assert_eq!(
         added, 1_700_000_120_000.0,

@@ -136,6 +136,59 @@ impl<E, T, C, K> std::fmt::Debug for Field<E, T, C, K> {
     }
 }
 
+/// Index kinds whose key names a value (`<prefix>:<field>:<value>`).
+pub trait ValueKeyed {
+    /// The indexed value type.
+    type Value: crate::codec::Scalar;
+}
+impl<X: crate::codec::Scalar> ValueKeyed for Equality<X> {
+    type Value = X;
+}
+impl<X: crate::codec::Scalar> ValueKeyed for Unique<X> {
+    type Value = X;
+}
+impl<X: crate::codec::Scalar> ValueKeyed for Tags<X> {
+    type Value = X;
+}
+
+impl<E: Entity, T, C, K: ValueKeyed> Field<E, T, C, K> {
+    /// The index key of `value` without namespace (seed 000's
+    /// `user:username:lisi`): `User::USERNAME.key("lisi")`.
+    ///
+    /// ```
+    /// # use redis_entity::RedisEntity;
+    /// #[derive(RedisEntity)]
+    /// #[redis(prefix = "user")]
+    /// struct User {
+    ///     #[pk]
+    ///     id: u64,
+    ///     #[index(unique)]
+    ///     username: String,
+    /// }
+    /// assert_eq!(User::USERNAME.key("lisi"), "user:username:lisi");
+    /// assert_eq!(User::USERNAME.key("a:b"), "user:username:a%3Ab");
+    /// ```
+    pub fn key(&self, value: impl Into<K::Value>) -> String {
+        let mut key = format!("{}:{}:", E::DESC.prefix, self.name).into_bytes();
+        crate::key::escape_bytes_into(&mut key, &crate::codec::to_bytes(&value.into()));
+        String::from_utf8_lossy(&key).into_owned()
+    }
+}
+
+impl<E: Entity, T, C, X> Field<E, T, C, Sorted<X>> {
+    /// The sorted set of this sorted index, without namespace (`player:score`).
+    pub fn key(&self) -> String {
+        format!("{}:{}", E::DESC.prefix, self.name)
+    }
+}
+
+impl<E: Entity, T, C, X> Field<E, T, C, Prefix<X>> {
+    /// The sorted set of this prefix index, without namespace.
+    pub fn key(&self) -> String {
+        format!("{}:{}", E::DESC.prefix, self.name)
+    }
+}
+
 /// A `#[hash]` field of entity `E`: a map `M` kept in its own Redis hash.
 pub struct HashField<E, M> {
     name: &'static str,

@@ -60,7 +60,7 @@ pub use entity::{
 pub use error::{Error, FieldError, FieldErrorKind, Result};
 pub use field::{
     AllowsIncr, Assign, Equality, Field, HashField, Incrementable, NoIndex, Prefix, PrefixIndex,
-    SetIndex, Sorted, SortedIndex, Tags, Unique,
+    SetIndex, Sorted, SortedIndex, Tags, Unique, ValueKeyed,
 };
 pub use key::{KeyPart, Namespace, PaddedKeyPart};
 pub use layout::{EntityLayout, KeyPattern, RedisType, Registry};
