@@ -187,11 +187,27 @@ fn field(cx: &Ctxt, e: &Entity, f: &crate::model::Field) {
     if let Some(v) = &a.version {
         if !types::is_integer(f.ty) {
             cx.error_spanned_by(f.ty, "`#[version]` needs an integer field");
-        } else {
+        } else if e.layout == LayoutKind::Json {
             cx.error_spanned_by(
                 &v.tokens,
-                "`#[version]` is recognised but not supported by this version of redis-entity yet; remove it for now",
+                "`#[version]` needs `layout = \"hash\"` or `\"strings\"`: the write script compares the stored version",
             );
+        }
+        let others = [
+            (a.json.as_ref().map(|s| &s.tokens), "json"),
+            (a.default.as_ref().map(|s| &s.tokens), "default"),
+            (a.ttl.as_ref().map(|s| &s.tokens), "ttl"),
+        ];
+        for (t, name) in others {
+            if let Some(t) = t {
+                cx.error_spanned_by(
+                    t,
+                    format!("`{name}` cannot be used on a `#[version]` field"),
+                );
+            }
+        }
+        if a.index.is_some() {
+            cx.error_spanned_by(&v.tokens, "a `#[version]` field cannot be indexed");
         }
     }
 }

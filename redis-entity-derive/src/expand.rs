@@ -243,6 +243,10 @@ fn generate(e: &Entity) -> TokenStream {
     });
     let pk_names = pks.iter().map(|f| lit(&f.name));
     let numeric_pk = pks.len() == 1 && types::is_integer(pks[0].ty);
+    let version = match columns.iter().position(|f| f.attrs.version.is_some()) {
+        Some(i) => quote!(#option::Some(#i)),
+        None => quote!(#option::None),
+    };
     let pk_index_descs = pks.iter().filter(|f| f.attrs.index.is_some()).map(|f| {
         let name = lit(&f.name);
         quote!(#re::IndexDesc { field: #name, source: #re::IndexSource::Pk, kind: #re::IndexKind::Equality, score: #re::core::option::Option::None })
@@ -420,6 +424,7 @@ fn generate(e: &Entity) -> TokenStream {
                     columns: &[#(#column_descs),*],
                     maps: &[#(#map_descs),*],
                     indexes: &[#(#index_descs),*],
+                    version: #version,
                     pk_index_value: __pk_index_value,
                     ttl: #ttl,
                 };

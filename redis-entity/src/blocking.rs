@@ -779,12 +779,13 @@ impl<C: ConnectionLike, E: Entity> Update<'_, E, Store<C>> {
         let keys = EntityKeys::new(E::DESC, &store.ns, self.member);
         if E::DESC.layout != Layout::Json {
             return store
-                .write(&plan::update(
+                .write(&plan::update_checked(
                     E::DESC,
                     &store.ns,
                     &keys,
                     &self.ops,
                     self.ttl,
+                    self.version,
                 ))
                 .map(drop);
         }

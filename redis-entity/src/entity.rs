@@ -155,6 +155,8 @@ pub struct EntityDesc {
     /// The stored form of indexed pk field `field` of the entity with
     /// `member` (`None` when the member does not parse).
     pub pk_index_value: fn(member: &str, field: &str) -> Option<Vec<u8>>,
+    /// The `#[version]` column: optimistic concurrency.
+    pub version: Option<usize>,
     /// Expiry given to a newly created entity, in seconds.
     pub ttl: Option<u64>,
 }

@@ -112,6 +112,17 @@ pub enum Error {
         /// The taken value.
         value: String,
     },
+    /// A save carried a `#[version]` other than the stored one: someone else
+    /// saved the entity since it was read. Nothing was written.
+    #[error("`{key}` is at version {found}, the save expected {expected}")]
+    VersionConflict {
+        /// The entity key.
+        key: String,
+        /// The version the save carried.
+        expected: String,
+        /// The version stored.
+        found: String,
+    },
     /// A value could not be encoded (a `#[redis(json)]` field whose
     /// `Serialize` failed, or a float that Redis cannot store such as NaN in an increment).
     #[error("field `{field}` cannot be encoded: {reason}")]

@@ -107,6 +107,8 @@ pub struct WritePlan {
     /// Per index: the new value of a unique field this write sets (for the
     /// error message of a violation).
     unique: Vec<(&'static str, Option<Vec<u8>>)>,
+    /// The version the write expects to find, if it checks one.
+    version_expected: Option<String>,
 }
 
 /// The write script, loaded once per connection and called by its SHA1.
@@ -131,6 +133,8 @@ struct Builder<'a> {
     /// write sets it (`Some(None)`: set to None); the script then needs not
     /// read it back, and checks a unique value before writing anything.
     new_values: Vec<Option<Option<Vec<u8>>>>,
+    /// The `#[version]` the write expects to find stored.
+    version_expected: Option<String>,
 }
 
 impl<'a> Builder<'a> {
@@ -141,6 +145,7 @@ impl<'a> Builder<'a> {
             ns,
             ops: Vec::new(),
             new_values: vec![None; desc.indexes.len()],
+            version_expected: None,
         }
     }
 
@@ -280,6 +285,18 @@ impl<'a> Builder<'a> {
         args.push(marker.as_bytes().to_vec());
         args.push(cas);
         self.index_header(&mut args);
+        match (desc.version, &self.version_expected) {
+            (Some(c), Some(expected)) => {
+                let (key, field) = match desc.layout {
+                    Layout::Strings => (1 + c, Vec::new()),
+                    _ => (0, desc.columns[c].name.as_bytes().to_vec()),
+                };
+                args.push((key + 1).to_string().into_bytes());
+                args.push(field);
+                args.push(expected.clone().into_bytes());
+            }
+            _ => args.extend([b"0".to_vec(), Vec::new(), Vec::new()]),
+        }
         args.extend(self.ops);
         let unique = desc
             .indexes
@@ -292,6 +309,7 @@ impl<'a> Builder<'a> {
             args,
             mode,
             unique,
+            version_expected: self.version_expected,
         }
     }
 }
@@ -360,7 +378,8 @@ pub fn check_update_scores(desc: &EntityDesc, ops: &[UpdateOp]) -> Result<()> {
     Ok(())
 }
 
-/// Plans a save or insert of one entity.
+/// Plans a save or insert of one entity. With a `#[version]` field, the
+/// write expects the stored version to be the entity's and stores the next.
 pub fn save(
     desc: &EntityDesc,
     ns: &Namespace,
@@ -370,6 +389,24 @@ pub fn save(
     ttl: Option<Duration>,
 ) -> WritePlan {
     let mut b = Builder::new(desc, keys, ns);
+    let bumped;
+    let row = match desc
+        .version
+        .and_then(|c| Some((c, row.columns[c].as_deref()?)))
+    {
+        Some((c, raw)) => {
+            let current: i128 = std::str::from_utf8(raw)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            b.version_expected = Some(current.to_string());
+            let mut next = row.clone();
+            next.columns[c] = Some((current + 1).to_string().into_bytes());
+            bumped = next;
+            &bumped
+        }
+        None => row,
+    };
     for (i, idx) in desc.indexes.iter().enumerate() {
         if let Some(c) = idx.column() {
             b.new_values[i] = Some(row.columns[c].clone());
@@ -444,7 +481,9 @@ pub fn lifecycle(
     Builder::new(desc, keys, ns).finish(mode, ttl, Vec::new())
 }
 
-/// Plans an in-place update of the `hash` or `strings` layout.
+/// Plans an in-place update of the `hash` or `strings` layout. With a
+/// `#[version]` field, the update adds 1 to it (unless it sets it) and, given
+/// `expected`, first checks that the stored version is that one.
 pub fn update(
     desc: &EntityDesc,
     ns: &Namespace,
@@ -452,7 +491,32 @@ pub fn update(
     ops: &[UpdateOp],
     ttl: Option<Duration>,
 ) -> WritePlan {
+    update_checked(desc, ns, keys, ops, ttl, None)
+}
+
+/// [`update`] that first checks the stored `#[version]`.
+pub fn update_checked(
+    desc: &EntityDesc,
+    ns: &Namespace,
+    keys: &EntityKeys,
+    ops: &[UpdateOp],
+    ttl: Option<Duration>,
+    expected_version: Option<String>,
+) -> WritePlan {
     let mut b = Builder::new(desc, keys, ns);
+    b.version_expected = expected_version;
+    let bump = desc.version.filter(|c| {
+        !ops.iter().any(
+            |op| matches!(op, UpdateOp::Set { col, .. } | UpdateOp::Incr { col, .. } if col == c),
+        )
+    });
+    let bump_op = bump.map(|col| UpdateOp::Incr {
+        col,
+        delta: b"1".to_vec(),
+        float: false,
+    });
+    let ops: Vec<UpdateOp> = ops.iter().cloned().chain(bump_op).collect();
+    let ops = &ops[..];
     // Increments go first: they are the only operations that can fail on the
     // stored data (a value that is not a number), and a script that fails
     // before its first write changes nothing.
@@ -559,6 +623,11 @@ impl WritePlan {
         match e.code() {
             Some("ENTITY_EXISTS") => Error::AlreadyExists { key },
             Some("ENTITY_NOT_FOUND") => Error::NotFound { key },
+            Some("VERSION_CONFLICT") => Error::VersionConflict {
+                key,
+                expected: self.version_expected.clone().unwrap_or_default(),
+                found: e.detail().unwrap_or_default().trim().to_owned(),
+            },
             Some("UNIQUE_VIOLATION") => {
                 let which = e.detail().and_then(|d| d.trim().parse::<usize>().ok());
                 match which.and_then(|i| self.unique.get(i)) {
@@ -858,6 +927,7 @@ mod tests {
             key_tail: "",
             indexes: &[],
             pk_index_value: |_, _| None,
+            version: None,
             pk_fields: &["id"],
             numeric_pk: true,
             columns: COLS,
@@ -895,36 +965,37 @@ mod tests {
             ]
         );
         let p = save(&d, &ns, &keys, &row(), WriteMode::Save, None);
-        assert_eq!(
-            args(&p),
-            [
-                "save",
-                "ppod",
-                "-1",
-                "10000",
-                "none",
-                "",
-                "9",
-                "",
-                "user:@expiry",
-                "",
-                "0",
-                "0",
-                "SET",
-                "2",
-                "2",
-                "lisi",
-                "0",
-                "DEL",
-                "3",
-                "0",
-                "HREPLACE",
-                "4",
-                "2",
-                "theme",
-                "dark"
-            ]
-        );
+        let expected = [
+            "save",
+            "ppod",
+            "-1",
+            "10000",
+            "none",
+            "",
+            "9",
+            "",
+            "user:@expiry",
+            "",
+            "0",
+            "0",
+            "0",
+            "",
+            "",
+            "SET",
+            "2",
+            "2",
+            "lisi",
+            "0",
+            "DEL",
+            "3",
+            "0",
+            "HREPLACE",
+            "4",
+            "2",
+            "theme",
+            "dark",
+        ];
+        assert_eq!(args(&p), expected);
     }
 
     #[test]
@@ -941,31 +1012,32 @@ mod tests {
             WriteMode::Insert,
             Some(Duration::from_secs(5)),
         );
-        assert_eq!(
-            args(&p)[..20],
-            [
-                "insert",
-                "pd",
-                "5000",
-                "10000",
-                "none",
-                "",
-                "9",
-                "",
-                "tenant:42:user:@expiry",
-                "",
-                "0",
-                "0",
-                "HSET",
-                "1",
-                "2",
-                "username",
-                "lisi",
-                "HDEL",
-                "1",
-                "1"
-            ]
-        );
+        let expected = [
+            "insert",
+            "pd",
+            "5000",
+            "10000",
+            "none",
+            "",
+            "9",
+            "",
+            "tenant:42:user:@expiry",
+            "",
+            "0",
+            "0",
+            "0",
+            "",
+            "",
+            "HSET",
+            "1",
+            "2",
+            "username",
+            "lisi",
+            "HDEL",
+            "1",
+            "1",
+        ];
+        assert_eq!(args(&p)[..23], expected);
     }
 
     #[test]
@@ -998,7 +1070,7 @@ mod tests {
                 "",
                 "user:username:",
                 "vlisi",
-                "HSET"
+                "0"
             ]
         );
         let e = p.server_error(redis::RedisError::from((redis::ErrorKind::Extension, "x")));

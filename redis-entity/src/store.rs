@@ -888,7 +888,8 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
         plan::check_update_scores(E::DESC, &self.ops)?;
         let keys = EntityKeys::new(E::DESC, &store.ns, self.member);
         if E::DESC.layout != Layout::Json {
-            let plan = plan::update(E::DESC, &store.ns, &keys, &self.ops, self.ttl);
+            let plan =
+                plan::update_checked(E::DESC, &store.ns, &keys, &self.ops, self.ttl, self.version);
             return store.write(&plan).await.map(drop);
         }
         // The json layout keeps one document: read it, change it, and write it

@@ -17,6 +17,8 @@ pub struct Update<'s, E: Entity, S> {
     pub(crate) member: String,
     pub(crate) ops: Vec<UpdateOp>,
     pub(crate) ttl: Option<Duration>,
+    /// `if_version`: the stored `#[version]` the update requires.
+    pub(crate) version: Option<String>,
     /// The first encoding error; reported by `exec()` so the chain stays fluent.
     pub(crate) error: Option<Error>,
     _e: PhantomData<fn() -> E>,
@@ -29,6 +31,7 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
             member: E::member(pk),
             ops: Vec::new(),
             ttl: None,
+            version: None,
             error: None,
             _e: PhantomData,
         }
@@ -83,6 +86,14 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
             key: to_bytes(&key.into()),
         };
         self.push(Ok(op))
+    }
+
+    /// Applies the update only if the stored `#[version]` is `version`
+    /// (otherwise [`crate::Error::VersionConflict`], nothing written). Every
+    /// update of a versioned entity adds 1 to its version.
+    pub fn if_version(mut self, version: impl std::fmt::Display) -> Self {
+        self.version = Some(version.to_string());
+        self
     }
 
     /// Gives the entity a new TTL with this write (otherwise the remaining one is kept).

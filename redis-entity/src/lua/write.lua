@@ -37,6 +37,8 @@
 --          kind p the sorted set's key),
 --          new value ('' = not known: read it after the write; n = None;
 --          v.. = the stored form this write gives the field)
+--   version: key position, hash field ('' = the key is the column) and the
+--          version the caller read ('' = no check): optimistic concurrency
 --   ops: name, key position, argument count, arguments...
 --        (clean mode: pairs of index number and escaped value, each an index
 --        entry a reader found stale; removed unless the stored value needs it)
@@ -53,6 +55,8 @@ local idx = {}
 for n = 1, tonumber(arg()) do
   idx[n] = { kind = arg(), k = tonumber(arg()), field = arg(), fixed = arg(), prefix = arg(), new = arg() }
 end
+
+local version_k, version_field, version_expected = tonumber(arg()), arg(), arg()
 
 local function role(i) return string.sub(roles, i, i) end
 
@@ -334,6 +338,17 @@ if mode == 'expire' or mode == 'persist' then
 end
 if mode == 'cas' and redis.call('GET', KEYS[1]) ~= cas then
   return redis.error_reply('ENTITY_CHANGED document changed since it was read')
+end
+
+-- The version is checked before anything is written: a save based on an
+-- older read changes nothing.
+if version_expected ~= '' and existed and version_k then
+  local stored
+  if version_field == '' then stored = redis.call('GET', KEYS[version_k])
+  else stored = redis.call('HGET', KEYS[version_k], version_field) end
+  if (stored or '0') ~= version_expected then
+    return redis.error_reply('VERSION_CONFLICT ' .. tostring(stored or '0'))
+  end
 end
 
 -- Unique values are checked before anything is written, so a conflict

@@ -1,20 +1,14 @@
 use redis_entity::RedisEntity;
 
 #[derive(RedisEntity)]
-struct User {
-    #[pk]
-    id: u64,
-    #[version]
-    version: u64,
-}
-
-#[derive(RedisEntity)]
 #[redis(layout = "json")]
 struct Legacy {
     #[pk]
     id: u64,
     #[index]
     country: String,
+    #[version]
+    version: u64,
 }
 
 #[derive(RedisEntity)]
@@ -26,6 +20,11 @@ struct Tagged {
     #[index]
     #[redis(json)]
     other: Vec<String>,
+    #[version]
+    version: String,
+    #[version]
+    #[redis(default)]
+    second: u32,
 }
 
 fn main() {}
