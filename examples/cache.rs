@@ -57,7 +57,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
         naive(&mut conn.clone(), &db, 4040).await;
     }
     println!(
-        "penetration, 100 lookups of a missing id:  naive {:>3} loads",
+        "penetration, 100 lookups of a missing id:     naive {:>3} loads",
         db.take()
     );
     for _ in 0..100 {
@@ -66,7 +66,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
             .await?;
     }
     println!(
-        "                                          cache {:>3} load  (null marker for null_ttl)",
+        "                                              cache {:>3} load  (null marker for null_ttl)",
         db.take()
     );
 
@@ -98,7 +98,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
         t.await.expect("task")?;
     }
     println!(
-        "                                          cache {:>3} load  (SET NX PX lock, others wait)",
+        "                                              cache {:>3} load  (SET NX PX lock, others wait)",
         db.take()
     );
 
