@@ -7,6 +7,8 @@ mod book_tags;
 mod cache;
 #[path = "leaderboard.rs"]
 mod leaderboard;
+#[path = "migrate.rs"]
+mod migrate;
 #[path = "pattern_query.rs"]
 mod pattern_query;
 #[path = "profile.rs"]
@@ -29,6 +31,7 @@ async fn main() -> redis_entity::Result<()> {
     weibo::run(&url).await?;
     leaderboard::run(&url).await?;
     cache::run(&url).await?;
+    migrate::run(&url).await?;
     println!("tour finished: every scenario ran against {url}");
     Ok(())
 }

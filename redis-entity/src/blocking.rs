@@ -9,6 +9,7 @@ use crate::entity::{Entity, EntityKeys, Layout};
 use crate::error::{Error, FieldError, Result};
 use crate::field::{Field, HashField, SetIndex, SortedIndex, Unique};
 use crate::key::Namespace;
+use crate::migrate::{Migration, Progress};
 use crate::plan::{self, WriteMode, WritePlan};
 use crate::query::{self, Query};
 use crate::relation::{self, Relation, Timeline};
@@ -635,6 +636,123 @@ impl<C: ConnectionLike> Store<C> {
             .filter_map(|m| query::parse_member::<P>(m))
             .collect();
         Ok(self.get_many::<P>(&pks)?.into_iter().flatten().collect())
+    }
+
+    /// See [`crate::Store::migrate_batch`].
+    pub fn migrate_batch<E, F>(
+        &self,
+        migration: &Migration,
+        cursor: u64,
+        mut convert: F,
+    ) -> Result<Progress>
+    where
+        E: Entity,
+        F: FnMut(&str, &[u8]) -> std::result::Result<Option<E>, String>,
+    {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(&migration.pattern)
+            .arg("COUNT")
+            .arg(migration.batch.max(1))
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(&migration.pattern, e))?;
+        let mut progress = Progress {
+            cursor: next,
+            done: next == 0,
+            scanned: keys.len() as u64,
+            ..Progress::default()
+        };
+        if keys.is_empty() {
+            return Ok(progress);
+        }
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for k in &keys {
+            pipe.cmd("GET").arg(k);
+        }
+        let values: Vec<Value> = pipe
+            .query(&mut *self.conn())
+            .map_err(|e| Error::redis(&keys[0], e))?;
+        let mut sources = Vec::new();
+        let mut plans = Vec::new();
+        for (k, v) in keys.into_iter().zip(values) {
+            let Value::BulkString(raw) = v else {
+                progress.skipped += 1; // gone since the scan, or not a string
+                continue;
+            };
+            match convert(&k, &raw) {
+                Ok(Some(e)) => {
+                    let row = match checked_row(&e) {
+                        Ok(r) => r,
+                        Err(err) => {
+                            progress.failed.push((k, err.to_string()));
+                            continue;
+                        }
+                    };
+                    let keys = EntityKeys::of_entity(&self.ns, &e);
+                    plans.push(plan::save(
+                        E::DESC,
+                        &self.ns,
+                        &keys,
+                        &row,
+                        WriteMode::Save,
+                        None,
+                    ));
+                    sources.push(k);
+                }
+                Ok(None) => progress.skipped += 1,
+                Err(reason) => progress.failed.push((k, reason)),
+            }
+        }
+        if migration.dry_run {
+            progress.migrated = plans.len() as u64;
+            return Ok(progress);
+        }
+        let results = self.write_many(&plans)?;
+        let mut written = Vec::new();
+        for (k, r) in sources.into_iter().zip(results) {
+            match r {
+                Ok(_) => written.push(k),
+                Err(e) => progress.failed.push((k, e.to_string())),
+            }
+        }
+        progress.migrated = written.len() as u64;
+        if migration.delete_source && !written.is_empty() {
+            let deleted: u64 = redis::cmd("DEL")
+                .arg(&written)
+                .query(&mut *self.conn())
+                .map_err(|e| Error::redis(&written[0], e))?;
+            progress.deleted = deleted;
+        }
+        Ok(progress)
+    }
+
+    /// See [`crate::Store::migrate`].
+    pub fn migrate<E, F, P>(
+        &self,
+        migration: &Migration,
+        cursor: u64,
+        mut convert: F,
+        mut on_progress: P,
+    ) -> Result<Progress>
+    where
+        E: Entity,
+        F: FnMut(&str, &[u8]) -> std::result::Result<Option<E>, String>,
+        P: FnMut(&Progress),
+    {
+        let mut total = Progress {
+            cursor,
+            ..Progress::default()
+        };
+        loop {
+            let batch = self.migrate_batch(migration, total.cursor, &mut convert)?;
+            total.add(batch);
+            on_progress(&total);
+            if total.done {
+                return Ok(total);
+            }
+        }
     }
 
     fn run_query<E: Entity>(

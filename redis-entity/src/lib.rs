@@ -44,6 +44,7 @@ mod error;
 mod field;
 pub mod key;
 mod layout;
+pub mod migrate;
 pub mod plan;
 pub mod query;
 pub mod relation;
