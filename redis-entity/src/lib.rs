@@ -34,6 +34,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admin;
 pub mod blocking;
 pub mod board;
 pub mod cache;

@@ -118,7 +118,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// Sends many writes in one pipeline; each stays atomic on its own.
-    async fn write_many(&self, plans: &[WritePlan]) -> Result<Vec<Result<bool>>> {
+    pub(crate) async fn write_many(&self, plans: &[WritePlan]) -> Result<Vec<Result<bool>>> {
         if plans.is_empty() {
             return Ok(Vec::new());
         }

@@ -1,0 +1,138 @@
+//! Admin operations: layouts, verify and repair, reindex after an index was
+//! added, sweep; as the command line an application embeds.
+
+use redis::Commands;
+use redis_entity::admin::Admin;
+use redis_entity::{RedisEntity, Store};
+use std::time::Duration;
+use support::RedisServer;
+
+/// Version 1 of the type: no index on country.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "user")]
+struct UserV1 {
+    #[pk]
+    id: u64,
+    name: String,
+    country: String,
+}
+
+/// Version 2 adds `#[index]` on country: the stored entities need reindexing.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "user")]
+struct User {
+    #[pk]
+    id: u64,
+    name: String,
+    #[index]
+    country: String,
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "book")]
+struct Book {
+    #[pk]
+    id: u64,
+    #[index(prefix)]
+    title: String,
+}
+
+fn args(line: &str) -> Vec<String> {
+    line.split_whitespace().map(String::from).collect()
+}
+
+#[tokio::test]
+async fn reindex_after_an_index_was_added() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let old: Vec<UserV1> = (1..=1200)
+        .map(|id| UserV1 {
+            id,
+            name: format!("u{id}"),
+            country: ["DE", "CN"][(id % 2) as usize].into(),
+        })
+        .collect();
+    store.save_all(&old).await.unwrap();
+    assert!(
+        store.find(User::COUNTRY, "DE").await.unwrap().is_empty(),
+        "not indexed yet"
+    );
+    assert!(!store.verify::<User>().await.unwrap().is_clean());
+    assert_eq!(store.reindex::<User>().await.unwrap(), 1200);
+    assert_eq!(store.find(User::COUNTRY, "DE").await.unwrap().len(), 600);
+    assert!(store.verify::<User>().await.unwrap().is_clean());
+}
+
+#[tokio::test]
+async fn the_embedded_command_line() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let admin = Admin::new(store.clone())
+        .register::<User>()
+        .unwrap()
+        .register::<Book>()
+        .unwrap();
+    assert!(
+        Admin::new(store.clone())
+            .register::<User>()
+            .unwrap()
+            .register::<UserV1>()
+            .is_err(),
+        "two types under one prefix are refused"
+    );
+
+    let layouts = admin.run(&args("layouts")).await.unwrap();
+    assert!(
+        layouts.contains("user:{<id>}") && layouts.contains("book:title"),
+        "{layouts}"
+    );
+
+    store
+        .save(&User {
+            id: 1,
+            name: "a".into(),
+            country: "DE".into(),
+        })
+        .await
+        .unwrap();
+    store
+        .save(&Book {
+            id: 2,
+            title: "Rust".into(),
+        })
+        .await
+        .unwrap();
+    let clean = admin.run(&args("verify")).await.unwrap();
+    assert!(
+        clean.contains("User: 1 entities") && clean.contains("0 violations"),
+        "{clean}"
+    );
+
+    let _: () = server.conn().sadd("user:country:FR", 1).unwrap();
+    let out = admin.run(&args("verify --repair User")).await.unwrap();
+    assert!(
+        out.contains("1 violations") && out.contains("User: 1 repairs"),
+        "{out}"
+    );
+    let again = admin.run(&args("verify User")).await.unwrap();
+    assert!(again.contains("0 violations"), "{again}");
+
+    store
+        .expire::<Book>(&2, Duration::from_millis(30))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    let swept = admin.run(&args("sweep --budget 10 Book")).await.unwrap();
+    assert!(swept.contains("Book: 1 expired"), "{swept}");
+    let reindexed = admin.run(&args("reindex User")).await.unwrap();
+    assert!(
+        reindexed.contains("User: 1 entities indexed"),
+        "{reindexed}"
+    );
+    assert!(admin.run(&args("verify Nope")).await.is_err());
+    assert!(admin
+        .run(&args("help"))
+        .await
+        .unwrap()
+        .contains("types: User, Book"));
+}
