@@ -401,7 +401,7 @@ pub fn save(
                 .unwrap_or(0);
             b.version_expected = Some(current.to_string());
             let mut next = row.clone();
-            next.columns[c] = Some((current + 1).to_string().into_bytes());
+            next.columns[c] = Some(current.saturating_add(1).to_string().into_bytes());
             bumped = next;
             &bumped
         }
