@@ -91,9 +91,16 @@ fn blocking_crud_mirrors_async() {
 #[test]
 fn blocking_round_trips_and_namespace() {
     let server = RedisServer::start();
-    let conn = CountingConnection::new(server.conn());
+    // A connection driven by a runtime of the caller's, counted.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let conn = rt
+        .block_on(server.client().get_multiplexed_async_connection())
+        .unwrap();
+    let conn = CountingConnection::new(conn);
     let trips = conn.counter();
-    let store = Store::new(conn).with_namespace(Namespace::new("shop").unwrap());
+    let store = Store::from_async(redis_entity::Store::new(conn))
+        .unwrap()
+        .with_namespace(Namespace::new("shop").unwrap());
     store.save(&user(1)).unwrap();
     trips.take();
     store.save(&user(1)).unwrap();

@@ -1,29 +1,29 @@
-//! The synchronous [`Store`]: the same methods as [`crate::Store`], without async.
+//! The synchronous [`Store`]: the same methods as [`crate::Store`], without
+//! async. Each call runs the async store's method to completion on a small
+//! runtime the blocking store owns, so the two can never drift apart: one
+//! implementation, two ways to call it.
 //!
-//! Plans come from [`crate::plan`] exactly as for the async store; only the
-//! sending differs.
+//! Like other blocking clients built on an async core (`reqwest::blocking`),
+//! it must not be called from inside an async runtime; use [`crate::Store`]
+//! there.
 
 use crate::board::Board;
-use crate::codec::{to_bytes, MapField, Scalar};
-use crate::entity::{Entity, EntityKeys, Layout};
-use crate::error::{Error, FieldError, Result};
+use crate::codec::{MapField, Scalar};
+use crate::entity::{Entity, EntityKeys};
+use crate::error::{Error, Result};
 use crate::field::{Field, HashField, SetIndex, SortedIndex, Unique};
 use crate::key::Namespace;
 use crate::migrate::{Migration, Progress};
-use crate::plan::{self, WriteMode, WritePlan};
-use crate::query::{self, Query};
-use crate::relation::{self, Relation, Timeline};
-use crate::store::{checked_row, decode, exists_cmd, remaining, ttl_cmd, CAS_ATTEMPTS};
+use crate::query::Query;
+use crate::relation::{Relation, Timeline};
 use crate::update::Update;
-use crate::verify::{self, Report};
-use redis::{ConnectionLike, Value};
-use std::sync::{Mutex, MutexGuard};
+use crate::verify::Report;
+use redis::aio::{ConnectionLike, MultiplexedConnection};
 use std::time::Duration;
 
-/// Saves, loads and deletes entities over a blocking connection.
+/// Saves, loads and deletes entities without async.
 ///
-/// The connection sits behind a mutex, so a `&Store` can be shared between
-/// threads; each call holds it for its one round trip.
+/// Shareable between threads (`&Store` is enough for every call).
 ///
 /// ```no_run
 /// # use redis_entity::{RedisEntity, blocking::Store};
@@ -39,210 +39,117 @@ use std::time::Duration;
 /// assert_eq!(store.get::<Profile>(&1001)?.unwrap().name, "Ada");
 /// # Ok(()) }
 /// ```
-pub struct Store<C = redis::Connection> {
-    conn: Mutex<C>,
-    ns: Namespace,
+pub struct Store<C = MultiplexedConnection> {
+    rt: tokio::runtime::Runtime,
+    inner: crate::Store<C>,
 }
 
-impl Store<redis::Connection> {
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::redis("", redis::RedisError::from(e)))
+}
+
+impl Store<MultiplexedConnection> {
     /// Connects to `url` (`redis://host:port/db`).
     pub fn connect(url: &str) -> Result<Self> {
-        let client = redis::Client::open(url).map_err(|e| Error::redis("", e))?;
-        let conn = client.get_connection().map_err(|e| Error::redis("", e))?;
-        Ok(Store::new(conn))
+        let rt = runtime()?;
+        let conn = rt.block_on(async {
+            let client = redis::Client::open(url).map_err(|e| Error::redis("", e))?;
+            client
+                .get_multiplexed_async_connection()
+                .await
+                .map_err(|e| Error::redis("", e))
+        })?;
+        Ok(Store {
+            rt,
+            inner: crate::Store::new(conn),
+        })
     }
 }
 
 impl<C> std::fmt::Debug for Store<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("blocking::Store")
-            .field("namespace", &self.ns)
+            .field("inner", &self.inner)
             .finish()
     }
 }
 
-impl<C: ConnectionLike> Store<C> {
-    /// A store over any blocking connection.
-    pub fn new(conn: C) -> Self {
-        Store {
-            conn: Mutex::new(conn),
-            ns: Namespace::none(),
-        }
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// A blocking store running `store` (its connection must be driven by a
+    /// runtime that outlives this store, or be created by [`Store::connect`]).
+    pub fn from_async(store: crate::Store<C>) -> Result<Self> {
+        Ok(Store {
+            rt: runtime()?,
+            inner: store,
+        })
+    }
+
+    /// The async store this one runs.
+    pub fn as_async(&self) -> &crate::Store<C> {
+        &self.inner
     }
 
     /// The same store with every key under `ns` (a tenant prefix).
     pub fn with_namespace(mut self, ns: Namespace) -> Self {
-        self.ns = ns;
+        self.inner = self.inner.with_namespace(ns);
         self
     }
 
     /// The namespace applied to every key.
     pub fn namespace(&self) -> &Namespace {
-        &self.ns
+        self.inner.namespace()
     }
 
     /// Every key of the entity with `pk`, namespaced.
     pub fn keys_of<E: Entity>(&self, pk: &E::Pk) -> EntityKeys {
-        EntityKeys::of::<E>(&self.ns, pk)
+        self.inner.keys_of::<E>(pk)
     }
 
-    fn conn(&self) -> MutexGuard<'_, C> {
-        // A panic while holding the lock cannot leave a half-sent command
-        // behind (the driver writes whole commands), so a poisoned lock is usable.
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn write(&self, plan: &WritePlan) -> Result<bool> {
-        let mut conn = self.conn();
-        let reply = match plan.evalsha().query::<Value>(&mut *conn) {
-            Err(e) if plan::is_noscript(&e) => plan.eval().query::<Value>(&mut *conn),
-            other => other,
-        };
-        match reply {
-            Ok(v) => plan.outcome(v),
-            Err(e) => Err(plan.server_error(e)),
-        }
-    }
-
-    fn write_many(&self, plans: &[WritePlan]) -> Result<Vec<Result<bool>>> {
-        if plans.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut conn = self.conn();
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        for p in plans {
-            pipe.add_command(p.evalsha());
-        }
-        let mut replies: Vec<Value> = pipe
-            .query(&mut *conn)
-            .map_err(|e| Error::redis(plans[0].key(), e))?;
-        let lost: Vec<usize> = (0..replies.len())
-            .filter(|&i| matches!(&replies[i], Value::ServerError(e) if e.code() == "NOSCRIPT"))
-            .collect();
-        if !lost.is_empty() {
-            let mut pipe = redis::pipe();
-            pipe.ignore_errors();
-            for &i in &lost {
-                pipe.add_command(plans[i].eval());
-            }
-            let again: Vec<Value> = pipe
-                .query(&mut *conn)
-                .map_err(|e| Error::redis(plans[0].key(), e))?;
-            for (i, v) in lost.into_iter().zip(again) {
-                replies[i] = v;
-            }
-        }
-        Ok(plans
-            .iter()
-            .zip(replies)
-            .map(|(p, v)| p.outcome(v))
-            .collect())
-    }
-
-    fn save_as<E: Entity>(&self, e: &E, mode: WriteMode, ttl: Option<Duration>) -> Result<bool> {
-        let keys = EntityKeys::of_entity(&self.ns, e);
-        self.write(&plan::save(
-            E::DESC,
-            &self.ns,
-            &keys,
-            &checked_row(e)?,
-            mode,
-            ttl,
-        ))
+    fn run<T>(&self, f: impl std::future::Future<Output = T>) -> T {
+        self.rt.block_on(f)
     }
 
     /// See [`crate::Store::save`].
     pub fn save<E: Entity>(&self, entity: &E) -> Result<bool> {
-        self.save_as(entity, WriteMode::Save, None)
+        self.run(self.inner.save(entity))
     }
 
     /// See [`crate::Store::save_with_ttl`].
     pub fn save_with_ttl<E: Entity>(&self, entity: &E, ttl: Duration) -> Result<bool> {
-        self.save_as(entity, WriteMode::Save, Some(ttl))
+        self.run(self.inner.save_with_ttl(entity, ttl))
     }
 
     /// See [`crate::Store::insert`].
     pub fn insert<E: Entity>(&self, entity: &E) -> Result<()> {
-        self.save_as(entity, WriteMode::Insert, None).map(drop)
+        self.run(self.inner.insert(entity))
     }
 
     /// See [`crate::Store::save_all`].
     pub fn save_all<E: Entity>(&self, entities: &[E]) -> Result<()> {
-        let plans = entities
-            .iter()
-            .map(|e| {
-                let keys = EntityKeys::of_entity(&self.ns, e);
-                Ok(plan::save(
-                    E::DESC,
-                    &self.ns,
-                    &keys,
-                    &checked_row(e)?,
-                    WriteMode::Save,
-                    None,
-                ))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        self.write_many(&plans)?
-            .into_iter()
-            .try_for_each(|r| r.map(drop))
+        self.run(self.inner.save_all(entities))
     }
 
     /// See [`crate::Store::get`].
     pub fn get<E: Entity>(&self, pk: &E::Pk) -> Result<Option<E>> {
-        let keys = EntityKeys::of::<E>(&self.ns, pk);
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        plan::read(E::DESC, &keys, &mut pipe);
-        let replies: Vec<Value> = pipe
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(&keys.base, e))?;
-        decode::<E>(pk, &keys, &mut replies.into_iter())
+        self.run(self.inner.get::<E>(pk))
     }
 
     /// See [`crate::Store::get_many`].
     pub fn get_many<E: Entity>(&self, pks: &[E::Pk]) -> Result<Vec<Option<E>>> {
-        if pks.is_empty() {
-            return Ok(Vec::new());
-        }
-        let keys: Vec<EntityKeys> = pks
-            .iter()
-            .map(|pk| EntityKeys::of::<E>(&self.ns, pk))
-            .collect();
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        for k in &keys {
-            plan::read(E::DESC, k, &mut pipe);
-        }
-        let replies: Vec<Value> = pipe
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(&keys[0].base, e))?;
-        let mut it = replies.into_iter();
-        pks.iter()
-            .zip(&keys)
-            .map(|(pk, k)| decode::<E>(pk, k, &mut it))
-            .collect()
+        self.run(self.inner.get_many::<E>(pks))
     }
 
     /// See [`crate::Store::exists`].
     pub fn exists<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
-        let keys = EntityKeys::of::<E>(&self.ns, pk);
-        let n: u64 = exists_cmd(E::DESC, &keys)
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(&keys.base, e))?;
-        Ok(n > 0)
+        self.run(self.inner.exists::<E>(pk))
     }
 
     /// See [`crate::Store::delete`].
     pub fn delete<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
-        let keys = EntityKeys::of::<E>(&self.ns, pk);
-        self.write(&plan::lifecycle(
-            E::DESC,
-            &self.ns,
-            &keys,
-            WriteMode::Delete,
-            None,
-        ))
+        self.run(self.inner.delete::<E>(pk))
     }
 
     /// See [`crate::Store::update`].
@@ -252,35 +159,17 @@ impl<C: ConnectionLike> Store<C> {
 
     /// See [`crate::Store::expire`].
     pub fn expire<E: Entity>(&self, pk: &E::Pk, ttl: Duration) -> Result<bool> {
-        self.lifecycle::<E>(pk, WriteMode::Expire, Some(ttl))
+        self.run(self.inner.expire::<E>(pk, ttl))
     }
 
     /// See [`crate::Store::persist`].
     pub fn persist<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
-        self.lifecycle::<E>(pk, WriteMode::Persist, None)
-    }
-
-    fn lifecycle<E: Entity>(
-        &self,
-        pk: &E::Pk,
-        mode: WriteMode,
-        ttl: Option<Duration>,
-    ) -> Result<bool> {
-        let keys = EntityKeys::of::<E>(&self.ns, pk);
-        match self.write(&plan::lifecycle(E::DESC, &self.ns, &keys, mode, ttl)) {
-            Ok(_) => Ok(true),
-            Err(Error::NotFound { .. }) => Ok(false),
-            Err(e) => Err(e),
-        }
+        self.run(self.inner.persist::<E>(pk))
     }
 
     /// See [`crate::Store::ttl`].
     pub fn ttl<E: Entity>(&self, pk: &E::Pk) -> Result<Option<Duration>> {
-        let keys = EntityKeys::of::<E>(&self.ns, pk);
-        let ms: Vec<i64> = ttl_cmd(E::DESC, &keys)
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(&keys.base, e))?;
-        Ok(remaining(&ms))
+        self.run(self.inner.ttl::<E>(pk))
     }
 
     /// See [`crate::Store::hget`].
@@ -290,22 +179,9 @@ impl<C: ConnectionLike> Store<C> {
         pk: &E::Pk,
         key: impl Into<M::Key>,
     ) -> Result<Option<M::Value>> {
-        let keys = EntityKeys::of::<E>(&self.ns, pk);
-        let map_key = &keys.maps[field.map()];
-        let raw: Option<Vec<u8>> = redis::cmd("HGET")
-            .arg(map_key)
-            .arg(to_bytes(&key.into()))
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(map_key, e))?;
-        raw.map(|r| {
-            M::Value::decode(&r)
-                .map_err(|e| Error::from_field(map_key, FieldError::parse(field.name(), &r, e)))
-        })
-        .transpose()
+        self.run(self.inner.hget(field, pk, key))
     }
-}
 
-impl<C: ConnectionLike> Store<C> {
     /// See [`crate::Store::query`].
     pub fn query<E: Entity>(&self) -> Query<'_, E, Self> {
         Query::new(self)
@@ -317,7 +193,7 @@ impl<C: ConnectionLike> Store<C> {
         field: Field<E, T, Co, K>,
         value: impl Into<K::Value>,
     ) -> Result<Vec<E>> {
-        self.query::<E>().eq(field, value).fetch()
+        self.run(self.inner.find(field, value))
     }
 
     /// See [`crate::Store::find_unique`].
@@ -326,27 +202,7 @@ impl<C: ConnectionLike> Store<C> {
         field: Field<E, T, Co, Unique<X>>,
         value: impl Into<X>,
     ) -> Result<Option<E>> {
-        let Some(index) = query::index_of(E::DESC, field.name()) else {
-            return Ok(None);
-        };
-        let (key, v) = query::unique_key(E::DESC, &self.ns, index, &value.into());
-        let member: Option<String> = redis::cmd("GET")
-            .arg(&key)
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(&key, e))?;
-        let Some(member) = member else {
-            return Ok(None);
-        };
-        let (pipe, keys) = query::read_members(E::DESC, &self.ns, std::slice::from_ref(&member));
-        let replies: Vec<Value> = pipe
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(&keys[0].base, e))?;
-        let (found, repair) =
-            query::finish_unique::<E>(&self.ns, index, v, &member, &keys[0], replies)?;
-        if let Some(plan) = repair {
-            self.write(&plan)?;
-        }
-        Ok(found)
+        self.run(self.inner.find_unique(field, value))
     }
 
     /// See [`crate::Store::top`].
@@ -355,43 +211,7 @@ impl<C: ConnectionLike> Store<C> {
         field: Field<E, T, Co, K>,
         n: usize,
     ) -> Result<Vec<(E, f64)>> {
-        let Some(index) = query::index_of(E::DESC, field.name()) else {
-            return Ok(Vec::new());
-        };
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        // One plain read when no entity of the type has a TTL (nothing can
-        // have expired); the query script otherwise.
-        let zset = E::DESC.index_zset(&self.ns, &E::DESC.indexes[index]);
-        let mut pipe = redis::pipe();
-        pipe.cmd("ZCARD").arg(E::DESC.expiry_key(&self.ns));
-        pipe.cmd("ZRANGE")
-            .arg(&zset)
-            .arg(0)
-            .arg(n.saturating_sub(1))
-            .arg("REV")
-            .arg("WITHSCORES");
-        let (expiring, flat): (u64, Vec<String>) = pipe
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(&zset, e))?;
-        let answer = if expiring == 0 {
-            query::Answer::from_scored(flat)
-        } else {
-            self.run_query::<E>(&query::top_spec(index, n), false, true)?
-        };
-        if answer.members.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (pipe, keys) = query::read_members(E::DESC, &self.ns, &answer.members);
-        let replies: Vec<Value> = pipe
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(&keys[0].base, e))?;
-        let (top, repairs) = query::finish_top::<E>(&self.ns, &answer, &keys, replies)?;
-        if !repairs.is_empty() {
-            self.write_many(&repairs)?;
-        }
-        Ok(top)
+        self.run(self.inner.top(field, n))
     }
 
     /// See [`crate::Store::rank`].
@@ -400,25 +220,15 @@ impl<C: ConnectionLike> Store<C> {
         field: Field<E, T, Co, K>,
         pk: &E::Pk,
     ) -> Result<Option<u64>> {
-        let Some(index) = query::index_of(E::DESC, field.name()) else {
-            return Ok(None);
-        };
-        let (evalsha, eval) = query::rank_call(E::DESC, &self.ns, index, &E::member(pk));
-        let mut conn = self.conn();
-        let reply: Option<u64> = match evalsha.query(&mut *conn) {
-            Err(e) if plan::is_noscript(&e) => eval.query(&mut *conn),
-            other => other,
-        }
-        .map_err(|e| Error::redis(&E::DESC.index_zset(&self.ns, &E::DESC.indexes[index]), e))?;
-        Ok(reply)
+        self.run(self.inner.rank(field, pk))
     }
 
     /// See [`crate::Store::board_incr`].
     pub fn board_incr<E: Entity>(&self, board: &Board<E>, pk: &E::Pk, delta: f64) -> Result<f64> {
-        self.board_incr_at(board, pk, delta, std::time::SystemTime::now())
+        self.run(self.inner.board_incr(board, pk, delta))
     }
 
-    /// Like `board_incr`, in the bucket of time `at`.
+    /// See [`crate::Store::board_incr_at`].
     pub fn board_incr_at<E: Entity>(
         &self,
         board: &Board<E>,
@@ -426,69 +236,27 @@ impl<C: ConnectionLike> Store<C> {
         delta: f64,
         at: std::time::SystemTime,
     ) -> Result<f64> {
-        let key = board.key(&self.ns, at);
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .cmd("ZINCRBY")
-            .arg(&key)
-            .arg(crate::codec::score_text(delta))
-            .arg(E::member(pk))
-            .cmd("PEXPIREAT")
-            .arg(&key)
-            .arg(board.expires_at_ms(at))
-            .ignore();
-        let (score,): (String,) = pipe
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(&key, e))?;
-        query::parse_score(&score).ok_or_else(|| Error::UnexpectedReply { key, detail: score })
+        self.run(self.inner.board_incr_at(board, pk, delta, at))
     }
 
-    /// The `n` best entities of the current bucket of `board`, with scores
-    /// (two round trips).
-    pub fn board_top<E: Entity>(&self, board: &Board<E>, n: usize) -> Result<Vec<(E, f64)>> {
-        self.board_top_at(board, std::time::SystemTime::now(), n)
-    }
-
-    /// The `n` best entities of the bucket of time `at`.
+    /// See [`crate::Store::board_top_at`].
     pub fn board_top_at<E: Entity>(
         &self,
         board: &Board<E>,
         at: std::time::SystemTime,
         n: usize,
     ) -> Result<Vec<(E, f64)>> {
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let key = board.key(&self.ns, at);
-        let flat: Vec<String> = redis::cmd("ZRANGE")
-            .arg(&key)
-            .arg(0)
-            .arg(n - 1)
-            .arg("REV")
-            .arg("WITHSCORES")
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(&key, e))?;
-        let answer = query::Answer::from_scored(flat);
-        if answer.members.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (pipe, keys) = query::read_members(E::DESC, &self.ns, &answer.members);
-        let replies: Vec<Value> = pipe
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(&keys[0].base, e))?;
-        // Entities deleted since are skipped; a board keeps its history.
-        let (top, _) = query::finish_top::<E>(&self.ns, &answer, &keys, replies)?;
-        Ok(top)
+        self.run(self.inner.board_top_at(board, at, n))
     }
 
-    /// The entity's 0-based rank in the current bucket of `board`, best first.
+    /// See [`crate::Store::board_top`].
+    pub fn board_top<E: Entity>(&self, board: &Board<E>, n: usize) -> Result<Vec<(E, f64)>> {
+        self.run(self.inner.board_top(board, n))
+    }
+
+    /// See [`crate::Store::board_rank`].
     pub fn board_rank<E: Entity>(&self, board: &Board<E>, pk: &E::Pk) -> Result<Option<u64>> {
-        let key = board.key(&self.ns, std::time::SystemTime::now());
-        redis::cmd("ZREVRANK")
-            .arg(&key)
-            .arg(E::member(pk))
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(&key, e))
+        self.run(self.inner.board_rank(board, pk))
     }
 
     /// See [`crate::Store::relate`].
@@ -498,7 +266,7 @@ impl<C: ConnectionLike> Store<C> {
         a: &A::Pk,
         b: &B::Pk,
     ) -> Result<bool> {
-        self.relation_call(rel, a, b, true)
+        self.run(self.inner.relate(rel, a, b))
     }
 
     /// See [`crate::Store::unrelate`].
@@ -508,24 +276,7 @@ impl<C: ConnectionLike> Store<C> {
         a: &A::Pk,
         b: &B::Pk,
     ) -> Result<bool> {
-        self.relation_call(rel, a, b, false)
-    }
-
-    fn relation_call<A: Entity, B: Entity>(
-        &self,
-        rel: &Relation<A, B>,
-        a: &A::Pk,
-        b: &B::Pk,
-        relate: bool,
-    ) -> Result<bool> {
-        let (evalsha, eval) = relation::call(rel, &self.ns, a, b, relate);
-        let mut conn = self.conn();
-        let n: i64 = match evalsha.query(&mut *conn) {
-            Err(e) if plan::is_noscript(&e) => eval.query(&mut *conn),
-            other => other,
-        }
-        .map_err(|e| Error::redis(&relation::forward_key(rel, &self.ns, a), e))?;
-        Ok(n > 0)
+        self.run(self.inner.unrelate(rel, a, b))
     }
 
     /// See [`crate::Store::related`].
@@ -534,8 +285,7 @@ impl<C: ConnectionLike> Store<C> {
         rel: &Relation<A, B>,
         a: &A::Pk,
     ) -> Result<Vec<B::Pk>> {
-        let key = relation::forward_key(rel, &self.ns, a);
-        self.members_of::<B>(&redis::cmd("SMEMBERS").arg(&key).clone(), &key)
+        self.run(self.inner.related(rel, a))
     }
 
     /// See [`crate::Store::related_back`].
@@ -544,17 +294,12 @@ impl<C: ConnectionLike> Store<C> {
         rel: &Relation<A, B>,
         b: &B::Pk,
     ) -> Result<Vec<A::Pk>> {
-        let key = relation::reverse_key(rel, &self.ns, b);
-        self.members_of::<A>(&redis::cmd("SMEMBERS").arg(&key).clone(), &key)
+        self.run(self.inner.related_back(rel, b))
     }
 
     /// See [`crate::Store::mutual`].
     pub fn mutual<A: Entity>(&self, rel: &Relation<A, A>, a: &A::Pk) -> Result<Vec<A::Pk>> {
-        let (fwd, back) = (
-            relation::forward_key(rel, &self.ns, a),
-            relation::reverse_key(rel, &self.ns, a),
-        );
-        self.members_of::<A>(&redis::cmd("SINTER").arg(&fwd).arg(&back).clone(), &fwd)
+        self.run(self.inner.mutual(rel, a))
     }
 
     /// See [`crate::Store::related_entities`].
@@ -563,41 +308,7 @@ impl<C: ConnectionLike> Store<C> {
         rel: &Relation<A, B>,
         a: &A::Pk,
     ) -> Result<Vec<B>> {
-        let pks = self.related(rel, a)?;
-        Ok(self.get_many::<B>(&pks)?.into_iter().flatten().collect())
-    }
-
-    fn members_of<E: Entity>(&self, cmd: &redis::Cmd, key: &str) -> Result<Vec<E::Pk>> {
-        let members: Vec<String> = cmd
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(key, e))?;
-        let mut members = members;
-        query::sort_members(E::DESC, &mut members);
-        Ok(members
-            .iter()
-            .filter_map(|m| query::parse_member::<E>(m))
-            .collect())
-    }
-
-    /// See [`crate::Store::timeline_push`].
-    pub fn timeline_push<O: Entity, P: Entity>(
-        &self,
-        timeline: &Timeline<O, P>,
-        post: &P::Pk,
-        owners: &[O::Pk],
-    ) -> Result<()> {
-        let member = P::member(post);
-        for chunk in owners.chunks(relation::PUSH_BATCH) {
-            let keys: Vec<String> = chunk
-                .iter()
-                .map(|o| O::DESC.key_of_member(&self.ns, &O::member(o)))
-                .collect();
-            let pipe = relation::push_pipeline(&keys, timeline.name(), &member, timeline.cap());
-            let () = pipe
-                .query(&mut *self.conn())
-                .map_err(|e| Error::redis(&keys[0], e))?;
-        }
-        Ok(())
+        self.run(self.inner.related_entities(rel, a))
     }
 
     /// See [`crate::Store::timeline_push_related`].
@@ -608,9 +319,20 @@ impl<C: ConnectionLike> Store<C> {
         rel: &Relation<O, O>,
         author: &O::Pk,
     ) -> Result<usize> {
-        let followers = self.related_back(rel, author)?;
-        self.timeline_push(timeline, post, &followers)?;
-        Ok(followers.len())
+        self.run(
+            self.inner
+                .timeline_push_related(timeline, post, rel, author),
+        )
+    }
+
+    /// See [`crate::Store::timeline_push`].
+    pub fn timeline_push<O: Entity, P: Entity>(
+        &self,
+        timeline: &Timeline<O, P>,
+        post: &P::Pk,
+        owners: &[O::Pk],
+    ) -> Result<()> {
+        self.run(self.inner.timeline_push(timeline, post, owners))
     }
 
     /// See [`crate::Store::timeline`].
@@ -621,21 +343,7 @@ impl<C: ConnectionLike> Store<C> {
         offset: usize,
         n: usize,
     ) -> Result<Vec<P>> {
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let key = timeline.key(&self.ns, owner);
-        let members: Vec<String> = redis::cmd("LRANGE")
-            .arg(&key)
-            .arg(offset)
-            .arg(offset + n - 1)
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(&key, e))?;
-        let pks: Vec<P::Pk> = members
-            .iter()
-            .filter_map(|m| query::parse_member::<P>(m))
-            .collect();
-        Ok(self.get_many::<P>(&pks)?.into_iter().flatten().collect())
+        self.run(self.inner.timeline(timeline, owner, offset, n))
     }
 
     /// See [`crate::Store::migrate_batch`].
@@ -643,89 +351,13 @@ impl<C: ConnectionLike> Store<C> {
         &self,
         migration: &Migration,
         cursor: u64,
-        mut convert: F,
+        convert: F,
     ) -> Result<Progress>
     where
         E: Entity,
         F: FnMut(&str, &[u8]) -> std::result::Result<Option<E>, String>,
     {
-        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(&migration.pattern)
-            .arg("COUNT")
-            .arg(migration.batch.max(1))
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(&migration.pattern, e))?;
-        let mut progress = Progress {
-            cursor: next,
-            done: next == 0,
-            scanned: keys.len() as u64,
-            ..Progress::default()
-        };
-        if keys.is_empty() {
-            return Ok(progress);
-        }
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        for k in &keys {
-            pipe.cmd("GET").arg(k);
-        }
-        let values: Vec<Value> = pipe
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(&keys[0], e))?;
-        let mut sources = Vec::new();
-        let mut plans = Vec::new();
-        for (k, v) in keys.into_iter().zip(values) {
-            let Value::BulkString(raw) = v else {
-                progress.skipped += 1; // gone since the scan, or not a string
-                continue;
-            };
-            match convert(&k, &raw) {
-                Ok(Some(e)) => {
-                    let row = match checked_row(&e) {
-                        Ok(r) => r,
-                        Err(err) => {
-                            progress.failed.push((k, err.to_string()));
-                            continue;
-                        }
-                    };
-                    let keys = EntityKeys::of_entity(&self.ns, &e);
-                    plans.push(plan::save(
-                        E::DESC,
-                        &self.ns,
-                        &keys,
-                        &row,
-                        WriteMode::Save,
-                        None,
-                    ));
-                    sources.push(k);
-                }
-                Ok(None) => progress.skipped += 1,
-                Err(reason) => progress.failed.push((k, reason)),
-            }
-        }
-        if migration.dry_run {
-            progress.migrated = plans.len() as u64;
-            return Ok(progress);
-        }
-        let results = self.write_many(&plans)?;
-        let mut written = Vec::new();
-        for (k, r) in sources.into_iter().zip(results) {
-            match r {
-                Ok(_) => written.push(k),
-                Err(e) => progress.failed.push((k, e.to_string())),
-            }
-        }
-        progress.migrated = written.len() as u64;
-        if migration.delete_source && !written.is_empty() {
-            let deleted: u64 = redis::cmd("DEL")
-                .arg(&written)
-                .query(&mut *self.conn())
-                .map_err(|e| Error::redis(&written[0], e))?;
-            progress.deleted = deleted;
-        }
-        Ok(progress)
+        self.run(self.inner.migrate_batch(migration, cursor, convert))
     }
 
     /// See [`crate::Store::migrate`].
@@ -733,199 +365,64 @@ impl<C: ConnectionLike> Store<C> {
         &self,
         migration: &Migration,
         cursor: u64,
-        mut convert: F,
-        mut on_progress: P,
+        convert: F,
+        on_progress: P,
     ) -> Result<Progress>
     where
         E: Entity,
         F: FnMut(&str, &[u8]) -> std::result::Result<Option<E>, String>,
         P: FnMut(&Progress),
     {
-        let mut total = Progress {
-            cursor,
-            ..Progress::default()
-        };
-        loop {
-            let batch = self.migrate_batch(migration, total.cursor, &mut convert)?;
-            total.add(batch);
-            on_progress(&total);
-            if total.done {
-                return Ok(total);
-            }
-        }
+        self.run(self.inner.migrate(migration, cursor, convert, on_progress))
     }
 
-    fn run_query<E: Entity>(
-        &self,
-        spec: &query::Spec,
-        count_only: bool,
-        with_scores: bool,
-    ) -> Result<query::Answer> {
-        let (evalsha, eval) = query::script_call(E::DESC, &self.ns, spec, count_only, with_scores);
-        let mut conn = self.conn();
-        let reply = match evalsha.query::<Value>(&mut *conn) {
-            Err(e) if plan::is_noscript(&e) => eval.query::<Value>(&mut *conn),
-            other => other,
-        }
-        .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
-        let answer = query::parse_reply(E::DESC, spec, with_scores, reply)?;
-        if !answer.ghosts.is_empty() {
-            // Expired entities met on the way: remove all their entries now.
-            self.write_many(&query::sweep_plans(E::DESC, &self.ns, &answer.ghosts))?;
-        }
-        Ok(answer)
-    }
-}
-
-impl<C: ConnectionLike> Store<C> {
     /// See [`crate::Store::verify`].
     pub fn verify<E: Entity>(&self) -> Result<Report> {
-        let mut v = verify::Verifier::new(E::DESC, &self.ns);
-        while let Some(pipe) = v.next_request() {
-            let replies: Vec<Value> = pipe
-                .query(&mut *self.conn())
-                .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
-            v.feed(replies)?;
-        }
-        Ok(v.report())
-    }
-
-    /// See [`crate::Store::sweep`].
-    pub fn sweep<E: Entity>(&self, budget: usize) -> Result<usize> {
-        let key = E::DESC.expiry_key(&self.ns);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
-        let due: Vec<String> = redis::cmd("ZRANGEBYSCORE")
-            .arg(&key)
-            .arg("-inf")
-            .arg(now)
-            .arg("LIMIT")
-            .arg(0)
-            .arg(budget)
-            .query(&mut *self.conn())
-            .map_err(|e| Error::redis(&key, e))?;
-        if due.is_empty() {
-            return Ok(0);
-        }
-        let swept = self
-            .write_many(&query::sweep_plans(E::DESC, &self.ns, &due))?
-            .into_iter()
-            .filter(|r| matches!(r, Ok(true)))
-            .count();
-        Ok(swept)
+        self.run(self.inner.verify::<E>())
     }
 
     /// See [`crate::Store::repair`].
     pub fn repair<E: Entity>(&self, report: &Report) -> Result<usize> {
-        let plans = verify::repairs(E::DESC, &self.ns, report);
-        for chunk in plans.chunks(500) {
-            for r in self.write_many(chunk)? {
-                match r {
-                    Ok(_) | Err(Error::NotFound { .. }) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        let mut fixed = plans.len();
-        if let Some(pipe) = verify::relation_repairs(report) {
-            let () = pipe
-                .query(&mut *self.conn())
-                .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
-            fixed += report
-                .violations
-                .iter()
-                .filter(|v| matches!(v, verify::Violation::OneSidedRelation { .. }))
-                .count();
-        }
-        Ok(fixed)
+        self.run(self.inner.repair::<E>(report))
+    }
+
+    /// See [`crate::Store::sweep`].
+    pub fn sweep<E: Entity>(&self, budget: usize) -> Result<usize> {
+        self.run(self.inner.sweep::<E>(budget))
     }
 }
 
-impl<C: ConnectionLike, E: Entity> Query<'_, E, Store<C>> {
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
+    /// See [`crate::Store::reindex`].
+    pub fn reindex<E: Entity>(&self) -> Result<usize> {
+        self.run(self.inner.reindex::<E>())
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> {
     /// See the async `fetch`.
     pub fn fetch(self) -> Result<Vec<E>> {
-        if let Some(e) = self.error {
-            return Err(e);
-        }
         let store = self.store;
-        let members = store.run_query::<E>(&self.spec, false, false)?.members;
-        if members.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (pipe, keys) = query::read_members(E::DESC, &store.ns, &members);
-        let replies: Vec<Value> = pipe
-            .query(&mut *store.conn())
-            .map_err(|e| Error::redis(&keys[0].base, e))?;
-        let fetched = query::finish_fetch::<E>(&store.ns, &self.spec, &members, &keys, replies)?;
-        if !fetched.repairs.is_empty() {
-            store.write_many(&fetched.repairs)?;
-        }
-        Ok(fetched.entities)
+        store.run(self.rebind(&store.inner).fetch())
     }
 
     /// See the async `ids`.
     pub fn ids(self) -> Result<Vec<E::Pk>> {
-        if let Some(e) = self.error {
-            return Err(e);
-        }
-        let members = self.store.run_query::<E>(&self.spec, false, false)?.members;
-        Ok(members
-            .iter()
-            .filter_map(|m| query::parse_member::<E>(m))
-            .collect())
+        let store = self.store;
+        store.run(self.rebind(&store.inner).ids())
     }
 
     /// See the async `count`.
     pub fn count(self) -> Result<u64> {
-        if let Some(e) = self.error {
-            return Err(e);
-        }
-        Ok(self.store.run_query::<E>(&self.spec, true, false)?.total)
+        let store = self.store;
+        store.run(self.rebind(&store.inner).count())
     }
 }
 
-impl<C: ConnectionLike, E: Entity> Update<'_, E, Store<C>> {
-    /// See [`crate::update::Update`]'s async `exec`.
+impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>> {
+    /// See the async `exec`.
     pub fn exec(self) -> Result<()> {
-        if let Some(e) = self.error {
-            return Err(e);
-        }
         let store = self.store;
-        plan::check_update_scores(E::DESC, &self.ops)?;
-        let keys = EntityKeys::new(E::DESC, &store.ns, self.member);
-        if E::DESC.layout != Layout::Json {
-            return store
-                .write(&plan::update_checked(
-                    E::DESC,
-                    &store.ns,
-                    &keys,
-                    &self.ops,
-                    self.ttl,
-                    self.version,
-                ))
-                .map(drop);
-        }
-        for attempt in 0..CAS_ATTEMPTS {
-            std::thread::sleep(plan::cas_backoff(attempt));
-            let read: Option<Vec<u8>> = redis::cmd("GET")
-                .arg(&keys.base)
-                .query(&mut *store.conn())
-                .map_err(|e| Error::redis(&keys.base, e))?;
-            let read = read.ok_or_else(|| Error::NotFound {
-                key: keys.base.clone(),
-            })?;
-            let doc = plan::apply_json_ops(E::DESC, &keys.base, &read, &self.ops)?;
-            let plan = plan::json_cas(E::DESC, &store.ns, &keys, read, doc, &self.ops, self.ttl);
-            match store.write(&plan) {
-                Err(Error::Redis { source, .. }) if WritePlan::is_cas_retry(&source) => continue,
-                other => return other.map(drop),
-            }
-        }
-        Err(Error::UnexpectedReply {
-            key: keys.base,
-            detail: "the document kept changing during the update".into(),
-        })
+        store.run(self.rebind(&store.inner).exec())
     }
 }

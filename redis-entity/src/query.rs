@@ -163,6 +163,16 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
         self
     }
 
+    /// The same query on another store (the blocking store runs the async one).
+    pub(crate) fn rebind<'t, T>(self, store: &'t T) -> Query<'t, E, T> {
+        Query {
+            store,
+            spec: self.spec,
+            error: self.error,
+            _e: PhantomData,
+        }
+    }
+
     /// Entities whose field equals `value` (or whose tags contain it).
     pub fn eq<T, C, K: SetIndex>(
         self,

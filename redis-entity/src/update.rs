@@ -37,6 +37,19 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
         }
     }
 
+    /// The same update on another store (the blocking store runs the async one).
+    pub(crate) fn rebind<'t, T>(self, store: &'t T) -> Update<'t, E, T> {
+        Update {
+            store,
+            member: self.member,
+            ops: self.ops,
+            ttl: self.ttl,
+            version: self.version,
+            error: self.error,
+            _e: PhantomData,
+        }
+    }
+
     fn push(mut self, op: crate::Result<UpdateOp>) -> Self {
         match op {
             Ok(op) => self.ops.push(op),
