@@ -288,3 +288,32 @@ async fn entities_are_read_through_once_and_then_indexed() {
     }
     assert_eq!(misses.load(Ordering::SeqCst), 1);
 }
+
+#[test]
+fn blocking_cache_loads_once_across_threads() {
+    let server = RedisServer::start();
+    let store = redis_entity::blocking::Store::connect(&server.url()).unwrap();
+    let cache = redis_entity::blocking::Cache::from_store(&store);
+    let loads = Loads::default();
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                let v: Option<String> = cache
+                    .get_or_load(&store, "k", Duration::from_secs(60), || {
+                        loads.fetch_add(1, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(100));
+                        Ok::<_, std::io::Error>(Some("v".to_string()))
+                    })
+                    .unwrap();
+                assert_eq!(v.as_deref(), Some("v"));
+            });
+        }
+    });
+    assert_eq!(loads.load(Ordering::SeqCst), 1);
+    let none: Option<String> = cache
+        .get_or_load(&store, "missing", Duration::from_secs(60), || {
+            Ok::<_, std::io::Error>(None)
+        })
+        .unwrap();
+    assert_eq!(none, None);
+}
