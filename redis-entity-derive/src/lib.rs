@@ -2,9 +2,9 @@
 //! crate (`use redis_entity::RedisEntity;`), which re-exports it.
 //!
 //! The macro works in four steps, one module each: attributes are parsed
-//! ([`attr`]) into an entity model ([`model`]), the model's layout rules are
-//! checked ([`check`]), and code is generated from the model ([`expand`]).
-//! Every error found on the way is collected ([`ctxt`]) and reported together.
+//! (`attr`) into an entity model (`model`), the model's layout rules are
+//! checked (`check`), and code is generated from the model (`expand`).
+//! Every error found on the way is collected (`ctxt`) and reported together.
 
 mod attr;
 mod check;

@@ -1,8 +1,8 @@
 //! Plans: the exact commands one call sends, built without a server.
 //!
 //! Building a plan is pure (keys, script arguments, reply decoding) and unit
-//! tested here; sending it is the job of [`crate::exec`], once for async and
-//! once for blocking connections.
+//! tested here; sending it is the job of [`crate::Store`] (the blocking store
+//! runs the same code on a runtime of its own).
 
 use crate::entity::{EntityDesc, EntityKeys, IndexKind, IndexSource, Layout, Row};
 use crate::error::{Error, Result};
