@@ -4,7 +4,9 @@
 //!
 //! Run: `cargo bench --bench workload` (add `-- --quick` for a 10x smaller run).
 //! For every step it prints ops/s, round trips per op and Redis memory per
-//! entity for both, and the ratio (redis-entity / hand-written).
+//! entity for both, and the ratio (redis-entity / hand-written). Each step
+//! runs in 10 rounds that alternate which side goes first, so that a slow
+//! moment of the machine falls on both sides alike.
 
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
@@ -136,23 +138,59 @@ struct Figures {
     bytes_per_entity: Option<f64>,
 }
 
-async fn measure<F, Fut>(side: &Side, ops: u64, entities: Option<u64>, f: F) -> Figures
-where
-    F: FnOnce() -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    let mem_before = side.used_memory().await;
-    side.trips.take();
-    let t = Instant::now();
-    f().await;
-    let secs = t.elapsed().as_secs_f64();
+/// A side's figures for a step of `ops` that took `secs`.
+async fn figures(side: &Side, ops: u64, entities: bool, secs: f64, mem_before: i64) -> Figures {
     let trips = side.trips.take();
-    let mem_after = side.used_memory().await;
+    let after = side.used_memory().await;
     Figures {
         ops_per_s: ops as f64 / secs,
         trips_per_op: trips as f64 / ops as f64,
-        bytes_per_entity: entities.map(|n| (mem_after - mem_before) as f64 / n as f64),
+        bytes_per_entity: entities.then(|| (after - mem_before) as f64 / ops as f64),
     }
+}
+
+/// Runs one step on both sides in alternating rounds: `fw` and `hand` get
+/// the same slice of the step's `ops` each round.
+async fn pair<F, FF, G, GF>(
+    fw: &Side,
+    hand: &Side,
+    ops: u64,
+    entities: bool,
+    mut f: F,
+    mut g: G,
+) -> (Figures, Figures)
+where
+    F: FnMut(std::ops::Range<u64>) -> FF,
+    FF: std::future::Future<Output = ()>,
+    G: FnMut(std::ops::Range<u64>) -> GF,
+    GF: std::future::Future<Output = ()>,
+{
+    const ROUNDS: u64 = 10;
+    let mem = (fw.used_memory().await, hand.used_memory().await);
+    fw.trips.take();
+    hand.trips.take();
+    let (mut tf, mut tg) = (0.0, 0.0);
+    for r in 0..ROUNDS {
+        let range = r * ops / ROUNDS..(r + 1) * ops / ROUNDS;
+        if r % 2 == 0 {
+            let t = Instant::now();
+            f(range.clone()).await;
+            tf += t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            g(range).await;
+            tg += t.elapsed().as_secs_f64();
+        } else {
+            let t = Instant::now();
+            g(range.clone()).await;
+            tg += t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            f(range).await;
+            tf += t.elapsed().as_secs_f64();
+        }
+    }
+    let a = figures(fw, ops, entities, tf, mem.0).await;
+    let b = figures(hand, ops, entities, tg, mem.1).await;
+    (a, b)
 }
 
 fn report(step: &str, fw: &Figures, hand: &Figures) {
@@ -254,11 +292,14 @@ async fn main() {
     let n_books = 10_000 / scale;
     let n_queries = 1_000 / scale;
     let n_changes = 10_000 / scale;
+    let n_incr = 50_000 / scale;
+    let n_top = 1_000 / scale;
 
     let fw = Side::start().await;
     let hand = Side::start().await;
     let store = Store::new(fw.conn.clone());
-    let mut hc = hand.conn.clone();
+    let store = &store;
+    let hc = &hand.conn;
     // Load the scripts once so that the figures show the steady state.
     store.save(&user(u64::MAX)).await.unwrap();
     store.delete::<User>(&u64::MAX).await.unwrap();
@@ -269,120 +310,150 @@ async fn main() {
         .await
         .unwrap();
 
-    println!("redis-entity vs hand-written redis-rs, {} users, {} books, {} queries per kind, {} changes", n_users, n_books, n_queries, n_changes);
+    println!(
+        "redis-entity vs hand-written redis-rs, {n_users} users, {n_books} books, {n_queries} queries per kind, {n_changes} changes, {n_incr} score increments, {n_top} top-10 reads"
+    );
     println!("ops/s and round trips per op; bytes: Redis used_memory growth per entity; ratio = redis-entity / hand-written\n");
     println!("| step | redis-entity ops/s | hand-written ops/s | ratio | trips (re) | trips (hand) | bytes (re) | bytes (hand) | bytes ratio |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
 
     // 1. Save users one at a time.
-    let a = measure(&fw, n_users, Some(n_users), || async {
-        for id in 0..n_users {
-            store.save(&user(id)).await.unwrap();
-        }
-    })
-    .await;
-    let b = measure(&hand, n_users, Some(n_users), || async {
-        let mut c = hand.conn.clone();
-        for id in 0..n_users {
-            hand_save_user(&mut c, &user(id)).await;
-        }
-    })
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_users,
+        true,
+        |r| async move {
+            for id in r {
+                store.save(&user(id)).await.unwrap();
+            }
+        },
+        |r| async move {
+            let mut c = hc.clone();
+            for id in r {
+                hand_save_user(&mut c, &user(id)).await;
+            }
+        },
+    )
     .await;
     report("save user (one at a time)", &a, &b);
 
     // 2. Save users in batches of 100.
-    let a = measure(&fw, n_users, Some(n_users), || async {
-        let users: Vec<User> = (n_users..2 * n_users).map(user).collect();
-        for chunk in users.chunks(100) {
-            store.save_all(chunk).await.unwrap();
-        }
-    })
-    .await;
-    let b = measure(&hand, n_users, Some(n_users), || async {
-        let mut c = hand.conn.clone();
-        let users: Vec<User> = (n_users..2 * n_users).map(user).collect();
-        for chunk in users.chunks(100) {
-            let mut p = redis::pipe();
-            for u in chunk {
-                hand_user_commands(&mut p, u);
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_users,
+        true,
+        |r| async move {
+            let users: Vec<User> = r.map(|id| user(id + n_users)).collect();
+            for chunk in users.chunks(100) {
+                store.save_all(chunk).await.unwrap();
             }
-            let _: () = p.query_async(&mut c).await.unwrap();
-        }
-    })
+        },
+        |r| async move {
+            let mut c = hc.clone();
+            let users: Vec<User> = r.map(|id| user(id + n_users)).collect();
+            for chunk in users.chunks(100) {
+                let mut p = redis::pipe();
+                for u in chunk {
+                    hand_user_commands(&mut p, u);
+                }
+                let _: () = p.query_async(&mut c).await.unwrap();
+            }
+        },
+    )
     .await;
     report("save user (batches of 100)", &a, &b);
 
     // 3. Get by pk.
-    let a = measure(&fw, n_users, None, || async {
-        for id in 0..n_users {
-            let u = store.get::<User>(&id).await.unwrap();
-            assert!(u.is_some());
-        }
-    })
-    .await;
-    let b = measure(&hand, n_users, None, || async {
-        let mut c = hand.conn.clone();
-        for id in 0..n_users {
-            let f: Vec<(String, String)> = c.hgetall(format!("user:{{{id}}}")).await.unwrap();
-            assert!(parse_user(id, f).is_some());
-        }
-    })
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_users,
+        false,
+        |r| async move {
+            for id in r {
+                assert!(store.get::<User>(&id).await.unwrap().is_some());
+            }
+        },
+        |r| async move {
+            let mut c = hc.clone();
+            for id in r {
+                let f: Vec<(String, String)> = c.hgetall(format!("user:{{{id}}}")).await.unwrap();
+                assert!(parse_user(id, f).is_some());
+            }
+        },
+    )
     .await;
     report("get user by pk", &a, &b);
 
     // 4. Find by username (unique index).
-    let a = measure(&fw, n_users, None, || async {
-        for id in 0..n_users {
-            let u = store
-                .find_unique(User::USERNAME, format!("user{id}"))
-                .await
-                .unwrap();
-            assert!(u.is_some());
-        }
-    })
-    .await;
-    let b = measure(&hand, n_users, None, || async {
-        let mut c = hand.conn.clone();
-        for id in 0..n_users {
-            let owner: Option<u64> = c.get(format!("user:username:user{id}")).await.unwrap();
-            let owner = owner.unwrap();
-            let f: Vec<(String, String)> = c.hgetall(format!("user:{{{owner}}}")).await.unwrap();
-            assert!(parse_user(owner, f).is_some());
-        }
-    })
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_users,
+        false,
+        |r| async move {
+            for id in r {
+                let u = store
+                    .find_unique(User::USERNAME, format!("user{id}"))
+                    .await
+                    .unwrap();
+                assert!(u.is_some());
+            }
+        },
+        |r| async move {
+            let mut c = hc.clone();
+            for id in r {
+                let owner: Option<u64> = c.get(format!("user:username:user{id}")).await.unwrap();
+                let owner = owner.unwrap();
+                let f: Vec<(String, String)> =
+                    c.hgetall(format!("user:{{{owner}}}")).await.unwrap();
+                assert!(parse_user(owner, f).is_some());
+            }
+        },
+    )
     .await;
     report("find user by username", &a, &b);
 
-    // 5. Books with 3 tags of 50.
-    let a = measure(&fw, n_books, Some(n_books), || async {
+    // 5. Books with 3 tags of 50 (the same books on both sides).
+    let books: Vec<Book> = {
         let mut rng = Rng(42);
-        for id in 0..n_books {
-            store.save(&book(id, &mut rng)).await.unwrap();
-        }
-    })
-    .await;
-    let b = measure(&hand, n_books, Some(n_books), || async {
-        let mut c = hand.conn.clone();
-        let mut rng = Rng(42);
-        for id in 0..n_books {
-            let bk = book(id, &mut rng);
-            let tags: Vec<&str> = bk.tags.iter().map(String::as_str).collect();
-            let mut p = redis::pipe();
-            p.cmd("MULTI").ignore();
-            p.cmd("HSET")
-                .arg(format!("book:{{{id}}}"))
-                .arg("title")
-                .arg(&bk.title)
-                .arg("tags")
-                .arg(tags.join(":"))
-                .ignore();
-            for t in &tags {
-                p.cmd("SADD").arg(format!("book:tags:{t}")).arg(id).ignore();
+        (0..n_books).map(|id| book(id, &mut rng)).collect()
+    };
+    let books = &books;
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_books,
+        true,
+        |r| async move {
+            for id in r {
+                store.save(&books[id as usize]).await.unwrap();
             }
-            p.cmd("EXEC").ignore();
-            let _: () = p.query_async(&mut c).await.unwrap();
-        }
-    })
+        },
+        |r| async move {
+            let mut c = hc.clone();
+            for id in r {
+                let bk = &books[id as usize];
+                let tags: Vec<&str> = bk.tags.iter().map(String::as_str).collect();
+                let mut p = redis::pipe();
+                p.cmd("MULTI").ignore();
+                p.cmd("HSET")
+                    .arg(format!("book:{{{id}}}"))
+                    .arg("title")
+                    .arg(&bk.title)
+                    .arg("tags")
+                    .arg(tags.join(":"))
+                    .ignore();
+                for t in &tags {
+                    p.cmd("SADD").arg(format!("book:tags:{t}")).arg(id).ignore();
+                }
+                p.cmd("EXEC").ignore();
+                let _: () = p.query_async(&mut c).await.unwrap();
+            }
+        },
+    )
     .await;
     report("save book with 3 tags", &a, &b);
 
@@ -396,98 +467,107 @@ async fn main() {
             })
             .collect()
     };
+    let pairs = &pairs;
     for (name, op) in [
         ("all (SINTER) + records", 0),
         ("any (SUNION) + records", 1),
         ("x but not y (SDIFF) + records", 2),
     ] {
-        let mut found_fw = 0;
-        let a = measure(&fw, n_queries, None, || async {
-            for (x, y) in &pairs {
-                let q = store.query::<Book>();
-                let q = match op {
-                    0 => q.all(Book::TAGS, [x.clone(), y.clone()]),
-                    1 => q.any(Book::TAGS, [x.clone(), y.clone()]),
-                    _ => q.eq(Book::TAGS, x.clone()).none(Book::TAGS, [y.clone()]),
-                };
-                found_fw += q.fetch().await.unwrap().len();
-            }
-        })
-        .await;
-        let mut found_hand = 0;
-        let b = measure(&hand, n_queries, None, || async {
-            let mut c = hand.conn.clone();
-            for (x, y) in &pairs {
-                let (kx, ky) = (format!("book:tags:{x}"), format!("book:tags:{y}"));
-                let ids: Vec<u64> = match op {
-                    0 => c.sinter(&[kx, ky]).await.unwrap(),
-                    1 => c.sunion(&[kx, ky]).await.unwrap(),
-                    _ => c.sdiff(&[kx, ky]).await.unwrap(),
-                };
-                found_hand += hand_books(&mut c, ids).await.len();
-            }
-        })
+        let found_fw = std::cell::Cell::new(0);
+        let found_hand = std::cell::Cell::new(0);
+        let (ffw, fhand) = (&found_fw, &found_hand);
+        let (a, b) = pair(
+            &fw,
+            &hand,
+            n_queries,
+            false,
+            |r| async move {
+                for i in r {
+                    let (x, y) = &pairs[i as usize];
+                    let q = store.query::<Book>();
+                    let q = match op {
+                        0 => q.all(Book::TAGS, [x.clone(), y.clone()]),
+                        1 => q.any(Book::TAGS, [x.clone(), y.clone()]),
+                        _ => q.eq(Book::TAGS, x.clone()).none(Book::TAGS, [y.clone()]),
+                    };
+                    ffw.set(ffw.get() + q.fetch().await.unwrap().len());
+                }
+            },
+            |r| async move {
+                let mut c = hc.clone();
+                for i in r {
+                    let (x, y) = &pairs[i as usize];
+                    let (kx, ky) = (format!("book:tags:{x}"), format!("book:tags:{y}"));
+                    let ids: Vec<u64> = match op {
+                        0 => c.sinter(&[kx, ky]).await.unwrap(),
+                        1 => c.sunion(&[kx, ky]).await.unwrap(),
+                        _ => c.sdiff(&[kx, ky]).await.unwrap(),
+                    };
+                    fhand.set(fhand.get() + hand_books(&mut c, ids).await.len());
+                }
+            },
+        )
         .await;
         assert_eq!(
-            found_fw, found_hand,
+            found_fw.get(),
+            found_hand.get(),
             "{name}: both sides find the same books"
         );
         report(name, &a, &b);
     }
 
-    // 7. Country changes (an indexed field; the old entry must go).
-    let a = measure(&fw, n_changes, None, || async {
-        for i in 0..n_changes {
-            let id = i % n_users;
-            store
-                .update::<User>(&id)
-                .set(
-                    User::COUNTRY,
-                    COUNTRIES[((id + i / n_users + 1) % 20) as usize],
-                )
-                .exec()
-                .await
-                .unwrap();
-        }
-    })
-    .await;
-    let b = measure(&hand, n_changes, None, || async {
-        let mut c = hand.conn.clone();
-        for i in 0..n_changes {
-            let id = i % n_users;
-            // The hand-written side knows the old value (no read), the most
-            // favourable case for it.
-            let old = COUNTRIES[((id + i / n_users) % 20) as usize];
-            let new = COUNTRIES[((id + i / n_users + 1) % 20) as usize];
-            let mut p = redis::pipe();
-            p.cmd("MULTI").ignore();
-            p.cmd("HSET")
-                .arg(format!("user:{{{id}}}"))
-                .arg("country")
-                .arg(new)
-                .ignore();
-            p.cmd("SREM")
-                .arg(format!("user:country:{old}"))
-                .arg(id)
-                .ignore();
-            p.cmd("SADD")
-                .arg(format!("user:country:{new}"))
-                .arg(id)
-                .ignore();
-            p.cmd("EXEC").ignore();
-            let _: () = p.query_async(&mut c).await.unwrap();
-        }
-    })
+    // 7. Country changes (an indexed field; the old entry must go). Each
+    //    side changes its own users the same way.
+    let country = |id: u64, gen: u64| COUNTRIES[((id + gen) % 20) as usize];
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_changes,
+        false,
+        |r| async move {
+            for i in r {
+                let id = i % n_users;
+                store
+                    .update::<User>(&id)
+                    .set(User::COUNTRY, country(id, i / n_users + 1))
+                    .exec()
+                    .await
+                    .unwrap();
+            }
+        },
+        |r| async move {
+            let mut c = hc.clone();
+            for i in r {
+                let id = i % n_users;
+                // The hand-written side knows the old value (no read), the
+                // most favourable case for it.
+                let (old, new) = (country(id, i / n_users), country(id, i / n_users + 1));
+                let mut p = redis::pipe();
+                p.cmd("MULTI").ignore();
+                p.cmd("HSET")
+                    .arg(format!("user:{{{id}}}"))
+                    .arg("country")
+                    .arg(new)
+                    .ignore();
+                p.cmd("SREM")
+                    .arg(format!("user:country:{old}"))
+                    .arg(id)
+                    .ignore();
+                p.cmd("SADD")
+                    .arg(format!("user:country:{new}"))
+                    .arg(id)
+                    .ignore();
+                p.cmd("EXEC").ignore();
+                let _: () = p.query_async(&mut c).await.unwrap();
+            }
+        },
+    )
     .await;
     report("change country (indexed)", &a, &b);
-    let _ = &mut hc;
 
     // 8. Leaderboard: score increments (hash and sorted set together), then
     //    top 10 with profiles.
-    let n_players = n_users;
-    let n_incr = 50_000 / scale;
-    let n_top = 1_000 / scale;
-    let players: Vec<Player> = (0..n_players)
+    let players: Vec<Player> = (0..n_users)
         .map(|id| Player {
             id,
             name: format!("player{id}"),
@@ -507,79 +587,91 @@ async fn main() {
                 .ignore();
             p.cmd("ZADD").arg("player:score").arg(0).arg(pl.id).ignore();
         }
-        let _: () = p.query_async(&mut hand.conn.clone()).await.unwrap();
+        let _: () = p.query_async(&mut hc.clone()).await.unwrap();
     }
     let deltas: Vec<(u64, f64)> = {
         let mut rng = Rng(99);
         (0..n_incr)
-            .map(|_| (rng.next() % n_players, (rng.next() % 1000) as f64 / 10.0))
+            .map(|_| (rng.next() % n_users, (rng.next() % 1000) as f64 / 10.0))
             .collect()
     };
-    let a = measure(&fw, n_incr, None, || async {
-        for (id, d) in &deltas {
-            store
-                .update::<Player>(id)
-                .incr(Player::SCORE, *d)
-                .exec()
-                .await
-                .unwrap();
-        }
-    })
-    .await;
-    let b = measure(&hand, n_incr, None, || async {
-        let mut c = hand.conn.clone();
-        for (id, d) in &deltas {
-            let mut p = redis::pipe();
-            p.cmd("MULTI").ignore();
-            p.cmd("HINCRBYFLOAT")
-                .arg(format!("player:{{{id}}}"))
-                .arg("score")
-                .arg(*d)
-                .ignore();
-            p.cmd("ZINCRBY")
-                .arg("player:score")
-                .arg(*d)
-                .arg(*id)
-                .ignore();
-            p.cmd("EXEC").ignore();
-            let _: () = p.query_async(&mut c).await.unwrap();
-        }
-    })
+    let deltas = &deltas;
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_incr,
+        false,
+        |r| async move {
+            for i in r {
+                let (id, d) = deltas[i as usize];
+                store
+                    .update::<Player>(&id)
+                    .incr(Player::SCORE, d)
+                    .exec()
+                    .await
+                    .unwrap();
+            }
+        },
+        |r| async move {
+            let mut c = hc.clone();
+            for i in r {
+                let (id, d) = deltas[i as usize];
+                let mut p = redis::pipe();
+                p.cmd("MULTI").ignore();
+                p.cmd("HINCRBYFLOAT")
+                    .arg(format!("player:{{{id}}}"))
+                    .arg("score")
+                    .arg(d)
+                    .ignore();
+                p.cmd("ZINCRBY").arg("player:score").arg(d).arg(id).ignore();
+                p.cmd("EXEC").ignore();
+                let _: () = p.query_async(&mut c).await.unwrap();
+            }
+        },
+    )
     .await;
     report("score increment (hash + zset)", &a, &b);
-    let mut best_fw = Vec::new();
-    let a = measure(&fw, n_top, None, || async {
-        for _ in 0..n_top {
-            best_fw = store.top(Player::SCORE, 10).await.unwrap();
-        }
-    })
-    .await;
-    let mut best_hand: Vec<(u64, f64)> = Vec::new();
-    let b = measure(&hand, n_top, None, || async {
-        let mut c = hand.conn.clone();
-        for _ in 0..n_top {
-            let top: Vec<(u64, f64)> = c.zrevrange_withscores("player:score", 0, 9).await.unwrap();
-            let mut p = redis::pipe();
-            for (id, _) in &top {
-                p.hgetall(format!("player:{{{id}}}"));
+    let best_fw = std::cell::RefCell::new(Vec::new());
+    let best_hand = std::cell::RefCell::new(Vec::new());
+    let (bf, bh) = (&best_fw, &best_hand);
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_top,
+        false,
+        |r| async move {
+            for _ in r {
+                let top = store.top(Player::SCORE, 10).await.unwrap();
+                *bf.borrow_mut() = top.into_iter().map(|(_, s)| s).collect::<Vec<f64>>();
             }
-            let rows: Vec<Vec<(String, String)>> = p.query_async(&mut c).await.unwrap();
-            assert_eq!(rows.len(), top.len());
-            best_hand = top;
-        }
-    })
+        },
+        |r| async move {
+            let mut c = hc.clone();
+            for _ in r {
+                let top: Vec<(u64, f64)> =
+                    c.zrevrange_withscores("player:score", 0, 9).await.unwrap();
+                let mut p = redis::pipe();
+                for (id, _) in &top {
+                    p.hgetall(format!("player:{{{id}}}"));
+                }
+                let rows: Vec<Vec<(String, String)>> = p.query_async(&mut c).await.unwrap();
+                assert_eq!(rows.len(), top.len());
+                *bh.borrow_mut() = top.into_iter().map(|(_, s)| s).collect::<Vec<f64>>();
+            }
+        },
+    )
     .await;
-    let fw_scores: Vec<f64> = best_fw.iter().map(|(_, s)| *s).collect();
-    let hand_scores: Vec<f64> = best_hand.iter().map(|(_, s)| *s).collect();
-    // HINCRBYFLOAT adds in long double, ZINCRBY in double: the last bits may differ.
-    assert!(
-        fw_scores.len() == hand_scores.len()
-            && fw_scores
-                .iter()
-                .zip(&hand_scores)
-                .all(|(a, b)| (a - b).abs() <= 1e-9 * b.abs().max(1.0)),
-        "both leaderboards agree: {fw_scores:?} / {hand_scores:?}"
-    );
+    {
+        // HINCRBYFLOAT adds in long double, ZINCRBY in double: the last bits may differ.
+        let (f, h) = (best_fw.borrow(), best_hand.borrow());
+        assert!(
+            f.len() == h.len()
+                && f.iter()
+                    .zip(h.iter())
+                    .all(|(a, b)| (a - b).abs() <= 1e-9 * b.abs().max(1.0)),
+            "both leaderboards agree: {f:?} / {h:?}"
+        );
+    }
     report("top 10 with profiles", &a, &b);
 
     // Where the server's time went (microseconds per call).
