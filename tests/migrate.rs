@@ -40,11 +40,13 @@ async fn migration_in_batches_resumes_from_its_cursor_and_deletes_sources() {
     // Interrupted after three batches...
     let mut cursor = 0;
     let mut migrated = 0;
+    let mut failed = Vec::new();
     for _ in 0..3 {
         let b = store.migrate_batch(&plan, cursor, convert).await.unwrap();
         assert!(!b.done);
         cursor = b.cursor;
         migrated += b.migrated;
+        failed.extend(b.failed);
     }
     assert!(migrated > 0 && migrated < 1200);
     // ... then resumed from the saved cursor.
@@ -55,8 +57,10 @@ async fn migration_in_batches_resumes_from_its_cursor_and_deletes_sources() {
         .unwrap();
     assert!(rest.done && reports > 1);
     assert_eq!(migrated + rest.migrated, 1200, "every profile exactly once");
-    assert_eq!(rest.failed.len(), 1);
-    assert_eq!(rest.failed[0].0, "User_5000_Profile");
+    // SCAN order decides in which batch the broken key comes.
+    failed.extend(rest.failed.clone());
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0].0, "User_5000_Profile");
     let p = store.get::<Profile>(&42).await.unwrap().unwrap();
     assert_eq!((p.name.as_str(), p.visits), ("user 42", 42));
     assert_eq!(p.settings.get("theme").map(String::as_str), Some("dark"));
