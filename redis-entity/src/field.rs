@@ -67,21 +67,16 @@ impl<X> PrefixIndex for Prefix<X> {}
 pub trait SetIndex {
     /// The value (or element) type a condition compares with.
     type Value: crate::codec::Scalar;
-    /// True for tag relations (the column holds a tag list).
-    const TAGS: bool;
 }
 impl<X: crate::codec::Scalar> SetIndex for Equality<X> {
     type Value = X;
-    const TAGS: bool = false;
 }
 impl<X: crate::codec::Scalar> SetIndex for Tags<X> {
     type Value = X;
-    const TAGS: bool = true;
 }
 /// A prefix index also answers equality (an exact lexicographic range).
 impl<X: crate::codec::Scalar> SetIndex for Prefix<X> {
     type Value = X;
-    const TAGS: bool = false;
 }
 
 /// Index kinds that allow `incr` (a unique value must be checked before it

@@ -103,7 +103,6 @@ pub struct WritePlan {
     pub keys: Vec<String>,
     /// The script arguments (`ARGV`).
     pub args: Vec<Vec<u8>>,
-    mode: WriteMode,
     /// Per index: the new value of a unique field this write sets (for the
     /// error message of a violation).
     unique: Vec<(&'static str, Option<Vec<u8>>)>,
@@ -307,7 +306,6 @@ impl<'a> Builder<'a> {
         WritePlan {
             keys: self.keys.all().cloned().collect(),
             args,
-            mode,
             unique,
             version_expected: self.version_expected,
         }
@@ -648,11 +646,6 @@ impl WritePlan {
     /// True for the compare-and-set reply that asks the caller to read again.
     pub fn is_cas_retry(e: &redis::RedisError) -> bool {
         e.code() == Some("ENTITY_CHANGED")
-    }
-
-    /// The write mode.
-    pub fn mode(&self) -> WriteMode {
-        self.mode
     }
 }
 
