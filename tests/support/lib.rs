@@ -30,9 +30,14 @@ fn binary() -> String {
 impl RedisServer {
     /// Starts a server; panics with the install command if `redis-server` is missing.
     pub fn start() -> RedisServer {
+        Self::start_with(&[])
+    }
+
+    /// Starts a server with extra `redis-server` arguments.
+    pub fn start_with(extra: &[&str]) -> RedisServer {
         let mut last = String::new();
         for _ in 0..5 {
-            match Self::try_start(free_port()) {
+            match Self::try_start(free_port(), extra) {
                 Ok(s) => return s,
                 Err(e) => last = e,
             }
@@ -40,7 +45,7 @@ impl RedisServer {
         panic!("could not start redis-server: {last}");
     }
 
-    fn try_start(port: u16) -> Result<RedisServer, String> {
+    fn try_start(port: u16, extra: &[&str]) -> Result<RedisServer, String> {
         let dir = std::env::temp_dir().join(format!("redis-entity-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let child = Command::new(binary())
@@ -53,6 +58,7 @@ impl RedisServer {
                 "--protected-mode",
                 "yes",
             ])
+            .args(extra)
             .arg("--dir")
             .arg(&dir)
             .stdout(Stdio::null())
@@ -98,7 +104,7 @@ impl RedisServer {
         let port = self.port;
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            match Self::try_start(port) {
+            match Self::try_start(port, &[]) {
                 Ok(mut new) => {
                     // Take over the new child; `new` is dropped with a dead
                     // placeholder child that it kills and reaps harmlessly.
@@ -188,4 +194,66 @@ pub fn scan_keys(url: &str, pattern: &str) -> Vec<String> {
         .collect();
     keys.sort();
     keys
+}
+
+/// A Redis Cluster of `redis-server` nodes on free ports (no replicas), for
+/// the tests that prove which operations are single-slot.
+pub struct RedisCluster {
+    nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    /// Starts `n` (at least 3) cluster-enabled nodes, creates the cluster with
+    /// `redis-cli --cluster create` and waits until every slot is served.
+    pub fn start(n: usize) -> RedisCluster {
+        let nodes: Vec<RedisServer> = (0..n.max(3))
+            .map(|_| {
+                RedisServer::start_with(&[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                ])
+            })
+            .collect();
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|s| format!("127.0.0.1:{}", s.port()))
+            .collect();
+        let status = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("redis-cli (package redis-tools) creates the cluster");
+        assert!(status.success(), "redis-cli --cluster create failed");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let ok = nodes.iter().all(|s| {
+                redis::cmd("CLUSTER")
+                    .arg("INFO")
+                    .query::<String>(&mut s.conn())
+                    .map(|i| i.contains("cluster_state:ok"))
+                    .unwrap_or(false)
+            });
+            if ok {
+                return RedisCluster { nodes };
+            }
+            assert!(Instant::now() < deadline, "cluster did not become ready");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// `redis://127.0.0.1:<port>/` of every node.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisServer::url).collect()
+    }
+
+    /// The nodes.
+    pub fn nodes(&self) -> &[RedisServer] {
+        &self.nodes
+    }
 }

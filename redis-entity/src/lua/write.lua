@@ -301,11 +301,19 @@ if mode == 'clean' then
   return removed
 end
 
+-- Whether the entity may be listed in the expiry set: only indexed entities
+-- and entities in a relation are (so a plain entity never touches a shared
+-- key, and its writes stay single-slot on a cluster).
+local function tracked()
+  return expiry_key ~= '' and (#idx > 0 or redis.call('EXISTS', rel_key) == 1)
+end
+
 if mode == 'delete' then
+  local was_tracked = tracked()
   unindex_all()
   unrelate_all()
   redis.call('DEL', unpack(KEYS))
-  if expiry_key ~= '' then redis.call('ZREM', expiry_key, member) end
+  if was_tracked then redis.call('ZREM', expiry_key, member) end
   if existed then return 1 end
   return 0
 end
@@ -363,6 +371,26 @@ for n, spec in ipairs(idx) do
       end
     end
   end
+end
+
+-- Shared index keys are touched before the entity is written: on a Redis
+-- Cluster, where they live in other slots, the script fails here, before
+-- anything changed, instead of half-way through.
+if #idx > 0 then
+  local probe = { KEYS[1], ids_key }
+  for n, spec in ipairs(idx) do
+    if spec.kind == 'p' or spec.kind == 's' then
+      probe[#probe + 1] = spec.prefix
+    else
+      for e in pairs(old[n]) do probe[#probe + 1] = spec.prefix .. e end
+      if string.sub(spec.new, 1, 1) == 'v' then
+        for e in pairs(entries(spec.kind, string.sub(spec.new, 2))) do
+          probe[#probe + 1] = spec.prefix .. e
+        end
+      end
+    end
+  end
+  redis.call('EXISTS', unpack(probe))
 end
 
 -- HSET in chunks: unpack() of a very large argument list overflows Lua's C stack.
