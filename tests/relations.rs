@@ -263,13 +263,13 @@ async fn relating_an_entity_that_already_has_a_ttl_makes_it_sweepable() {
     store.save_all(&users()).await.unwrap();
     // A TTL first (nothing to sweep yet: no relation), then the relation.
     store
-        .expire::<User>(&8, Duration::from_millis(80))
+        .expire::<User>(&8, Duration::from_millis(500))
         .await
         .unwrap();
     let tracked: bool = server.conn().exists("user:@expiry").unwrap();
     assert!(!tracked, "a plain entity with a TTL leaves no bookkeeping");
     store.relate(&FOLLOWS, &8, &9).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
     assert_eq!(store.sweep::<User>(10).await.unwrap(), 1);
     assert!(store.related_back(&FOLLOWS, &9).await.unwrap().is_empty());
     assert!(
