@@ -2,7 +2,7 @@
 //! equality indexes, and their atomic maintenance on every write.
 
 use redis::Commands;
-use redis_entity::{CountingConnection, Error, RedisEntity, Store};
+use redis_entity::{Error, RedisEntity, Store};
 use std::collections::BTreeSet;
 use support::RedisServer;
 
@@ -247,15 +247,7 @@ async fn index_values_are_escaped_in_keys() {
 #[tokio::test]
 async fn index_maintenance_costs_no_extra_round_trip() {
     let server = RedisServer::start();
-    let conn = CountingConnection::new(
-        server
-            .client()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap(),
-    );
-    let trips = conn.counter();
-    let store = Store::new(conn);
+    let (store, trips) = support::counted_store(&server).await;
     // Load both scripts once (the first call of each answers NOSCRIPT).
     store.save(&user(0, "warm", "DE")).await.unwrap();
     store.find(User::COUNTRY, "DE").await.unwrap();

@@ -8,7 +8,7 @@ mod example;
 use example::{users, Post, User, FOLLOWS, PUSHED};
 use redis::Commands;
 use redis_entity::relation::{Relation, Timeline};
-use redis_entity::{CountingConnection, RedisEntity, Store};
+use redis_entity::{RedisEntity, Store};
 use std::time::Duration;
 use support::RedisServer;
 
@@ -30,15 +30,7 @@ fn members(server: &RedisServer, key: &str) -> Vec<u64> {
 #[tokio::test]
 async fn follow_keeps_both_sides_in_one_round_trip() {
     let server = RedisServer::start();
-    let conn = CountingConnection::new(
-        server
-            .client()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap(),
-    );
-    let trips = conn.counter();
-    let store = Store::new(conn);
+    let (store, trips) = support::counted_store(&server).await;
     store.save_all(&users()).await.unwrap();
     store.relate(&FOLLOWS, &7, &7).await.unwrap(); // load the script
     store.unrelate(&FOLLOWS, &7, &7).await.unwrap();
@@ -187,15 +179,7 @@ async fn one_to_many_moves_a_child_to_its_new_parent() {
 #[tokio::test]
 async fn a_post_is_pushed_to_every_follower_and_read_back_with_its_posts() {
     let server = RedisServer::start();
-    let conn = CountingConnection::new(
-        server
-            .client()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap(),
-    );
-    let trips = conn.counter();
-    let store = Store::new(conn);
+    let (store, trips) = support::counted_store(&server).await;
     let many: Vec<User> = (100..1600)
         .map(|userid| User {
             userid,

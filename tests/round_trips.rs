@@ -2,7 +2,7 @@
 //! get_many 1, save_all 1 per batch, delete 1, update 1, exists 1; and the
 //! write script survives SCRIPT FLUSH and a server restart.
 
-use redis_entity::{CountingConnection, RedisEntity, Store};
+use redis_entity::{RedisEntity, Store};
 use std::collections::BTreeMap;
 use support::RedisServer;
 
@@ -35,26 +35,10 @@ fn user(id: u64) -> User {
     }
 }
 
-async fn counted(
-    server: &RedisServer,
-) -> (
-    Store<CountingConnection<redis::aio::MultiplexedConnection>>,
-    redis_entity::RoundTrips,
-) {
-    let conn = server
-        .client()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let conn = CountingConnection::new(conn);
-    let trips = conn.counter();
-    (Store::new(conn), trips)
-}
-
 #[tokio::test]
 async fn every_call_is_one_round_trip() {
     let server = RedisServer::start();
-    let (store, trips) = counted(&server).await;
+    let (store, trips) = support::counted_store(&server).await;
     // The first write may load the script; warm it up.
     store.save(&user(0)).await.unwrap();
     trips.take();
@@ -103,7 +87,7 @@ async fn every_call_is_one_round_trip() {
 #[tokio::test]
 async fn writes_survive_script_flush() {
     let server = RedisServer::start();
-    let (store, trips) = counted(&server).await;
+    let (store, trips) = support::counted_store(&server).await;
     store.save(&user(1)).await.unwrap();
     let _: () = redis::cmd("SCRIPT")
         .arg("FLUSH")

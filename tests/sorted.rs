@@ -8,7 +8,7 @@ mod example;
 
 use example::{players, Player, WEEKLY};
 use redis::Commands;
-use redis_entity::{CountingConnection, Error, RedisEntity, Store};
+use redis_entity::{Error, RedisEntity, Store};
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use support::RedisServer;
@@ -254,15 +254,7 @@ async fn nan_is_refused_before_anything_is_written() {
 #[tokio::test]
 async fn top_with_profiles_in_two_round_trips_and_rank_in_one() {
     let server = RedisServer::start();
-    let conn = CountingConnection::new(
-        server
-            .client()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap(),
-    );
-    let trips = conn.counter();
-    let store = Store::new(conn);
+    let (store, trips) = support::counted_store(&server).await;
     store.save_all(&players()).await.unwrap();
     store.top(Player::SCORE, 1).await.unwrap();
     store.rank(Player::SCORE, &1000).await.unwrap();

@@ -418,6 +418,17 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             self.run_query::<E>(&query::top_spec(index, n), false, true)
                 .await?
         };
+        self.fetch_scored(&answer, true).await
+    }
+
+    /// The entities of a scored answer with their scores, in one pipelined
+    /// read; those gone since are skipped (and, with `clean`, their entries
+    /// removed).
+    async fn fetch_scored<E: Entity>(
+        &self,
+        answer: &query::Answer,
+        clean: bool,
+    ) -> Result<Vec<(E, f64)>> {
         if answer.members.is_empty() {
             return Ok(Vec::new());
         }
@@ -426,8 +437,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .query_async(&mut self.conn.clone())
             .await
             .map_err(|e| Error::redis(&keys[0].base, e))?;
-        let (top, repairs) = query::finish_top::<E>(&self.ns, &answer, &keys, replies)?;
-        if !repairs.is_empty() {
+        let (top, repairs) = query::finish_top::<E>(&self.ns, answer, &keys, replies)?;
+        if clean && !repairs.is_empty() {
             self.write_many(&repairs).await?;
         }
         Ok(top)
@@ -520,18 +531,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .query_async(&mut self.conn.clone())
             .await
             .map_err(|e| Error::redis(&key, e))?;
-        let answer = query::Answer::from_scored(flat);
-        if answer.members.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (pipe, keys) = query::read_members(E::DESC, &self.ns, &answer.members);
-        let replies: Vec<Value> = pipe
-            .query_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| Error::redis(&keys[0].base, e))?;
         // Entities deleted since are skipped; a board keeps its history.
-        let (top, _) = query::finish_top::<E>(&self.ns, &answer, &keys, replies)?;
-        Ok(top)
+        self.fetch_scored(&query::Answer::from_scored(flat), false)
+            .await
     }
 
     /// The entity's 0-based rank in the current bucket of `board`, best first.

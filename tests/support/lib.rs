@@ -163,6 +163,23 @@ impl Drop for RedisServer {
     }
 }
 
+/// A store on a fresh connection to `server` that counts its round trips.
+pub async fn counted_store(
+    server: &RedisServer,
+) -> (
+    redis_entity::Store<redis_entity::CountingConnection<redis::aio::MultiplexedConnection>>,
+    redis_entity::RoundTrips,
+) {
+    let conn = server
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to test redis");
+    let conn = redis_entity::CountingConnection::new(conn);
+    let trips = conn.counter();
+    (redis_entity::Store::new(conn), trips)
+}
+
 /// The URL to use for examples: `$REDIS_URL` if set, otherwise a private
 /// server started here (returned so the caller keeps it alive).
 pub fn example_server() -> (String, Option<RedisServer>) {
