@@ -319,3 +319,55 @@ fn blocking_cache_loads_once_across_threads() {
         .unwrap();
     assert_eq!(none, None);
 }
+
+#[tokio::test]
+async fn invalidate_makes_the_next_call_load_again() {
+    let server = RedisServer::start();
+    let cache = Cache::from_store(&Store::connect(&server.url()).await.unwrap());
+    let loads = Loads::default();
+    for _ in 0..3 {
+        cache
+            .get_or_load("k", Duration::from_secs(60), || {
+                slow_db(loads.clone(), Some("v".into()), 0)
+            })
+            .await
+            .unwrap();
+    }
+    assert_eq!(loads.load(Ordering::SeqCst), 1);
+    cache.invalidate("k").await.unwrap();
+    assert!(server.keys().is_empty(), "{:?}", server.keys());
+    cache
+        .get_or_load("k", Duration::from_secs(60), || {
+            slow_db(loads.clone(), Some("v2".into()), 0)
+        })
+        .await
+        .unwrap();
+    assert_eq!(loads.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn blocking_entity_read_through() {
+    let server = RedisServer::start();
+    let store = redis_entity::blocking::Store::connect(&server.url()).unwrap();
+    let cache = redis_entity::blocking::Cache::from_store(&store);
+    let loads = Loads::default();
+    for _ in 0..5 {
+        let p = cache
+            .get_entity_or_load(&store, &3, Duration::from_secs(60), || {
+                loads.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, std::io::Error>(Some(Product {
+                    id: 3,
+                    name: "rice".into(),
+                    category: "food".into(),
+                }))
+            })
+            .unwrap();
+        assert_eq!(p.map(|p| p.name).as_deref(), Some("rice"));
+    }
+    assert_eq!(
+        loads.load(Ordering::SeqCst),
+        1,
+        "later calls read the saved entity"
+    );
+    assert_eq!(store.find(Product::CATEGORY, "food").unwrap().len(), 1);
+}
