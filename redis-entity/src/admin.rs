@@ -19,10 +19,12 @@
 //! (after an index was added: every stored entity is indexed again),
 //! `sweep [--budget N] [TYPE...]`. Without a type, every registered type.
 
-use crate::entity::{Entity, EntityKeys};
+use crate::entity::Entity;
 use crate::error::{Error, Result};
+use crate::keyspace::EntityKeys;
 use crate::layout::Registry;
-use crate::plan;
+use crate::plan::write;
+use crate::script::write::WriteOp;
 use crate::store::Store;
 use crate::verify::Report;
 use redis::aio::ConnectionLike;
@@ -60,16 +62,18 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
             let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
                 .arg(cursor)
                 .arg("MATCH")
-                .arg(crate::verify::entity_pattern(desc, self.namespace()))
+                .arg(crate::keyspace::entity_scan_pattern(
+                    desc,
+                    self.namespace().as_str(),
+                ))
                 .arg("COUNT")
                 .arg(1000)
                 .query_async(&mut self.connection())
                 .await
                 .map_err(|e| Error::redis(desc.key_head, e))?;
-            members.extend(
-                keys.iter()
-                    .filter_map(|k| crate::verify::member_of(desc, self.namespace(), k)),
-            );
+            members.extend(keys.iter().filter_map(|k| {
+                crate::keyspace::member_of_key(desc, self.namespace().as_str(), k)
+            }));
             if next == 0 {
                 break;
             }
@@ -81,10 +85,12 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
             let plans: Vec<_> = chunk
                 .iter()
                 .map(|m| {
-                    plan::reindex(
+                    write::lifecycle(
                         desc,
-                        self.namespace(),
-                        &EntityKeys::new(desc, self.namespace(), m.clone()),
+                        self.namespace().as_str(),
+                        EntityKeys::new(desc, self.namespace().as_str(), m.clone()),
+                        WriteOp::Reindex,
+                        None,
                     )
                 })
                 .collect();

@@ -9,10 +9,11 @@
 
 use crate::board::Board;
 use crate::codec::{MapField, Scalar};
-use crate::entity::{Entity, EntityKeys};
+use crate::entity::Entity;
 use crate::error::{Error, Result};
 use crate::field::{Field, HashField, SetIndex, SortedIndex, Unique};
 use crate::key::Namespace;
+use crate::keyspace::EntityKeys;
 use crate::migrate::{Migration, Progress};
 use crate::query::Query;
 use crate::relation::{Relation, Timeline};

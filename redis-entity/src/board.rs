@@ -155,13 +155,7 @@ impl<E> Board<E> {
     where
         E: Entity,
     {
-        format!(
-            "{}{}:board:{}:{}",
-            ns.as_str(),
-            E::DESC.prefix,
-            self.name,
-            self.bucket(at)
-        )
+        crate::keyspace::board_key(E::DESC, ns.as_str(), self.name, &self.bucket(at))
     }
 }
 

@@ -27,9 +27,10 @@
 //! # Ok(()) }
 //! ```
 
-use crate::entity::{Entity, EntityKeys};
+use crate::entity::Entity;
 use crate::error::{Error, Result};
-use crate::key::{escape_into, Namespace};
+use crate::key::Namespace;
+use crate::keyspace::EntityKeys;
 use crate::store::Store;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::Value;
@@ -37,13 +38,6 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::future::Future;
 use std::time::{Duration, Instant};
-
-static CACHE_SCRIPT: &str = include_str!("lua/cache.lua");
-
-fn cache_sha() -> &'static str {
-    static SHA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    SHA.get_or_init(|| redis::Script::new(CACHE_SCRIPT).get_hash().to_owned())
-}
 
 /// How the cache protects the loader.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,6 +76,7 @@ pub struct Cache<C = ConnectionManager> {
     conn: C,
     ns: Namespace,
     options: CacheOptions,
+    sent: crate::script::Sent,
 }
 
 impl<C> std::fmt::Debug for Cache<C> {
@@ -188,6 +183,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
             conn,
             ns: Namespace::none(),
             options: CacheOptions::default(),
+            sent: Default::default(),
         }
     }
 
@@ -197,6 +193,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
             conn: store.connection(),
             ns: store.namespace().clone(),
             options: CacheOptions::default(),
+            sent: store.sent().clone(),
         }
     }
 
@@ -213,32 +210,17 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
 
     /// The Redis key of cache entry `key`: `<ns>cache:{<escaped key>}`.
     pub fn key_of(&self, key: &str) -> String {
-        let mut k = format!("{}cache:{{", self.ns.as_str());
-        escape_into(&mut k, key, "");
-        k.push('}');
-        k
+        crate::keyspace::cache_key(self.ns.as_str(), key)
     }
 
     async fn script(&self, keys: [&str; 2], args: &[&[u8]]) -> Result<Value> {
-        let build = |name: &str, script: &str| {
-            let mut c = redis::cmd(name);
-            c.arg(script).arg(2).arg(keys[0]).arg(keys[1]);
-            for a in args {
-                c.arg(*a);
-            }
-            c
-        };
-        let mut conn = self.conn.clone();
-        match build("EVALSHA", cache_sha())
-            .query_async::<Value>(&mut conn)
-            .await
-        {
-            Err(e) if crate::plan::is_noscript(&e) => {
-                build("EVAL", CACHE_SCRIPT).query_async(&mut conn).await
-            }
-            other => other,
+        let mut call = crate::script::CACHE.call().key(keys[0]).key(keys[1]);
+        for a in args {
+            call = call.arg(a);
         }
-        .map_err(|e| Error::redis(keys[0], e))
+        crate::script::invoke(&mut self.conn.clone(), &self.sent, &call)
+            .await
+            .map_err(|e| Error::redis(keys[0], e))
     }
 
     async fn get(&self, keys: [&str; 2], token: &str) -> Result<Lookup> {
@@ -321,7 +303,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         LE: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let value_key = self.key_of(key);
-        let lock_key = format!("{value_key}:lock");
+        let lock_key = crate::keyspace::cache_lock_key(&value_key);
         let keys = [value_key.as_str(), lock_key.as_str()];
         let token = token();
         let deadline = Instant::now() + self.options.wait;
@@ -404,7 +386,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         }
         let entity_key = EntityKeys::of::<E>(store.namespace(), pk).base;
         let value_key = self.key_of(&entity_key);
-        let lock_key = format!("{value_key}:lock");
+        let lock_key = crate::keyspace::cache_lock_key(&value_key);
         let keys = [value_key.as_str(), lock_key.as_str()];
         let token = token();
         let deadline = Instant::now() + self.options.wait;

@@ -5,7 +5,6 @@
 //! description, never re-deriving it.
 
 use crate::error::{FieldError, Result};
-use crate::key::Namespace;
 
 /// How one entity is laid out in Redis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -66,19 +65,6 @@ pub enum IndexKind {
     /// `#[index(sorted)]`: one sorted set of members scored by the value
     /// (ranges, ordering, leaderboards).
     Sorted,
-}
-
-impl IndexKind {
-    /// The letter the write script uses for this kind.
-    pub(crate) fn code(self) -> &'static str {
-        match self {
-            IndexKind::Equality => "e",
-            IndexKind::Unique => "u",
-            IndexKind::Tags => "t",
-            IndexKind::Prefix => "p",
-            IndexKind::Sorted => "s",
-        }
-    }
 }
 
 /// The score of a stored value of a sorted index, if it is a number.
@@ -161,60 +147,6 @@ pub struct EntityDesc {
     pub ttl: Option<u64>,
 }
 
-impl EntityDesc {
-    /// The prefix of the index keys of `index`: `<ns><prefix>:<field>:`
-    /// (followed by the escaped value). For a prefix index, the entries are
-    /// named the same way in reports, though they live in one sorted set.
-    pub fn index_prefix(&self, ns: &Namespace, index: &IndexDesc) -> String {
-        format!("{}{}:{}:", ns.as_str(), self.prefix, index.field)
-    }
-
-    /// The sorted set of a prefix or sorted index: `<ns><prefix>:<field>`.
-    pub fn index_zset(&self, ns: &Namespace, index: &IndexDesc) -> String {
-        format!("{}{}:{}", ns.as_str(), self.prefix, index.field)
-    }
-
-    /// The set of the members of every stored entity of this type (kept for
-    /// indexed entities: the universe of a query with only `none` conditions).
-    pub fn ids_key(&self, ns: &Namespace) -> String {
-        format!("{}{}:@ids", ns.as_str(), self.prefix)
-    }
-
-    /// The sorted set of members that have a TTL, scored by expiry time in
-    /// milliseconds (indexed entities): what `sweep` walks.
-    pub fn expiry_key(&self, ns: &Namespace) -> String {
-        format!("{}{}:@expiry", ns.as_str(), self.prefix)
-    }
-
-    /// A key of the entity with `member` that exists while the entity does
-    /// and carries its TTL: the entity key, or in the `strings` layout its
-    /// first required column without a TTL of its own.
-    pub fn ttl_key_of_member(&self, ns: &Namespace, member: &str) -> String {
-        let base = self.key_of_member(ns, member);
-        match (
-            self.layout,
-            self.columns.iter().find(|c| !c.optional && c.ttl.is_none()),
-        ) {
-            (Layout::Strings, Some(c)) => format!("{base}:{}", c.name),
-            _ => base,
-        }
-    }
-
-    /// The namespaced entity key of `member`.
-    pub fn key_of_member(&self, ns: &Namespace, member: &str) -> String {
-        let mut k = String::with_capacity(
-            ns.as_str().len() + self.key_head.len() + member.len() + self.key_tail.len() + 2,
-        );
-        k.push_str(ns.as_str());
-        k.push_str(self.key_head);
-        k.push('{');
-        k.push_str(member);
-        k.push('}');
-        k.push_str(self.key_tail);
-        k
-    }
-}
-
 /// An entity in its stored form: one optional value per column (`None`:
 /// nothing stored) and the entries of each `#[hash]` map.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -253,7 +185,7 @@ pub trait Entity: Sized + Send + Sync + 'static {
     /// The entity key for `pk`, without namespace (`User::key(&9)` is the
     /// inherent shortcut the derive generates).
     fn entity_key(pk: &Self::Pk) -> String {
-        Self::DESC.key_of_member(&Namespace::none(), &Self::member(pk))
+        crate::keyspace::entity_key(Self::DESC, "", &Self::member(pk))
     }
 
     /// The member of `pk` (see [`Entity::write_member`]).
@@ -261,64 +193,5 @@ pub trait Entity: Sized + Send + Sync + 'static {
         let mut s = String::new();
         Self::write_member(pk, &mut s);
         s
-    }
-}
-
-/// All the keys of one entity, namespaced.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EntityKeys {
-    /// The entity's member (its pk inside the hash tag).
-    pub member: String,
-    /// The entity key: the hash (`hash`), the JSON string (`json`) or the
-    /// presence marker (`strings`).
-    pub base: String,
-    /// `strings` layout: one key per column; empty otherwise.
-    pub columns: Vec<String>,
-    /// One key per `#[hash]` field.
-    pub maps: Vec<String>,
-    /// Indexed entities: the index shadow (`<entity key>:@shadow`), a hash
-    /// of the entity's index entries kept while it has a TTL, so that the
-    /// entries of an expired entity can be found and removed.
-    pub shadow: Option<String>,
-}
-
-impl EntityKeys {
-    /// The keys of the entity with `member`.
-    pub fn new(desc: &EntityDesc, ns: &Namespace, member: String) -> Self {
-        let base = desc.key_of_member(ns, &member);
-        let sub = |name: &str| format!("{base}:{name}");
-        let columns = match desc.layout {
-            Layout::Strings => desc.columns.iter().map(|c| sub(c.name)).collect(),
-            Layout::Hash | Layout::Json => Vec::new(),
-        };
-        let maps = desc.maps.iter().map(|m| sub(m.name)).collect();
-        let shadow = (!desc.indexes.is_empty()).then(|| sub("@shadow"));
-        EntityKeys {
-            member,
-            base,
-            columns,
-            maps,
-            shadow,
-        }
-    }
-
-    /// The keys of the entity with pk `pk`.
-    pub fn of<E: Entity>(ns: &Namespace, pk: &E::Pk) -> Self {
-        Self::new(E::DESC, ns, E::member(pk))
-    }
-
-    /// The keys of `entity`.
-    pub fn of_entity<E: Entity>(ns: &Namespace, entity: &E) -> Self {
-        let mut m = String::new();
-        entity.write_own_member(&mut m);
-        Self::new(E::DESC, ns, m)
-    }
-
-    /// Every key, in script order: base, columns, maps, shadow.
-    pub fn all(&self) -> impl Iterator<Item = &String> {
-        std::iter::once(&self.base)
-            .chain(self.columns.iter())
-            .chain(self.maps.iter())
-            .chain(self.shadow.iter())
     }
 }

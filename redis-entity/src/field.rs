@@ -164,8 +164,9 @@ impl<E: Entity, T, C, K: ValueKeyed> Field<E, T, C, K> {
     /// assert_eq!(User::USERNAME.key("a:b"), "user:username:a%3Ab");
     /// ```
     pub fn key(&self, value: impl Into<K::Value>) -> String {
-        let mut key = format!("{}:{}:", E::DESC.prefix, self.name).into_bytes();
-        crate::key::escape_bytes_into(&mut key, &crate::codec::to_bytes(&value.into()));
+        let mut escaped = Vec::new();
+        crate::key::escape_bytes_into(&mut escaped, &crate::codec::to_bytes(&value.into()));
+        let key = crate::keyspace::index_key(E::DESC, "", self.name, &escaped);
         String::from_utf8_lossy(&key).into_owned()
     }
 }
@@ -173,14 +174,14 @@ impl<E: Entity, T, C, K: ValueKeyed> Field<E, T, C, K> {
 impl<E: Entity, T, C, X> Field<E, T, C, Sorted<X>> {
     /// The sorted set of this sorted index, without namespace (`player:score`).
     pub fn key(&self) -> String {
-        format!("{}:{}", E::DESC.prefix, self.name)
+        crate::keyspace::index_zset(E::DESC, "", self.name)
     }
 }
 
 impl<E: Entity, T, C, X> Field<E, T, C, Prefix<X>> {
     /// The sorted set of this prefix index, without namespace.
     pub fn key(&self) -> String {
-        format!("{}:{}", E::DESC.prefix, self.name)
+        crate::keyspace::index_zset(E::DESC, "", self.name)
     }
 }
 

@@ -121,27 +121,38 @@ impl EntityLayout {
         for idx in desc.indexes {
             let (pattern, redis_type, holds) = match idx.kind {
                 IndexKind::Equality => (
-                    format!("{}<{}>", desc.index_prefix(&ns, idx), idx.field),
+                    format!(
+                        "{}<{}>",
+                        crate::keyspace::index_prefix(desc, ns.as_str(), idx.field),
+                        idx.field
+                    ),
                     RedisType::Set,
                     format!("ids of the entities with that {}", idx.field),
                 ),
                 IndexKind::Tags => (
-                    format!("{}<tag>", desc.index_prefix(&ns, idx)),
+                    format!(
+                        "{}<tag>",
+                        crate::keyspace::index_prefix(desc, ns.as_str(), idx.field)
+                    ),
                     RedisType::Set,
                     format!("ids of the entities tagged so in {}", idx.field),
                 ),
                 IndexKind::Unique => (
-                    format!("{}<{}>", desc.index_prefix(&ns, idx), idx.field),
+                    format!(
+                        "{}<{}>",
+                        crate::keyspace::index_prefix(desc, ns.as_str(), idx.field),
+                        idx.field
+                    ),
                     RedisType::String,
                     format!("the id of the one entity with that {}", idx.field),
                 ),
                 IndexKind::Prefix => (
-                    desc.index_zset(&ns, idx),
+                    crate::keyspace::index_zset(desc, ns.as_str(), idx.field),
                     RedisType::SortedSet,
                     format!("<{}>:<id> entries, score 0 (prefix search)", idx.field),
                 ),
                 IndexKind::Sorted => (
-                    desc.index_zset(&ns, idx),
+                    crate::keyspace::index_zset(desc, ns.as_str(), idx.field),
                     RedisType::SortedSet,
                     format!("ids scored by {}", idx.field),
                 ),
@@ -154,12 +165,12 @@ impl EntityLayout {
         }
         if !desc.indexes.is_empty() {
             keys.push(KeyPattern {
-                pattern: desc.ids_key(&ns),
+                pattern: crate::keyspace::ids_key(desc, ns.as_str()),
                 redis_type: RedisType::Set,
                 holds: "ids of every stored entity".into(),
             });
             keys.push(KeyPattern {
-                pattern: desc.expiry_key(&ns),
+                pattern: crate::keyspace::expiry_key(desc, ns.as_str()),
                 redis_type: RedisType::SortedSet,
                 holds: "ids of entities with a TTL, scored by expiry time (ms)".into(),
             });

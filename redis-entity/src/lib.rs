@@ -44,11 +44,13 @@ mod entity;
 mod error;
 mod field;
 pub mod key;
+mod keyspace;
 mod layout;
 pub mod migrate;
-pub mod plan;
+mod plan;
 pub mod query;
 pub mod relation;
+mod script;
 mod store;
 mod update;
 pub mod verify;
@@ -56,8 +58,7 @@ pub mod verify;
 pub use cache::{Cache, CacheOptions};
 pub use conn::{CountingConnection, RoundTrips};
 pub use entity::{
-    ColumnDesc, Entity, EntityDesc, EntityKeys, IndexDesc, IndexKind, IndexSource, Layout, MapDesc,
-    Row,
+    ColumnDesc, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, MapDesc, Row,
 };
 pub use error::{Error, FieldError, FieldErrorKind, Result};
 pub use field::{
@@ -65,7 +66,9 @@ pub use field::{
     SetIndex, Sorted, SortedIndex, Tags, Unique, ValueKeyed,
 };
 pub use key::{KeyPart, Namespace, PaddedKeyPart};
+pub use keyspace::EntityKeys;
 pub use layout::{EntityLayout, KeyPattern, RedisType, Registry};
+pub use plan::UpdateOp;
 pub use store::Store;
 pub use update::Update;
 

@@ -9,23 +9,18 @@
 //! happens only when such an entry was met.
 
 use crate::codec::SortScore;
-use crate::entity::{Entity, EntityDesc, EntityKeys, IndexKind, IndexSource, Row};
+use crate::entity::{Entity, EntityDesc, IndexKind, IndexSource, Row};
 use crate::error::{Error, Result};
 use crate::field::{Field, PrefixIndex, SetIndex, SortedIndex};
 use crate::key::{escape_bytes_into, Namespace};
-use crate::plan::{self, WritePlan};
+use crate::keyspace::{self, EntityKeys};
+use crate::plan::read::{decode_read, read};
+use crate::plan::write::{self as plan, WritePlan};
+use crate::script::write::WriteOp;
 use redis::Value;
 use std::collections::BTreeSet;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
-
-/// The query script.
-pub static QUERY_SCRIPT: &str = include_str!("lua/query.lua");
-
-fn query_sha() -> &'static str {
-    static SHA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    SHA.get_or_init(|| redis::Script::new(QUERY_SCRIPT).get_hash().to_owned())
-}
 
 /// How a condition combines its values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,7 +121,7 @@ pub(crate) fn index_value<V: crate::codec::Scalar>(v: &V) -> Vec<u8> {
 }
 
 /// The position of the index of the field stored as `name`.
-pub(crate) fn index_of(desc: &EntityDesc, name: &str) -> Option<usize> {
+pub(crate) fn index_of(desc: &'static EntityDesc, name: &str) -> Option<usize> {
     desc.indexes.iter().position(|i| i.field == name)
 }
 
@@ -284,12 +279,12 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
 /// The call of the query script for `spec`; `count_only` asks only the count,
 /// `with_scores` the order field's score of each member of the page.
 pub(crate) fn script_call(
-    desc: &EntityDesc,
+    desc: &'static EntityDesc,
     ns: &Namespace,
     spec: &Spec,
     count_only: bool,
     with_scores: bool,
-) -> (redis::Cmd, redis::Cmd) {
+) -> crate::script::Call<'static> {
     let (conditions, page) = (&spec.conditions, spec.page);
     let mut keys: Vec<Vec<u8>> = Vec::new();
     let mut args: Vec<Vec<u8>> = vec![(conditions.len() + spec.ranges.len())
@@ -299,7 +294,9 @@ pub(crate) fn script_call(
         args.push(b"all".to_vec());
         args.push(b"r".to_vec());
         args.push(b"1".to_vec());
-        keys.push(desc.index_zset(ns, &desc.indexes[r.index]).into_bytes());
+        keys.push(
+            keyspace::index_zset(desc, ns.as_str(), desc.indexes[r.index].field).into_bytes(),
+        );
         args.push(score_bound(r.min, "-inf"));
         args.push(score_bound(r.max, "+inf"));
     }
@@ -310,7 +307,7 @@ pub(crate) fn script_call(
             // Entries are `escaped value:member`; escaped values have no ':'.
             args.push(b"z".to_vec());
             args.push(c.values.len().to_string().into_bytes());
-            let zset = desc.index_zset(ns, idx).into_bytes();
+            let zset = keyspace::index_zset(desc, ns.as_str(), idx.field).into_bytes();
             for v in &c.values {
                 keys.push(zset.clone());
                 let (min, max) = match c.op {
@@ -324,7 +321,7 @@ pub(crate) fn script_call(
                 args.push(max);
             }
         } else {
-            let prefix = desc.index_prefix(ns, idx);
+            let prefix = keyspace::index_prefix(desc, ns.as_str(), idx.field);
             args.push(b"s".to_vec());
             args.push(c.values.len().to_string().into_bytes());
             for v in &c.values {
@@ -334,7 +331,7 @@ pub(crate) fn script_call(
             }
         }
     }
-    keys.push(desc.ids_key(ns).into_bytes());
+    keys.push(keyspace::ids_key(desc, ns.as_str()).into_bytes());
     // A whole result is sorted by the caller (cheaper than Lua's sort); a
     // page must be cut from the sorted result on the server.
     args.push(match (page, desc.numeric_pk) {
@@ -350,14 +347,16 @@ pub(crate) fn script_call(
     };
     args.push(offset.to_string().into_bytes());
     args.push(limit.to_string().into_bytes());
-    args.push(desc.expiry_key(ns).into_bytes());
-    args.push(format!("{}{}{{", ns.as_str(), desc.key_head).into_bytes());
-    let suffixes = presence_suffixes(desc);
+    args.push(keyspace::expiry_key(desc, ns.as_str()).into_bytes());
+    args.push(keyspace::owner_head(desc, ns.as_str()).into_bytes());
+    let suffixes = keyspace::presence_suffixes(desc);
     args.push(suffixes.len().to_string().into_bytes());
     args.extend(suffixes.into_iter().map(String::into_bytes));
     match spec.order {
         Some((index, desc_order)) => {
-            args.push(desc.index_zset(ns, &desc.indexes[index]).into_bytes());
+            args.push(
+                keyspace::index_zset(desc, ns.as_str(), desc.indexes[index].field).into_bytes(),
+            );
             args.push(if desc_order {
                 b"desc".to_vec()
             } else {
@@ -374,18 +373,10 @@ pub(crate) fn script_call(
     } else {
         b"0".to_vec()
     });
-    let build = |name: &str, script: &str| {
-        let mut c = redis::cmd(name);
-        c.arg(script).arg(keys.len());
-        for k in &keys {
-            c.arg(k.as_slice());
-        }
-        for a in &args {
-            c.arg(a.as_slice());
-        }
-        c
-    };
-    (build("EVALSHA", query_sha()), build("EVAL", QUERY_SCRIPT))
+    let mut call = crate::script::QUERY.call();
+    call.keys = keys;
+    call.args = args;
+    call
 }
 
 /// A ZRANGEBYLEX bound: `open`, the escaped value, `tail`.
@@ -395,7 +386,7 @@ fn lex(open: &[u8], value: &[u8], tail: &[u8]) -> Vec<u8> {
 
 /// Sorts a whole result the way the script sorts a page: numerically for
 /// integer pks (as Lua numbers, ties by text), by bytes otherwise.
-pub(crate) fn sort_members(desc: &EntityDesc, members: &mut [String]) {
+pub(crate) fn sort_members(desc: &'static EntityDesc, members: &mut [String]) {
     if desc.numeric_pk {
         members.sort_by_cached_key(|m| (OrdF64(m.parse::<f64>().unwrap_or(0.0)), m.clone()));
     } else {
@@ -422,19 +413,6 @@ impl Ord for OrdF64 {
     }
 }
 
-/// The suffixes that, after `<head>{<member>`, name the keys whose existence
-/// means the entity exists.
-pub(crate) fn presence_suffixes(desc: &EntityDesc) -> Vec<String> {
-    let tail = format!("}}{}", desc.key_tail);
-    let mut out = vec![tail.clone()];
-    if desc.layout == crate::entity::Layout::Strings {
-        for c in desc.columns.iter().filter(|c| c.ttl.is_none()) {
-            out.push(format!("{tail}:{}", c.name));
-        }
-    }
-    out
-}
-
 /// What the query script answered.
 pub(crate) struct Answer {
     /// Matches, ignoring the page.
@@ -456,32 +434,27 @@ pub(crate) fn parse_score(s: &str) -> Option<f64> {
     }
 }
 
-/// The rank script.
-pub static RANK_SCRIPT: &str = include_str!("lua/rank.lua");
-
 /// The call of the rank script for `member` in sorted index `index`.
 pub(crate) fn rank_call(
-    desc: &EntityDesc,
+    desc: &'static EntityDesc,
     ns: &Namespace,
     index: usize,
     member: &str,
-) -> (redis::Cmd, redis::Cmd) {
-    static SHA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    let sha = SHA.get_or_init(|| redis::Script::new(RANK_SCRIPT).get_hash().to_owned());
-    let build = |name: &str, script: &str| {
-        let mut c = redis::cmd(name);
-        c.arg(script)
-            .arg(2)
-            .arg(desc.index_zset(ns, &desc.indexes[index]))
-            .arg(desc.expiry_key(ns))
-            .arg(member)
-            .arg(format!("{}{}{{", ns.as_str(), desc.key_head));
-        for s in presence_suffixes(desc) {
-            c.arg(s);
-        }
-        c
-    };
-    (build("EVALSHA", sha), build("EVAL", RANK_SCRIPT))
+) -> crate::script::Call<'static> {
+    let mut call = crate::script::RANK
+        .call()
+        .key(keyspace::index_zset(
+            desc,
+            ns.as_str(),
+            desc.indexes[index].field,
+        ))
+        .key(keyspace::expiry_key(desc, ns.as_str()))
+        .arg(member)
+        .arg(keyspace::owner_head(desc, ns.as_str()));
+    for s in keyspace::presence_suffixes(desc) {
+        call = call.arg(s);
+    }
+    call
 }
 
 /// The spec of `top(field, n)`.
@@ -509,7 +482,7 @@ pub(crate) fn finish_top<E: Entity>(
     let mut out = Vec::with_capacity(answer.members.len());
     let mut repairs = Vec::new();
     for ((member, k), score) in answer.members.iter().zip(keys).zip(&answer.scores) {
-        let row = plan::decode_read(desc, k, &mut it)?;
+        let row = decode_read(desc, k, &mut it)?;
         match (row, parse_member::<E>(member)) {
             (Some(row), Some(pk)) => {
                 let e = E::from_row(&pk, row).map_err(|e| Error::from_field(&k.base, e))?;
@@ -542,25 +515,29 @@ impl Answer {
 }
 
 /// The sweep writes for ghosts a query met.
-pub(crate) fn sweep_plans(desc: &EntityDesc, ns: &Namespace, ghosts: &[String]) -> Vec<WritePlan> {
+pub(crate) fn sweep_plans(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    ghosts: &[String],
+) -> Vec<WritePlan> {
     ghosts
         .iter()
         .map(|m| {
-            let keys = EntityKeys::new(desc, ns, m.clone());
-            plan::lifecycle(desc, ns, &keys, plan::WriteMode::Sweep, None)
+            let keys = EntityKeys::new(desc, ns.as_str(), m.clone());
+            plan::lifecycle(desc, ns.as_str(), keys, WriteOp::Sweep, None)
         })
         .collect()
 }
 
 /// `{ total, ghost count, ghosts..., members... }` from the query script.
 pub(crate) fn parse_reply(
-    desc: &EntityDesc,
+    desc: &'static EntityDesc,
     spec: &Spec,
     with_scores: bool,
     reply: Value,
 ) -> Result<Answer> {
     let bad = |detail: String| Error::UnexpectedReply {
-        key: desc.ids_key(&Namespace::none()),
+        key: keyspace::ids_key(desc, ""),
         detail,
     };
     let Value::Array(items) = reply else {
@@ -603,7 +580,7 @@ pub(crate) fn parse_reply(
 
 /// The escaped index entries the stored entity `member` implies for index `i`.
 pub(crate) fn row_entries(
-    desc: &EntityDesc,
+    desc: &'static EntityDesc,
     member: &str,
     row: &Row,
     i: usize,
@@ -663,7 +640,12 @@ fn escaped_eq(raw: &[u8], escaped: &[u8]) -> bool {
 }
 
 /// Checks a fetched row against the conditions (`None`: the entity is gone).
-pub(crate) fn check(desc: &EntityDesc, spec: &Spec, member: &str, row: Option<&Row>) -> Check {
+pub(crate) fn check(
+    desc: &'static EntityDesc,
+    spec: &Spec,
+    member: &str,
+    row: Option<&Row>,
+) -> Check {
     let mut entries = Vec::new();
     let mut missing = false;
     for r in &spec.ranges {
@@ -750,17 +732,17 @@ pub(crate) fn check(desc: &EntityDesc, spec: &Spec, member: &str, row: Option<&R
 /// The write that removes stale entries of `member` (only those the stored
 /// entity still does not need), or re-adds its entries when one was missing.
 pub(crate) fn repair_plan(
-    desc: &EntityDesc,
+    desc: &'static EntityDesc,
     ns: &Namespace,
     member: &str,
     entries: &[(usize, Vec<u8>)],
     missing: bool,
 ) -> WritePlan {
-    let keys = EntityKeys::new(desc, ns, member.to_owned());
+    let keys = EntityKeys::new(desc, ns.as_str(), member.to_owned());
     if missing {
-        return plan::reindex(desc, ns, &keys);
+        return plan::lifecycle(desc, ns.as_str(), keys, WriteOp::Reindex, None);
     }
-    plan::clean(desc, ns, &keys, entries)
+    plan::clean(desc, ns.as_str(), keys, entries)
 }
 
 /// What `fetch` does with the replies of the page read.
@@ -784,7 +766,7 @@ pub(crate) fn finish_fetch<E: Entity>(
         repairs: Vec::new(),
     };
     for (member, k) in members.iter().zip(keys) {
-        let row = plan::decode_read(desc, k, &mut it)?;
+        let row = decode_read(desc, k, &mut it)?;
         match check(desc, spec, member, row.as_ref()) {
             Check::Match => {}
             Check::Stale { entries, missing } => {
@@ -816,30 +798,30 @@ pub fn parse_member<E: Entity>(member: &str) -> Option<E::Pk> {
 
 /// The read pipeline for the page's members.
 pub(crate) fn read_members(
-    desc: &EntityDesc,
+    desc: &'static EntityDesc,
     ns: &Namespace,
     members: &[String],
 ) -> (redis::Pipeline, Vec<EntityKeys>) {
     let keys: Vec<EntityKeys> = members
         .iter()
-        .map(|m| EntityKeys::new(desc, ns, m.clone()))
+        .map(|m| EntityKeys::new(desc, ns.as_str(), m.clone()))
         .collect();
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
     for k in &keys {
-        plan::read(desc, k, &mut pipe);
+        read(desc, k, &mut pipe);
     }
     (pipe, keys)
 }
 
 /// `GET` of the unique index key for `value`.
 pub(crate) fn unique_key<V: crate::codec::Scalar>(
-    desc: &EntityDesc,
+    desc: &'static EntityDesc,
     ns: &Namespace,
     index: usize,
     value: &V,
 ) -> (String, Vec<u8>) {
-    let prefix = desc.index_prefix(ns, &desc.indexes[index]);
+    let prefix = keyspace::index_prefix(desc, ns.as_str(), desc.indexes[index].field);
     let v = index_value(value);
     let mut key = prefix.into_bytes();
     key.extend_from_slice(&v);

@@ -16,6 +16,7 @@
 
 use crate::entity::{Entity, EntityDesc};
 use crate::key::Namespace;
+use crate::keyspace;
 use std::marker::PhantomData;
 
 /// A relation from entities of type `A` to entities of type `B`.
@@ -81,36 +82,18 @@ impl<A, B> Relation<A, B> {
 }
 
 /// The relation script.
-pub(crate) static RELATION_SCRIPT: &str = include_str!("lua/relation.lua");
-
-fn relation_sha() -> &'static str {
-    static SHA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    SHA.get_or_init(|| redis::Script::new(RELATION_SCRIPT).get_hash().to_owned())
-}
-
 fn key_of(desc: &EntityDesc, ns: &Namespace, member: &str) -> String {
-    desc.key_of_member(ns, member)
-}
-
-/// `head \n tail \n name`: how the other side finds a set of this type.
-fn register_entry(desc: &EntityDesc, ns: &Namespace, name: &str) -> String {
-    format!(
-        "{}{}\n{}\n{}",
-        ns.as_str(),
-        desc.key_head,
-        desc.key_tail,
-        name
-    )
+    keyspace::entity_key(desc, ns.as_str(), member)
 }
 
 /// The forward set of `a`.
 pub(crate) fn forward_key<A: Entity, B>(rel: &Relation<A, B>, ns: &Namespace, a: &A::Pk) -> String {
-    format!("{}:{}", key_of(A::DESC, ns, &A::member(a)), rel.name)
+    keyspace::sub_key(&key_of(A::DESC, ns, &A::member(a)), rel.name)
 }
 
 /// The reverse set of `b`.
 pub(crate) fn reverse_key<A, B: Entity>(rel: &Relation<A, B>, ns: &Namespace, b: &B::Pk) -> String {
-    format!("{}:{}", key_of(B::DESC, ns, &B::member(b)), rel.reverse)
+    keyspace::sub_key(&key_of(B::DESC, ns, &B::member(b)), rel.reverse)
 }
 
 /// The script call relating (or unrelating) `a` and `b`.
@@ -120,14 +103,14 @@ pub(crate) fn call<A: Entity, B: Entity>(
     a: &A::Pk,
     b: &B::Pk,
     relate: bool,
-) -> (redis::Cmd, redis::Cmd) {
+) -> crate::script::Call<'static> {
     let (am, bm) = (A::member(a), B::member(b));
     let (ak, bk) = (key_of(A::DESC, ns, &am), key_of(B::DESC, ns, &bm));
     let keys = [
-        format!("{ak}:{}", rel.name),
-        format!("{bk}:{}", rel.reverse),
-        format!("{ak}:@rel"),
-        format!("{bk}:@rel"),
+        keyspace::sub_key(&ak, rel.name),
+        keyspace::sub_key(&bk, rel.reverse),
+        keyspace::relation_register(&ak),
+        keyspace::relation_register(&bk),
     ];
     let args = [
         if relate { "relate" } else { "unrelate" }.to_owned(),
@@ -135,25 +118,20 @@ pub(crate) fn call<A: Entity, B: Entity>(
         bm,
         rel.name.to_owned(),
         rel.reverse.to_owned(),
-        register_entry(A::DESC, ns, rel.name),
-        register_entry(B::DESC, ns, rel.reverse),
+        keyspace::register_entry(A::DESC, ns.as_str(), rel.name),
+        keyspace::register_entry(B::DESC, ns.as_str(), rel.reverse),
         if rel.one_to_many { "1" } else { "0" }.to_owned(),
-        format!("{}{}", ns.as_str(), A::DESC.key_head),
+        format!("{}{}", ns.as_str(), A::DESC.key_head), // the Lua adds `{member}` and the tail
         A::DESC.key_tail.to_owned(),
-        A::DESC.ttl_key_of_member(ns, &A::member(a)),
-        A::DESC.expiry_key(ns),
-        B::DESC.ttl_key_of_member(ns, &B::member(b)),
-        B::DESC.expiry_key(ns),
+        crate::keyspace::ttl_key(A::DESC, ns.as_str(), &A::member(a)),
+        crate::keyspace::expiry_key(A::DESC, ns.as_str()),
+        crate::keyspace::ttl_key(B::DESC, ns.as_str(), &B::member(b)),
+        crate::keyspace::expiry_key(B::DESC, ns.as_str()),
     ];
-    let build = |name: &str, script: &str| {
-        let mut c = redis::cmd(name);
-        c.arg(script).arg(keys.len()).arg(&keys).arg(&args);
-        c
-    };
-    (
-        build("EVALSHA", relation_sha()),
-        build("EVAL", RELATION_SCRIPT),
-    )
+    let mut call = crate::script::RELATION.call();
+    call.keys = keys.iter().map(|k| k.as_bytes().to_vec()).collect();
+    call.args = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+    call
 }
 
 /// A capped list per owner of type `O` holding members of `P`s, newest first.
@@ -210,7 +188,7 @@ impl<O, P> Timeline<O, P> {
     where
         O: Entity,
     {
-        format!("{}:{}", key_of(O::DESC, ns, &O::member(owner)), self.name)
+        keyspace::sub_key(&key_of(O::DESC, ns, &O::member(owner)), self.name)
     }
 }
 
@@ -228,7 +206,7 @@ pub(crate) fn push_pipeline(
 ) -> redis::Pipeline {
     let mut pipe = redis::pipe();
     for owner in owner_keys {
-        let list = format!("{owner}:{name}");
+        let list = keyspace::sub_key(owner, name);
         pipe.cmd("LPUSH").arg(&list).arg(post_member).ignore();
         pipe.cmd("LTRIM")
             .arg(&list)
@@ -236,7 +214,7 @@ pub(crate) fn push_pipeline(
             .arg(cap.saturating_sub(1))
             .ignore();
         pipe.cmd("HSET")
-            .arg(format!("{owner}:@rel"))
+            .arg(keyspace::relation_register(owner))
             .arg(name)
             .arg("")
             .ignore();

@@ -6,14 +6,16 @@
 
 use crate::board::Board;
 use crate::codec::{to_bytes, MapField, Scalar};
-use crate::entity::{Entity, EntityKeys, Layout};
+use crate::entity::{Entity, Layout};
 use crate::error::{Error, FieldError, Result};
 use crate::field::{Field, HashField, SetIndex, SortedIndex, Unique};
 use crate::key::Namespace;
+use crate::keyspace::{self, EntityKeys};
 use crate::migrate::{Migration, Progress};
-use crate::plan::{self, WriteMode, WritePlan};
+use crate::plan::{json, read, write, write::WritePlan};
 use crate::query::{self, Query};
 use crate::relation::{self, Relation, Timeline};
+use crate::script::{self, write::WriteOp};
 use crate::update::Update;
 use crate::verify::{self, Report};
 use redis::aio::{ConnectionLike, ConnectionManager};
@@ -51,6 +53,7 @@ pub(crate) const CAS_ATTEMPTS: usize = 100;
 pub struct Store<C = ConnectionManager> {
     conn: C,
     ns: Namespace,
+    sent: script::Sent,
 }
 
 impl Store<ConnectionManager> {
@@ -81,6 +84,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Store {
             conn,
             ns: Namespace::none(),
+            sent: script::Sent::default(),
         }
     }
 
@@ -95,6 +99,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         &self.ns
     }
 
+    /// The scripts this store's connection has sent.
+    pub(crate) fn sent(&self) -> &script::Sent {
+        &self.sent
+    }
+
     /// A clone of the underlying connection.
     pub fn connection(&self) -> C {
         self.conn.clone()
@@ -106,64 +115,63 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     async fn write(&self, plan: &WritePlan) -> Result<bool> {
-        let mut conn = self.conn.clone();
-        let reply = match plan.evalsha().query_async::<Value>(&mut conn).await {
-            Err(e) if plan::is_noscript(&e) => plan.eval().query_async::<Value>(&mut conn).await,
-            other => other,
-        };
-        match reply {
+        match script::invoke::<Value, _>(&mut self.conn.clone(), &self.sent, &plan.call()).await {
             Ok(v) => plan.outcome(v),
             Err(e) => Err(plan.server_error(e)),
         }
     }
 
-    /// Sends many writes in one pipeline; each stays atomic on its own.
+    /// Sends many writes in one round trip, each atomic on its own, with a
+    /// result each: consecutive plans of one type and operation go out as
+    /// one script call per [`WRITE_BATCH`] entities, all calls in one
+    /// pipeline.
     pub(crate) async fn write_many(&self, plans: &[WritePlan]) -> Result<Vec<Result<bool>>> {
         if plans.is_empty() {
             return Ok(Vec::new());
         }
-        let mut conn = self.conn.clone();
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        for p in plans {
-            pipe.add_command(p.evalsha());
-        }
-        let mut replies: Vec<Value> = pipe
-            .query_async(&mut conn)
+        let groups = batches(plans);
+        let calls: Vec<_> = groups
+            .iter()
+            .map(|g| match g {
+                [one] => one.call(),
+                many => write::batch_call(many),
+            })
+            .collect();
+        let replies = script::invoke_all(&mut self.conn.clone(), &self.sent, &calls)
             .await
             .map_err(|e| Error::redis(plans[0].key(), e))?;
-        let lost: Vec<usize> = (0..replies.len())
-            .filter(|&i| matches!(&replies[i], Value::ServerError(e) if e.code() == "NOSCRIPT"))
-            .collect();
-        if !lost.is_empty() {
-            let mut pipe = redis::pipe();
-            pipe.ignore_errors();
-            for &i in &lost {
-                pipe.add_command(plans[i].eval());
-            }
-            let again: Vec<Value> = pipe
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| Error::redis(plans[0].key(), e))?;
-            for (i, v) in lost.into_iter().zip(again) {
-                replies[i] = v;
+        let mut out = Vec::with_capacity(plans.len());
+        for (group, reply) in groups.iter().zip(replies) {
+            match (group, reply) {
+                ([one], v) => out.push(one.outcome(v)),
+                (many, Value::Array(items)) if items.len() == many.len() => {
+                    out.extend(many.iter().zip(items).map(|(p, v)| p.outcome(v)))
+                }
+                (many, Value::ServerError(e)) => {
+                    let e: redis::RedisError = e.into();
+                    out.extend(many.iter().map(|p| Err(p.server_error(e.clone()))))
+                }
+                (many, other) => out.extend(many.iter().map(|p| {
+                    Err(Error::UnexpectedReply {
+                        key: p.key().to_owned(),
+                        detail: format!("{other:?}"),
+                    })
+                })),
             }
         }
-        Ok(plans
-            .iter()
-            .zip(replies)
-            .map(|(p, v)| p.outcome(v))
-            .collect())
+        Ok(out)
     }
 
-    async fn save_as<E: Entity>(
-        &self,
-        e: &E,
-        mode: WriteMode,
-        ttl: Option<Duration>,
-    ) -> Result<bool> {
+    async fn save_as<E: Entity>(&self, e: &E, insert: bool, ttl: Option<Duration>) -> Result<bool> {
         let keys = EntityKeys::of_entity(&self.ns, e);
-        let plan = plan::save(E::DESC, &self.ns, &keys, &checked_row(e)?, mode, ttl);
+        let plan = write::save(
+            E::DESC,
+            self.ns.as_str(),
+            keys,
+            &checked_row(e)?,
+            insert,
+            ttl,
+        );
         self.write(&plan).await
     }
 
@@ -171,19 +179,17 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// entity keeps its remaining TTL; a new one gets the container `ttl`.
     /// Returns `true` when the entity was created.
     pub async fn save<E: Entity>(&self, entity: &E) -> Result<bool> {
-        self.save_as(entity, WriteMode::Save, None).await
+        self.save_as(entity, false, None).await
     }
 
     /// Upserts `entity` and gives all its keys a new TTL.
     pub async fn save_with_ttl<E: Entity>(&self, entity: &E, ttl: Duration) -> Result<bool> {
-        self.save_as(entity, WriteMode::Save, Some(ttl)).await
+        self.save_as(entity, false, Some(ttl)).await
     }
 
     /// Creates `entity`; [`Error::AlreadyExists`] (and nothing written) if its key is taken.
     pub async fn insert<E: Entity>(&self, entity: &E) -> Result<()> {
-        self.save_as(entity, WriteMode::Insert, None)
-            .await
-            .map(drop)
+        self.save_as(entity, true, None).await.map(drop)
     }
 
     /// Upserts every entity in one pipelined round trip; each entity's write
@@ -193,12 +199,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .iter()
             .map(|e| {
                 let keys = EntityKeys::of_entity(&self.ns, e);
-                Ok(plan::save(
+                Ok(write::save(
                     E::DESC,
-                    &self.ns,
-                    &keys,
+                    self.ns.as_str(),
+                    keys,
                     &checked_row(e)?,
-                    WriteMode::Save,
+                    false,
                     None,
                 ))
             })
@@ -214,7 +220,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let keys = EntityKeys::of::<E>(&self.ns, pk);
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
-        plan::read(E::DESC, &keys, &mut pipe);
+        read::read(E::DESC, &keys, &mut pipe);
         let replies: Vec<Value> = pipe
             .query_async(&mut self.conn.clone())
             .await
@@ -234,7 +240,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         for k in &keys {
-            plan::read(E::DESC, k, &mut pipe);
+            read::read(E::DESC, k, &mut pipe);
         }
         let replies: Vec<Value> = pipe
             .query_async(&mut self.conn.clone())
@@ -260,11 +266,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Deletes the entity and every key it owns; `false` if there was none.
     pub async fn delete<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
         let keys = EntityKeys::of::<E>(&self.ns, pk);
-        self.write(&plan::lifecycle(
+        self.write(&write::lifecycle(
             E::DESC,
-            &self.ns,
-            &keys,
-            WriteMode::Delete,
+            self.ns.as_str(),
+            keys,
+            WriteOp::Delete,
             None,
         ))
         .await
@@ -277,23 +283,23 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// Gives every key of the entity a TTL; `false` if there is no such entity.
     pub async fn expire<E: Entity>(&self, pk: &E::Pk, ttl: Duration) -> Result<bool> {
-        self.lifecycle::<E>(pk, WriteMode::Expire, Some(ttl)).await
+        self.lifecycle::<E>(pk, WriteOp::Expire, Some(ttl)).await
     }
 
     /// Removes the TTL of every key of the entity; `false` if there is no such entity.
     pub async fn persist<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
-        self.lifecycle::<E>(pk, WriteMode::Persist, None).await
+        self.lifecycle::<E>(pk, WriteOp::Persist, None).await
     }
 
     async fn lifecycle<E: Entity>(
         &self,
         pk: &E::Pk,
-        mode: WriteMode,
+        op: WriteOp,
         ttl: Option<Duration>,
     ) -> Result<bool> {
         let keys = EntityKeys::of::<E>(&self.ns, pk);
         match self
-            .write(&plan::lifecycle(E::DESC, &self.ns, &keys, mode, ttl))
+            .write(&write::lifecycle(E::DESC, self.ns.as_str(), keys, op, ttl))
             .await
         {
             Ok(_) => Ok(true),
@@ -399,9 +405,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
         // One plain read when no entity of the type has a TTL (nothing can
         // have expired); the query script otherwise.
-        let zset = E::DESC.index_zset(&self.ns, &E::DESC.indexes[index]);
+        let zset = keyspace::index_zset(E::DESC, self.ns.as_str(), E::DESC.indexes[index].field);
         let mut pipe = redis::pipe();
-        pipe.cmd("ZCARD").arg(E::DESC.expiry_key(&self.ns));
+        pipe.cmd("ZCARD")
+            .arg(keyspace::expiry_key(E::DESC, self.ns.as_str()));
         pipe.cmd("ZRANGE")
             .arg(&zset)
             .arg(0)
@@ -455,13 +462,15 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let Some(index) = query::index_of(E::DESC, field.name()) else {
             return Ok(None);
         };
-        let (evalsha, eval) = query::rank_call(E::DESC, &self.ns, index, &E::member(pk));
-        let mut conn = self.conn.clone();
-        let reply: Option<u64> = match evalsha.query_async(&mut conn).await {
-            Err(e) if plan::is_noscript(&e) => eval.query_async(&mut conn).await,
-            other => other,
-        }
-        .map_err(|e| Error::redis(&E::DESC.index_zset(&self.ns, &E::DESC.indexes[index]), e))?;
+        let call = query::rank_call(E::DESC, &self.ns, index, &E::member(pk));
+        let reply: Option<u64> = script::invoke(&mut self.conn.clone(), &self.sent, &call)
+            .await
+            .map_err(|e| {
+                Error::redis(
+                    &keyspace::index_zset(E::DESC, self.ns.as_str(), E::DESC.indexes[index].field),
+                    e,
+                )
+            })?;
         Ok(reply)
     }
 
@@ -576,13 +585,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         b: &B::Pk,
         relate: bool,
     ) -> Result<bool> {
-        let (evalsha, eval) = relation::call(rel, &self.ns, a, b, relate);
-        let mut conn = self.conn.clone();
-        let n: i64 = match evalsha.query_async(&mut conn).await {
-            Err(e) if plan::is_noscript(&e) => eval.query_async(&mut conn).await,
-            other => other,
-        }
-        .map_err(|e| Error::redis(&relation::forward_key(rel, &self.ns, a), e))?;
+        let call = relation::call(rel, &self.ns, a, b, relate);
+        let n: i64 = script::invoke(&mut self.conn.clone(), &self.sent, &call)
+            .await
+            .map_err(|e| Error::redis(&relation::forward_key(rel, &self.ns, a), e))?;
         Ok(n > 0)
     }
 
@@ -660,7 +666,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         for chunk in owners.chunks(relation::PUSH_BATCH) {
             let keys: Vec<String> = chunk
                 .iter()
-                .map(|o| O::DESC.key_of_member(&self.ns, &O::member(o)))
+                .map(|o| keyspace::entity_key(O::DESC, self.ns.as_str(), &O::member(o)))
                 .collect();
             let pipe = relation::push_pipeline(&keys, timeline.name(), &member, timeline.cap());
             let () = pipe
@@ -776,12 +782,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                         }
                     };
                     let keys = EntityKeys::of_entity(&self.ns, &e);
-                    plans.push(plan::save(
+                    plans.push(write::save(
                         E::DESC,
-                        &self.ns,
-                        &keys,
+                        self.ns.as_str(),
+                        keys,
                         &row,
-                        WriteMode::Save,
+                        false,
                         None,
                     ));
                     sources.push(k);
@@ -851,13 +857,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         count_only: bool,
         with_scores: bool,
     ) -> Result<query::Answer> {
-        let (evalsha, eval) = query::script_call(E::DESC, &self.ns, spec, count_only, with_scores);
-        let mut conn = self.conn.clone();
-        let reply = match evalsha.query_async::<Value>(&mut conn).await {
-            Err(e) if plan::is_noscript(&e) => eval.query_async::<Value>(&mut conn).await,
-            other => other,
-        }
-        .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
+        let call = query::script_call(E::DESC, &self.ns, spec, count_only, with_scores);
+        let reply: Value = script::invoke(&mut self.conn.clone(), &self.sent, &call)
+            .await
+            .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, self.ns.as_str()), e))?;
         let answer = query::parse_reply(E::DESC, spec, with_scores, reply)?;
         if !answer.ghosts.is_empty() {
             // Expired entities met on the way: remove all their entries now.
@@ -878,7 +881,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             let replies: Vec<Value> = pipe
                 .query_async(&mut self.conn.clone())
                 .await
-                .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
+                .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, self.ns.as_str()), e))?;
             v.feed(replies)?;
         }
         Ok(v.report())
@@ -891,7 +894,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// entities and remove what they meet; a periodic sweep removes the rest,
     /// with no keyspace notifications and no `CONFIG`.
     pub async fn sweep<E: Entity>(&self, budget: usize) -> Result<usize> {
-        let key = E::DESC.expiry_key(&self.ns);
+        let key = keyspace::expiry_key(E::DESC, self.ns.as_str());
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
@@ -938,7 +941,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             let () = pipe
                 .query_async(&mut self.conn.clone())
                 .await
-                .map_err(|e| Error::redis(&E::DESC.ids_key(&self.ns), e))?;
+                .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, self.ns.as_str()), e))?;
             fixed += report
                 .violations
                 .iter()
@@ -1014,17 +1017,23 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
             return Err(e);
         }
         let store = self.store;
-        plan::check_update_scores(E::DESC, &self.ops)?;
-        let keys = EntityKeys::new(E::DESC, &store.ns, self.member);
+        write::check_update_scores(E::DESC, &self.ops)?;
+        let keys = EntityKeys::new(E::DESC, store.ns.as_str(), self.member);
         if E::DESC.layout != Layout::Json {
-            let plan =
-                plan::update_checked(E::DESC, &store.ns, &keys, &self.ops, self.ttl, self.version);
+            let plan = write::update(
+                E::DESC,
+                store.ns.as_str(),
+                keys,
+                &self.ops,
+                self.ttl,
+                self.version,
+            );
             return store.write(&plan).await.map(drop);
         }
         // The json layout keeps one document: read it, change it, and write it
         // back only if nobody changed it meanwhile.
         for attempt in 0..CAS_ATTEMPTS {
-            tokio::time::sleep(plan::cas_backoff(attempt)).await;
+            tokio::time::sleep(write::cas_backoff(attempt)).await;
             let read: Option<Vec<u8>> = redis::cmd("GET")
                 .arg(&keys.base)
                 .query_async(&mut store.conn.clone())
@@ -1033,8 +1042,16 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
             let read = read.ok_or_else(|| Error::NotFound {
                 key: keys.base.clone(),
             })?;
-            let doc = plan::apply_json_ops(E::DESC, &keys.base, &read, &self.ops)?;
-            let plan = plan::json_cas(E::DESC, &store.ns, &keys, read, doc, &self.ops, self.ttl);
+            let doc = json::apply_json_ops(E::DESC, &keys.base, &read, &self.ops)?;
+            let plan = write::json_cas(
+                E::DESC,
+                store.ns.as_str(),
+                keys.clone(),
+                read,
+                doc,
+                &self.ops,
+                self.ttl,
+            );
             match store.write(&plan).await {
                 Err(Error::Redis { source, .. }) if WritePlan::is_cas_retry(&source) => continue,
                 other => return other.map(drop),
@@ -1050,7 +1067,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
 /// The stored form of `e`, refused if a sorted index value has no score.
 pub(crate) fn checked_row<E: Entity>(e: &E) -> Result<crate::Row> {
     let row = e.to_row()?;
-    plan::check_scores(E::DESC, &row)?;
+    write::check_scores(E::DESC, &row)?;
     Ok(row)
 }
 
@@ -1060,7 +1077,7 @@ pub(crate) fn decode<E: Entity>(
     keys: &EntityKeys,
     replies: &mut impl Iterator<Item = Value>,
 ) -> Result<Option<E>> {
-    match plan::decode_read(E::DESC, keys, replies)? {
+    match read::decode_read(E::DESC, keys, replies)? {
         None => Ok(None),
         Some(row) => E::from_row(pk, row)
             .map(Some)
@@ -1113,4 +1130,27 @@ pub(crate) fn remaining(pttls: &[i64]) -> Option<Duration> {
         .find(|&&ms| ms != -2)
         .filter(|&&ms| ms >= 0)
         .map(|&ms| Duration::from_millis(ms as u64))
+}
+
+/// How many entities one write-script call carries at most (`save_all`,
+/// repairs, sweeps): large enough to amortise the call, small enough that
+/// one call does not hold the server for long.
+pub(crate) const WRITE_BATCH: usize = 100;
+
+/// Splits plans into runs of one type and operation, at most
+/// [`WRITE_BATCH`] each, keeping their order.
+fn batches(plans: &[WritePlan]) -> Vec<&[WritePlan]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=plans.len() {
+        let cut = i == plans.len()
+            || i - start == WRITE_BATCH
+            || plans[i].op != plans[start].op
+            || !std::ptr::eq(plans[i].desc, plans[start].desc);
+        if cut {
+            out.push(&plans[start..i]);
+            start = i;
+        }
+    }
+    out
 }

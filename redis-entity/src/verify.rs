@@ -10,11 +10,13 @@
 //! - no two owners of one unique value ([`Violation::DuplicateUnique`]);
 //! - the set of all members lists exactly the stored entities.
 
-use crate::entity::{EntityDesc, EntityKeys, IndexKind};
+use crate::entity::{EntityDesc, IndexKind};
 use crate::error::{Error, Result};
 use crate::key::Namespace;
-use crate::plan::{self, WritePlan};
+use crate::keyspace::EntityKeys;
+use crate::plan::write::{self as plan, WritePlan};
 use crate::query;
+use crate::script::write::WriteOp;
 use redis::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -124,27 +126,6 @@ impl fmt::Display for Report {
     }
 }
 
-/// The SCAN pattern of every key of the entity type (literals in layouts
-/// and namespaces never contain glob characters).
-pub(crate) fn entity_pattern(desc: &EntityDesc, ns: &Namespace) -> String {
-    format!("{}{}{{*", ns.as_str(), desc.key_head)
-}
-
-/// The member inside an entity key, if the key is one.
-pub(crate) fn member_of(desc: &EntityDesc, ns: &Namespace, key: &str) -> Option<String> {
-    let rest = key
-        .strip_prefix(ns.as_str())?
-        .strip_prefix(desc.key_head)?
-        .strip_prefix('{')?;
-    let end = rest.find('}')?;
-    Some(rest[..end].to_owned())
-}
-
-/// The SCAN pattern of the keys of index `i`.
-pub(crate) fn index_pattern(desc: &EntityDesc, ns: &Namespace, i: usize) -> String {
-    format!("{}*", desc.index_prefix(ns, &desc.indexes[i]))
-}
-
 /// Expected entries: index key -> (index position, members that need it).
 #[derive(Default)]
 pub(crate) struct Expected {
@@ -153,10 +134,16 @@ pub(crate) struct Expected {
 }
 
 impl Expected {
-    pub fn add_row(&mut self, desc: &EntityDesc, ns: &Namespace, member: &str, row: &crate::Row) {
+    pub fn add_row(
+        &mut self,
+        desc: &'static EntityDesc,
+        ns: &Namespace,
+        member: &str,
+        row: &crate::Row,
+    ) {
         self.members.insert(member.to_owned());
         for i in 0..desc.indexes.len() {
-            let prefix = desc.index_prefix(ns, &desc.indexes[i]);
+            let prefix = crate::keyspace::index_prefix(desc, ns.as_str(), desc.indexes[i].field);
             for e in query::row_entries(desc, member, row, i) {
                 let mut key = prefix.clone().into_bytes();
                 key.extend_from_slice(&e);
@@ -181,13 +168,13 @@ pub(crate) struct Actual {
 /// Adds the `escaped value:member` entries of a prefix index's sorted set,
 /// under the same names as the other kinds (`<prefix>:<field>:<value>`).
 pub(crate) fn add_prefix_entries(
-    desc: &EntityDesc,
+    desc: &'static EntityDesc,
     ns: &Namespace,
     index: usize,
     entries: Vec<Vec<u8>>,
     actual: &mut Actual,
 ) {
-    let prefix = desc.index_prefix(ns, &desc.indexes[index]);
+    let prefix = crate::keyspace::index_prefix(desc, ns.as_str(), desc.indexes[index].field);
     for entry in entries {
         let Some(sep) = entry.iter().position(|&b| b == b':') else {
             continue;
@@ -205,7 +192,7 @@ pub(crate) fn add_prefix_entries(
 }
 
 /// Compares expected and actual entries.
-pub(crate) fn compare(desc: &EntityDesc, expected: &Expected, actual: &Actual) -> Report {
+pub(crate) fn compare(desc: &'static EntityDesc, expected: &Expected, actual: &Actual) -> Report {
     let mut report = Report {
         entities: expected.members.len(),
         index_entries: actual.entries.values().map(|(_, m)| m.len()).sum(),
@@ -257,14 +244,18 @@ pub(crate) fn compare(desc: &EntityDesc, expected: &Expected, actual: &Actual) -
 /// The writes that fix a report: stale entries are removed only if still
 /// stale, missing ones re-added from the stored values; both atomically per
 /// entity. Duplicate unique values need a decision and are left alone.
-pub(crate) fn repairs(desc: &EntityDesc, ns: &Namespace, report: &Report) -> Vec<WritePlan> {
+pub(crate) fn repairs(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    report: &Report,
+) -> Vec<WritePlan> {
     let mut stale: BTreeMap<String, Vec<(usize, Vec<u8>)>> = BTreeMap::new();
     let mut reindex: BTreeSet<String> = BTreeSet::new();
     for v in &report.violations {
         match v {
             Violation::StaleEntry { key, member } => {
                 let found = desc.indexes.iter().enumerate().find_map(|(i, idx)| {
-                    let prefix = desc.index_prefix(ns, idx);
+                    let prefix = crate::keyspace::index_prefix(desc, ns.as_str(), idx.field);
                     key.strip_prefix(&prefix)
                         .map(|e| (i, e.as_bytes().to_vec()))
                 });
@@ -284,13 +275,13 @@ pub(crate) fn repairs(desc: &EntityDesc, ns: &Namespace, report: &Report) -> Vec
     let mut plans: Vec<WritePlan> = stale
         .into_iter()
         .map(|(m, entries)| {
-            let keys = EntityKeys::new(desc, ns, m);
-            plan::clean(desc, ns, &keys, &entries)
+            let keys = EntityKeys::new(desc, ns.as_str(), m);
+            plan::clean(desc, ns.as_str(), keys, &entries)
         })
         .collect();
     plans.extend(reindex.into_iter().map(|m| {
-        let keys = EntityKeys::new(desc, ns, m);
-        plan::reindex(desc, ns, &keys)
+        let keys = EntityKeys::new(desc, ns.as_str(), m);
+        plan::lifecycle(desc, ns.as_str(), keys, WriteOp::Reindex, None)
     }));
     plans
 }
@@ -312,7 +303,7 @@ enum Step {
 /// pipeline to send, `feed` takes its replies. The async and the blocking
 /// store drive the same machine, each with its own connection.
 pub(crate) struct Verifier<'a> {
-    desc: &'a EntityDesc,
+    desc: &'static EntityDesc,
     ns: &'a Namespace,
     step: Step,
     members: Vec<String>,
@@ -386,7 +377,7 @@ fn scan_reply(v: Value) -> (u64, Vec<String>) {
 }
 
 impl<'a> Verifier<'a> {
-    pub fn new(desc: &'a EntityDesc, ns: &'a Namespace) -> Self {
+    pub fn new(desc: &'static EntityDesc, ns: &'a Namespace) -> Self {
         Verifier {
             desc,
             ns,
@@ -408,30 +399,44 @@ impl<'a> Verifier<'a> {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         match &self.step {
-            Step::ScanEntities { cursor } => {
-                scan_cmd(&mut pipe, *cursor, &entity_pattern(desc, ns))
-            }
+            Step::ScanEntities { cursor } => scan_cmd(
+                &mut pipe,
+                *cursor,
+                &crate::keyspace::entity_scan_pattern(desc, ns.as_str()),
+            ),
             Step::ReadEntities { offset } => {
                 let end = (offset + CHUNK).min(self.members.len());
                 for m in &self.members[*offset..end] {
-                    crate::plan::read(desc, &EntityKeys::new(desc, ns, m.clone()), &mut pipe);
+                    crate::plan::read::read(
+                        desc,
+                        &EntityKeys::new(desc, ns.as_str(), m.clone()),
+                        &mut pipe,
+                    );
                 }
             }
             Step::ScanIndex { index, cursor } => {
                 let idx = &desc.indexes[*index];
                 if idx.kind == IndexKind::Prefix {
                     pipe.cmd("ZRANGE")
-                        .arg(desc.index_zset(ns, idx))
+                        .arg(crate::keyspace::index_zset(desc, ns.as_str(), idx.field))
                         .arg(0)
                         .arg(-1);
                 } else if idx.kind == IndexKind::Sorted {
                     pipe.cmd("ZRANGE")
-                        .arg(desc.index_zset(ns, idx))
+                        .arg(crate::keyspace::index_zset(desc, ns.as_str(), idx.field))
                         .arg(0)
                         .arg(-1)
                         .arg("WITHSCORES");
                 } else {
-                    scan_cmd(&mut pipe, *cursor, &index_pattern(desc, ns, *index));
+                    scan_cmd(
+                        &mut pipe,
+                        *cursor,
+                        &crate::keyspace::index_scan_pattern(
+                            desc,
+                            ns.as_str(),
+                            desc.indexes[*index].field,
+                        ),
+                    );
                 }
             }
             Step::ReadIndex { index, offset } => {
@@ -444,13 +449,15 @@ impl<'a> Verifier<'a> {
                 }
             }
             Step::ReadIds => {
-                pipe.cmd("SMEMBERS").arg(desc.ids_key(ns));
+                pipe.cmd("SMEMBERS")
+                    .arg(crate::keyspace::ids_key(desc, ns.as_str()));
             }
             Step::ReadRegisters { offset } => {
                 let end = (offset + CHUNK).min(self.live.len());
                 for m in &self.live[*offset..end] {
-                    pipe.cmd("HGETALL")
-                        .arg(format!("{}:@rel", desc.key_of_member(ns, m)));
+                    pipe.cmd("HGETALL").arg(crate::keyspace::relation_register(
+                        &crate::keyspace::entity_key(desc, ns.as_str(), m),
+                    ));
                 }
             }
             Step::ReadRelationSets { offset } => {
@@ -489,8 +496,10 @@ impl<'a> Verifier<'a> {
         self.step = match std::mem::replace(&mut self.step, Step::Done) {
             Step::ScanEntities { .. } => {
                 let (cursor, keys) = scan_reply(first());
-                self.members
-                    .extend(keys.iter().filter_map(|k| member_of(desc, ns, k)));
+                self.members.extend(
+                    keys.iter()
+                        .filter_map(|k| crate::keyspace::member_of_key(desc, ns.as_str(), k)),
+                );
                 if cursor != 0 {
                     Step::ScanEntities { cursor }
                 } else {
@@ -507,8 +516,8 @@ impl<'a> Verifier<'a> {
                 let end = (offset + CHUNK).min(self.members.len());
                 let mut it = replies.into_iter();
                 for m in &self.members[offset..end] {
-                    let keys = EntityKeys::new(desc, ns, m.clone());
-                    if let Some(row) = crate::plan::decode_read(desc, &keys, &mut it)? {
+                    let keys = EntityKeys::new(desc, ns.as_str(), m.clone());
+                    if let Some(row) = crate::plan::read::decode_read(desc, &keys, &mut it)? {
                         self.expected.add_row(desc, ns, m, &row);
                         self.live.push(m.clone());
                     }
@@ -532,7 +541,10 @@ impl<'a> Verifier<'a> {
                         if let (Some(head), Some(tail), Some(other)) =
                             (parts.next(), parts.next(), parts.next())
                         {
-                            let own = format!("{}:{name}", desc.key_of_member(ns, m));
+                            let own = crate::keyspace::sub_key(
+                                &crate::keyspace::entity_key(desc, ns.as_str(), m),
+                                name,
+                            );
                             self.relation_sets.push((
                                 m.clone(),
                                 own,
@@ -647,7 +659,7 @@ impl<'a> Verifier<'a> {
             }
             Step::Done => {
                 return Err(Error::UnexpectedReply {
-                    key: desc.ids_key(ns),
+                    key: crate::keyspace::ids_key(desc, ns.as_str()),
                     detail: "verify fed after it finished".into(),
                 })
             }

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- redis-entity: the member ids matching a query over indexes, in one call.
 --
 -- KEYS: the index keys of every condition, group after group, then the set

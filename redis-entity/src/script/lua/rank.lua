@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- redis-entity: the 0-based rank of a member in a sorted index, highest score
 -- first, counting only entities that still exist.
 -- KEYS[1]: the sorted index; KEYS[2]: the expiry set of the type

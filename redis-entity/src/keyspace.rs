@@ -1,0 +1,327 @@
+//! The keyspace: the one place that spells a Redis key.
+//!
+//! Every key the runtime reads or writes is built here, from an entity's
+//! description, a namespace prefix (`ns`: `""` or `tenant:42:`) and escaped
+//! values. Scripts never spell a key either: they get keys in `KEYS`, and key
+//! prefixes in the header the runtime writes for them from these functions.
+//! See `docs/key-layout.md` for the layout as a table.
+//!
+//! | family | key | type |
+//! |---|---|---|
+//! | entity | `<ns><head>{<member>}<tail>` | hash / string |
+//! | strings-layout column, `#[hash]` map | `<entity key>:<name>` | string / hash |
+//! | index shadow | `<entity key>:@shadow` | hash |
+//! | relation register | `<entity key>:@rel` | hash |
+//! | relation set, timeline | `<entity key>:<name>` | set / list |
+//! | equality / tag / unique index | `<ns><prefix>:<field>:<escaped value>` | set / string |
+//! | prefix / sorted index | `<ns><prefix>:<field>` | sorted set |
+//! | all ids | `<ns><prefix>:@ids` | set |
+//! | expiry | `<ns><prefix>:@expiry` | sorted set |
+//! | board bucket | `<ns><prefix>:board:<name>:<bucket>` | sorted set |
+//! | cache entry | `<ns>cache:{<escaped key>}`, its lock `<entry>:lock` | string |
+
+use crate::entity::{EntityDesc, Layout};
+use crate::key::escape_into;
+
+/// The suffix of an entity's relation register: per relation set or
+/// timeline it owns, how to find the other side.
+pub(crate) const RELATION_REGISTER_SUFFIX: &str = ":@rel";
+
+/// The name of an entity's index shadow under its key.
+const SHADOW: &str = "@shadow";
+
+/// The entity key of `member`: `<ns><head>{<member>}<tail>`.
+pub(crate) fn entity_key(desc: &EntityDesc, ns: &str, member: &str) -> String {
+    let mut k = String::with_capacity(
+        ns.len() + desc.key_head.len() + member.len() + desc.key_tail.len() + 2,
+    );
+    k.push_str(ns);
+    k.push_str(desc.key_head);
+    k.push('{');
+    k.push_str(member);
+    k.push('}');
+    k.push_str(desc.key_tail);
+    k
+}
+
+/// A key under an entity's key: a strings-layout column, a `#[hash]` map, a
+/// relation set or a timeline (`<entity key>:<name>`).
+pub(crate) fn sub_key(entity_key: &str, name: &str) -> String {
+    let mut k = String::with_capacity(entity_key.len() + name.len() + 1);
+    k.push_str(entity_key);
+    k.push(':');
+    k.push_str(name);
+    k
+}
+
+/// The relation register of the entity with key `entity_key`.
+pub(crate) fn relation_register(entity_key: &str) -> String {
+    format!("{entity_key}{RELATION_REGISTER_SUFFIX}")
+}
+
+/// The text before the member in every entity key of the type
+/// (`<ns><head>{`): with a member and a presence suffix, a key whose
+/// existence means that entity exists.
+pub(crate) fn owner_head(desc: &EntityDesc, ns: &str) -> String {
+    format!("{ns}{}{{", desc.key_head)
+}
+
+/// The suffixes that, after [`owner_head`] and a member, name the keys whose
+/// existence means the entity exists: the entity key, and in the `strings`
+/// layout every column without a TTL of its own.
+pub(crate) fn presence_suffixes(desc: &EntityDesc) -> Vec<String> {
+    let tail = format!("}}{}", desc.key_tail);
+    let mut out = vec![tail.clone()];
+    if desc.layout == Layout::Strings {
+        for c in desc.columns.iter().filter(|c| c.ttl.is_none()) {
+            out.push(sub_key(&tail, c.name));
+        }
+    }
+    out
+}
+
+/// A key of the entity with `member` that exists while the entity does and
+/// carries its TTL: the entity key, or in the `strings` layout its first
+/// required column without a TTL of its own.
+pub(crate) fn ttl_key(desc: &EntityDesc, ns: &str, member: &str) -> String {
+    let base = entity_key(desc, ns, member);
+    match (
+        desc.layout,
+        desc.columns.iter().find(|c| !c.optional && c.ttl.is_none()),
+    ) {
+        (Layout::Strings, Some(c)) => sub_key(&base, c.name),
+        _ => base,
+    }
+}
+
+/// The prefix of the keys of an equality, tag or unique index:
+/// `<ns><prefix>:<field>:` (followed by the escaped value).
+pub(crate) fn index_prefix(desc: &EntityDesc, ns: &str, field: &str) -> String {
+    format!("{ns}{}:{field}:", desc.prefix)
+}
+
+/// The key of an equality, tag or unique index for an escaped value.
+pub(crate) fn index_key(desc: &EntityDesc, ns: &str, field: &str, escaped: &[u8]) -> Vec<u8> {
+    let mut k = index_prefix(desc, ns, field).into_bytes();
+    k.extend_from_slice(escaped);
+    k
+}
+
+/// The sorted set of a prefix or sorted index: `<ns><prefix>:<field>`.
+pub(crate) fn index_zset(desc: &EntityDesc, ns: &str, field: &str) -> String {
+    format!("{ns}{}:{field}", desc.prefix)
+}
+
+/// The set of the members of every stored entity of an indexed type (the
+/// universe of a query with only `none` conditions, and what `verify` walks).
+pub(crate) fn ids_key(desc: &EntityDesc, ns: &str) -> String {
+    format!("{ns}{}:@ids", desc.prefix)
+}
+
+/// The sorted set of members that have a TTL, scored by expiry time in
+/// milliseconds: what `sweep` walks.
+pub(crate) fn expiry_key(desc: &EntityDesc, ns: &str) -> String {
+    format!("{ns}{}:@expiry", desc.prefix)
+}
+
+/// The keys of one entity, namespaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntityKeys {
+    /// The entity's member (its pk inside the hash tag).
+    pub member: String,
+    /// The entity key: the hash (`hash`), the JSON string (`json`) or the
+    /// presence marker (`strings`).
+    pub base: String,
+    /// `strings` layout: one key per column; empty otherwise.
+    pub columns: Vec<String>,
+    /// One key per `#[hash]` field.
+    pub maps: Vec<String>,
+    /// Indexed entities: the index shadow (`<entity key>:@shadow`), a hash
+    /// of the entity's index entries kept while it has a TTL, so that the
+    /// entries of an expired entity can be found and removed.
+    pub shadow: Option<String>,
+}
+
+impl EntityKeys {
+    /// The keys of the entity with `member`.
+    pub(crate) fn new(desc: &EntityDesc, ns: &str, member: String) -> Self {
+        let base = entity_key(desc, ns, &member);
+        let columns = match desc.layout {
+            Layout::Strings => desc
+                .columns
+                .iter()
+                .map(|c| sub_key(&base, c.name))
+                .collect(),
+            Layout::Hash | Layout::Json => Vec::new(),
+        };
+        let maps = desc.maps.iter().map(|m| sub_key(&base, m.name)).collect();
+        let shadow = (!desc.indexes.is_empty()).then(|| sub_key(&base, SHADOW));
+        EntityKeys {
+            member,
+            base,
+            columns,
+            maps,
+            shadow,
+        }
+    }
+
+    /// The keys of the entity with pk `pk`.
+    pub(crate) fn of<E: crate::Entity>(ns: &crate::Namespace, pk: &E::Pk) -> Self {
+        Self::new(E::DESC, ns.as_str(), E::member(pk))
+    }
+
+    /// The keys of `entity`.
+    pub(crate) fn of_entity<E: crate::Entity>(ns: &crate::Namespace, entity: &E) -> Self {
+        let mut m = String::new();
+        entity.write_own_member(&mut m);
+        Self::new(E::DESC, ns.as_str(), m)
+    }
+
+    /// Every key, in script order: base, columns, maps, shadow.
+    pub fn all(&self) -> impl Iterator<Item = &String> {
+        std::iter::once(&self.base)
+            .chain(self.columns.iter())
+            .chain(self.maps.iter())
+            .chain(self.shadow.iter())
+    }
+}
+
+/// The SCAN pattern of every entity key of the type (and the keys under
+/// them). Literals of layouts and namespaces never contain glob characters.
+pub(crate) fn entity_scan_pattern(desc: &EntityDesc, ns: &str) -> String {
+    format!("{}*", owner_head(desc, ns))
+}
+
+/// The SCAN pattern of the keys of an equality, tag or unique index.
+pub(crate) fn index_scan_pattern(desc: &EntityDesc, ns: &str, field: &str) -> String {
+    format!("{}*", index_prefix(desc, ns, field))
+}
+
+/// The member inside an entity key, if the key is one of the type's.
+pub(crate) fn member_of_key(desc: &EntityDesc, ns: &str, key: &str) -> Option<String> {
+    let rest = key.strip_prefix(&owner_head(desc, ns))?;
+    let end = rest.find('}')?;
+    Some(rest[..end].to_owned())
+}
+
+/// `head \n tail \n name`: how the other side of a relation finds a set of
+/// this type (stored in the relation register).
+pub(crate) fn register_entry(desc: &EntityDesc, ns: &str, name: &str) -> String {
+    format!("{ns}{}\n{}\n{name}", desc.key_head, desc.key_tail)
+}
+
+/// A bucket of a time-bucketed board: `<ns><prefix>:board:<name>:<bucket>`.
+pub(crate) fn board_key(desc: &EntityDesc, ns: &str, name: &str, bucket: &str) -> String {
+    format!("{ns}{}:board:{name}:{bucket}", desc.prefix)
+}
+
+/// A read-through cache entry: `<ns>cache:{<escaped key>}`.
+pub(crate) fn cache_key(ns: &str, key: &str) -> String {
+    let mut k = format!("{ns}cache:{{");
+    escape_into(&mut k, key, "");
+    k.push('}');
+    k
+}
+
+/// The single-loader lock of a cache entry.
+pub(crate) fn cache_lock_key(entry: &str) -> String {
+    format!("{entry}:lock")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entity::{ColumnDesc, IndexDesc, IndexKind, IndexSource};
+
+    const COLS: &[ColumnDesc] = &[
+        ColumnDesc {
+            name: "username",
+            rust_type: "String",
+            optional: false,
+            ttl: None,
+        },
+        ColumnDesc {
+            name: "code",
+            rust_type: "Option<String>",
+            optional: true,
+            ttl: Some(60),
+        },
+    ];
+    const IDX: &[IndexDesc] = &[IndexDesc {
+        field: "country",
+        source: IndexSource::Column(0),
+        kind: IndexKind::Equality,
+        score: None,
+    }];
+
+    fn desc(layout: Layout) -> EntityDesc {
+        EntityDesc {
+            type_name: "User",
+            prefix: "user",
+            layout,
+            key_pattern: "user:userid:{<id>}",
+            key_head: "user:userid:",
+            key_tail: "",
+            indexes: IDX,
+            pk_index_value: |_, _| None,
+            version: None,
+            pk_fields: &["id"],
+            numeric_pk: true,
+            columns: COLS,
+            maps: &[],
+            ttl: None,
+        }
+    }
+
+    #[test]
+    fn entity_keys_follow_the_template_and_the_namespace() {
+        let d = desc(Layout::Strings);
+        let keys = EntityKeys::new(&d, "tenant:42:", "9".into());
+        assert_eq!(keys.base, "tenant:42:user:userid:{9}");
+        assert_eq!(
+            keys.columns,
+            [
+                "tenant:42:user:userid:{9}:username",
+                "tenant:42:user:userid:{9}:code"
+            ]
+        );
+        assert_eq!(
+            keys.shadow.as_deref(),
+            Some("tenant:42:user:userid:{9}:@shadow")
+        );
+        assert_eq!(
+            relation_register(&keys.base),
+            "tenant:42:user:userid:{9}:@rel"
+        );
+        assert_eq!(ttl_key(&d, "", "9"), "user:userid:{9}:username");
+        assert_eq!(
+            member_of_key(&d, "tenant:42:", &keys.base).as_deref(),
+            Some("9")
+        );
+        assert_eq!(member_of_key(&d, "", &keys.base), None);
+    }
+
+    #[test]
+    fn index_and_type_keys() {
+        let d = desc(Layout::Hash);
+        assert_eq!(index_key(&d, "", "country", b"DE"), b"user:country:DE");
+        assert_eq!(index_zset(&d, "t:", "country"), "t:user:country");
+        assert_eq!(ids_key(&d, ""), "user:@ids");
+        assert_eq!(expiry_key(&d, ""), "user:@expiry");
+        assert_eq!(owner_head(&d, ""), "user:userid:{");
+        assert_eq!(presence_suffixes(&d), ["}"]);
+        assert_eq!(
+            presence_suffixes(&desc(Layout::Strings)),
+            ["}", "}:username"]
+        );
+        assert_eq!(entity_scan_pattern(&d, ""), "user:userid:{*");
+        assert_eq!(index_scan_pattern(&d, "", "country"), "user:country:*");
+        assert_eq!(
+            board_key(&d, "", "weekly", "2026-W48"),
+            "user:board:weekly:2026-W48"
+        );
+        assert_eq!(cache_key("", "price:{1}"), "cache:{price%3A%7B1%7D}");
+        assert_eq!(cache_lock_key("cache:{a}"), "cache:{a}:lock");
+        assert_eq!(register_entry(&d, "", "follows"), "user:userid:\n\nfollows");
+    }
+}

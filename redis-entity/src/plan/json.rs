@@ -1,0 +1,121 @@
+//! The `json` layout: the document of an entity, its columns, and updates
+//! applied to it on the client (the read half of a compare-and-set).
+
+use crate::entity::{EntityDesc, Row};
+use crate::error::{Error, Result};
+use crate::plan::write::UpdateOp;
+
+/// Splits a `json` layout document into per-column JSON texts.
+pub(crate) fn json_columns(
+    desc: &EntityDesc,
+    key: &str,
+    doc: &[u8],
+) -> Result<Vec<Option<Vec<u8>>>> {
+    let parsed: std::collections::HashMap<String, Box<serde_json::value::RawValue>> =
+        serde_json::from_slice(doc).map_err(|e| Error::Decode {
+            key: key.to_owned(),
+            field: "(document)",
+            value: crate::error::shown(doc),
+            reason: e.to_string(),
+        })?;
+    Ok(desc
+        .columns
+        .iter()
+        .map(|c| parsed.get(c.name).map(|r| r.get().as_bytes().to_vec()))
+        .collect())
+}
+
+/// Applies `ops` to a parsed `json` layout document (the read half of a
+/// compare-and-set update). Errors name the key and field.
+pub(crate) fn apply_json_ops(
+    desc: &EntityDesc,
+    key: &str,
+    doc: &[u8],
+    ops: &[UpdateOp],
+) -> Result<Vec<u8>> {
+    let mut map: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(doc).map_err(|e| Error::Decode {
+            key: key.to_owned(),
+            field: "(document)",
+            value: crate::error::shown(doc),
+            reason: e.to_string(),
+        })?;
+    for op in ops {
+        match op {
+            UpdateOp::Set { col, value } => {
+                let name = desc.columns[*col].name;
+                match value {
+                    Some(v) => {
+                        let v = serde_json::from_slice(v).map_err(|e| Error::Encode {
+                            field: name,
+                            reason: e.to_string(),
+                        })?;
+                        map.insert(name.to_owned(), v);
+                    }
+                    None => {
+                        map.remove(name);
+                    }
+                }
+            }
+            UpdateOp::Incr { col, delta, float } => {
+                let name = desc.columns[*col].name;
+                let current = map.get(name).cloned().unwrap_or(serde_json::Value::from(0));
+                let bad = |reason: String| Error::Decode {
+                    key: key.to_owned(),
+                    field: name,
+                    value: current.to_string(),
+                    reason,
+                };
+                let delta_s = String::from_utf8_lossy(delta);
+                let next = if *float {
+                    let d: f64 = delta_s.parse().map_err(|_| bad("bad delta".into()))?;
+                    let c = current.as_f64().ok_or_else(|| bad("not a number".into()))?;
+                    serde_json::Number::from_f64(c + d)
+                        .map(serde_json::Value::Number)
+                        .ok_or_else(|| bad("increment gives a non-finite number".into()))?
+                } else if let (Some(c), Ok(d)) = (current.as_i64(), delta_s.parse::<i64>()) {
+                    serde_json::Value::from(
+                        c.checked_add(d)
+                            .ok_or_else(|| bad("increment overflows".into()))?,
+                    )
+                } else if let (Some(c), Ok(d)) = (current.as_u64(), delta_s.parse::<u64>()) {
+                    serde_json::Value::from(
+                        c.checked_add(d)
+                            .ok_or_else(|| bad("increment overflows".into()))?,
+                    )
+                } else {
+                    return Err(bad("not an integer".into()));
+                };
+                map.insert(name.to_owned(), next);
+            }
+            _ => {}
+        }
+    }
+    serde_json::to_vec(&map).map_err(|e| Error::Encode {
+        field: "(document)",
+        reason: e.to_string(),
+    })
+}
+
+/// The JSON document of the `json` layout: `{"column": <json text>, ...}`.
+/// Columns of that layout are encoded as JSON text by their codecs, so the
+/// document is assembled without re-parsing them.
+pub(crate) fn json_document(desc: &EntityDesc, row: &Row) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    out.push(b'{');
+    let mut first = true;
+    for (c, v) in desc.columns.iter().zip(&row.columns) {
+        if let Some(v) = v {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            // Field names are Rust identifiers or checked `rename`s; still escape them properly.
+            out.extend_from_slice(serde_json::to_string(c.name).unwrap_or_default().as_bytes());
+            out.push(b':');
+            out.extend_from_slice(v);
+        }
+    }
+    out.push(b'}');
+    out
+}

@@ -1,0 +1,11 @@
+-- Body: delete the entity, every index entry and both sides of its relations.
+local function run(keys, first, last)
+  begin(keys, first)
+  local was_tracked = tracked()
+  unindex_all()
+  unrelate_all()
+  redis.call('DEL', unpack(K))
+  if was_tracked then redis.call('ZREM', expiry_key, member) end
+  if existed then return 1 end
+  return 0
+end

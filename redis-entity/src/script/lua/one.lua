@@ -1,0 +1,2 @@
+-- One entity per call.
+return run(KEYS, 1, #ARGV)

@@ -1,0 +1,14 @@
+-- Body: unindex the entity if it has expired (its shadow lists its entries);
+-- a live one only has its place in the expiry set refreshed.
+local function run(keys, first, last)
+  begin(keys, first)
+  if existed then
+    track_expiry(old_pttl, old)
+    return 0
+  end
+  unindex_all()
+  unrelate_all()
+  if shadow then redis.call('DEL', shadow) end
+  redis.call('ZREM', expiry_key, member)
+  return 1
+end

@@ -1,0 +1,429 @@
+-- redis-entity: what every write script of an entity type shares.
+--
+-- A write script is this prelude, after the type header the runtime
+-- generates (`T`: the roles of the entity's keys, its index descriptions
+-- and the key prefixes, all taken from the runtime's keyspace module, and
+-- `ESCAPED`, the escape alphabet), followed by the body of one operation
+-- (save, update, delete, ...). Nothing here spells a key name: keys come in
+-- KEYS, key prefixes in T, the namespace in ARGV.
+--
+-- Per entity, KEYS: the entity's keys in the order of T.roles (base, then
+-- strings-layout columns, then #[hash] maps, then the index shadow).
+-- ARGV: namespace, member, ttl ms to set (-1: keep the remaining TTL),
+-- compare-and-set document (''), expected version ('' = no check), one
+-- value per index of T.idx ('' = not known: read it after the write; n =
+-- None; v.. = the stored form this write gives the field, or the escaped
+-- value of an indexed pk field), then the operation's own arguments.
+
+local K, A, a           -- this entity's keys and arguments, the last argument read
+local function arg() a = a + 1; return A[a] end
+local NS, member, ttl, cas, version_expected
+local new_of, pre = {}, {} -- per index: the value argument, the namespaced key prefix
+local ids_key, expiry_key, owner_head, rel_key, shadow
+local existed, old_pttl, old, ghost
+
+local function role(i) return string.sub(T.roles, i, i) end
+
+-- The injective escaping of values inside keys: the alphabet comes from
+-- the runtime (a property test checks that both escape alike).
+local function esc(v)
+  if v == '' then return T.empty end
+  if not string.find(v, ESCAPED) then return v end
+  return (string.gsub(v, ESCAPED, function(c)
+    return string.format('%%%02X', string.byte(c))
+  end))
+end
+
+-- Old values of the listed indexes' columns, read in one call per key kind.
+local function read_values(list)
+  local out = {}
+  local fields, fields_at, columns, columns_at = {}, {}, {}, {}
+  for _, n in ipairs(list) do
+    local spec = T.idx[n]
+    if not spec.pk then
+      if spec.field == '' then
+        columns[#columns + 1] = K[spec.k]; columns_at[#columns_at + 1] = n
+      else
+        fields[#fields + 1] = spec.field; fields_at[#fields_at + 1] = n
+      end
+    end
+  end
+  if #fields > 0 then
+    local vs = redis.call('HMGET', K[1], unpack(fields))
+    for j, n in ipairs(fields_at) do out[n] = vs[j] or nil end
+  end
+  if #columns > 0 then
+    local vs = redis.call('MGET', unpack(columns))
+    for j, n in ipairs(columns_at) do out[n] = vs[j] or nil end
+  end
+  return out
+end
+
+-- The index entries of a stored value: escaped scalars, or a tag list that
+-- is stored already escaped and joined by ':'.
+local function entries(kind, raw)
+  local out = {}
+  if not raw then return out end
+  if kind == 't' then
+    for t in string.gmatch(raw, '[^:]+') do out[t] = true end
+  elseif kind == 's' then
+    out[raw] = true
+  else
+    out[esc(raw)] = true
+  end
+  return out
+end
+
+local function owner_alive(owner)
+  for s = 1, #T.suffixes do
+    if redis.call('EXISTS', owner_head .. owner .. T.suffixes[s]) == 1 then return true end
+  end
+  return false
+end
+
+-- The entries of an entity that expired: its shadow. Joined by ':', which
+-- no escaped entry contains.
+local function shadow_entries()
+  local out = {}
+  local stored = {}
+  if shadow then
+    local flat = redis.call('HGETALL', shadow)
+    for j = 1, #flat, 2 do stored[tonumber(flat[j])] = flat[j + 1] end
+  end
+  for n = 1, #T.idx do
+    out[n] = {}
+    if stored[n] then
+      for e in string.gmatch(stored[n], '[^:]+') do out[n][e] = true end
+    end
+  end
+  return out
+end
+
+-- The entry of an indexed pk field: its escaped value, fixed for the
+-- entity's lifetime.
+local function pk_entries(n)
+  if string.sub(new_of[n], 1, 1) == 'v' then return { [string.sub(new_of[n], 2)] = true } end
+  return {}
+end
+
+-- Reads this entity's arguments and what is stored: whether it exists, its
+-- TTL, and the index entries its stored values (or, once expired, its
+-- shadow) hold.
+local function begin(keys, first)
+  K, A, a = keys, ARGV, first - 1
+  NS, member, ttl, cas, version_expected = arg(), arg(), tonumber(arg()), arg(), arg()
+  for n = 1, #T.idx do
+    new_of[n] = arg(); pre[n] = NS .. T.idx[n].key
+  end
+  ids_key = (#T.idx > 0) and (NS .. T.ids) or ''
+  expiry_key = NS .. T.expiry
+  owner_head = NS .. T.head
+  rel_key = K[1] .. T.rel
+  shadow = T.shadow and K[T.shadow] or nil
+  existed, old_pttl, ghost = false, -1, false
+  for i = 1, #K do
+    if role(i) == 'p' then
+      local p = redis.call('PTTL', K[i])
+      if p ~= -2 then existed = true; old_pttl = p; break end
+    end
+  end
+  old = {}
+  if existed then
+    if #T.idx > 0 then
+      local values = read_values(T.all)
+      for n, spec in ipairs(T.idx) do
+        if spec.pk then old[n] = pk_entries(n)
+        else old[n] = entries(spec.kind, values[n]) end
+      end
+    end
+  elseif #T.idx > 0 then
+    old = shadow_entries()
+    for n = 1, #T.idx do
+      if next(old[n]) then ghost = true end
+    end
+  end
+end
+
+-- Removes the entity from every relation, on both sides.
+local function unrelate_all()
+  if member == '' then return end
+  local flat = redis.call('HGETALL', rel_key)
+  for j = 1, #flat, 2 do
+    local own = K[1] .. ':' .. flat[j]
+    -- An empty entry is a key the entity owns alone (a timeline).
+    local head, tail, other = string.match(flat[j + 1], '^(.-)\n(.-)\n(.*)$')
+    if head then
+      for _, m in ipairs(redis.call('SMEMBERS', own)) do
+        local theirs = head .. '{' .. m .. '}' .. tail
+        redis.call('SREM', theirs .. ':' .. other, member)
+        if redis.call('EXISTS', theirs .. ':' .. other) == 0 then
+          redis.call('HDEL', theirs .. T.rel, other)
+        end
+      end
+    end
+    redis.call('DEL', own)
+  end
+  redis.call('DEL', rel_key)
+end
+
+-- Keeps the shadow and the expiry set in step with the entity's TTL.
+local function track_expiry(pttl, current)
+  -- Without indexes, only an entity in a relation leaves something to sweep.
+  if #T.idx == 0 and redis.call('EXISTS', rel_key) == 0 then return end
+  if pttl and pttl > 0 then
+    local now = redis.call('TIME')
+    local at = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + pttl
+    redis.call('ZADD', expiry_key, at, member)
+    if shadow then
+      redis.call('DEL', shadow)
+      local flat = {}
+      for n = 1, #T.idx do
+        local list = {}
+        for e in pairs(current[n]) do list[#list + 1] = e end
+        if #list > 0 then
+          flat[#flat + 1] = tostring(n); flat[#flat + 1] = table.concat(list, ':')
+        end
+      end
+      if #flat > 0 then redis.call('HSET', shadow, unpack(flat)) end
+    end
+  else
+    redis.call('ZREM', expiry_key, member)
+    if shadow then redis.call('DEL', shadow) end
+  end
+end
+
+-- One index entry of this entity: a set member, a unique key, or a
+-- `value:member` entry of a prefix index's sorted set (all scores 0, so
+-- ZRANGEBYLEX finds values by prefix; escaped values never contain ':').
+local function remove_entry(n, e)
+  local kind = T.idx[n].kind
+  if kind == 'u' then
+    local key = pre[n] .. e
+    if redis.call('GET', key) == member then return redis.call('DEL', key) end
+    return 0
+  elseif kind == 'p' then
+    return redis.call('ZREM', pre[n], e .. ':' .. member)
+  elseif kind == 's' then
+    return redis.call('ZREM', pre[n], member)
+  end
+  return redis.call('SREM', pre[n] .. e, member)
+end
+
+local function add_entry(n, e)
+  local kind = T.idx[n].kind
+  if kind == 'u' then
+    -- Checked before the write when the new value came with it; otherwise
+    -- never take a unique key from another live owner (only possible when
+    -- the data was changed behind the framework's back; verify reports it).
+    local owner = false
+    if string.sub(new_of[n], 1, 1) ~= 'v' then owner = redis.call('GET', pre[n] .. e) end
+    if not owner or owner == member or not owner_alive(owner) then
+      redis.call('SET', pre[n] .. e, member)
+    end
+  elseif kind == 'p' then
+    redis.call('ZADD', pre[n], 0, e .. ':' .. member)
+  elseif kind == 's' then
+    redis.call('ZADD', pre[n], e, member)
+  else
+    redis.call('SADD', pre[n] .. e, member)
+  end
+end
+
+local function unindex_all()
+  for n = 1, #T.idx do
+    for e in pairs(old[n]) do remove_entry(n, e) end
+  end
+  if ids_key ~= '' then redis.call('SREM', ids_key, member) end
+end
+
+-- Whether the entity may be listed in the expiry set: only indexed entities
+-- and entities in a relation are (so a plain entity never touches a shared
+-- key, and its writes stay single-slot on a cluster).
+local function tracked()
+  return #T.idx > 0 or redis.call('EXISTS', rel_key) == 1
+end
+
+-- The version is checked before anything is written: a write based on an
+-- older read changes nothing.
+local function version_conflict()
+  if version_expected == '' or not existed or not T.version then return nil end
+  local stored
+  if T.version.field == '' then stored = redis.call('GET', K[T.version.k])
+  else stored = redis.call('HGET', K[T.version.k], T.version.field) end
+  if (stored or '0') ~= version_expected then
+    return redis.error_reply('VERSION_CONFLICT ' .. tostring(stored or '0'))
+  end
+  return nil
+end
+
+-- Unique values are checked before anything is written, so a conflict
+-- changes nothing. An owner that no longer exists (expired) does not count.
+local function unique_conflict()
+  for _, n in ipairs(T.unique) do
+    if string.sub(new_of[n], 1, 1) == 'v' then
+      local value = esc(string.sub(new_of[n], 2))
+      if not old[n][value] then
+        local owner = redis.call('GET', pre[n] .. value)
+        if owner and owner ~= member and owner_alive(owner) then
+          return redis.error_reply('UNIQUE_VIOLATION ' .. (n - 1))
+        end
+      end
+    end
+  end
+  return nil
+end
+
+-- Shared index keys are touched before the entity is written: on a Redis
+-- Cluster, where they live in other slots, the script fails here, before
+-- anything changed, instead of half-way through.
+local function probe_shared_keys()
+  if #T.idx == 0 then return end
+  local probe = { K[1], ids_key }
+  for n, spec in ipairs(T.idx) do
+    if spec.kind == 'p' or spec.kind == 's' then
+      probe[#probe + 1] = pre[n]
+    else
+      for e in pairs(old[n]) do probe[#probe + 1] = pre[n] .. e end
+      if string.sub(new_of[n], 1, 1) == 'v' then
+        for e in pairs(entries(spec.kind, string.sub(new_of[n], 2))) do
+          probe[#probe + 1] = pre[n] .. e
+        end
+      end
+    end
+  end
+  redis.call('EXISTS', unpack(probe))
+end
+
+-- HSET in chunks: unpack() of a very large argument list overflows Lua's C stack.
+local function hset(key, first, last)
+  for s = first, last, 1000 do
+    redis.call('HSET', key, unpack(A, s, math.min(s + 999, last)))
+  end
+end
+
+-- The data commands of the write (name, key position, argument count,
+-- arguments), from the current argument to the end; returns the keys
+-- written whose TTL may need restoring.
+local function apply_data(last)
+  local touched = {}
+  local i = a + 1
+  while i <= last do
+    local op, k, n = A[i], tonumber(A[i + 1]), tonumber(A[i + 2])
+    local key, f = K[k], i + 3
+    if op == 'HSET' then
+      hset(key, f, f + n - 1); touched[k] = true
+    elseif op == 'HDEL' then
+      redis.call('HDEL', key, unpack(A, f, f + n - 1))
+    elseif op == 'SET' then
+      local own = tonumber(A[f + 1])
+      if own > 0 then
+        redis.call('SET', key, A[f], 'PX', own)
+      else
+        redis.call('SET', key, A[f], 'KEEPTTL'); touched[k] = true
+      end
+    elseif op == 'DEL' then
+      redis.call('DEL', key)
+    elseif op == 'HREPLACE' then
+      redis.call('DEL', key)
+      if n > 0 then hset(key, f, f + n - 1); touched[k] = true end
+    elseif op == 'HINCRBY' or op == 'HINCRBYFLOAT' then
+      redis.call(op, key, A[f], A[f + 1]); touched[k] = true
+    elseif op == 'INCRBY' or op == 'INCRBYFLOAT' then
+      redis.call(op, key, A[f])
+      if role(k) ~= 'o' then touched[k] = true end
+    else
+      return nil, redis.error_reply('ERR redis-entity: unknown data command ' .. tostring(op))
+    end
+    i = f + n
+  end
+  a = last
+  return touched
+end
+
+-- Index entries follow the values now stored: remove what the old values
+-- put there (or, for an entity re-created after it expired, what its shadow
+-- lists), add what the new ones need. `force` re-adds every entry.
+local function move_index_entries(force)
+  local unknown = {}
+  for n, spec in ipairs(T.idx) do
+    if not spec.pk and new_of[n] == '' then unknown[#unknown + 1] = n end
+  end
+  local values = (#unknown > 0) and read_values(unknown) or {}
+  local all = {}
+  for n, spec in ipairs(T.idx) do
+    local new
+    if spec.pk then new = pk_entries(n)
+    elseif new_of[n] == '' then new = entries(spec.kind, values[n])
+    elseif new_of[n] == 'n' then new = {}
+    else new = entries(spec.kind, string.sub(new_of[n], 2)) end
+    -- (A sorted entry is one member with a score: ZADD replaces the score,
+    -- so the old entry goes only when there is no new one.)
+    if spec.kind ~= 's' or not next(new) then
+      for e in pairs(old[n]) do
+        if not new[e] then remove_entry(n, e) end
+      end
+    end
+    for e in pairs(new) do
+      if force or not old[n][e] then add_entry(n, e) end
+    end
+    all[n] = new
+  end
+  if ids_key ~= '' and (force or not existed) then redis.call('SADD', ids_key, member) end
+  return all
+end
+
+-- The presence marker: kept only while nothing else shows that the entity
+-- exists (all its columns are None).
+local function fix_marker(touched)
+  if T.marker == 'string' then
+    local other = false
+    for j = 2, #K do
+      if role(j) == 'p' and redis.call('EXISTS', K[j]) == 1 then other = true; break end
+    end
+    if other then redis.call('DEL', K[1])
+    else redis.call('SET', K[1], '', 'KEEPTTL'); touched[1] = true end
+  elseif T.marker == 'hash' then
+    local len = redis.call('HLEN', K[1])
+    if len == 0 then redis.call('HSET', K[1], '', ''); touched[1] = true
+    elseif len > 1 then redis.call('HDEL', K[1], '') end
+  end
+end
+
+-- Gives the written keys their TTL: the one asked for, else the entity's
+-- remaining one, else a new entity's default; then the shadow follows.
+local function finish_ttl(touched, current)
+  local final_ttl = -1
+  if ttl > 0 then
+    final_ttl = ttl
+    for j = 1, #K do
+      if role(j) ~= 'o' and role(j) ~= 's' then redis.call('PEXPIRE', K[j], ttl) end
+    end
+  elseif existed and old_pttl > 0 then
+    final_ttl = old_pttl
+    for j in pairs(touched) do
+      if redis.call('PTTL', K[j]) == -1 then redis.call('PEXPIRE', K[j], old_pttl) end
+    end
+  elseif not existed and T.default_ttl > 0 then
+    final_ttl = T.default_ttl
+    for j in pairs(touched) do redis.call('PEXPIRE', K[j], T.default_ttl) end
+  end
+  -- Only entities that have (or had) a TTL pay for the shadow.
+  if final_ttl > 0 or ghost or (existed and old_pttl > 0) then
+    track_expiry(final_ttl, current)
+  end
+end
+
+-- A change of stored values (save, insert, update, compare-and-set,
+-- reindex): checks first, then data, index entries, marker and TTL.
+local function change(last, force)
+  local refused = version_conflict() or unique_conflict()
+  if refused then return refused end
+  probe_shared_keys()
+  local touched, bad = apply_data(last)
+  if not touched then return bad end
+  local current = move_index_entries(force)
+  fix_marker(touched)
+  finish_ttl(touched, current)
+  if existed then return 0 end
+  return 1
+end
