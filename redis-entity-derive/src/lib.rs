@@ -14,6 +14,9 @@ mod model;
 mod template;
 mod types;
 
+#[cfg(test)]
+mod tests;
+
 use proc_macro::TokenStream;
 
 /// Derives `redis_entity::Entity`, the field handles (`User::EMAIL`), the key
