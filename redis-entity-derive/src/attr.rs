@@ -3,6 +3,7 @@
 //! so later checks can point at them. No cross-attribute rules here.
 
 use crate::ctxt::Ctxt;
+use crate::model::Layout;
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 use syn::meta::ParseNestedMeta;
@@ -29,26 +30,22 @@ fn set_once<T>(
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum LayoutKind {
-    Hash,
-    Strings,
-    Json,
-}
-
 #[derive(Default)]
 pub struct Container {
     pub prefix: Option<Spanned<String>>,
     pub key: Option<Spanned<String>>,
-    pub layout: Option<Spanned<LayoutKind>>,
+    pub layout: Option<Spanned<Layout>>,
     pub ttl: Option<Spanned<u64>>,
     pub krate: Option<Spanned<syn::Path>>,
     /// `#[hash]` on the struct: another spelling of `layout = "hash"`.
     pub hash: Option<Spanned<()>>,
 }
 
+/// The argument of `#[index(...)]` as written. The model decides the index
+/// kind from it and the field's type (`#[index]` on a collection is a tag
+/// relation).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum IndexKind {
+pub enum IndexArg {
     Equality,
     Unique,
     Sorted,
@@ -59,7 +56,7 @@ pub enum IndexKind {
 pub struct FieldAttrs {
     pub pk: Option<Spanned<()>>,
     pub hash: Option<Spanned<()>>,
-    pub index: Option<Spanned<IndexKind>>,
+    pub index: Option<Spanned<IndexArg>>,
     pub version: Option<Spanned<()>>,
     pub rename: Option<Spanned<String>>,
     pub skip: Option<Spanned<()>>,
@@ -131,9 +128,9 @@ pub fn container(cx: &Ctxt, attrs: &[Attribute]) -> Container {
                     "layout" => {
                         let s = lit_str(&meta)?;
                         let kind = match s.value().as_str() {
-                            "hash" => LayoutKind::Hash,
-                            "strings" => LayoutKind::Strings,
-                            "json" => LayoutKind::Json,
+                            "hash" => Layout::Hash,
+                            "strings" => Layout::Strings,
+                            "json" => Layout::Json,
                             other => {
                                 cx.error_spanned_by(
                                     &s,
@@ -194,14 +191,14 @@ pub fn field(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
             }
         } else if path.is_ident("index") {
             let kind = match &attr.meta {
-                Meta::Path(_) => Some(IndexKind::Equality),
+                Meta::Path(_) => Some(IndexArg::Equality),
                 Meta::List(_) => {
                     let mut kind = None;
                     let r = attr.parse_nested_meta(|meta| {
                         let k = match name_of(&meta).as_str() {
-                            "unique" => IndexKind::Unique,
-                            "sorted" => IndexKind::Sorted,
-                            "prefix" => IndexKind::Prefix,
+                            "unique" => IndexArg::Unique,
+                            "sorted" => IndexArg::Sorted,
+                            "prefix" => IndexArg::Prefix,
                             other => {
                                 skip_value(&meta)?;
                                 cx.error_spanned_by(

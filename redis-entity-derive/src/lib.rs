@@ -1,10 +1,11 @@
 //! `#[derive(RedisEntity)]` for redis-entity. Use it through the `redis-entity`
 //! crate (`use redis_entity::RedisEntity;`), which re-exports it.
 //!
-//! The macro works in four steps, one module each: attributes are parsed
-//! (`attr`) into an entity model (`model`), the model's layout rules are
-//! checked (`check`), and code is generated from the model (`expand`).
-//! Every error found on the way is collected (`ctxt`) and reported together.
+//! The macro works in steps, one module each: attributes are parsed (`attr`)
+//! into an entity model (`model`) where every decision is taken once, the
+//! model's layout rules are checked (`check`), and code is generated from the
+//! model (`expand`). Every error found on the way is collected (`ctxt`) and
+//! reported together.
 
 mod attr;
 mod check;
@@ -17,12 +18,15 @@ mod types;
 #[cfg(test)]
 mod tests;
 
-use proc_macro::TokenStream;
-
 /// Derives `redis_entity::Entity`, the field handles (`User::EMAIL`), the key
 /// builder (`User::key(&pk)`) and the layout description (`User::layout()`).
 #[proc_macro_derive(RedisEntity, attributes(redis, pk, index, hash, version))]
-pub fn derive_redis_entity(input: TokenStream) -> TokenStream {
+pub fn derive_redis_entity(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);
-    expand::derive(&input).into()
+    derive(&input).into()
+}
+
+/// The expansion, or every error as `compile_error!`.
+fn derive(input: &syn::DeriveInput) -> proc_macro2::TokenStream {
+    expand::derive(input).unwrap_or_else(|failed| failed.errors.to_compile_error())
 }

@@ -10,7 +10,7 @@ fn assert_expansion(input: &str, expected: ExpectFile) {
         Ok(input) => input,
         Err(e) => panic!("test input does not parse: {e}"),
     };
-    let tokens = crate::expand::derive(&input);
+    let tokens = crate::derive(&input);
     let file: syn::File = match syn::parse2(tokens.clone()) {
         Ok(file) => file,
         Err(e) => panic!("expansion is not a file of items: {e}\n{tokens}"),
