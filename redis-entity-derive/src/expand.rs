@@ -3,14 +3,16 @@
 //! `::redis_entity::__private`), so a user needs the one dependency.
 
 use crate::model::{self, Codec, Column, Entity, Field, IndexKind, Layout, TagPart};
-use crate::{check, ctxt::Ctxt};
+use crate::{check, ctxt::Ctxt, fallback};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::{DeriveInput, Ident, LitStr};
 
-/// The errors of an entity that does not derive.
+/// The errors of an entity that does not derive, and the stub emitted in
+/// its place so that they are the only errors the user sees.
 pub struct Failed {
     pub errors: syn::Error,
+    pub stub: TokenStream,
 }
 
 /// Parses attributes into the model, checks it, and expands it.
@@ -22,7 +24,10 @@ pub fn derive(input: &DeriveInput) -> Result<TokenStream, Failed> {
     }
     match (cx.check(), entity) {
         (Ok(()), Some(e)) => Ok(expand(&e)),
-        (Err(errors), _) => Err(Failed { errors }),
+        (Err(errors), entity) => Err(Failed {
+            errors,
+            stub: fallback::stub(input, entity.as_ref()),
+        }),
         // `build` records why it gives up, so this is not reached.
         (Ok(()), None) => Ok(TokenStream::new()),
     }

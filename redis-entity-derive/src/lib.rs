@@ -5,12 +5,14 @@
 //! into an entity model (`model`) where every decision is taken once, the
 //! model's layout rules are checked (`check`), and code is generated from the
 //! model (`expand`). Every error found on the way is collected (`ctxt`) and
-//! reported together.
+//! reported together, next to a stub (`fallback`) that keeps the rest of the
+//! user's code compiling.
 
 mod attr;
 mod check;
 mod ctxt;
 mod expand;
+mod fallback;
 mod model;
 mod template;
 mod types;
@@ -26,7 +28,11 @@ pub fn derive_redis_entity(input: proc_macro::TokenStream) -> proc_macro::TokenS
     derive(&input).into()
 }
 
-/// The expansion, or every error as `compile_error!`.
+/// The expansion, or every error as `compile_error!` plus the stub.
 fn derive(input: &syn::DeriveInput) -> proc_macro2::TokenStream {
-    expand::derive(input).unwrap_or_else(|failed| failed.errors.to_compile_error())
+    expand::derive(input).unwrap_or_else(|failed| {
+        let mut tokens = failed.errors.to_compile_error();
+        tokens.extend(failed.stub);
+        tokens
+    })
 }

@@ -128,3 +128,35 @@ fn version_column() {
         expect_file!["../tests/expand/version.expanded.rs"],
     );
 }
+
+/// On error: the `compile_error!`s, then the stub that keeps `User::NICK`,
+/// `User::key` and `impl Entity` in place for the rest of the user's code.
+#[test]
+fn one_bad_attribute_gives_its_error_and_a_stub() {
+    assert_expansion(
+        r#"
+        struct User {
+            #[pk]
+            id: u64,
+            #[index(unique)]
+            username: String,
+            #[redis(renam = "n")]
+            nick: String,
+        }
+        "#,
+        expect_file!["../tests/expand/stub_on_error.expanded.rs"],
+    );
+}
+
+/// Without a pk the stub's `Pk` is `()`: the error says what to add.
+#[test]
+fn no_pk_stub() {
+    assert_expansion(
+        r#"
+        struct User {
+            name: String,
+        }
+        "#,
+        expect_file!["../tests/expand/stub_without_pk.expanded.rs"],
+    );
+}
