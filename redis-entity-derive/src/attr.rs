@@ -3,6 +3,7 @@
 //! so later checks can point at them. No cross-attribute rules here.
 
 use crate::ctxt::Ctxt;
+use crate::model::Layout;
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 use syn::meta::ParseNestedMeta;
@@ -29,26 +30,22 @@ fn set_once<T>(
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum LayoutKind {
-    Hash,
-    Strings,
-    Json,
-}
-
 #[derive(Default)]
 pub struct Container {
     pub prefix: Option<Spanned<String>>,
     pub key: Option<Spanned<String>>,
-    pub layout: Option<Spanned<LayoutKind>>,
+    pub layout: Option<Spanned<Layout>>,
     pub ttl: Option<Spanned<u64>>,
     pub krate: Option<Spanned<syn::Path>>,
     /// `#[hash]` on the struct: another spelling of `layout = "hash"`.
     pub hash: Option<Spanned<()>>,
 }
 
+/// The argument of `#[index(...)]` as written. The model decides the index
+/// kind from it and the field's type (`#[index]` on a collection is a tag
+/// relation).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum IndexKind {
+pub enum IndexArg {
     Equality,
     Unique,
     Sorted,
@@ -59,7 +56,7 @@ pub enum IndexKind {
 pub struct FieldAttrs {
     pub pk: Option<Spanned<()>>,
     pub hash: Option<Spanned<()>>,
-    pub index: Option<Spanned<IndexKind>>,
+    pub index: Option<Spanned<IndexArg>>,
     pub version: Option<Spanned<()>>,
     pub rename: Option<Spanned<String>>,
     pub skip: Option<Spanned<()>>,
@@ -117,62 +114,69 @@ pub fn container(cx: &Ctxt, attrs: &[Attribute]) -> Container {
                 set_once(cx, &mut c.hash, (), attr.to_token_stream(), "#[hash]");
             }
         } else if attr.path().is_ident("redis") {
-            let r = attr.parse_nested_meta(|meta| {
-                let tokens = meta.path.to_token_stream();
-                match name_of(&meta).as_str() {
-                    "prefix" => {
-                        let s = lit_str(&meta)?;
-                        set_once(cx, &mut c.prefix, s.value(), s.to_token_stream(), "prefix");
-                    }
-                    "key" => {
-                        let s = lit_str(&meta)?;
-                        set_once(cx, &mut c.key, s.value(), s.to_token_stream(), "key");
-                    }
-                    "layout" => {
-                        let s = lit_str(&meta)?;
-                        let kind = match s.value().as_str() {
-                            "hash" => LayoutKind::Hash,
-                            "strings" => LayoutKind::Strings,
-                            "json" => LayoutKind::Json,
-                            other => {
-                                cx.error_spanned_by(
-                                    &s,
-                                    format!("unknown layout `{other}`: expected \"hash\", \"strings\" or \"json\""),
-                                );
-                                return Ok(());
-                            }
-                        };
-                        set_once(cx, &mut c.layout, kind, s.to_token_stream(), "layout");
-                    }
-                    "ttl" => {
-                        let (v, lit) = lit_u64(&meta)?;
-                        set_once(cx, &mut c.ttl, v, lit.to_token_stream(), "ttl");
-                    }
-                    "crate" => {
-                        let s = lit_str(&meta)?;
-                        match s.parse::<syn::Path>() {
-                            Ok(p) => set_once(cx, &mut c.krate, p, s.to_token_stream(), "crate"),
-                            Err(_) => cx.error_spanned_by(&s, "`crate` must be a path such as \"::redis_entity\""),
-                        }
-                    }
-                    other => {
-                        cx.error_spanned_by(
-                            tokens,
-                            format!(
-                                "unknown attribute `{other}` in `#[redis(...)]` on a struct: expected prefix, key, layout, ttl or crate"
-                            ),
-                        );
-                        skip_value(&meta)?;
-                    }
-                }
-                Ok(())
-            });
+            let r = attr.parse_nested_meta(|meta| container_redis(cx, &mut c, &meta));
             if let Err(e) = r {
                 cx.syn_error(e);
             }
         }
     }
     c
+}
+
+/// One item of `#[redis(...)]` on the struct.
+fn container_redis(cx: &Ctxt, c: &mut Container, meta: &ParseNestedMeta) -> syn::Result<()> {
+    match name_of(meta).as_str() {
+        "prefix" => {
+            let s = lit_str(meta)?;
+            set_once(cx, &mut c.prefix, s.value(), s.to_token_stream(), "prefix");
+        }
+        "key" => {
+            let s = lit_str(meta)?;
+            set_once(cx, &mut c.key, s.value(), s.to_token_stream(), "key");
+        }
+        "layout" => {
+            let s = lit_str(meta)?;
+            if let Some(layout) = layout(cx, &s) {
+                set_once(cx, &mut c.layout, layout, s.to_token_stream(), "layout");
+            }
+        }
+        "ttl" => {
+            let (v, lit) = lit_u64(meta)?;
+            set_once(cx, &mut c.ttl, v, lit.to_token_stream(), "ttl");
+        }
+        "crate" => {
+            let s = lit_str(meta)?;
+            match s.parse::<syn::Path>() {
+                Ok(p) => set_once(cx, &mut c.krate, p, s.to_token_stream(), "crate"),
+                Err(_) => {
+                    cx.error_spanned_by(&s, "`crate` must be a path such as \"::redis_entity\"")
+                }
+            }
+        }
+        other => {
+            cx.error_spanned_by(
+                &meta.path,
+                format!("unknown attribute `{other}` in `#[redis(...)]` on a struct: expected prefix, key, layout, ttl or crate"),
+            );
+            skip_value(meta)?;
+        }
+    }
+    Ok(())
+}
+
+fn layout(cx: &Ctxt, s: &LitStr) -> Option<Layout> {
+    match s.value().as_str() {
+        "hash" => Some(Layout::Hash),
+        "strings" => Some(Layout::Strings),
+        "json" => Some(Layout::Json),
+        other => {
+            cx.error_spanned_by(
+                s,
+                format!("unknown layout `{other}`: expected \"hash\", \"strings\" or \"json\""),
+            );
+            None
+        }
+    }
 }
 
 pub fn field(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
@@ -193,79 +197,91 @@ pub fn field(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                 set_once(cx, &mut f.version, (), tokens, "#[version]");
             }
         } else if path.is_ident("index") {
-            let kind = match &attr.meta {
-                Meta::Path(_) => Some(IndexKind::Equality),
-                Meta::List(_) => {
-                    let mut kind = None;
-                    let r = attr.parse_nested_meta(|meta| {
-                        let k = match name_of(&meta).as_str() {
-                            "unique" => IndexKind::Unique,
-                            "sorted" => IndexKind::Sorted,
-                            "prefix" => IndexKind::Prefix,
-                            other => {
-                                skip_value(&meta)?;
-                                cx.error_spanned_by(
-                                    &meta.path,
-                                    format!("unknown index kind `{other}`: expected `#[index]`, `#[index(unique)]`, `#[index(sorted)]` or `#[index(prefix)]`"),
-                                );
-                                return Ok(());
-                            }
-                        };
-                        if kind.is_some() {
-                            cx.error_spanned_by(&meta.path, "an index has one kind: give one of unique, sorted, prefix");
-                        } else {
-                            kind = Some(k);
-                        }
-                        Ok(())
-                    });
-                    if let Err(e) = r {
-                        cx.syn_error(e);
-                    }
-                    kind
-                }
-                Meta::NameValue(_) => {
-                    cx.error_spanned_by(attr, "expected `#[index]` or `#[index(kind)]`");
-                    None
-                }
-            };
-            if let Some(k) = kind {
-                set_once(cx, &mut f.index, k, tokens, "#[index]");
+            if let Some(arg) = index(cx, attr) {
+                set_once(cx, &mut f.index, arg, tokens, "#[index]");
             }
         } else if path.is_ident("redis") {
-            let r = attr.parse_nested_meta(|meta| {
-                let tokens = meta.path.to_token_stream();
-                match name_of(&meta).as_str() {
-                    "rename" => {
-                        let s = lit_str(&meta)?;
-                        set_once(cx, &mut f.rename, s.value(), s.to_token_stream(), "rename");
-                    }
-                    "skip" => set_once(cx, &mut f.skip, (), tokens, "skip"),
-                    "default" => set_once(cx, &mut f.default, (), tokens, "default"),
-                    "json" => set_once(cx, &mut f.json, (), tokens, "json"),
-                    "ttl" => {
-                        let (v, lit) = lit_u64(&meta)?;
-                        set_once(cx, &mut f.ttl, v, lit.to_token_stream(), "ttl");
-                    }
-                    "pad" => {
-                        let (v, lit) = lit_u64(&meta)?;
-                        set_once(cx, &mut f.pad, v, lit.to_token_stream(), "pad");
-                    }
-                    other => {
-                        cx.error_spanned_by(
-                            tokens,
-                            format!(
-                                "unknown attribute `{other}` in `#[redis(...)]` on a field: expected rename, skip, default, json, ttl or pad"
-                            ),
-                        );
-                        skip_value(&meta)?;
-                    }
-                }
-                Ok(())
-            });
+            let r = attr.parse_nested_meta(|meta| field_redis(cx, &mut f, &meta));
             if let Err(e) = r {
                 cx.syn_error(e);
             }
         }
     }
     f
+}
+
+/// `#[index]` or `#[index(kind)]`; `None` when the kind is not understood
+/// (recorded).
+fn index(cx: &Ctxt, attr: &Attribute) -> Option<IndexArg> {
+    match &attr.meta {
+        Meta::Path(_) => Some(IndexArg::Equality),
+        Meta::List(_) => {
+            let mut arg = None;
+            let r = attr.parse_nested_meta(|meta| index_kind(cx, &mut arg, &meta));
+            if let Err(e) = r {
+                cx.syn_error(e);
+            }
+            arg
+        }
+        Meta::NameValue(_) => {
+            cx.error_spanned_by(attr, "expected `#[index]` or `#[index(kind)]`");
+            None
+        }
+    }
+}
+
+/// One item of `#[index(...)]`: the kind, given once.
+fn index_kind(cx: &Ctxt, arg: &mut Option<IndexArg>, meta: &ParseNestedMeta) -> syn::Result<()> {
+    let kind = match name_of(meta).as_str() {
+        "unique" => IndexArg::Unique,
+        "sorted" => IndexArg::Sorted,
+        "prefix" => IndexArg::Prefix,
+        other => {
+            skip_value(meta)?;
+            cx.error_spanned_by(
+                &meta.path,
+                format!("unknown index kind `{other}`: expected `#[index]`, `#[index(unique)]`, `#[index(sorted)]` or `#[index(prefix)]`"),
+            );
+            return Ok(());
+        }
+    };
+    if arg.is_some() {
+        cx.error_spanned_by(
+            &meta.path,
+            "an index has one kind: give one of unique, sorted, prefix",
+        );
+    } else {
+        *arg = Some(kind);
+    }
+    Ok(())
+}
+
+/// One item of `#[redis(...)]` on a field.
+fn field_redis(cx: &Ctxt, f: &mut FieldAttrs, meta: &ParseNestedMeta) -> syn::Result<()> {
+    let tokens = meta.path.to_token_stream();
+    match name_of(meta).as_str() {
+        "rename" => {
+            let s = lit_str(meta)?;
+            set_once(cx, &mut f.rename, s.value(), s.to_token_stream(), "rename");
+        }
+        "skip" => set_once(cx, &mut f.skip, (), tokens, "skip"),
+        "default" => set_once(cx, &mut f.default, (), tokens, "default"),
+        "json" => set_once(cx, &mut f.json, (), tokens, "json"),
+        "ttl" => {
+            let (v, lit) = lit_u64(meta)?;
+            set_once(cx, &mut f.ttl, v, lit.to_token_stream(), "ttl");
+        }
+        "pad" => {
+            let (v, lit) = lit_u64(meta)?;
+            set_once(cx, &mut f.pad, v, lit.to_token_stream(), "pad");
+        }
+        other => {
+            cx.error_spanned_by(
+                tokens,
+                format!("unknown attribute `{other}` in `#[redis(...)]` on a field: expected rename, skip, default, json, ttl or pad"),
+            );
+            skip_value(meta)?;
+        }
+    }
+    Ok(())
 }

@@ -1,27 +1,57 @@
-//! Code generation from the entity model. Generated code names only paths
-//! under `<crate>::__private` (by default `::redis_entity::__private`), so a
-//! user needs the one dependency.
+//! Code generation from the entity model, one function per generated item.
+//! Generated code names only paths under `<crate>::__private` (by default
+//! `::redis_entity::__private`), so a user needs the one dependency.
 
-use crate::attr::{IndexKind, LayoutKind};
-use crate::check;
-use crate::ctxt::Ctxt;
-use crate::model::{self, Codec, Entity, Role};
-use crate::template::Part;
-use crate::types;
+use crate::model::{self, Codec, Column, Entity, Field, IndexKind, Layout, TagPart};
+use crate::{check, ctxt::Ctxt, fallback};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::{DeriveInput, Ident, LitStr};
 
-pub fn derive(input: &DeriveInput) -> TokenStream {
+/// The errors of an entity that does not derive, and the stub emitted in
+/// its place so that they are the only errors the user sees.
+pub struct Failed {
+    pub errors: syn::Error,
+    pub stub: TokenStream,
+}
+
+/// Parses attributes into the model, checks it, and expands it.
+pub fn derive(input: &DeriveInput) -> Result<TokenStream, Failed> {
     let cx = Ctxt::default();
     let entity = model::build(&cx, input);
     if let Some(e) = &entity {
-        check::check(&cx, e);
+        check::check(e, &cx);
     }
     match (cx.check(), entity) {
-        (Ok(()), Some(e)) => generate(&e),
-        (Err(err), _) => err.to_compile_error(),
-        (Ok(()), None) => TokenStream::new(),
+        (Ok(()), Some(e)) => Ok(expand(&e)),
+        (Err(errors), entity) => Err(Failed {
+            errors,
+            stub: fallback::stub(input, entity.as_ref()),
+        }),
+        // `build` records why it gives up, so this is not reached.
+        (Ok(()), None) => Ok(TokenStream::new()),
+    }
+}
+
+/// The runtime's private paths: `::redis_entity::__private`.
+pub fn private(e: &Entity) -> TokenStream {
+    let krate = &e.krate;
+    quote!(#krate::__private)
+}
+
+fn expand(e: &Entity) -> TokenStream {
+    let re = &private(e);
+    let pk_index_value = pk_index_value_fn(e, re);
+    let impl_entity = impl_entity(e, re);
+    let inherent = inherent_impl(e, re);
+    quote! {
+        const _: () = {
+            #pk_index_value
+
+            #impl_entity
+        };
+
+        #inherent
     }
 }
 
@@ -29,238 +59,55 @@ fn lit(s: &str) -> LitStr {
     LitStr::new(s, Span::call_site())
 }
 
-fn screaming(ident: &Ident) -> Ident {
-    let name = ident.to_string();
-    let name = name.trim_start_matches("r#").to_uppercase();
-    Ident::new(&name, ident.span())
-}
-
-struct KeyCode {
-    /// Statements that append the member to `out`, given `__p0..` bound to pk refs.
-    member: TokenStream,
-    /// An expression parsing `member: &str` into `Option<Pk>`.
-    read: TokenStream,
-    /// Literal text before the hash tag.
-    head: String,
-    /// Literal text after the hash tag.
-    tail: String,
-    /// `user:userid:{<id>}`.
-    pattern: String,
-}
-
-fn key_code(e: &Entity, re: &TokenStream) -> KeyCode {
-    let pk_names: Vec<String> = e.pks().map(|f| f.name.clone()).collect();
-    let first = e.template.iter().position(|p| matches!(p, Part::Field(_)));
-    let last = e.template.iter().rposition(|p| matches!(p, Part::Field(_)));
-    let (Some(first), Some(last)) = (first, last) else {
-        return KeyCode {
-            member: TokenStream::new(),
-            read: quote!(#re::core::option::Option::None),
-            head: String::new(),
-            tail: String::new(),
-            pattern: String::new(),
-        };
-    };
-    let lit_text = |parts: &[Part]| -> String {
-        parts
-            .iter()
-            .map(|p| match p {
-                Part::Lit(s) => s.clone(),
-                Part::Field(_) => String::new(),
-            })
-            .collect()
-    };
-    let head = lit_text(&e.template[..first]);
-    let tail = lit_text(&e.template[last + 1..]);
-    let inner = &e.template[first..=last];
-    // Separators between placeholders are escaped inside values, so a composite
-    // key reads back one way only.
-    let mut extra = String::new();
-    for c in lit_text(inner).chars() {
-        if !extra.contains(c) {
-            extra.push(c);
-        }
-    }
-    let extra = lit(&extra);
-    let mut member = TokenStream::new();
-    let mut pattern = format!("{head}{{");
-    // Parsing: split the member at each separator in turn; values have the
-    // separator characters escaped, so the first occurrence is the real one.
-    let mut read = TokenStream::new();
-    let mut parsed = vec![None; pk_names.len()];
-    for (i, p) in inner.iter().enumerate() {
-        match p {
-            Part::Lit(sep) => {
-                pattern.push_str(sep);
-                let sep = lit(sep);
-                member.extend(quote!(out.push_str(#sep);));
-            }
-            Part::Field(name) => {
-                pattern.push_str(&format!("<{name}>"));
-                let idx = pk_names.iter().position(|n| n == name).unwrap_or(0);
-                let p = format_ident!("__p{}", idx);
-                let pad = pad_of(e, idx);
-                member.extend(match pad {
-                    Some(w) => quote!(#re::PaddedKeyPart::write_padded(#p, out, #w);),
-                    None => quote!(#re::KeyPart::write_key(#p, out, #extra);),
-                });
-                let var = format_ident!("__r{}", idx);
-                let segment = match inner.get(i + 1) {
-                    Some(Part::Lit(sep)) => {
-                        let sep = lit(sep);
-                        quote! {
-                            let (__seg, __rest) = __rest.split_once(#sep)?;
-                        }
-                    }
-                    _ => quote! {
-                        let (__seg, __rest) = (__rest, "");
-                    },
-                };
-                let parse = match pad_of(e, idx) {
-                    Some(w) => quote!(#re::PaddedKeyPart::read_padded(__seg, #w)?),
-                    None => quote!(#re::KeyPart::read_key(__seg)?),
-                };
-                read.extend(quote! {
-                    #segment
-                    let #var = #parse;
-                });
-                parsed[idx] = Some(var);
-            }
-        }
-    }
-    let vars: Vec<Ident> = parsed
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| v.unwrap_or_else(|| format_ident!("__r{}", i)))
-        .collect();
-    let value = if vars.len() == 1 {
-        let v = &vars[0];
-        quote!(#v)
-    } else {
-        quote!((#(#vars),*))
-    };
-    let read = quote! {
-        let __rest: &str = member;
-        #read
-        #re::core::option::Option::Some(#value)
-    };
-    pattern.push('}');
-    pattern.push_str(&tail);
-    KeyCode {
-        member,
-        read,
-        head,
-        tail,
-        pattern,
+fn option(re: &TokenStream, value: Option<impl quote::ToTokens>) -> TokenStream {
+    match value {
+        Some(v) => quote!(#re::core::option::Option::Some(#v)),
+        None => quote!(#re::core::option::Option::None),
     }
 }
 
-/// The `pad` width of the `i`-th pk field.
-fn pad_of(e: &Entity, i: usize) -> Option<usize> {
-    let f = e.pks().nth(i)?;
-    f.attrs.pad.as_ref().map(|p| p.value as usize)
+/// `__p0, __p1, ...`: the pk fields bound by reference.
+fn pk_vars(e: &Entity) -> Vec<Ident> {
+    (0..e.pks().count())
+        .map(|i| format_ident!("__p{}", i))
+        .collect()
 }
 
-fn codec_type(re: &TokenStream, codec: Codec, defaulted: bool) -> TokenStream {
-    let base = match codec {
-        Codec::Plain => quote!(#re::Plain),
-        Codec::Optional => quote!(#re::Optional),
-        Codec::Json => quote!(#re::Json),
-        Codec::JsonOptional => quote!(#re::JsonOptional),
-        Codec::TagList => quote!(#re::TagList),
-    };
-    if defaulted {
-        quote!(#re::Defaulted<#base>)
-    } else {
-        base
+/// `T` for one pk field, `(A, B)` for a composite key.
+pub fn pk_type(e: &Entity) -> TokenStream {
+    let types: Vec<&syn::Type> = e.pks().map(|(f, _)| f.ty).collect();
+    match types.as_slice() {
+        [one] => quote!(#one),
+        many => quote!((#(#many),*)),
     }
 }
 
-fn generate(e: &Entity) -> TokenStream {
-    let krate = &e.krate;
-    let re = quote!(#krate::__private);
+/// Binds `__p0..` to the parts of `pk: &Self::Pk`.
+fn bind_pk(e: &Entity) -> TokenStream {
+    let vars = pk_vars(e);
+    match vars.as_slice() {
+        [one] => quote!(let #one = pk;),
+        many => quote!(let (#(#many),*) = pk;),
+    }
+}
+
+// ---- Inside `const _`: the `Entity` impl and its helper ----
+
+/// `EntityDesc::pk_index_value`: the stored form of an indexed pk field,
+/// read back from a member.
+fn pk_index_value_fn(e: &Entity, re: &TokenStream) -> TokenStream {
     let ident = e.ident;
-    let vis = e.vis;
-    let option = quote!(#re::core::option::Option);
-
-    let pks: Vec<&model::Field> = e.pks().collect();
-    let pk_types: Vec<&syn::Type> = pks.iter().map(|f| f.ty).collect();
-    let pk_idents: Vec<&Ident> = pks.iter().map(|f| f.ident).collect();
-    let pk_vars: Vec<Ident> = (0..pks.len()).map(|i| format_ident!("__p{}", i)).collect();
-    let pk_type = if pks.len() == 1 {
-        let t = pk_types[0];
-        quote!(#t)
-    } else {
-        quote!((#(#pk_types),*))
-    };
-    let bind_pk = if pks.len() == 1 {
-        let v = &pk_vars[0];
-        quote!(let #v = pk;)
-    } else {
-        quote!(let (#(#pk_vars),*) = pk;)
-    };
-    let bind_own = quote!(#(let #pk_vars = &self.#pk_idents;)*);
-
-    let key = key_code(e, &re);
-    let member_body = &key.member;
-    let read_member = &key.read;
-    let key_pattern = lit(&key.pattern);
-    let key_head = lit(&key.head);
-    let key_tail = lit(&key.tail);
-
-    let layout = match e.layout {
-        LayoutKind::Hash => quote!(#re::Layout::Hash),
-        LayoutKind::Strings => quote!(#re::Layout::Strings),
-        LayoutKind::Json => quote!(#re::Layout::Json),
-    };
-
-    let columns: Vec<&model::Field> = e.columns().collect();
-    let maps: Vec<&model::Field> = e.maps().collect();
-
-    let column_descs = columns.iter().map(|f| {
-        let name = lit(&f.name);
-        let ty = lit(&types::display(f.ty));
-        let optional = matches!(
-            f.role,
-            Role::Column {
-                codec: Codec::Optional | Codec::JsonOptional,
-                ..
-            } | Role::Column {
-                defaulted: true,
-                ..
-            }
-        );
-        let ttl = match f.attrs.ttl.as_ref().map(|t| t.value) {
-            Some(t) => quote!(#option::Some(#t)),
-            None => quote!(#option::None),
-        };
-        quote!(#re::ColumnDesc { name: #name, rust_type: #ty, optional: #optional, ttl: #ttl })
-    });
-    let map_descs = maps.iter().map(|f| {
-        let name = lit(&f.name);
-        let ty = lit(&types::display(f.ty));
-        quote!(#re::MapDesc { name: #name, rust_type: #ty })
-    });
-    let pk_names = pks.iter().map(|f| lit(&f.name));
-    let numeric_pk = pks.len() == 1 && types::is_integer(pks[0].ty);
-    let version = match columns.iter().position(|f| f.attrs.version.is_some()) {
-        Some(i) => quote!(#option::Some(#i)),
-        None => quote!(#option::None),
-    };
-    let pk_index_descs = pks.iter().filter(|f| f.attrs.index.is_some()).map(|f| {
-        let name = lit(&f.name);
-        quote!(#re::IndexDesc { field: #name, source: #re::IndexSource::Pk, kind: #re::IndexKind::Equality, score: #re::core::option::Option::None })
-    });
-    let pk_value_arms = pks
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.attrs.index.is_some())
-        .map(|(i, f)| {
+    let bind_pk = bind_pk(e);
+    let vars = pk_vars(e);
+    let arms = e
+        .pks()
+        .zip(&vars)
+        .filter(|((_, pk), _)| pk.index.is_some())
+        .map(|((f, _), v)| {
             let name = lit(&f.name);
-            let v = &pk_vars[i];
             quote!(#name => #re::core::option::Option::Some(#re::to_bytes(#v)),)
         });
-    let pk_value_fn = quote! {
+    quote! {
         fn __pk_index_value(member: &str, field: &str) -> #re::core::option::Option<#re::Vec<u8>> {
             #[allow(unused_variables)]
             let pk = <#ident as #re::Entity>::read_member(member)?;
@@ -268,233 +115,446 @@ fn generate(e: &Entity) -> TokenStream {
             let pk = &pk;
             #bind_pk
             match field {
-                #(#pk_value_arms)*
+                #(#arms)*
                 _ => #re::core::option::Option::None,
-            }
-        }
-    };
-    let pk_consts = pks.iter().filter(|f| f.attrs.index.is_some()).map(|f| {
-        let name = screaming(f.ident);
-        let ty = f.ty;
-        let stored = lit(&f.name);
-        let doc = format!("Handle of the indexed pk field `{}` (queries only: a pk is never set).", f.ident);
-        quote! {
-            #[doc = #doc]
-            #vis const #name: #re::Field<#ident, #ty, #re::PkPart, #re::Equality<#ty>> = #re::Field::new(#stored, usize::MAX);
-        }
-    });
-    let index_descs = columns.iter().enumerate().filter_map(|(i, f)| {
-        let kind = match (f.attrs.index.as_ref()?.value, f.role) {
-            (
-                _,
-                Role::Column {
-                    codec: Codec::TagList,
-                    ..
-                },
-            ) => quote!(#re::IndexKind::Tags),
-            (IndexKind::Unique, _) => quote!(#re::IndexKind::Unique),
-            (IndexKind::Prefix, _) => quote!(#re::IndexKind::Prefix),
-            (IndexKind::Sorted, _) => quote!(#re::IndexKind::Sorted),
-            _ => quote!(#re::IndexKind::Equality),
-        };
-        let name = lit(&f.name);
-        let score = match f.attrs.index.as_ref()?.value {
-            IndexKind::Sorted => {
-                let inner = types::option_inner(f.ty).unwrap_or(f.ty);
-                quote!(#re::core::option::Option::Some(<#inner as #re::SortScore>::score_of))
-            }
-            _ => quote!(#re::core::option::Option::None),
-        };
-        Some(quote!(#re::IndexDesc { field: #name, source: #re::IndexSource::Column(#i), kind: #kind, score: #score }))
-    });
-    let index_descs: Vec<TokenStream> = pk_index_descs.chain(index_descs).collect();
-    let type_name = lit(&ident.to_string());
-    let prefix = lit(&e.prefix);
-    let ttl = match e.ttl {
-        Some(t) => quote!(#option::Some(#t)),
-        None => quote!(#option::None),
-    };
-
-    let codecs: Vec<TokenStream> = columns
-        .iter()
-        .map(|f| match f.role {
-            Role::Column { codec, defaulted } => codec_type(&re, codec, defaulted),
-            _ => unreachable_codec(),
-        })
-        .collect();
-    let col_idents: Vec<&Ident> = columns.iter().map(|f| f.ident).collect();
-    let col_types: Vec<&syn::Type> = columns.iter().map(|f| f.ty).collect();
-    let col_names: Vec<LitStr> = columns.iter().map(|f| lit(&f.name)).collect();
-    let col_vars: Vec<Ident> = (0..columns.len())
-        .map(|i| format_ident!("__c{}", i))
-        .collect();
-    let map_idents: Vec<&Ident> = maps.iter().map(|f| f.ident).collect();
-    let map_types: Vec<&syn::Type> = maps.iter().map(|f| f.ty).collect();
-    let map_names: Vec<LitStr> = maps.iter().map(|f| lit(&f.name)).collect();
-    let map_vars: Vec<Ident> = (0..maps.len()).map(|i| format_ident!("__m{}", i)).collect();
-
-    let inits = e.fields.iter().map(|f| {
-        let id = f.ident;
-        match f.role {
-            Role::Pk => {
-                let i = pks.iter().position(|p| p.ident == f.ident).unwrap_or(0);
-                let v = &pk_vars[i];
-                quote!(#id: #re::core::clone::Clone::clone(#v))
-            }
-            Role::Column { .. } => {
-                let i = columns.iter().position(|c| c.ident == f.ident).unwrap_or(0);
-                let v = &col_vars[i];
-                quote!(#id: #v)
-            }
-            Role::Map => {
-                let i = maps.iter().position(|c| c.ident == f.ident).unwrap_or(0);
-                let v = &map_vars[i];
-                quote!(#id: #v)
-            }
-            Role::Skip => quote!(#id: #re::core::default::Default::default()),
-        }
-    });
-
-    let col_consts = columns.iter().enumerate().map(|(i, f)| {
-        let name = screaming(f.ident);
-        let ty = f.ty;
-        let codec = &codecs[i];
-        let stored = lit(&f.name);
-        let doc = format!(
-            "Handle of the `{}` field (stored as `{}`).",
-            f.ident, f.name
-        );
-        let inner = types::option_inner(ty).unwrap_or(ty);
-        let kind = match (f.attrs.index.as_ref().map(|i| i.value), f.role) {
-            (None, _) => quote!(#re::NoIndex),
-            (
-                Some(_),
-                Role::Column {
-                    codec: Codec::TagList,
-                    ..
-                },
-            ) => {
-                let elem = types::element(ty).unwrap_or(ty);
-                quote!(#re::Tags<#elem>)
-            }
-            (Some(IndexKind::Unique), _) => quote!(#re::Unique<#inner>),
-            (Some(IndexKind::Prefix), _) => quote!(#re::Prefix<#inner>),
-            (Some(IndexKind::Sorted), _) => quote!(#re::Sorted<#inner>),
-            (Some(_), _) => quote!(#re::Equality<#inner>),
-        };
-        quote! {
-            #[doc = #doc]
-            #vis const #name: #re::Field<#ident, #ty, #codec, #kind> = #re::Field::new(#stored, #i);
-        }
-    });
-    let map_consts = maps.iter().enumerate().map(|(i, f)| {
-        let name = screaming(f.ident);
-        let ty = f.ty;
-        let stored = lit(&f.name);
-        let doc = format!(
-            "Handle of the `#[hash]` field `{}` (its own hash at `<key>:{}`).",
-            f.ident, f.name
-        );
-        quote! {
-            #[doc = #doc]
-            #vis const #name: #re::HashField<#ident, #ty> = #re::HashField::new(#stored, #i);
-        }
-    });
-    let key_doc = format!(
-        "The entity key for `pk`, without namespace: `{}`.",
-        key.pattern
-    );
-
-    quote! {
-        const _: () = {
-            #pk_value_fn
-
-            impl #re::Entity for #ident {
-                type Pk = #pk_type;
-
-                const DESC: &'static #re::EntityDesc = &#re::EntityDesc {
-                    type_name: #type_name,
-                    prefix: #prefix,
-                    layout: #layout,
-                    key_pattern: #key_pattern,
-                    key_head: #key_head,
-                    key_tail: #key_tail,
-                    pk_fields: &[#(#pk_names),*],
-                    numeric_pk: #numeric_pk,
-                    columns: &[#(#column_descs),*],
-                    maps: &[#(#map_descs),*],
-                    indexes: &[#(#index_descs),*],
-                    version: #version,
-                    pk_index_value: __pk_index_value,
-                    ttl: #ttl,
-                };
-
-                fn write_member(pk: &Self::Pk, out: &mut #re::String) {
-                    #bind_pk
-                    #member_body
-                }
-
-                fn write_own_member(&self, out: &mut #re::String) {
-                    #bind_own
-                    #member_body
-                }
-
-                fn read_member(member: &str) -> #re::core::option::Option<Self::Pk> {
-                    #read_member
-                }
-
-                fn to_row(&self) -> #re::Result<#re::Row> {
-                    #re::core::result::Result::Ok(#re::Row {
-                        columns: #re::Vec::from([
-                            #(<#codecs as #re::FieldCodec<#col_types>>::encode(#col_names, &self.#col_idents)?),*
-                        ]),
-                        maps: #re::Vec::from([
-                            #(#re::MapField::encode_entries(&self.#map_idents)),*
-                        ]),
-                    })
-                }
-
-                fn from_row(pk: &Self::Pk, row: #re::Row) -> #re::core::result::Result<Self, #re::FieldError> {
-                    let mut __cols = row.columns.into_iter();
-                    let mut __maps = row.maps.into_iter();
-                    #(
-                        let #col_vars = <#codecs as #re::FieldCodec<#col_types>>::decode(
-                            #col_names,
-                            #re::take(&mut __cols).as_deref(),
-                        )?;
-                    )*
-                    #(
-                        let #map_vars = #re::decode_map::<#map_types>(
-                            #map_names,
-                            __maps.next().unwrap_or_default(),
-                        )?;
-                    )*
-                    #bind_pk
-                    #re::core::result::Result::Ok(#ident { #(#inits),* })
-                }
-            }
-        };
-
-        #[allow(dead_code)]
-        impl #ident {
-            #(#pk_consts)*
-            #(#col_consts)*
-            #(#map_consts)*
-
-            #[doc = #key_doc]
-            #vis fn key(pk: &<Self as #re::Entity>::Pk) -> #re::String {
-                <Self as #re::Entity>::entity_key(pk)
-            }
-
-            /// Every key family of this entity with its Redis type.
-            #vis fn layout() -> #re::EntityLayout {
-                #re::EntityLayout::of(<Self as #re::Entity>::DESC)
             }
         }
     }
 }
 
-fn unreachable_codec() -> TokenStream {
-    // Only columns reach codec selection; keep the macro panic-free anyway.
-    quote!(())
+fn impl_entity(e: &Entity, re: &TokenStream) -> TokenStream {
+    let ident = e.ident;
+    let pk_type = pk_type(e);
+    let desc = entity_desc(e, re);
+    let write_member = write_member_fn(e, re);
+    let write_own_member = write_own_member_fn(e, re);
+    let read_member = read_member_fn(e, re);
+    let to_row = to_row_fn(e, re);
+    let from_row = from_row_fn(e, re);
+    quote! {
+        impl #re::Entity for #ident {
+            type Pk = #pk_type;
+
+            const DESC: &'static #re::EntityDesc = &#desc;
+
+            #write_member
+            #write_own_member
+            #read_member
+            #to_row
+            #from_row
+        }
+    }
+}
+
+fn entity_desc(e: &Entity, re: &TokenStream) -> TokenStream {
+    let type_name = lit(&e.ident.to_string());
+    let prefix = lit(&e.prefix);
+    let layout = match e.layout {
+        Layout::Hash => quote!(#re::Layout::Hash),
+        Layout::Strings => quote!(#re::Layout::Strings),
+        Layout::Json => quote!(#re::Layout::Json),
+    };
+    let key_pattern = lit(&e.key.pattern);
+    let key_head = lit(&e.key.head);
+    let key_tail = lit(&e.key.tail);
+    let pk_names = e.pks().map(|(f, _)| lit(&f.name));
+    let numeric_pk = e.numeric_pk;
+    let columns = e.columns().map(|(f, c)| column_desc(f, c, re));
+    let maps = e.maps().map(|f| map_desc(f, re));
+    let indexes = index_descs(e, re);
+    let version = option(re, e.columns().position(|(_, c)| c.version));
+    let ttl = option(re, e.ttl);
+    quote! {
+        #re::EntityDesc {
+            type_name: #type_name,
+            prefix: #prefix,
+            layout: #layout,
+            key_pattern: #key_pattern,
+            key_head: #key_head,
+            key_tail: #key_tail,
+            pk_fields: &[#(#pk_names),*],
+            numeric_pk: #numeric_pk,
+            columns: &[#(#columns),*],
+            maps: &[#(#maps),*],
+            indexes: &[#(#indexes),*],
+            version: #version,
+            pk_index_value: __pk_index_value,
+            ttl: #ttl,
+        }
+    }
+}
+
+fn column_desc(f: &Field, c: &Column, re: &TokenStream) -> TokenStream {
+    let name = lit(&f.name);
+    let ty = lit(&crate::types::display(f.ty));
+    let optional = c.optional;
+    let ttl = option(re, c.ttl);
+    quote!(#re::ColumnDesc { name: #name, rust_type: #ty, optional: #optional, ttl: #ttl })
+}
+
+fn map_desc(f: &Field, re: &TokenStream) -> TokenStream {
+    let name = lit(&f.name);
+    let ty = lit(&crate::types::display(f.ty));
+    quote!(#re::MapDesc { name: #name, rust_type: #ty })
+}
+
+/// Indexed pk fields first, then indexed columns, in field order.
+fn index_descs(e: &Entity, re: &TokenStream) -> Vec<TokenStream> {
+    let none = quote!(#re::core::option::Option::None);
+    let pks = e.pks().filter(|(_, pk)| pk.index.is_some()).map(|(f, _)| {
+        let name = lit(&f.name);
+        quote!(#re::IndexDesc { field: #name, source: #re::IndexSource::Pk, kind: #re::IndexKind::Equality, score: #none })
+    });
+    let columns = e.columns().enumerate().filter_map(|(i, (f, c))| {
+        let index = c.index.as_ref()?;
+        let name = lit(&f.name);
+        let kind = index_kind(index.kind, re);
+        let score = match index.kind {
+            IndexKind::Sorted => {
+                let value_ty = index.value_ty;
+                quote!(#re::core::option::Option::Some(<#value_ty as #re::SortScore>::score_of))
+            }
+            _ => none.clone(),
+        };
+        Some(quote!(#re::IndexDesc { field: #name, source: #re::IndexSource::Column(#i), kind: #kind, score: #score }))
+    });
+    pks.chain(columns).collect()
+}
+
+fn index_kind(kind: IndexKind, re: &TokenStream) -> TokenStream {
+    match kind {
+        IndexKind::Equality => quote!(#re::IndexKind::Equality),
+        IndexKind::Unique => quote!(#re::IndexKind::Unique),
+        IndexKind::Tags => quote!(#re::IndexKind::Tags),
+        IndexKind::Prefix => quote!(#re::IndexKind::Prefix),
+        IndexKind::Sorted => quote!(#re::IndexKind::Sorted),
+    }
+}
+
+fn write_member_fn(e: &Entity, re: &TokenStream) -> TokenStream {
+    let bind_pk = bind_pk(e);
+    let body = write_member_body(e, re);
+    quote! {
+        fn write_member(pk: &Self::Pk, out: &mut #re::String) {
+            #bind_pk
+            #body
+        }
+    }
+}
+
+fn write_own_member_fn(e: &Entity, re: &TokenStream) -> TokenStream {
+    let vars = pk_vars(e);
+    let idents = e.pks().map(|(f, _)| f.ident);
+    let body = write_member_body(e, re);
+    quote! {
+        fn write_own_member(&self, out: &mut #re::String) {
+            #(let #vars = &self.#idents;)*
+            #body
+        }
+    }
+}
+
+/// Appends the member to `out`, given `__p0..` bound to pk references.
+fn write_member_body(e: &Entity, re: &TokenStream) -> TokenStream {
+    let extra = lit(&e.key.separators);
+    e.key
+        .tag
+        .iter()
+        .map(|part| match part {
+            TagPart::Sep(sep) => {
+                let sep = lit(sep);
+                quote!(out.push_str(#sep);)
+            }
+            TagPart::Pk(i) => {
+                let p = format_ident!("__p{}", i);
+                match pad(e, *i) {
+                    Some(w) => quote!(#re::PaddedKeyPart::write_padded(#p, out, #w);),
+                    None => quote!(#re::KeyPart::write_key(#p, out, #extra);),
+                }
+            }
+        })
+        .collect()
+}
+
+/// The `pad` width of the `i`-th pk field.
+fn pad(e: &Entity, i: usize) -> Option<usize> {
+    e.pks().nth(i).and_then(|(_, pk)| pk.pad)
+}
+
+/// Parses a member back into a pk: split at each separator in turn; values
+/// have the separator characters escaped, so the first occurrence is the
+/// real one.
+fn read_member_fn(e: &Entity, re: &TokenStream) -> TokenStream {
+    let option = quote!(#re::core::option::Option);
+    let tag = &e.key.tag;
+    let body = if tag.is_empty() {
+        quote!(#option::None)
+    } else {
+        let mut steps = TokenStream::new();
+        for (at, part) in tag.iter().enumerate() {
+            let TagPart::Pk(i) = part else {
+                continue;
+            };
+            let segment = match tag.get(at + 1) {
+                Some(TagPart::Sep(sep)) => {
+                    let sep = lit(sep);
+                    quote!(let (__seg, __rest) = __rest.split_once(#sep)?;)
+                }
+                _ => quote!(let (__seg, __rest) = (__rest, "");),
+            };
+            let parse = match pad(e, *i) {
+                Some(w) => quote!(#re::PaddedKeyPart::read_padded(__seg, #w)?),
+                None => quote!(#re::KeyPart::read_key(__seg)?),
+            };
+            let var = format_ident!("__r{}", i);
+            steps.extend(quote! {
+                #segment
+                let #var = #parse;
+            });
+        }
+        let vars: Vec<Ident> = (0..e.pks().count())
+            .map(|i| format_ident!("__r{}", i))
+            .collect();
+        let value = match vars.as_slice() {
+            [one] => quote!(#one),
+            many => quote!((#(#many),*)),
+        };
+        quote! {
+            let __rest: &str = member;
+            #steps
+            #option::Some(#value)
+        }
+    };
+    quote! {
+        fn read_member(member: &str) -> #option<Self::Pk> {
+            #body
+        }
+    }
+}
+
+/// `<Plain as FieldCodec<T>>`-ready codec type of a column.
+fn codec_type(c: &Column, re: &TokenStream) -> TokenStream {
+    let base = match c.codec {
+        Codec::Plain => quote!(#re::Plain),
+        Codec::Optional => quote!(#re::Optional),
+        Codec::Json => quote!(#re::Json),
+        Codec::JsonOptional => quote!(#re::JsonOptional),
+        Codec::TagList => quote!(#re::TagList),
+    };
+    if c.defaulted {
+        quote!(#re::Defaulted<#base>)
+    } else {
+        base
+    }
+}
+
+fn to_row_fn(e: &Entity, re: &TokenStream) -> TokenStream {
+    let columns = e.columns().map(|(f, c)| {
+        let codec = codec_type(c, re);
+        let (ty, name, ident) = (f.ty, lit(&f.name), f.ident);
+        quote!(<#codec as #re::FieldCodec<#ty>>::encode(#name, &self.#ident)?)
+    });
+    let maps = e.maps().map(|f| {
+        let ident = f.ident;
+        quote!(#re::MapField::encode_entries(&self.#ident))
+    });
+    quote! {
+        fn to_row(&self) -> #re::Result<#re::Row> {
+            #re::core::result::Result::Ok(#re::Row {
+                columns: #re::Vec::from([#(#columns),*]),
+                maps: #re::Vec::from([#(#maps),*]),
+            })
+        }
+    }
+}
+
+/// Decodes every column into `__c0..` and every map into `__m0..`, then
+/// builds the struct from them, the pk and defaults for skipped fields.
+fn from_row_fn(e: &Entity, re: &TokenStream) -> TokenStream {
+    let ident = e.ident;
+    let decode_columns = e.columns().enumerate().map(|(i, (f, c))| {
+        let var = format_ident!("__c{}", i);
+        let codec = codec_type(c, re);
+        let (ty, name) = (f.ty, lit(&f.name));
+        quote! {
+            let #var = <#codec as #re::FieldCodec<#ty>>::decode(
+                #name,
+                #re::take(&mut __cols).as_deref(),
+            )?;
+        }
+    });
+    let decode_maps = e.maps().enumerate().map(|(i, f)| {
+        let var = format_ident!("__m{}", i);
+        let (ty, name) = (f.ty, lit(&f.name));
+        quote! {
+            let #var = #re::decode_map::<#ty>(
+                #name,
+                __maps.next().unwrap_or_default(),
+            )?;
+        }
+    });
+    let bind_pk = bind_pk(e);
+    let inits = field_inits(e, re);
+    quote! {
+        fn from_row(pk: &Self::Pk, row: #re::Row) -> #re::core::result::Result<Self, #re::FieldError> {
+            let mut __cols = row.columns.into_iter();
+            let mut __maps = row.maps.into_iter();
+            #(#decode_columns)*
+            #(#decode_maps)*
+            #bind_pk
+            #re::core::result::Result::Ok(#ident { #(#inits),* })
+        }
+    }
+}
+
+/// `field: value` for every struct field, in declaration order, naming the
+/// variables `from_row_fn` bound.
+fn field_inits(e: &Entity, re: &TokenStream) -> Vec<TokenStream> {
+    let (mut pks, mut columns, mut maps) = (0, 0, 0);
+    fn next(n: &mut usize) -> usize {
+        *n += 1;
+        *n - 1
+    }
+    e.fields
+        .iter()
+        .map(|f| {
+            let id = f.ident;
+            match f.role {
+                model::Role::Pk(_) => {
+                    let v = format_ident!("__p{}", next(&mut pks));
+                    quote!(#id: #re::core::clone::Clone::clone(#v))
+                }
+                model::Role::Column(_) => {
+                    let v = format_ident!("__c{}", next(&mut columns));
+                    quote!(#id: #v)
+                }
+                model::Role::Map => {
+                    let v = format_ident!("__m{}", next(&mut maps));
+                    quote!(#id: #v)
+                }
+                model::Role::Skip => quote!(#id: #re::core::default::Default::default()),
+            }
+        })
+        .collect()
+}
+
+// ---- Outside `const _`: the inherent impl users name ----
+
+/// Field handles (`User::EMAIL`), `User::key(&pk)` and `User::layout()`.
+/// Also part of the stub emitted on error: it reads only the model and the
+/// `Entity` trait, never the generated `Entity` impl's details.
+pub fn inherent_impl(e: &Entity, re: &TokenStream) -> TokenStream {
+    let ident = e.ident;
+    let pk_handles = e
+        .pks()
+        .filter_map(|(f, pk)| Some(pk_handle(e, f, pk.index.as_ref()?, re)));
+    let column_handles = e
+        .columns()
+        .enumerate()
+        .map(|(i, (f, c))| column_handle(e, f, c, i, re));
+    let map_handles = e.maps().enumerate().map(|(i, f)| map_handle(e, f, i, re));
+    let key_fn = key_fn(e, re);
+    let layout_fn = layout_fn(e, re);
+    quote! {
+        #[allow(dead_code)]
+        impl #ident {
+            #(#pk_handles)*
+            #(#column_handles)*
+            #(#map_handles)*
+
+            #key_fn
+
+            #layout_fn
+        }
+    }
+}
+
+/// `User` field `email` → `User::EMAIL`.
+fn handle_name(ident: &Ident) -> Ident {
+    let name = ident.to_string();
+    let name = name.trim_start_matches("r#").to_uppercase();
+    Ident::new(&name, ident.span())
+}
+
+fn pk_handle(e: &Entity, f: &Field, index: &model::Index, re: &TokenStream) -> TokenStream {
+    let (vis, ident) = (e.vis, e.ident);
+    let name = handle_name(f.ident);
+    let (ty, value_ty) = (f.ty, index.value_ty);
+    let stored = lit(&f.name);
+    let doc = format!(
+        "Handle of the indexed pk field `{}` (queries only: a pk is never set).",
+        f.ident
+    );
+    quote! {
+        #[doc = #doc]
+        #vis const #name: #re::Field<#ident, #ty, #re::PkPart, #re::Equality<#value_ty>> = #re::Field::new(#stored, usize::MAX);
+    }
+}
+
+fn column_handle(e: &Entity, f: &Field, c: &Column, i: usize, re: &TokenStream) -> TokenStream {
+    let (vis, ident) = (e.vis, e.ident);
+    let name = handle_name(f.ident);
+    let ty = f.ty;
+    let codec = codec_type(c, re);
+    let kind = match &c.index {
+        None => quote!(#re::NoIndex),
+        Some(index) => {
+            let value_ty = index.value_ty;
+            match index.kind {
+                IndexKind::Equality => quote!(#re::Equality<#value_ty>),
+                IndexKind::Unique => quote!(#re::Unique<#value_ty>),
+                IndexKind::Tags => quote!(#re::Tags<#value_ty>),
+                IndexKind::Prefix => quote!(#re::Prefix<#value_ty>),
+                IndexKind::Sorted => quote!(#re::Sorted<#value_ty>),
+            }
+        }
+    };
+    let stored = lit(&f.name);
+    let doc = format!(
+        "Handle of the `{}` field (stored as `{}`).",
+        f.ident, f.name
+    );
+    quote! {
+        #[doc = #doc]
+        #vis const #name: #re::Field<#ident, #ty, #codec, #kind> = #re::Field::new(#stored, #i);
+    }
+}
+
+fn map_handle(e: &Entity, f: &Field, i: usize, re: &TokenStream) -> TokenStream {
+    let (vis, ident) = (e.vis, e.ident);
+    let name = handle_name(f.ident);
+    let ty = f.ty;
+    let stored = lit(&f.name);
+    let doc = format!(
+        "Handle of the `#[hash]` field `{}` (its own hash at `<key>:{}`).",
+        f.ident, f.name
+    );
+    quote! {
+        #[doc = #doc]
+        #vis const #name: #re::HashField<#ident, #ty> = #re::HashField::new(#stored, #i);
+    }
+}
+
+fn key_fn(e: &Entity, re: &TokenStream) -> TokenStream {
+    let vis = e.vis;
+    let doc = format!(
+        "The entity key for `pk`, without namespace: `{}`.",
+        e.key.pattern
+    );
+    quote! {
+        #[doc = #doc]
+        #vis fn key(pk: &<Self as #re::Entity>::Pk) -> #re::String {
+            <Self as #re::Entity>::entity_key(pk)
+        }
+    }
+}
+
+fn layout_fn(e: &Entity, re: &TokenStream) -> TokenStream {
+    let vis = e.vis;
+    quote! {
+        /// Every key family of this entity with its Redis type.
+        #vis fn layout() -> #re::EntityLayout {
+            #re::EntityLayout::of(<Self as #re::Entity>::DESC)
+        }
+    }
 }

@@ -1,26 +1,76 @@
 //! The entity model: what the struct and its attributes mean, independent of
-//! how they were written. Code generation reads only this.
+//! how they were written. Every decision (a field's role, codec and index
+//! kind, the key's shape) is taken here, once; checks judge these decisions
+//! and code generation reads only them.
+//!
+//! Each part keeps the attributes it came from (`attrs`) so that checks can
+//! point at the offending token; expansion never reads them.
 
-use crate::attr::{self, Container, FieldAttrs, LayoutKind};
+use crate::attr::{self, Container, FieldAttrs, IndexArg};
 use crate::ctxt::Ctxt;
 use crate::template::{self, Part};
 use crate::types;
 use proc_macro2::TokenStream;
-use syn::{Data, DeriveInput, Fields, Ident, Type, Visibility};
+use syn::{Data, DeriveInput, Fields, Generics, Ident, Type, Visibility};
 
 pub struct Entity<'a> {
     pub ident: &'a Ident,
     pub vis: &'a Visibility,
+    /// An entity may not be generic (checked); kept to point at.
+    pub generics: &'a Generics,
+    /// The runtime crate (`crate = "..."`, by default `::redis_entity`).
     pub krate: syn::Path,
+    /// The key prefix: `prefix = "..."` or the snake-cased type name.
     pub prefix: String,
-    pub layout: LayoutKind,
+    pub layout: Layout,
+    /// Expiry of a newly created entity, in seconds.
     pub ttl: Option<u64>,
-    /// The key template; `Part::Field` names pk fields.
+    pub key: Key,
+    /// True for a single integer pk: members then sort numerically.
+    pub numeric_pk: bool,
+    pub fields: Vec<Field<'a>>,
+    /// The struct's attributes as written, for error spans.
+    pub attrs: Container,
+}
+
+/// How an entity is laid out in Redis.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Layout {
+    /// One hash per entity (the default).
+    Hash,
+    /// One string key per column.
+    Strings,
+    /// One JSON document per entity.
+    Json,
+}
+
+/// The entity key: `<head>{<tag>}<tail>`, the hash tag holding the pk fields
+/// so that every key of one entity lands in one cluster slot.
+pub struct Key {
+    /// The template as written or defaulted; `Part::Field` names pk fields.
+    /// Empty when a written template did not parse (that error is recorded).
     pub template: Vec<Part>,
     /// The tokens of `key = "..."` when given, for error spans.
-    pub template_tokens: Option<TokenStream>,
-    pub container: Container,
-    pub fields: Vec<Field<'a>>,
+    pub written: Option<TokenStream>,
+    /// Literal text before the hash tag (`user:userid:`).
+    pub head: String,
+    /// Literal text after the hash tag (usually empty).
+    pub tail: String,
+    /// What the hash tag holds: pk fields and the separators between them.
+    pub tag: Vec<TagPart>,
+    /// Every separator character in the tag: values escape them, so a
+    /// composite member reads back one way only.
+    pub separators: String,
+    /// `user:userid:{<id>}`, for docs and layout listings.
+    pub pattern: String,
+}
+
+/// One piece of the key's hash tag.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TagPart {
+    /// The pk field at this position among the pk fields.
+    Pk(usize),
+    Sep(String),
 }
 
 pub struct Field<'a> {
@@ -28,10 +78,44 @@ pub struct Field<'a> {
     pub ty: &'a Type,
     /// The name in Redis: the field name or its `rename`.
     pub name: String,
-    pub role: Role,
+    pub role: Role<'a>,
+    /// The field's attributes as written, for error spans.
     pub attrs: FieldAttrs,
 }
 
+/// What a struct field is in Redis.
+pub enum Role<'a> {
+    /// Part of the key (`#[pk]`).
+    Pk(Pk<'a>),
+    /// A stored value: a hash field, a string key or a JSON member.
+    Column(Column<'a>),
+    /// A `#[hash]` map, kept in its own hash at `<entity key>:<name>`.
+    Map,
+    /// Not stored (`#[redis(skip)]`); rebuilt with `Default`.
+    Skip,
+}
+
+pub struct Pk<'a> {
+    /// Zero-padding width of an integer pk (`pad = n`).
+    pub pad: Option<usize>,
+    /// An indexed pk field: always an equality index, since a pk never changes.
+    pub index: Option<Index<'a>>,
+}
+
+pub struct Column<'a> {
+    pub codec: Codec,
+    /// `#[redis(default)]` on a non-`Option`: absence decodes as `Default`.
+    pub defaulted: bool,
+    /// Absence in Redis is allowed (`Option`, or defaulted).
+    pub optional: bool,
+    /// Per-column expiry in seconds (`strings` layout).
+    pub ttl: Option<u64>,
+    /// The `#[version]` column.
+    pub version: bool,
+    pub index: Option<Index<'a>>,
+}
+
+/// How a column's value is encoded.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Codec {
     Plain,
@@ -42,33 +126,53 @@ pub enum Codec {
     TagList,
 }
 
+/// An index on a field, its kind decided once from `#[index(...)]` and the
+/// field's type.
+pub struct Index<'a> {
+    pub kind: IndexKind,
+    /// What one index entry holds: the field's type without `Option`, or
+    /// the element type of a tag collection.
+    pub value_ty: &'a Type,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Role {
-    Pk,
-    Column { codec: Codec, defaulted: bool },
-    Map,
-    Skip,
+pub enum IndexKind {
+    Equality,
+    Unique,
+    /// `#[index]` on a collection: one set per element.
+    Tags,
+    Prefix,
+    Sorted,
 }
 
 impl Field<'_> {
     pub fn is_option(&self) -> bool {
         types::option_inner(self.ty).is_some()
     }
+
+    /// Columns and `#[hash]` maps: the fields stored under their own name.
+    pub fn is_stored(&self) -> bool {
+        matches!(self.role, Role::Column(_) | Role::Map)
+    }
 }
 
-impl Entity<'_> {
-    pub fn pks(&self) -> impl Iterator<Item = &Field<'_>> {
-        self.fields.iter().filter(|f| f.role == Role::Pk)
+impl<'a> Entity<'a> {
+    pub fn pks(&self) -> impl Iterator<Item = (&Field<'a>, &Pk<'a>)> {
+        self.fields.iter().filter_map(|f| match &f.role {
+            Role::Pk(pk) => Some((f, pk)),
+            _ => None,
+        })
     }
 
-    pub fn columns(&self) -> impl Iterator<Item = &Field<'_>> {
-        self.fields
-            .iter()
-            .filter(|f| matches!(f.role, Role::Column { .. }))
+    pub fn columns(&self) -> impl Iterator<Item = (&Field<'a>, &Column<'a>)> {
+        self.fields.iter().filter_map(|f| match &f.role {
+            Role::Column(c) => Some((f, c)),
+            _ => None,
+        })
     }
 
-    pub fn maps(&self) -> impl Iterator<Item = &Field<'_>> {
-        self.fields.iter().filter(|f| f.role == Role::Map)
+    pub fn maps(&self) -> impl Iterator<Item = &Field<'a>> {
+        self.fields.iter().filter(|f| matches!(f.role, Role::Map))
     }
 }
 
@@ -88,6 +192,8 @@ fn snake_case(s: &str) -> String {
     out
 }
 
+/// Builds the model, recording attribute errors in `cx`. `None` when the
+/// input is not a struct with named fields (also recorded).
 pub fn build<'a>(cx: &Ctxt, input: &'a DeriveInput) -> Option<Entity<'a>> {
     let named = match &input.data {
         Data::Struct(s) => match &s.fields {
@@ -103,66 +209,137 @@ pub fn build<'a>(cx: &Ctxt, input: &'a DeriveInput) -> Option<Entity<'a>> {
         );
         return None;
     };
-    if !input.generics.params.is_empty() {
-        cx.error_spanned_by(
-            &input.generics,
-            "`RedisEntity` does not support generic structs: the key layout must be fixed",
-        );
-    }
-    let container = attr::container(cx, &input.attrs);
-    let layout = match (&container.layout, &container.hash) {
-        (Some(l), _) => l.value,
-        (None, _) => LayoutKind::Hash,
-    };
-    let prefix = container
+    let attrs = attr::container(cx, &input.attrs);
+    let layout = attrs.layout.as_ref().map_or(Layout::Hash, |l| l.value);
+    let prefix = attrs
         .prefix
         .as_ref()
         .map(|p| p.value.clone())
         .unwrap_or_else(|| snake_case(&input.ident.to_string()));
+    let fields: Vec<Field> = named
+        .named
+        .iter()
+        .filter_map(|f| field(cx, f, layout))
+        .collect();
+    let key = key(cx, &attrs, &prefix, &fields);
+    let krate = attrs
+        .krate
+        .as_ref()
+        .map(|k| k.value.clone())
+        .unwrap_or_else(|| syn::parse_quote!(::redis_entity));
+    let numeric_pk = {
+        let mut pks = fields.iter().filter(|f| matches!(f.role, Role::Pk(_)));
+        match (pks.next(), pks.next()) {
+            (Some(pk), None) => types::is_integer(pk.ty),
+            _ => false,
+        }
+    };
+    Some(Entity {
+        ident: &input.ident,
+        vis: &input.vis,
+        generics: &input.generics,
+        krate,
+        prefix,
+        layout,
+        ttl: attrs.ttl.as_ref().map(|t| t.value),
+        key,
+        numeric_pk,
+        fields,
+        attrs,
+    })
+}
 
-    let mut fields = Vec::new();
-    for f in &named.named {
-        let Some(ident) = f.ident.as_ref() else {
-            continue;
-        };
-        let attrs = attr::field(cx, &f.attrs);
-        let name = attrs
-            .rename
-            .as_ref()
-            .map(|r| r.value.clone())
-            .unwrap_or_else(|| ident.to_string().trim_start_matches("r#").to_owned());
-        let option = types::option_inner(&f.ty).is_some();
-        let role = if attrs.skip.is_some() {
-            Role::Skip
-        } else if attrs.pk.is_some() {
-            Role::Pk
-        } else if attrs.hash.is_some() {
-            Role::Map
-        } else {
-            let json = attrs.json.is_some() || layout == LayoutKind::Json;
-            let tags = attrs.index.is_some() && types::is_collection(&f.ty) && !json;
-            let codec = match (tags, json, option) {
-                (true, _, _) => Codec::TagList,
-                (false, false, false) => Codec::Plain,
-                (false, false, true) => Codec::Optional,
-                (false, true, false) => Codec::Json,
-                (false, true, true) => Codec::JsonOptional,
-            };
-            Role::Column {
-                codec,
-                defaulted: attrs.default.is_some() && !option,
-            }
-        };
-        fields.push(Field {
-            ident,
-            ty: &f.ty,
-            name,
-            role,
-            attrs,
-        });
+fn field<'a>(cx: &Ctxt, f: &'a syn::Field, layout: Layout) -> Option<Field<'a>> {
+    let ident = f.ident.as_ref()?;
+    let attrs = attr::field(cx, &f.attrs);
+    let name = attrs
+        .rename
+        .as_ref()
+        .map(|r| r.value.clone())
+        .unwrap_or_else(|| ident.to_string().trim_start_matches("r#").to_owned());
+    let role = role(&attrs, &f.ty, layout);
+    Some(Field {
+        ident,
+        ty: &f.ty,
+        name,
+        role,
+        attrs,
+    })
+}
+
+/// The role, by precedence: a skipped field is nothing else, a pk is never a
+/// column, a `#[hash]` map is never a column. Conflicting attributes are
+/// errors the checks report; the role is still decided so that the stub
+/// emitted on error has every field handle.
+fn role<'a>(attrs: &FieldAttrs, ty: &'a Type, layout: Layout) -> Role<'a> {
+    if attrs.skip.is_some() {
+        Role::Skip
+    } else if attrs.pk.is_some() {
+        Role::Pk(Pk {
+            pad: attrs.pad.as_ref().map(|p| p.value as usize),
+            index: attrs.index.as_ref().map(|_| Index {
+                kind: IndexKind::Equality,
+                value_ty: ty,
+            }),
+        })
+    } else if attrs.hash.is_some() {
+        Role::Map
+    } else {
+        Role::Column(column(attrs, ty, layout))
     }
+}
 
-    let (template, template_tokens) = match &container.key {
+fn column<'a>(attrs: &FieldAttrs, ty: &'a Type, layout: Layout) -> Column<'a> {
+    let option = types::option_inner(ty).is_some();
+    let json = attrs.json.is_some() || layout == Layout::Json;
+    // An index on a collection stored as text is a tag relation: the
+    // collection is stored as a tag list and indexed element by element.
+    let tags = attrs.index.is_some() && types::is_collection(ty) && !json;
+    let codec = match (tags, json, option) {
+        (true, _, _) => Codec::TagList,
+        (false, false, false) => Codec::Plain,
+        (false, false, true) => Codec::Optional,
+        (false, true, false) => Codec::Json,
+        (false, true, true) => Codec::JsonOptional,
+    };
+    let defaulted = attrs.default.is_some() && !option;
+    Column {
+        codec,
+        defaulted,
+        optional: matches!(codec, Codec::Optional | Codec::JsonOptional) || defaulted,
+        ttl: attrs.ttl.as_ref().map(|t| t.value),
+        version: attrs.version.is_some(),
+        index: attrs.index.as_ref().map(|i| index(i.value, ty, tags)),
+    }
+}
+
+fn index(arg: IndexArg, ty: &Type, tags: bool) -> Index<'_> {
+    let inner = types::option_inner(ty).unwrap_or(ty);
+    if tags {
+        return Index {
+            kind: IndexKind::Tags,
+            value_ty: types::element(ty).unwrap_or(ty),
+        };
+    }
+    let kind = match arg {
+        IndexArg::Equality => IndexKind::Equality,
+        IndexArg::Unique => IndexKind::Unique,
+        IndexArg::Sorted => IndexKind::Sorted,
+        IndexArg::Prefix => IndexKind::Prefix,
+    };
+    Index {
+        kind,
+        value_ty: inner,
+    }
+}
+
+fn key(cx: &Ctxt, attrs: &Container, prefix: &str, fields: &[Field]) -> Key {
+    let pk_names: Vec<&str> = fields
+        .iter()
+        .filter(|f| matches!(f.role, Role::Pk(_)))
+        .map(|f| f.name.as_str())
+        .collect();
+    let (template, written) = match &attrs.key {
         Some(k) => match template::parse(&k.value) {
             Ok(t) => (t, Some(k.tokens.clone())),
             Err(msg) => {
@@ -170,34 +347,83 @@ pub fn build<'a>(cx: &Ctxt, input: &'a DeriveInput) -> Option<Entity<'a>> {
                 (Vec::new(), Some(k.tokens.clone()))
             }
         },
-        None => {
-            // `<prefix>:{a}` or, for a composite key, `<prefix>:{a}:{b}`.
-            let mut t = vec![Part::Lit(format!("{prefix}:"))];
-            for (i, f) in fields.iter().filter(|f| f.role == Role::Pk).enumerate() {
-                if i > 0 {
-                    t.push(Part::Lit(":".into()));
-                }
-                t.push(Part::Field(f.name.clone()));
-            }
-            (t, None)
-        }
+        None => (default_template(prefix, &pk_names), None),
     };
+    shape_key(template, written, &pk_names)
+}
 
-    let krate = container
-        .krate
-        .as_ref()
-        .map(|k| k.value.clone())
-        .unwrap_or_else(|| syn::parse_quote!(::redis_entity));
-    Some(Entity {
-        ident: &input.ident,
-        vis: &input.vis,
-        krate,
-        prefix,
-        layout,
-        ttl: container.ttl.as_ref().map(|t| t.value),
+/// `<prefix>:{a}` or, for a composite key, `<prefix>:{a}:{b}`.
+fn default_template(prefix: &str, pk_names: &[&str]) -> Vec<Part> {
+    let mut t = vec![Part::Lit(format!("{prefix}:"))];
+    for (i, name) in pk_names.iter().enumerate() {
+        if i > 0 {
+            t.push(Part::Lit(":".into()));
+        }
+        t.push(Part::Field((*name).to_owned()));
+    }
+    t
+}
+
+/// Splits the template into head, hash tag and tail: the tag spans from the
+/// first placeholder to the last.
+fn shape_key(template: Vec<Part>, written: Option<TokenStream>, pk_names: &[&str]) -> Key {
+    let first = template.iter().position(|p| matches!(p, Part::Field(_)));
+    let last = template.iter().rposition(|p| matches!(p, Part::Field(_)));
+    let (Some(first), Some(last)) = (first, last) else {
+        return Key {
+            template,
+            written,
+            head: String::new(),
+            tail: String::new(),
+            tag: Vec::new(),
+            separators: String::new(),
+            pattern: String::new(),
+        };
+    };
+    let head = lit_text(&template[..first]);
+    let tail = lit_text(&template[last + 1..]);
+    let inner = &template[first..=last];
+    let mut separators = String::new();
+    for c in lit_text(inner).chars() {
+        if !separators.contains(c) {
+            separators.push(c);
+        }
+    }
+    // A name that is not a pk field is a recorded error; it has no place in
+    // the tag.
+    let tag: Vec<TagPart> = inner
+        .iter()
+        .filter_map(|p| match p {
+            Part::Lit(sep) => Some(TagPart::Sep(sep.clone())),
+            Part::Field(name) => pk_names.iter().position(|n| n == name).map(TagPart::Pk),
+        })
+        .collect();
+    let mut pattern = format!("{head}{{");
+    for p in inner {
+        match p {
+            Part::Lit(sep) => pattern.push_str(sep),
+            Part::Field(name) => pattern.push_str(&format!("<{name}>")),
+        }
+    }
+    pattern.push('}');
+    pattern.push_str(&tail);
+    Key {
         template,
-        template_tokens,
-        container,
-        fields,
-    })
+        written,
+        head,
+        tail,
+        tag,
+        separators,
+        pattern,
+    }
+}
+
+fn lit_text(parts: &[Part]) -> String {
+    parts
+        .iter()
+        .map(|p| match p {
+            Part::Lit(s) => s.as_str(),
+            Part::Field(_) => "",
+        })
+        .collect()
 }

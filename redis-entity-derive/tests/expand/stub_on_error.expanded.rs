@@ -1,0 +1,63 @@
+::core::compile_error! {
+    "unknown attribute `renam` in `#[redis(...)]` on a field: expected rename, skip, default, json, ttl or pad"
+}
+const _: () = {
+    impl ::redis_entity::__private::Entity for User {
+        type Pk = u64;
+        const DESC: &'static ::redis_entity::__private::EntityDesc = ::redis_entity::__private::core::unimplemented!();
+        fn write_member(_: &Self::Pk, _: &mut ::redis_entity::__private::String) {
+            ::redis_entity::__private::core::unimplemented!()
+        }
+        fn write_own_member(&self, _: &mut ::redis_entity::__private::String) {
+            ::redis_entity::__private::core::unimplemented!()
+        }
+        fn read_member(
+            _: &str,
+        ) -> ::redis_entity::__private::core::option::Option<Self::Pk> {
+            ::redis_entity::__private::core::unimplemented!()
+        }
+        fn to_row(
+            &self,
+        ) -> ::redis_entity::__private::Result<::redis_entity::__private::Row> {
+            ::redis_entity::__private::core::unimplemented!()
+        }
+        fn from_row(
+            _: &Self::Pk,
+            _: ::redis_entity::__private::Row,
+        ) -> ::redis_entity::__private::core::result::Result<
+            Self,
+            ::redis_entity::__private::FieldError,
+        > {
+            ::redis_entity::__private::core::unimplemented!()
+        }
+    }
+};
+#[allow(dead_code)]
+impl User {
+    ///Handle of the `username` field (stored as `username`).
+    const USERNAME: ::redis_entity::__private::Field<
+        User,
+        String,
+        ::redis_entity::__private::Plain,
+        ::redis_entity::__private::Unique<String>,
+    > = ::redis_entity::__private::Field::new("username", 0usize);
+    ///Handle of the `nick` field (stored as `nick`).
+    const NICK: ::redis_entity::__private::Field<
+        User,
+        String,
+        ::redis_entity::__private::Plain,
+        ::redis_entity::__private::NoIndex,
+    > = ::redis_entity::__private::Field::new("nick", 1usize);
+    ///The entity key for `pk`, without namespace: `user:{<id>}`.
+    fn key(
+        pk: &<Self as ::redis_entity::__private::Entity>::Pk,
+    ) -> ::redis_entity::__private::String {
+        <Self as ::redis_entity::__private::Entity>::entity_key(pk)
+    }
+    /// Every key family of this entity with its Redis type.
+    fn layout() -> ::redis_entity::__private::EntityLayout {
+        ::redis_entity::__private::EntityLayout::of(
+            <Self as ::redis_entity::__private::Entity>::DESC,
+        )
+    }
+}
