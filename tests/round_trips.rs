@@ -1,6 +1,6 @@
 //! The round-trip budget, counted on the wire: save 1, insert 1, get 1,
 //! get_many 1, save_all 1 per batch, delete 1, update 1, exists 1; and the
-//! write script survives SCRIPT FLUSH and a server restart.
+//! write functions survive SCRIPT FLUSH, FUNCTION FLUSH and a server restart.
 
 use redis_entity::{RedisEntity, Store};
 use std::collections::BTreeMap;
@@ -84,25 +84,28 @@ async fn every_call_is_one_round_trip() {
     assert_eq!(trips.take(), 1, "strings layout get");
 }
 
+/// Empties the server's script cache and its function libraries, as a
+/// restart without persistence does.
+fn flush_scripts(server: &RedisServer) {
+    let mut c = server.conn();
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut c).unwrap();
+    let _: () = redis::cmd("FUNCTION").arg("FLUSH").query(&mut c).unwrap();
+}
+
 #[tokio::test]
 async fn writes_survive_script_flush() {
     let server = RedisServer::start();
     let (store, trips) = support::counted_store(&server).await;
     store.save(&user(1)).await.unwrap();
-    let _: () = redis::cmd("SCRIPT")
-        .arg("FLUSH")
-        .query(&mut server.conn())
-        .unwrap();
+    flush_scripts(&server);
     trips.take();
     store.save(&user(2)).await.unwrap();
-    assert_eq!(trips.take(), 2, "NOSCRIPT, then EVAL");
+    assert_eq!(trips.take(), 2, "function not found, then load and call");
     store.save(&user(3)).await.unwrap();
-    assert_eq!(trips.take(), 1, "EVAL cached the script again");
+    assert_eq!(trips.take(), 1, "the library is loaded again");
+    assert_eq!(store.get::<User>(&3).await.unwrap(), Some(user(3)));
 
-    let _: () = redis::cmd("SCRIPT")
-        .arg("FLUSH")
-        .query(&mut server.conn())
-        .unwrap();
+    flush_scripts(&server);
     let batch: Vec<User> = (10..20).map(user).collect();
     store.save_all(&batch).await.unwrap();
     assert_eq!(

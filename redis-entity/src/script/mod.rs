@@ -17,12 +17,46 @@ use redis::{FromRedisValue, RedisResult, Value};
 use std::collections::HashSet;
 use std::sync::{Arc, LazyLock, Mutex};
 
-/// One Lua script: its text, SHA1 and whether it writes.
+/// Lua code the server runs: a script sent with `EVALSHA` / `EVAL`, or a
+/// function of a library loaded with `FUNCTION LOAD` and called with
+/// `FCALL` (the write scripts: their library is set up once per server, so
+/// a call pays only for its own work).
 #[derive(Debug)]
 pub(crate) struct Script {
-    text: String,
-    sha: String,
+    kind: Kind,
     read_only: bool,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Eval {
+        text: String,
+        sha: String,
+    },
+    Function {
+        name: String,
+        library: &'static Library,
+    },
+}
+
+/// A function library: its code, with its name in the `#!lua` line.
+#[derive(Debug)]
+pub(crate) struct Library {
+    text: String,
+}
+
+impl Library {
+    /// A library of `code`, named after the code's SHA1 so that two
+    /// versions of a type never replace each other's functions (a rolling
+    /// deploy runs both). Returns the library and its name.
+    /// Function names in `code` start with `__LIB__`, replaced by the
+    /// library's name.
+    pub(crate) fn new(code: &str) -> (Self, String) {
+        let hash = redis::Script::new(code).get_hash().to_owned();
+        let name = format!("redis_entity_{}", &hash[..16]);
+        let text = format!("#!lua name={name}\n{}", code.replace("__LIB__", &name));
+        (Library { text }, name)
+    }
 }
 
 impl Script {
@@ -30,8 +64,7 @@ impl Script {
     pub(crate) fn new(text: String) -> Self {
         let sha = redis::Script::new(&text).get_hash().to_owned();
         Script {
-            text,
-            sha,
+            kind: Kind::Eval { text, sha },
             read_only: false,
         }
     }
@@ -46,10 +79,43 @@ impl Script {
         }
     }
 
+    /// Function `name` of `library`.
+    pub(crate) fn function(library: &'static Library, name: String) -> Self {
+        Script {
+            kind: Kind::Function { name, library },
+            read_only: false,
+        }
+    }
+
+    /// What the server must have before a call: the script itself, or the
+    /// function's library (its address identifies it).
+    fn unit(&self) -> usize {
+        match &self.kind {
+            Kind::Eval { .. } => self as *const Script as usize,
+            Kind::Function { library, .. } => *library as *const Library as usize,
+        }
+    }
+
+    /// The command that gives the server this code, if calling by name
+    /// does not (`EVAL` does; a library needs `FUNCTION LOAD`).
+    fn load(&self) -> Option<redis::Cmd> {
+        match &self.kind {
+            Kind::Eval { .. } => None,
+            Kind::Function { library, .. } => {
+                let mut c = redis::cmd("FUNCTION");
+                c.arg("LOAD").arg(&library.text);
+                Some(c)
+            }
+        }
+    }
+
     /// The script's SHA1, as `SCRIPT LOAD` would answer.
     #[cfg(test)]
     pub(crate) fn sha(&self) -> &str {
-        &self.sha
+        match &self.kind {
+            Kind::Eval { sha, .. } => sha,
+            Kind::Function { .. } => "",
+        }
     }
 
     /// A call of this script with `keys` and `args`.
@@ -98,20 +164,27 @@ impl Call<'_> {
         self
     }
 
-    /// The command: by SHA1, or with the text (`EVAL`).
-    fn command(&self, by_sha: bool) -> redis::Cmd {
-        let name = match (by_sha, self.script.read_only) {
-            (true, false) => "EVALSHA",
-            (true, true) => "EVALSHA_RO",
-            (false, false) => "EVAL",
-            (false, true) => "EVAL_RO",
+    /// The command: by name (`EVALSHA`, `FCALL`), or with the text
+    /// (`EVAL`; a function is always called by name).
+    fn command(&self, by_name: bool) -> redis::Cmd {
+        let ro = self.script.read_only;
+        let mut c = match &self.script.kind {
+            Kind::Eval { sha, .. } if by_name => {
+                let mut c = redis::cmd(if ro { "EVALSHA_RO" } else { "EVALSHA" });
+                c.arg(sha);
+                c
+            }
+            Kind::Eval { text, .. } => {
+                let mut c = redis::cmd(if ro { "EVAL_RO" } else { "EVAL" });
+                c.arg(text);
+                c
+            }
+            Kind::Function { name, .. } => {
+                let mut c = redis::cmd(if ro { "FCALL_RO" } else { "FCALL" });
+                c.arg(name);
+                c
+            }
         };
-        let mut c = redis::cmd(name);
-        if by_sha {
-            c.arg(&self.script.sha);
-        } else {
-            c.arg(&self.script.text);
-        }
         c.arg(self.keys.len());
         for k in &self.keys {
             c.arg(k.as_slice());
@@ -123,58 +196,77 @@ impl Call<'_> {
     }
 }
 
-/// The scripts a connection has sent the text of, so its server has them
-/// cached: the first call of a script goes out as `EVAL` (which caches it)
-/// instead of an `EVALSHA` certain to fail with `NOSCRIPT`. Shared by the
-/// clones of a store.
+/// The scripts and libraries a connection has sent, so its server has
+/// them: the first call of a script goes out as `EVAL` (which caches it),
+/// the first call of a function after its `FUNCTION LOAD` in the same
+/// pipeline, instead of a call certain to fail. Shared by the clones of a
+/// store.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Sent(Arc<Mutex<HashSet<usize>>>);
 
 impl Sent {
-    fn id(script: &Script) -> usize {
-        script as *const Script as usize
+    fn has(&self, unit: usize) -> bool {
+        self.0.lock().map(|s| s.contains(&unit)).unwrap_or(false)
     }
 
-    fn has(&self, script: &Script) -> bool {
-        self.0
-            .lock()
-            .map(|s| s.contains(&Self::id(script)))
-            .unwrap_or(false)
-    }
-
-    fn add(&self, script: &Script) {
+    fn add(&self, unit: usize) {
         if let Ok(mut s) = self.0.lock() {
-            s.insert(Self::id(script));
+            s.insert(unit);
         }
     }
 }
 
-/// True when the server no longer has the script.
-fn is_noscript(e: &redis::RedisError) -> bool {
-    e.code() == Some("NOSCRIPT")
+/// True when the server lacks the code a call needs (after `SCRIPT FLUSH`,
+/// `FUNCTION FLUSH` or a restart).
+fn is_missing(e: &redis::RedisError) -> bool {
+    e.code() == Some("NOSCRIPT") || e.to_string().contains("Function not found")
 }
 
-/// Sends one call: by SHA1, then with the text if the server lost it.
+fn is_missing_value(v: &Value) -> bool {
+    match v {
+        Value::ServerError(e) => {
+            e.code() == "NOSCRIPT"
+                || e.details()
+                    .is_some_and(|d| d.contains("Function not found"))
+        }
+        _ => false,
+    }
+}
+
+/// Sends one call; the code goes with it the first time and whenever the
+/// server has lost it.
 pub(crate) async fn invoke<T: FromRedisValue, C: ConnectionLike>(
     conn: &mut C,
     sent: &Sent,
     call: &Call<'_>,
 ) -> RedisResult<T> {
-    if !sent.has(call.script) {
-        let reply = call.command(false).query_async(conn).await;
-        sent.add(call.script);
-        return reply;
+    let known = sent.has(call.script.unit());
+    if known {
+        match call.command(true).query_async(conn).await {
+            Err(e) if is_missing(&e) => {}
+            other => return other,
+        }
     }
-    match call.command(true).query_async(conn).await {
-        Err(e) if is_noscript(&e) => call.command(false).query_async(conn).await,
-        other => other,
-    }
+    let reply = match call.script.load() {
+        None => call.command(false).query_async(conn).await,
+        Some(load) => {
+            // The load fails harmlessly when the library is there already.
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors()
+                .add_command(load)
+                .add_command(call.command(true));
+            let (_, reply): (Value, Value) = pipe.query_async(conn).await?;
+            T::from_redis_value(reply).map_err(Into::into)
+        }
+    };
+    sent.add(call.script.unit());
+    reply
 }
 
 /// Sends many calls in one pipeline (each stays atomic on its own) and
 /// returns one reply per call, errors included as `Value::ServerError`.
-/// Calls the server answered `NOSCRIPT` are resent with their text in a
-/// second pipeline.
+/// Code the server lacks goes in the same pipeline; calls it still answers
+/// as missing are resent after a reload.
 pub(crate) async fn invoke_all<C: ConnectionLike>(
     conn: &mut C,
     sent: &Sent,
@@ -183,33 +275,54 @@ pub(crate) async fn invoke_all<C: ConnectionLike>(
     if calls.is_empty() {
         return Ok(Vec::new());
     }
-    let mut pipe = redis::pipe();
-    pipe.ignore_errors();
-    let mut first = HashSet::new();
-    for c in calls {
-        // The text goes once per script per pipeline; later calls of the
-        // same script in the pipeline find it cached.
-        let known = sent.has(c.script) || !first.insert(Sent::id(c.script));
-        pipe.add_command(c.command(known));
-    }
-    let mut replies: Vec<Value> = pipe.query_async(conn).await?;
-    for c in calls {
-        sent.add(c.script);
-    }
+    let mut replies = send_all(conn, sent, calls).await?;
     let lost: Vec<usize> = (0..replies.len())
-        .filter(|&i| matches!(&replies[i], Value::ServerError(e) if e.code() == "NOSCRIPT"))
+        .filter(|&i| is_missing_value(&replies[i]))
         .collect();
     if !lost.is_empty() {
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        for &i in &lost {
-            pipe.add_command(calls[i].command(false));
-        }
-        let again: Vec<Value> = pipe.query_async(conn).await?;
+        let retried: Vec<Call<'_>> = lost.iter().map(|&i| calls[i].clone()).collect();
+        let fresh = Sent::default();
+        let again = send_all(conn, &fresh, &retried).await?;
         for (i, v) in lost.into_iter().zip(again) {
             replies[i] = v;
         }
     }
+    for c in calls {
+        sent.add(c.script.unit());
+    }
+    Ok(replies)
+}
+
+/// One pipeline: the loads the calls need (once each), then the calls;
+/// returns the calls' replies.
+async fn send_all<C: ConnectionLike>(
+    conn: &mut C,
+    sent: &Sent,
+    calls: &[Call<'_>],
+) -> RedisResult<Vec<Value>> {
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    let mut loads = 0;
+    let mut seen = HashSet::new();
+    for c in calls {
+        let unit = c.script.unit();
+        if !sent.has(unit) && seen.insert(unit) {
+            if let Some(load) = c.script.load() {
+                pipe.add_command(load);
+                loads += 1;
+            }
+        }
+    }
+    let mut first = HashSet::new();
+    for c in calls {
+        let unit = c.script.unit();
+        // An `EVAL` script's text goes once per pipeline; later calls find
+        // it cached.
+        let by_name = sent.has(unit) || c.script.load().is_some() || !first.insert(unit);
+        pipe.add_command(c.command(by_name));
+    }
+    let mut replies: Vec<Value> = pipe.query_async(conn).await?;
+    replies.drain(..loads);
     Ok(replies)
 }
 

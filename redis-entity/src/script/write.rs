@@ -1,13 +1,16 @@
-//! The write scripts: one per entity type and operation, composed from the
-//! shared prelude, a header describing the type, and the operation's body.
+//! The write functions: one Redis function library per entity type, with
+//! one function per operation (and a batch form of each), composed from a
+//! header describing the type, the shared prelude, and one body per
+//! operation.
 //!
-//! The header carries what used to travel with every call (the roles of the
-//! entity's keys, its index descriptions and key prefixes), so a call sends
-//! only what changes: the namespace, the member, the TTL, the new values and
-//! the data commands. Scripts are built on first use and kept for the life
-//! of the process; the server caches them by SHA1 like any other script.
+//! The header carries what would otherwise travel with every call (the
+//! roles of the entity's keys, its index descriptions and key prefixes), and
+//! the library is set up once per server, so a call sends only what changes
+//! (the namespace, the member, the TTL, the new values and the data
+//! commands) and pays only for its own work. Libraries are built on first
+//! use and kept for the life of the process.
 
-use super::{lua_string, Script};
+use super::{lua_string, Library, Script};
 use crate::entity::{EntityDesc, IndexKind, IndexSource, Layout};
 use crate::keyspace;
 use std::collections::HashMap;
@@ -39,53 +42,123 @@ pub(crate) enum WriteOp {
 }
 
 impl WriteOp {
-    /// The body and the flags it reads.
-    fn body(self) -> (&'static str, &'static str) {
-        const SAVE: &str = include_str!("lua/save.lua");
-        const UPDATE: &str = include_str!("lua/update.lua");
-        const LIFECYCLE: &str = include_str!("lua/lifecycle.lua");
+    const ALL: [WriteOp; 10] = [
+        WriteOp::Save,
+        WriteOp::Insert,
+        WriteOp::Update,
+        WriteOp::Cas,
+        WriteOp::Reindex,
+        WriteOp::Delete,
+        WriteOp::Expire,
+        WriteOp::Persist,
+        WriteOp::Clean,
+        WriteOp::Sweep,
+    ];
+
+    /// The operation's name in function names.
+    fn name(self) -> &'static str {
         match self {
-            WriteOp::Save => ("local INSERT = false\n", SAVE),
-            WriteOp::Insert => ("local INSERT = true\n", SAVE),
-            WriteOp::Update => ("local CAS, REINDEX = false, false\n", UPDATE),
-            WriteOp::Cas => ("local CAS, REINDEX = true, false\n", UPDATE),
-            WriteOp::Reindex => ("local CAS, REINDEX = false, true\n", UPDATE),
-            WriteOp::Expire => ("local EXPIRE = true\n", LIFECYCLE),
-            WriteOp::Persist => ("local EXPIRE = false\n", LIFECYCLE),
-            WriteOp::Delete => ("", include_str!("lua/delete.lua")),
-            WriteOp::Clean => ("", include_str!("lua/clean.lua")),
-            WriteOp::Sweep => ("", include_str!("lua/sweep.lua")),
+            WriteOp::Save => "save",
+            WriteOp::Insert => "insert",
+            WriteOp::Update => "update",
+            WriteOp::Cas => "cas",
+            WriteOp::Reindex => "reindex",
+            WriteOp::Delete => "delete",
+            WriteOp::Expire => "expire",
+            WriteOp::Persist => "persist",
+            WriteOp::Clean => "clean",
+            WriteOp::Sweep => "sweep",
+        }
+    }
+
+    /// The body function that runs the operation, and its flags.
+    fn body_call(self) -> (&'static str, &'static str) {
+        match self {
+            WriteOp::Save => ("save", "false"),
+            WriteOp::Insert => ("save", "true"),
+            WriteOp::Update => ("update", "false, false"),
+            WriteOp::Cas => ("update", "true, false"),
+            WriteOp::Reindex => ("update", "false, true"),
+            WriteOp::Expire => ("lifecycle", "true"),
+            WriteOp::Persist => ("lifecycle", "false"),
+            WriteOp::Delete => ("delete", "nil"),
+            WriteOp::Clean => ("clean", "nil"),
+            WriteOp::Sweep => ("sweep", "nil"),
         }
     }
 }
 
-/// The write script of `desc` for `op`: one entity per call, or (`batch`)
-/// many entities per call with a result each.
+/// The bodies, in library order.
+const BODIES: [&str; 6] = [
+    include_str!("lua/save.lua"),
+    include_str!("lua/update.lua"),
+    include_str!("lua/lifecycle.lua"),
+    include_str!("lua/delete.lua"),
+    include_str!("lua/clean.lua"),
+    include_str!("lua/sweep.lua"),
+];
+
+/// The function of `desc`'s library for `op`: one entity per call, or
+/// (`batch`) many entities per call with a result each.
 pub(crate) fn script(desc: &'static EntityDesc, op: WriteOp, batch: bool) -> &'static Script {
-    type Registry = HashMap<(usize, WriteOp, bool), &'static Script>;
-    static SCRIPTS: LazyLock<Mutex<Registry>> = LazyLock::new(Default::default);
+    type Functions = HashMap<(WriteOp, bool), &'static Script>;
+    type Registry = HashMap<usize, Functions>;
+    static LIBRARIES: LazyLock<Mutex<Registry>> = LazyLock::new(Default::default);
     // Keyed by the description's address: two descriptions at one address
     // are the same, and one type seen at two addresses just builds the same
-    // text twice.
-    let id = (desc as *const EntityDesc as usize, op, batch);
-    let mut scripts = SCRIPTS.lock().unwrap_or_else(|e| e.into_inner());
-    scripts
-        .entry(id)
-        .or_insert_with(|| Box::leak(Box::new(Script::new(text(desc, op, batch)))))
+    // library twice.
+    let mut libraries = LIBRARIES.lock().unwrap_or_else(|e| e.into_inner());
+    let functions = libraries
+        .entry(desc as *const EntityDesc as usize)
+        .or_insert_with(|| {
+            let (library, name) = Library::new(&code(desc));
+            let library: &'static Library = Box::leak(Box::new(library));
+            let mut functions = Functions::new();
+            for op in WriteOp::ALL {
+                for batch in [false, true] {
+                    let f = Script::function(library, function_name(&name, op, batch));
+                    functions.insert((op, batch), &*Box::leak(Box::new(f)));
+                }
+            }
+            functions
+        });
+    functions[&(op, batch)]
 }
 
-/// The text of a write script.
-pub(crate) fn text(desc: &EntityDesc, op: WriteOp, batch: bool) -> String {
-    let (flags, body) = op.body();
+fn function_name(library: &str, op: WriteOp, batch: bool) -> String {
+    format!(
+        "{library}_{}{}",
+        op.name(),
+        if batch { "_batch" } else { "" }
+    )
+}
+
+/// The code of `desc`'s library (without its `#!lua` line): header,
+/// prelude, bodies, and the registration of one function per operation.
+/// The registered names start with `__LIB__`, which [`Library::new`]
+/// replaces by the library's name.
+pub(crate) fn code(desc: &EntityDesc) -> String {
     let mut s = header(desc);
-    s.push_str(flags);
     s.push_str(include_str!("lua/write_prelude.lua"));
-    s.push_str(body);
-    s.push_str(if batch {
-        include_str!("lua/batch.lua")
-    } else {
-        include_str!("lua/one.lua")
-    });
+    s.push_str(include_str!("lua/batch.lua"));
+    for body in BODIES {
+        s.push_str(body);
+    }
+    s.push_str("\n-- One function per operation, and a batch form of each.\n");
+    for op in WriteOp::ALL {
+        let (body, flags) = op.body_call();
+        for batch in [false, true] {
+            let name = function_name("__LIB__", op, batch);
+            let run = if batch {
+                format!("batch({body}, k, a, {flags})")
+            } else {
+                format!("{body}(k, a, 1, #a, {flags})")
+            };
+            s.push_str(&format!(
+                "redis.register_function('{name}', function(k, a) return {run} end)\n"
+            ));
+        }
+    }
     s
 }
 
@@ -182,7 +255,7 @@ fn header(desc: &EntityDesc) -> String {
         .collect::<Vec<_>>()
         .join(", ");
     format!(
-        "-- redis-entity write script for {type_name}.\n\
+        "-- redis-entity: the write functions of {type_name}.\n\
          local ESCAPED = {escaped}\n\
          local T = {{\n  roles = {roles_q}, shadow = {shadow}, marker = {marker},\n  \
          default_ttl = {ttl}, empty = {empty}, rel = {rel},\n  \
@@ -214,5 +287,72 @@ mod tests {
     #[test]
     fn the_escape_class_covers_the_alphabet() {
         assert_eq!(escaped_class(), "[%%:{}%*%?%[%]\\]");
+    }
+}
+
+#[cfg(test)]
+mod dump {
+    use crate::entity::*;
+    const COLS: &[ColumnDesc] = &[
+        ColumnDesc {
+            name: "username",
+            rust_type: "String",
+            optional: false,
+            ttl: None,
+        },
+        ColumnDesc {
+            name: "email",
+            rust_type: "String",
+            optional: false,
+            ttl: None,
+        },
+        ColumnDesc {
+            name: "country",
+            rust_type: "String",
+            optional: false,
+            ttl: None,
+        },
+        ColumnDesc {
+            name: "level",
+            rust_type: "i64",
+            optional: false,
+            ttl: None,
+        },
+    ];
+    const IDX: &[IndexDesc] = &[
+        IndexDesc {
+            field: "username",
+            source: IndexSource::Column(0),
+            kind: IndexKind::Unique,
+            score: None,
+        },
+        IndexDesc {
+            field: "country",
+            source: IndexSource::Column(2),
+            kind: IndexKind::Equality,
+            score: None,
+        },
+    ];
+    static D: EntityDesc = EntityDesc {
+        type_name: "User",
+        prefix: "user",
+        layout: Layout::Hash,
+        key_pattern: "user:{<id>}",
+        key_head: "user:",
+        key_tail: "",
+        indexes: IDX,
+        pk_index_value: |_, _| None,
+        version: None,
+        pk_fields: &["id"],
+        numeric_pk: true,
+        columns: COLS,
+        maps: &[],
+        ttl: None,
+    };
+    #[test]
+    #[ignore]
+    fn dump_user_save() {
+        let (l, _) = crate::script::Library::new(&super::code(&D));
+        std::fs::write("/tmp/user_lib.lua", format!("{l:?}")).unwrap();
     }
 }

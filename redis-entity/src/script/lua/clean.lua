@@ -1,8 +1,8 @@
 -- Body: remove index entries a reader found stale. Arguments after the
 -- common ones: pairs of index number and escaped value; each entry goes
 -- unless the stored value needs it. Returns how many were removed.
-local function run(keys, first, last)
-  begin(keys, first)
+local function clean(keys, args, first, last)
+  begin(keys, args, first)
   if not existed and ghost then
     -- The entity expired: every entry its shadow lists goes, not only those
     -- the reader met.

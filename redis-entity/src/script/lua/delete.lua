@@ -1,6 +1,6 @@
 -- Body: delete the entity, every index entry and both sides of its relations.
-local function run(keys, first, last)
-  begin(keys, first)
+local function delete(keys, args, first, last)
+  begin(keys, args, first)
   local was_tracked = tracked()
   unindex_all()
   unrelate_all()

@@ -1,7 +1,7 @@
 -- Body: unindex the entity if it has expired (its shadow lists its entries);
 -- a live one only has its place in the expiry set refreshed.
-local function run(keys, first, last)
-  begin(keys, first)
+local function sweep(keys, args, first, last)
+  begin(keys, args, first)
   if existed then
     track_expiry(old_pttl, old)
     return 0

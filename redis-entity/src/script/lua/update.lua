@@ -1,11 +1,11 @@
 -- Body: in-place update of an existing entity; the compare-and-set form
 -- (json layout) writes only if the document is still the one read; the
 -- reindex form writes nothing but re-adds every entry the stored values need.
-local function run(keys, first, last)
-  begin(keys, first)
+local function update(keys, args, first, last, compare, reindex)
+  begin(keys, args, first)
   if not existed then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end
-  if CAS and redis.call('GET', K[1]) ~= cas then
+  if compare and redis.call('GET', K[1]) ~= cas then
     return redis.error_reply('ENTITY_CHANGED document changed since it was read')
   end
-  return change(last, REINDEX)
+  return change(last, reindex)
 end

@@ -1,15 +1,16 @@
 -- redis-entity: what every write script of an entity type shares.
 --
--- A write script is this prelude, after the type header the runtime
--- generates (`T`: the roles of the entity's keys, its index descriptions
--- and the key prefixes, all taken from the runtime's keyspace module, and
--- `ESCAPED`, the escape alphabet), followed by the body of one operation
--- (save, update, delete, ...). Nothing here spells a key name: keys come in
--- KEYS, key prefixes in T, the namespace in ARGV.
+-- The library of an entity type (a Redis function library, loaded once
+-- per server) is the type header the runtime generates (`T`: the roles of
+-- the entity's keys, its index descriptions and key prefixes, all taken
+-- from the runtime's keyspace module, and `ESCAPED`, the escape alphabet),
+-- this prelude, the body of each operation (save, update, delete, ...) and
+-- their registration. Nothing here spells a key name: keys come in `keys`,
+-- key prefixes in T, the namespace in the arguments.
 --
--- Per entity, KEYS: the entity's keys in the order of T.roles (base, then
+-- Per entity, keys: the entity's keys in the order of T.roles (base, then
 -- strings-layout columns, then #[hash] maps, then the index shadow).
--- ARGV: namespace, member, ttl ms to set (-1: keep the remaining TTL),
+-- Arguments: namespace, member, ttl ms to set (-1: keep the remaining TTL),
 -- compare-and-set document (''), expected version ('' = no check), one
 -- value per index of T.idx ('' = not known: read it after the write; n =
 -- None; v.. = the stored form this write gives the field, or the escaped
@@ -109,8 +110,8 @@ end
 -- Reads this entity's arguments and what is stored: whether it exists, its
 -- TTL, and the index entries its stored values (or, once expired, its
 -- shadow) hold.
-local function begin(keys, first)
-  K, A, a = keys, ARGV, first - 1
+local function begin(keys, args, first)
+  K, A, a = keys, args, first - 1
   NS, member, ttl, cas, version_expected = arg(), arg(), tonumber(arg()), arg(), arg()
   for n = 1, #T.idx do
     new_of[n] = arg(); pre[n] = NS .. T.idx[n].key

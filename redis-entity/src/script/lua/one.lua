@@ -1,2 +1,0 @@
--- One entity per call.
-return run(KEYS, 1, #ARGV)
