@@ -19,7 +19,11 @@
 local K, A, a           -- this entity's keys and arguments, the last argument read
 local function arg() a = a + 1; return A[a] end
 local NS, member, ttl, cas, version_expected
-local new_of, pre = {}, {} -- per index: the value argument, the namespaced key prefix
+local pre = {}            -- per index: the namespaced key prefix
+local new, given = {}, {} -- per index: the entries this write gives (false:
+                          -- read after the write), and whether its value came
+                          -- with the call (then its unique check is done first)
+local NONE = {}           -- no entries (never modified)
 local ids_key, expiry_key, owner_head, rel_key, shadow
 local existed, old_pttl, old, ghost
 
@@ -100,12 +104,6 @@ local function shadow_entries()
   return out
 end
 
--- The entry of an indexed pk field: its escaped value, fixed for the
--- entity's lifetime.
-local function pk_entries(n)
-  if string.sub(new_of[n], 1, 1) == 'v' then return { [string.sub(new_of[n], 2)] = true } end
-  return {}
-end
 
 -- Reads this entity's arguments and what is stored: whether it exists, its
 -- TTL, and the index entries its stored values (or, once expired, its
@@ -113,8 +111,20 @@ end
 local function begin(keys, args, first)
   K, A, a = keys, args, first - 1
   NS, member, ttl, cas, version_expected = arg(), arg(), tonumber(arg()), arg(), arg()
-  for n = 1, #T.idx do
-    new_of[n] = arg(); pre[n] = NS .. T.idx[n].key
+  for n, spec in ipairs(T.idx) do
+    local v = arg()
+    pre[n] = NS .. spec.key
+    given[n] = string.sub(v, 1, 1) == 'v'
+    if given[n] and spec.pk then
+      -- An indexed pk field: its escaped value, fixed for the entity's lifetime.
+      new[n] = { [string.sub(v, 2)] = true }
+    elseif given[n] then
+      new[n] = entries(spec.kind, string.sub(v, 2))
+    elseif v == 'n' or spec.pk then
+      new[n] = NONE
+    else
+      new[n] = false
+    end
   end
   ids_key = (#T.idx > 0) and (NS .. T.ids) or ''
   expiry_key = NS .. T.expiry
@@ -133,7 +143,7 @@ local function begin(keys, args, first)
     if #T.idx > 0 then
       local values = read_values(T.all)
       for n, spec in ipairs(T.idx) do
-        if spec.pk then old[n] = pk_entries(n)
+        if spec.pk then old[n] = new[n]
         else old[n] = entries(spec.kind, values[n]) end
       end
     end
@@ -217,7 +227,7 @@ local function add_entry(n, e)
     -- never take a unique key from another live owner (only possible when
     -- the data was changed behind the framework's back; verify reports it).
     local owner = false
-    if string.sub(new_of[n], 1, 1) ~= 'v' then owner = redis.call('GET', pre[n] .. e) end
+    if not given[n] then owner = redis.call('GET', pre[n] .. e) end
     if not owner or owner == member or not owner_alive(owner) then
       redis.call('SET', pre[n] .. e, member)
     end
@@ -261,8 +271,8 @@ end
 -- changes nothing. An owner that no longer exists (expired) does not count.
 local function unique_conflict()
   for _, n in ipairs(T.unique) do
-    if string.sub(new_of[n], 1, 1) == 'v' then
-      local value = esc(string.sub(new_of[n], 2))
+    local value = given[n] and next(new[n])
+    if value then
       if not old[n][value] then
         local owner = redis.call('GET', pre[n] .. value)
         if owner and owner ~= member and owner_alive(owner) then
@@ -285,11 +295,7 @@ local function probe_shared_keys()
       probe[#probe + 1] = pre[n]
     else
       for e in pairs(old[n]) do probe[#probe + 1] = pre[n] .. e end
-      if string.sub(new_of[n], 1, 1) == 'v' then
-        for e in pairs(entries(spec.kind, string.sub(new_of[n], 2))) do
-          probe[#probe + 1] = pre[n] .. e
-        end
-      end
+      for e in pairs(new[n] or NONE) do probe[#probe + 1] = pre[n] .. e end
     end
   end
   redis.call('EXISTS', unpack(probe))
@@ -345,32 +351,29 @@ end
 -- put there (or, for an entity re-created after it expired, what its shadow
 -- lists), add what the new ones need. `force` re-adds every entry.
 local function move_index_entries(force)
-  local unknown = {}
-  for n, spec in ipairs(T.idx) do
-    if not spec.pk and new_of[n] == '' then unknown[#unknown + 1] = n end
+  local unknown
+  for n = 1, #T.idx do
+    if not new[n] then unknown = unknown or {}; unknown[#unknown + 1] = n end
   end
-  local values = (#unknown > 0) and read_values(unknown) or {}
-  local all = {}
+  if unknown then
+    local values = read_values(unknown)
+    for _, n in ipairs(unknown) do new[n] = entries(T.idx[n].kind, values[n]) end
+  end
   for n, spec in ipairs(T.idx) do
-    local new
-    if spec.pk then new = pk_entries(n)
-    elseif new_of[n] == '' then new = entries(spec.kind, values[n])
-    elseif new_of[n] == 'n' then new = {}
-    else new = entries(spec.kind, string.sub(new_of[n], 2)) end
+    local now, was = new[n], old[n]
     -- (A sorted entry is one member with a score: ZADD replaces the score,
     -- so the old entry goes only when there is no new one.)
-    if spec.kind ~= 's' or not next(new) then
-      for e in pairs(old[n]) do
-        if not new[e] then remove_entry(n, e) end
+    if spec.kind ~= 's' or not next(now) then
+      for e in pairs(was) do
+        if not now[e] then remove_entry(n, e) end
       end
     end
-    for e in pairs(new) do
-      if force or not old[n][e] then add_entry(n, e) end
+    for e in pairs(now) do
+      if force or not was[e] then add_entry(n, e) end
     end
-    all[n] = new
   end
   if ids_key ~= '' and (force or not existed) then redis.call('SADD', ids_key, member) end
-  return all
+  return new
 end
 
 -- The presence marker: kept only while nothing else shows that the entity
