@@ -53,7 +53,7 @@ fn ids(items: &[Item]) -> Vec<u64> {
     items.iter().map(|i| i.id).collect()
 }
 
-async fn r(q: redis_entity::query::Query<'_, Item, Store>) -> Vec<u64> {
+async fn r(q: redis_entity::Query<'_, Item, Store>) -> Vec<u64> {
     ids(&q.fetch().await.unwrap())
 }
 

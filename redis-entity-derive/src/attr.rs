@@ -3,11 +3,21 @@
 //! so later checks can point at them. No cross-attribute rules here.
 
 use crate::ctxt::Ctxt;
-use crate::model::Layout;
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 use syn::meta::ParseNestedMeta;
 use syn::{Attribute, LitInt, LitStr, Meta};
+
+/// How an entity is laid out in Redis.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Layout {
+    /// One hash per entity (the default).
+    Hash,
+    /// One string key per column.
+    Strings,
+    /// One JSON document per entity.
+    Json,
+}
 
 /// A parsed attribute value and the tokens to point at.
 pub struct Spanned<T> {

@@ -3,35 +3,9 @@
 //! `::redis_entity::__private`), so a user needs the one dependency.
 
 use crate::model::{self, Codec, Column, Entity, Field, IndexKind, Layout, TagPart};
-use crate::{check, ctxt::Ctxt, fallback};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
-use syn::{DeriveInput, Ident, LitStr};
-
-/// The errors of an entity that does not derive, and the stub emitted in
-/// its place so that they are the only errors the user sees.
-pub struct Failed {
-    pub errors: syn::Error,
-    pub stub: TokenStream,
-}
-
-/// Parses attributes into the model, checks it, and expands it.
-pub fn derive(input: &DeriveInput) -> Result<TokenStream, Failed> {
-    let cx = Ctxt::default();
-    let entity = model::build(&cx, input);
-    if let Some(e) = &entity {
-        check::check(e, &cx);
-    }
-    match (cx.check(), entity) {
-        (Ok(()), Some(e)) => Ok(expand(&e)),
-        (Err(errors), entity) => Err(Failed {
-            errors,
-            stub: fallback::stub(input, entity.as_ref()),
-        }),
-        // `build` records why it gives up, so this is not reached.
-        (Ok(()), None) => Ok(TokenStream::new()),
-    }
-}
+use syn::{Ident, LitStr};
 
 /// The runtime's private paths: `::redis_entity::__private`.
 pub fn private(e: &Entity) -> TokenStream {
@@ -39,7 +13,7 @@ pub fn private(e: &Entity) -> TokenStream {
     quote!(#krate::__private)
 }
 
-fn expand(e: &Entity) -> TokenStream {
+pub fn expand(e: &Entity) -> TokenStream {
     let re = &private(e);
     let pk_index_value = pk_index_value_fn(e, re);
     let impl_entity = impl_entity(e, re);
@@ -544,7 +518,7 @@ fn key_fn(e: &Entity, re: &TokenStream) -> TokenStream {
     quote! {
         #[doc = #doc]
         #vis fn key(pk: &<Self as #re::Entity>::Pk) -> #re::String {
-            <Self as #re::Entity>::entity_key(pk)
+            #re::entity_key::<Self>(pk)
         }
     }
 }

@@ -30,9 +30,34 @@ pub fn derive_redis_entity(input: proc_macro::TokenStream) -> proc_macro::TokenS
 
 /// The expansion, or every error as `compile_error!` plus the stub.
 fn derive(input: &syn::DeriveInput) -> proc_macro2::TokenStream {
-    expand::derive(input).unwrap_or_else(|failed| {
+    checked_expansion(input).unwrap_or_else(|failed| {
         let mut tokens = failed.errors.to_compile_error();
         tokens.extend(failed.stub);
         tokens
     })
+}
+
+/// The errors of an entity that does not derive, and the stub emitted in
+/// its place so that they are the only errors the user sees.
+struct Failed {
+    errors: syn::Error,
+    stub: proc_macro2::TokenStream,
+}
+
+/// Parses attributes into the model, checks it, and expands it.
+fn checked_expansion(input: &syn::DeriveInput) -> Result<proc_macro2::TokenStream, Failed> {
+    let cx = ctxt::Ctxt::default();
+    let entity = model::build(&cx, input);
+    if let Some(e) = &entity {
+        check::check(e, &cx);
+    }
+    match (cx.check(), entity) {
+        (Ok(()), Some(e)) => Ok(expand::expand(&e)),
+        (Err(errors), entity) => Err(Failed {
+            errors,
+            stub: fallback::stub(input, entity.as_ref()),
+        }),
+        // `build` records why it gives up, so this is not reached.
+        (Ok(()), None) => Ok(proc_macro2::TokenStream::new()),
+    }
 }

@@ -6,6 +6,7 @@
 //! Each part keeps the attributes it came from (`attrs`) so that checks can
 //! point at the offending token; expansion never reads them.
 
+pub use crate::attr::Layout;
 use crate::attr::{self, Container, FieldAttrs, IndexArg};
 use crate::ctxt::Ctxt;
 use crate::template::{self, Part};
@@ -31,17 +32,6 @@ pub struct Entity<'a> {
     pub fields: Vec<Field<'a>>,
     /// The struct's attributes as written, for error spans.
     pub attrs: Container,
-}
-
-/// How an entity is laid out in Redis.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Layout {
-    /// One hash per entity (the default).
-    Hash,
-    /// One string key per column.
-    Strings,
-    /// One JSON document per entity.
-    Json,
 }
 
 /// The entity key: `<head>{<tag>}<tail>`, the hash tag holding the pk fields

@@ -19,14 +19,11 @@
 //! (after an index was added: every stored entity is indexed again),
 //! `sweep [--budget N] [TYPE...]`. Without a type, every registered type.
 
-use crate::entity::Entity;
 use crate::error::{Error, Result};
-use crate::keyspace::EntityKeys;
-use crate::layout::Registry;
-use crate::plan::write;
-use crate::script::write::WriteOp;
+use crate::plan::verify::Report;
+use crate::schema::entity::Entity;
+use crate::schema::layout::Registry;
 use crate::store::Store;
-use crate::verify::Report;
 use redis::aio::ConnectionLike;
 use std::future::Future;
 use std::pin::Pin;
@@ -47,65 +44,6 @@ pub struct Admin<C: ConnectionLike + Clone + Send + Sync + 'static> {
     store: Store<C>,
     registry: Registry,
     types: Vec<Ops<C>>,
-}
-
-impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
-    /// Indexes every stored `E` again from its stored values (after an index
-    /// was added to the type, or to rebuild lost index keys): SCAN of the
-    /// entity keys, one pipelined write per 500 entities. Returns how many
-    /// entities were indexed.
-    pub async fn reindex<E: Entity>(&self) -> Result<usize> {
-        let desc = E::DESC;
-        let mut members = std::collections::BTreeSet::new();
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(crate::keyspace::entity_scan_pattern(
-                    desc,
-                    self.namespace().as_str(),
-                ))
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut self.connection())
-                .await
-                .map_err(|e| Error::redis(desc.key_head, e))?;
-            members.extend(keys.iter().filter_map(|k| {
-                crate::keyspace::member_of_key(desc, self.namespace().as_str(), k)
-            }));
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
-        let members: Vec<String> = members.into_iter().collect();
-        let mut indexed = 0;
-        for chunk in members.chunks(500) {
-            let plans: Vec<_> = chunk
-                .iter()
-                .map(|m| {
-                    write::lifecycle(
-                        desc,
-                        self.namespace().as_str(),
-                        EntityKeys::new(desc, self.namespace().as_str(), m.clone()),
-                        WriteOp::Reindex,
-                        None,
-                    )
-                })
-                .collect();
-            for r in self.write_many(&plans).await? {
-                match r {
-                    Ok(_) => indexed += 1,
-                    // Keys of an entity that is gone (an expired one's
-                    // relation sets, say): nothing to index.
-                    Err(Error::NotFound { .. }) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        Ok(indexed)
-    }
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {

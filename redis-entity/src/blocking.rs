@@ -7,18 +7,19 @@
 //! it must not be called from inside an async runtime; use [`crate::Store`]
 //! there.
 
-use crate::board::Board;
-use crate::codec::{MapField, Scalar};
-use crate::entity::Entity;
 use crate::error::{Error, Result};
-use crate::field::{Field, HashField, SetIndex, SortedIndex, Unique};
-use crate::key::Namespace;
 use crate::keyspace::EntityKeys;
-use crate::migrate::{Migration, Progress};
-use crate::query::Query;
-use crate::relation::{Relation, Timeline};
-use crate::update::Update;
-use crate::verify::Report;
+use crate::plan::verify::Report;
+use crate::schema::codec::{MapField, Scalar};
+use crate::schema::entity::Entity;
+use crate::schema::escape::Namespace;
+use crate::schema::field::{Field, HashField, SetIndex, SortedIndex, Unique};
+use crate::store::board::Board;
+use crate::store::migrate::{Migration, Progress};
+use crate::store::query::Query;
+use crate::store::relation::Relation;
+use crate::store::timeline::Timeline;
+use crate::store::Update;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use std::time::Duration;
 

@@ -20,8 +20,8 @@
 //! | board bucket | `<ns><prefix>:board:<name>:<bucket>` | sorted set |
 //! | cache entry | `<ns>cache:{<escaped key>}`, its lock `<entry>:lock` | string |
 
-use crate::entity::{EntityDesc, Layout};
-use crate::key::escape_into;
+use crate::schema::entity::{EntityDesc, Layout};
+use crate::schema::escape::escape_into;
 
 /// The suffix of an entity's relation register: per relation set or
 /// timeline it owns, how to find the other side.
@@ -42,6 +42,12 @@ pub(crate) fn entity_key(desc: &EntityDesc, ns: &str, member: &str) -> String {
     k.push('}');
     k.push_str(desc.key_tail);
     k
+}
+
+/// The entity key of `pk` without namespace: what `User::key(&9)`, which
+/// the derive generates, returns.
+pub fn entity_key_of<E: crate::Entity>(pk: &E::Pk) -> String {
+    entity_key(E::DESC, "", &E::member(pk))
 }
 
 /// A key under an entity's key: a strings-layout column, a `#[hash]` map, a
@@ -231,7 +237,7 @@ pub(crate) fn cache_lock_key(entry: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::entity::{ColumnDesc, IndexDesc, IndexKind, IndexSource};
+    use crate::schema::entity::{ColumnDesc, IndexDesc, IndexKind, IndexSource};
 
     const COLS: &[ColumnDesc] = &[
         ColumnDesc {

@@ -32,45 +32,75 @@
 //!
 //! See `docs/key-layout.md` in the repository for the key rules.
 
+//! ## The public surface
+//!
+//! - [`Store`] (async) and [`blocking::Store`]: connect, CRUD, `save_all`,
+//!   TTLs; [`Update`] and [`Query`] builders; [`Entity`] and the field handles
+//!   the derive generates ([`Field`], [`HashField`]) with their index kinds
+//!   ([`Equality`], [`Unique`], [`Tags`], [`Prefix`], [`Sorted`], [`NoIndex`]);
+//! - [`relation`] (relations and timelines), [`board`] (time-bucketed
+//!   leaderboards), [`Cache`] (read-through cache), [`verify`] (reports of
+//!   `verify`), [`migrate`] (legacy keys), [`admin`] (embeddable CLI);
+//! - [`Error`], [`Result`]; [`Namespace`] (tenant prefixes); [`KeyPart`] and
+//!   [`PaddedKeyPart`] (pk types in keys); [`codec`] (the value traits);
+//!   the layout listing ([`EntityLayout`], [`Registry`]); the description the
+//!   derive emits ([`EntityDesc`] and its parts);
+//! - [`CountingConnection`]: counts round trips (tests, benchmarks).
+//!
+//! Plans, script arguments and codec internals are private; what generated
+//! code needs lives under `__private`. `docs/architecture.md` in the
+//! repository describes the modules.
+
 #![warn(missing_docs)]
+
+// Layers, from the bottom: the schema (descriptions, handles, codecs,
+// escaping), the keyspace (the one place that spells a key), plans (pure:
+// keys, commands, script arguments), scripts (Lua and the one way to call
+// it), the store (core CRUD, and one module per feature).
+mod conn;
+mod error;
+mod keyspace;
+mod plan;
+mod schema;
+mod script;
+mod store;
 
 pub mod admin;
 pub mod blocking;
-pub mod board;
-pub mod cache;
-pub mod codec;
-mod conn;
-mod entity;
-mod error;
-mod field;
-pub mod key;
-mod keyspace;
-mod layout;
-pub mod migrate;
-mod plan;
-pub mod query;
-pub mod relation;
-mod script;
-mod store;
-mod update;
-pub mod verify;
 
-pub use cache::{Cache, CacheOptions};
 pub use conn::{CountingConnection, RoundTrips};
-pub use entity::{
+pub use error::{Error, FieldError, FieldErrorKind, Result};
+pub use keyspace::EntityKeys;
+pub use schema::entity::{
     ColumnDesc, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, MapDesc, Row,
 };
-pub use error::{Error, FieldError, FieldErrorKind, Result};
-pub use field::{
+pub use schema::escape::{KeyPart, Namespace, PaddedKeyPart};
+pub use schema::field::{
     AllowsIncr, Assign, Equality, Field, HashField, Incrementable, NoIndex, Prefix, PrefixIndex,
     SetIndex, Sorted, SortedIndex, Tags, Unique, ValueKeyed,
 };
-pub use key::{KeyPart, Namespace, PaddedKeyPart};
-pub use keyspace::EntityKeys;
-pub use layout::{EntityLayout, KeyPattern, RedisType, Registry};
-pub use plan::UpdateOp;
-pub use store::Store;
-pub use update::Update;
+pub use schema::layout::{EntityLayout, KeyPattern, RedisType, Registry};
+pub use store::cache::{Cache, CacheOptions};
+pub use store::query::Query;
+pub use store::{board, cache, migrate};
+pub use store::{Store, Update};
+
+/// Relations between entities kept on both sides (seed 000: follows), and
+/// pushed timelines.
+pub mod relation {
+    pub use crate::store::relation::Relation;
+    pub use crate::store::timeline::Timeline;
+}
+
+/// The reports of [`Store::verify`].
+pub mod verify {
+    pub use crate::plan::verify::{Report, Violation};
+}
+
+/// The traits of stored values: implement them to store a type of your own.
+pub mod codec {
+    pub use crate::schema::codec::{FieldCodec, MapField, Scalar, SortScore};
+}
 
 /// `#[derive(RedisEntity)]`: see the crate docs and `docs/key-layout.md`.
 #[cfg(feature = "derive")]
@@ -79,18 +109,22 @@ pub use redis_entity_derive::RedisEntity;
 /// The paths generated code uses. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::codec::SortScore;
-    pub use crate::codec::{
+    pub use crate::error::{FieldError, Result};
+    pub use crate::keyspace::entity_key_of as entity_key;
+    pub use crate::schema::codec::SortScore;
+    pub use crate::schema::codec::{
         decode_map, to_bytes, Defaulted, FieldCodec, Json, JsonOptional, MapField, Optional,
         PkPart, Plain, TagList,
     };
-    pub use crate::entity::{
+    pub use crate::schema::entity::{
         ColumnDesc, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, MapDesc, Row,
     };
-    pub use crate::error::{FieldError, Result};
-    pub use crate::field::{Equality, Field, HashField, NoIndex, Prefix, Sorted, Tags, Unique};
-    pub use crate::key::{KeyPart, PaddedKeyPart};
-    pub use crate::layout::EntityLayout;
+    pub use crate::schema::escape::{KeyPart, PaddedKeyPart};
+    pub use crate::schema::field::{
+        Equality, Field, HashField, NoIndex, Prefix, Sorted, Tags, Unique,
+    };
+    pub use crate::schema::layout::EntityLayout;
+    pub use crate::schema::update_op::UpdateOp;
     pub use ::core;
     pub use ::std::string::String;
     pub use ::std::vec::Vec;

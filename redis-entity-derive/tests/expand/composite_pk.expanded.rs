@@ -144,7 +144,7 @@ impl RedPackage {
     pub(crate) fn key(
         pk: &<Self as ::re::__private::Entity>::Pk,
     ) -> ::re::__private::String {
-        <Self as ::re::__private::Entity>::entity_key(pk)
+        ::re::__private::entity_key::<Self>(pk)
     }
     /// Every key family of this entity with its Redis type.
     pub(crate) fn layout() -> ::re::__private::EntityLayout {

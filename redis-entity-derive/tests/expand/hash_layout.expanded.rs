@@ -337,7 +337,7 @@ impl User {
     fn key(
         pk: &<Self as ::redis_entity::__private::Entity>::Pk,
     ) -> ::redis_entity::__private::String {
-        <Self as ::redis_entity::__private::Entity>::entity_key(pk)
+        ::redis_entity::__private::entity_key::<Self>(pk)
     }
     /// Every key family of this entity with its Redis type.
     fn layout() -> ::redis_entity::__private::EntityLayout {

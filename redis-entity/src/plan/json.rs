@@ -1,9 +1,9 @@
 //! The `json` layout: the document of an entity, its columns, and updates
 //! applied to it on the client (the read half of a compare-and-set).
 
-use crate::entity::{EntityDesc, Row};
 use crate::error::{Error, Result};
-use crate::plan::write::UpdateOp;
+use crate::schema::entity::{EntityDesc, Row};
+use crate::schema::update_op::UpdateOp;
 
 /// Splits a `json` layout document into per-column JSON texts.
 pub(crate) fn json_columns(

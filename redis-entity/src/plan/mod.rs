@@ -1,9 +1,16 @@
-//! Plans: the exact commands and script arguments one call sends, built
-//! without a server (keys, commands, script arguments, reply decoding).
-//! Each is unit tested here; the store sends them.
+//! Plans: the exact keys, commands and script arguments one call sends,
+//! built without a server, and the decoding of the replies. Each is unit
+//! tested here; the store sends them.
+//!
+//! - [`write`]: one write of one entity (and batches of them);
+//! - [`read`]: reading entities and decoding their rows;
+//! - [`json`]: the `json` layout's document;
+//! - [`query`]: query planning, the query script's arguments and replies,
+//!   and the checks of fetched entities against the query;
+//! - [`verify`]: the `verify` state machine and its repairs.
 
 pub(crate) mod json;
+pub(crate) mod query;
 pub(crate) mod read;
+pub(crate) mod verify;
 pub(crate) mod write;
-
-pub use write::UpdateOp;

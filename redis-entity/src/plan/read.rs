@@ -1,9 +1,9 @@
 //! Reading entities: the commands that read one entity and the decoding of
 //! their replies into a [`Row`]. Pure: no I/O.
 
-use crate::entity::{EntityDesc, Layout, Row};
 use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
+use crate::schema::entity::{EntityDesc, Layout, Row};
 use redis::Value;
 
 /// The commands that read one entity; their replies go to [`decode_read`].

@@ -7,58 +7,15 @@
 //! many plans of one type and operation into one call. Sending is the
 //! store's job.
 
-use crate::entity::{EntityDesc, IndexSource, Layout, Row};
 use crate::error::{Error, Result};
-use crate::key::escape_bytes_into;
 use crate::keyspace::EntityKeys;
 use crate::plan::json::json_document;
+use crate::schema::entity::{EntityDesc, IndexSource, Layout, Row};
+use crate::schema::escape::escape_bytes_into;
+pub(crate) use crate::schema::update_op::UpdateOp;
 use crate::script::{self, write::WriteOp, Call};
 use redis::Value;
 use std::time::Duration;
-
-/// One change made by `update()`; `col` / `map` index the entity's description.
-#[derive(Debug, Clone, PartialEq)]
-pub enum UpdateOp {
-    /// Store a column value (`None`: remove it).
-    Set {
-        /// Column index.
-        col: usize,
-        /// Encoded value.
-        value: Option<Vec<u8>>,
-    },
-    /// Add to a numeric column in place.
-    Incr {
-        /// Column index.
-        col: usize,
-        /// The encoded delta.
-        delta: Vec<u8>,
-        /// Float columns use the `...FLOAT` commands.
-        float: bool,
-    },
-    /// Replace a whole `#[hash]` map.
-    MapReplace {
-        /// Map index.
-        map: usize,
-        /// Encoded entries.
-        entries: Vec<(Vec<u8>, Vec<u8>)>,
-    },
-    /// Set one entry of a `#[hash]` map.
-    MapSet {
-        /// Map index.
-        map: usize,
-        /// Encoded entry key.
-        key: Vec<u8>,
-        /// Encoded entry value.
-        value: Vec<u8>,
-    },
-    /// Remove one entry of a `#[hash]` map.
-    MapDel {
-        /// Map index.
-        map: usize,
-        /// Encoded entry key.
-        key: Vec<u8>,
-    },
-}
 
 /// The value a write gives one indexed field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,7 +126,7 @@ impl WritePlan {
                 // A sorted index is given the score, not the stored text (a
                 // timestamp is stored as text and scored in milliseconds).
                 (Some(v), Some(score)) => match score(v) {
-                    Some(s) => IndexValue::Value(crate::codec::score_text(s).into_bytes()),
+                    Some(s) => IndexValue::Value(crate::schema::codec::score_text(s).into_bytes()),
                     None => IndexValue::Absent,
                 },
                 (Some(v), None) => IndexValue::Value(v.clone()),

@@ -11,8 +11,8 @@
 //! use and kept for the life of the process.
 
 use super::{lua_string, Library, Script};
-use crate::entity::{EntityDesc, IndexKind, IndexSource, Layout};
 use crate::keyspace;
+use crate::schema::entity::{EntityDesc, IndexKind, IndexSource, Layout};
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 
@@ -203,7 +203,7 @@ fn kind_code(kind: IndexKind) -> &'static str {
 /// A Lua pattern matching one character of the escape alphabet.
 fn escaped_class() -> String {
     let mut class = String::from("[");
-    for c in crate::key::ALWAYS_ESCAPED.chars() {
+    for c in crate::schema::escape::ALWAYS_ESCAPED.chars() {
         if "^$()%.[]*+-?".contains(c) {
             class.push('%');
         }
@@ -269,7 +269,7 @@ fn header(desc: &EntityDesc) -> String {
             .map_or("false".to_owned(), |i| (i + 1).to_string()),
         marker = q(marker(desc)),
         ttl = desc.ttl.unwrap_or(0) * 1000,
-        empty = q(crate::key::EMPTY),
+        empty = q(crate::schema::escape::EMPTY),
         rel = q(keyspace::RELATION_REGISTER_SUFFIX),
         ids = q(&keyspace::ids_key(desc, "")),
         expiry = q(&keyspace::expiry_key(desc, "")),
@@ -292,7 +292,7 @@ mod tests {
 
 #[cfg(test)]
 mod dump {
-    use crate::entity::*;
+    use crate::schema::entity::*;
     const COLS: &[ColumnDesc] = &[
         ColumnDesc {
             name: "username",

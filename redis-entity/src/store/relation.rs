@@ -14,9 +14,14 @@
 //! follower in one pipelined round trip per batch, a page read with its posts
 //! in two.
 
-use crate::entity::{Entity, EntityDesc};
-use crate::key::Namespace;
+use super::Store;
+use crate::error::{Error, Result};
 use crate::keyspace;
+use crate::plan::query;
+use crate::schema::entity::{Entity, EntityDesc};
+use crate::schema::escape::Namespace;
+use crate::script;
+use redis::aio::ConnectionLike;
 use std::marker::PhantomData;
 
 /// A relation from entities of type `A` to entities of type `B`.
@@ -134,90 +139,103 @@ pub(crate) fn call<A: Entity, B: Entity>(
     call
 }
 
-/// A capped list per owner of type `O` holding members of `P`s, newest first.
-///
-/// ```
-/// use redis_entity::relation::Timeline;
-/// # #[derive(redis_entity::RedisEntity)] struct User { #[pk] id: u64, name: String }
-/// # #[derive(redis_entity::RedisEntity)] struct Post { #[pk] id: u64, text: String }
-/// // Seed 000: "posts pushed to me" (`rpush push:userid:8 1`), the newest 1,000.
-/// const PUSHED: Timeline<User, Post> = Timeline::new("pushed", 1000);
-/// assert_eq!(PUSHED.cap(), 1000);
-/// ```
-pub struct Timeline<O, P> {
-    name: &'static str,
-    cap: usize,
-    _p: PhantomData<fn() -> (O, P)>,
-}
-
-impl<O, P> Clone for Timeline<O, P> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<O, P> Copy for Timeline<O, P> {}
-
-impl<O, P> std::fmt::Debug for Timeline<O, P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Timeline({}, cap {})", self.name, self.cap)
-    }
-}
-
-impl<O, P> Timeline<O, P> {
-    /// A timeline named `name` keeping the newest `cap` entries.
-    pub const fn new(name: &'static str, cap: usize) -> Self {
-        Timeline {
-            name,
-            cap,
-            _p: PhantomData,
-        }
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// Relates `a` to `b` on both sides in one atomic call (seed 000:
+    /// follow); `true` when it was new.
+    pub async fn relate<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+        b: &B::Pk,
+    ) -> Result<bool> {
+        self.relation_call(rel, a, b, true).await
     }
 
-    /// The timeline's name.
-    pub const fn name(&self) -> &'static str {
-        self.name
+    /// Removes the relation of `a` to `b` on both sides (unfollow); `true`
+    /// when there was one.
+    pub async fn unrelate<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+        b: &B::Pk,
+    ) -> Result<bool> {
+        self.relation_call(rel, a, b, false).await
     }
 
-    /// How many entries a timeline keeps.
-    pub const fn cap(&self) -> usize {
-        self.cap
+    pub(crate) async fn relation_call<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+        b: &B::Pk,
+        relate: bool,
+    ) -> Result<bool> {
+        let call = call(rel, &self.ns, a, b, relate);
+        let n: i64 = script::invoke(&mut self.conn.clone(), &self.sent, &call)
+            .await
+            .map_err(|e| Error::redis(&forward_key(rel, &self.ns, a), e))?;
+        Ok(n > 0)
     }
 
-    /// The list of `owner` (`<owner key>:<name>`).
-    pub fn key(&self, ns: &Namespace, owner: &O::Pk) -> String
-    where
-        O: Entity,
-    {
-        keyspace::sub_key(&key_of(O::DESC, ns, &O::member(owner)), self.name)
+    /// The pks of the `B`s that `a` relates to (people I follow), one round trip.
+    pub async fn related<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+    ) -> Result<Vec<B::Pk>> {
+        let key = forward_key(rel, &self.ns, a);
+        self.members_of::<B>(&redis::cmd("SMEMBERS").arg(&key).clone(), &key)
+            .await
     }
-}
 
-/// How many owners one pipelined push covers.
-pub(crate) const PUSH_BATCH: usize = 1000;
-
-/// `LPUSH` + `LTRIM` of `post` onto each owner's timeline, and the
-/// timeline's name in the owner's register (so that deleting the owner
-/// deletes its timeline).
-pub(crate) fn push_pipeline(
-    owner_keys: &[String],
-    name: &str,
-    post_member: &str,
-    cap: usize,
-) -> redis::Pipeline {
-    let mut pipe = redis::pipe();
-    for owner in owner_keys {
-        let list = keyspace::sub_key(owner, name);
-        pipe.cmd("LPUSH").arg(&list).arg(post_member).ignore();
-        pipe.cmd("LTRIM")
-            .arg(&list)
-            .arg(0)
-            .arg(cap.saturating_sub(1))
-            .ignore();
-        pipe.cmd("HSET")
-            .arg(keyspace::relation_register(owner))
-            .arg(name)
-            .arg("")
-            .ignore();
+    /// The pks of the `A`s related to `b` (people who follow me), one round trip.
+    pub async fn related_back<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        b: &B::Pk,
+    ) -> Result<Vec<A::Pk>> {
+        let key = reverse_key(rel, &self.ns, b);
+        self.members_of::<A>(&redis::cmd("SMEMBERS").arg(&key).clone(), &key)
+            .await
     }
-    pipe
+
+    /// For a relation of a type to itself: the pks related both ways with
+    /// `a` (mutual follows), by SINTER, one round trip.
+    pub async fn mutual<A: Entity>(&self, rel: &Relation<A, A>, a: &A::Pk) -> Result<Vec<A::Pk>> {
+        let (fwd, back) = (forward_key(rel, &self.ns, a), reverse_key(rel, &self.ns, a));
+        self.members_of::<A>(&redis::cmd("SINTER").arg(&fwd).arg(&back).clone(), &fwd)
+            .await
+    }
+
+    /// The `B`s that `a` relates to, read in one pipelined round trip after
+    /// the set (two in all); ones deleted or expired since are skipped.
+    pub async fn related_entities<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+    ) -> Result<Vec<B>> {
+        let pks = self.related(rel, a).await?;
+        Ok(self
+            .get_many::<B>(&pks)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect())
+    }
+
+    pub(crate) async fn members_of<E: Entity>(
+        &self,
+        cmd: &redis::Cmd,
+        key: &str,
+    ) -> Result<Vec<E::Pk>> {
+        let members: Vec<String> = cmd
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(key, e))?;
+        let mut members = members;
+        query::sort_members(E::DESC, &mut members);
+        Ok(members
+            .iter()
+            .filter_map(|m| query::parse_member::<E>(m))
+            .collect())
+    }
 }

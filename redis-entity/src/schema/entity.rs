@@ -182,12 +182,6 @@ pub trait Entity: Sized + Send + Sync + 'static {
     /// Rebuilds the entity from its pk and stored form.
     fn from_row(pk: &Self::Pk, row: Row) -> Result<Self, FieldError>;
 
-    /// The entity key for `pk`, without namespace (`User::key(&9)` is the
-    /// inherent shortcut the derive generates).
-    fn entity_key(pk: &Self::Pk) -> String {
-        crate::keyspace::entity_key(Self::DESC, "", &Self::member(pk))
-    }
-
     /// The member of `pk` (see [`Entity::write_member`]).
     fn member(pk: &Self::Pk) -> String {
         let mut s = String::new();

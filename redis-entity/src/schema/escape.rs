@@ -86,7 +86,8 @@ pub fn unescape_bytes(segment: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// `value` escaped, as a new string.
-pub fn escape(value: &str) -> String {
+#[cfg(test)]
+pub(crate) fn escape(value: &str) -> String {
     let mut s = String::with_capacity(value.len());
     escape_into(&mut s, value, "");
     s
@@ -287,6 +288,52 @@ impl Namespace {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Text with a high share of the characters that matter.
+    fn tricky() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop_oneof![
+                Just(':'),
+                Just('{'),
+                Just('}'),
+                Just('*'),
+                Just('?'),
+                Just('['),
+                Just(']'),
+                Just('\\'),
+                Just('%'),
+                Just('_'),
+                Just('中'),
+                Just('é'),
+                Just('\0'),
+                any::<char>(),
+            ],
+            0..12,
+        )
+        .prop_map(|cs| cs.into_iter().collect())
+    }
+
+    proptest! {
+        #[test]
+        fn escaping_round_trips(s in tricky()) {
+            prop_assert_eq!(unescape(&escape(&s)), Some(s));
+        }
+
+        #[test]
+        fn escaping_is_injective(a in tricky(), b in tricky()) {
+            prop_assume!(a != b);
+            prop_assert_ne!(escape(&a), escape(&b));
+        }
+
+        #[test]
+        fn escaped_values_contain_no_structure(s in tricky()) {
+            let e = escape(&s);
+            prop_assert!(!e.is_empty());
+            let structural = [':', '{', '}', '*', '?', '[', ']', '\\'];
+            prop_assert!(!e.contains(structural), "escaped {:?} to {:?}", s, e);
+        }
+    }
 
     #[test]
     fn escapes_structure_and_keeps_text() {

@@ -27,10 +27,10 @@
 //! # Ok(()) }
 //! ```
 
-use crate::entity::Entity;
 use crate::error::{Error, Result};
-use crate::key::Namespace;
 use crate::keyspace::EntityKeys;
+use crate::schema::entity::Entity;
+use crate::schema::escape::Namespace;
 use crate::store::Store;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::Value;

@@ -10,12 +10,12 @@
 //! - no two owners of one unique value ([`Violation::DuplicateUnique`]);
 //! - the set of all members lists exactly the stored entities.
 
-use crate::entity::{EntityDesc, IndexKind};
 use crate::error::{Error, Result};
-use crate::key::Namespace;
 use crate::keyspace::EntityKeys;
+use crate::plan::query;
 use crate::plan::write::{self as plan, WritePlan};
-use crate::query;
+use crate::schema::entity::{EntityDesc, IndexKind};
+use crate::schema::escape::Namespace;
 use crate::script::write::WriteOp;
 use redis::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -615,8 +615,11 @@ impl<'a> Verifier<'a> {
                 let entries = flat
                     .chunks(2)
                     .filter_map(|p| {
-                        let score = crate::query::parse_score(p.get(1)?)?;
-                        Some(format!("{}:{}", crate::codec::score_text(score), p[0]).into_bytes())
+                        let score = crate::plan::query::parse_score(p.get(1)?)?;
+                        Some(
+                            format!("{}:{}", crate::schema::codec::score_text(score), p[0])
+                                .into_bytes(),
+                        )
                     })
                     .collect();
                 add_prefix_entries(desc, ns, index, entries, &mut self.actual);

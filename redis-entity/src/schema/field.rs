@@ -5,11 +5,25 @@
 //! `update().set(User::EMAIL, 5)` or `set(Book::TITLE, ..)` on a `User` update
 //! does not compile.
 
-use crate::codec::{to_bytes, Counter, FieldCodec, MapField};
-use crate::entity::Entity;
 use crate::error::Result;
-use crate::plan::UpdateOp;
+use crate::schema::codec::{to_bytes, Counter, FieldCodec, MapField};
+use crate::schema::entity::Entity;
+use crate::schema::update_op::UpdateOp;
 use std::marker::PhantomData;
+
+/// The index-kind and update traits describe what the runtime can do with
+/// a field; only this crate implements them.
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::NoIndex {}
+    impl<X> Sealed for super::Equality<X> {}
+    impl<X> Sealed for super::Unique<X> {}
+    impl<X> Sealed for super::Tags<X> {}
+    impl<X> Sealed for super::Prefix<X> {}
+    impl<X> Sealed for super::Sorted<X> {}
+    impl<E, T, C, K> Sealed for super::Field<E, T, C, K> {}
+    impl<E, M> Sealed for super::HashField<E, M> {}
+}
 
 /// Ties a handle to its types without owning them (`fn() -> _` keeps the
 /// handle `Send`, `Sync` and `Copy` whatever the types are).
@@ -41,11 +55,11 @@ pub struct Sorted<X>(PhantomData<fn() -> X>);
     message = "this field has no sorted index",
     label = "ranges, ordering, `top` and `rank` need `#[index(sorted)]` on the field"
 )]
-pub trait SortedIndex {
+pub trait SortedIndex: sealed::Sealed {
     /// The scored value type.
-    type Value: crate::codec::SortScore;
+    type Value: crate::schema::codec::SortScore;
 }
-impl<X: crate::codec::SortScore> SortedIndex for Sorted<X> {
+impl<X: crate::schema::codec::SortScore> SortedIndex for Sorted<X> {
     type Value = X;
 }
 impl<X> AllowsIncr for Sorted<X> {}
@@ -55,7 +69,7 @@ impl<X> AllowsIncr for Sorted<X> {}
     message = "this field has no prefix index",
     label = "`prefix` needs `#[index(prefix)]` on the field"
 )]
-pub trait PrefixIndex {}
+pub trait PrefixIndex: sealed::Sealed {}
 impl<X> PrefixIndex for Prefix<X> {}
 
 /// Index kinds whose entries are sets of members, which `find`, `eq`,
@@ -64,18 +78,18 @@ impl<X> PrefixIndex for Prefix<X> {}
     message = "this field has no equality index or tag relation to query",
     label = "needs `#[index]` on the field (a unique field is read with `find_unique`)"
 )]
-pub trait SetIndex {
+pub trait SetIndex: sealed::Sealed {
     /// The value (or element) type a condition compares with.
-    type Value: crate::codec::Scalar;
+    type Value: crate::schema::codec::Scalar;
 }
-impl<X: crate::codec::Scalar> SetIndex for Equality<X> {
+impl<X: crate::schema::codec::Scalar> SetIndex for Equality<X> {
     type Value = X;
 }
-impl<X: crate::codec::Scalar> SetIndex for Tags<X> {
+impl<X: crate::schema::codec::Scalar> SetIndex for Tags<X> {
     type Value = X;
 }
 /// A prefix index also answers equality (an exact lexicographic range).
-impl<X: crate::codec::Scalar> SetIndex for Prefix<X> {
+impl<X: crate::schema::codec::Scalar> SetIndex for Prefix<X> {
     type Value = X;
 }
 
@@ -85,7 +99,7 @@ impl<X: crate::codec::Scalar> SetIndex for Prefix<X> {
     message = "a `#[index(unique)]` field cannot be incremented in place",
     label = "its new value must be checked for uniqueness before it is written; use `set`"
 )]
-pub trait AllowsIncr {}
+pub trait AllowsIncr: sealed::Sealed {}
 impl AllowsIncr for NoIndex {}
 impl<X> AllowsIncr for Equality<X> {}
 
@@ -132,17 +146,17 @@ impl<E, T, C, K> std::fmt::Debug for Field<E, T, C, K> {
 }
 
 /// Index kinds whose key names a value (`<prefix>:<field>:<value>`).
-pub trait ValueKeyed {
+pub trait ValueKeyed: sealed::Sealed {
     /// The indexed value type.
-    type Value: crate::codec::Scalar;
+    type Value: crate::schema::codec::Scalar;
 }
-impl<X: crate::codec::Scalar> ValueKeyed for Equality<X> {
+impl<X: crate::schema::codec::Scalar> ValueKeyed for Equality<X> {
     type Value = X;
 }
-impl<X: crate::codec::Scalar> ValueKeyed for Unique<X> {
+impl<X: crate::schema::codec::Scalar> ValueKeyed for Unique<X> {
     type Value = X;
 }
-impl<X: crate::codec::Scalar> ValueKeyed for Tags<X> {
+impl<X: crate::schema::codec::Scalar> ValueKeyed for Tags<X> {
     type Value = X;
 }
 
@@ -165,7 +179,10 @@ impl<E: Entity, T, C, K: ValueKeyed> Field<E, T, C, K> {
     /// ```
     pub fn key(&self, value: impl Into<K::Value>) -> String {
         let mut escaped = Vec::new();
-        crate::key::escape_bytes_into(&mut escaped, &crate::codec::to_bytes(&value.into()));
+        crate::schema::escape::escape_bytes_into(
+            &mut escaped,
+            &crate::schema::codec::to_bytes(&value.into()),
+        );
         let key = crate::keyspace::index_key(E::DESC, "", self.name, &escaped);
         String::from_utf8_lossy(&key).into_owned()
     }
@@ -227,10 +244,11 @@ impl<E, M> std::fmt::Debug for HashField<E, M> {
 }
 
 /// A field that `update().set(..)` can assign.
-pub trait Assign<E: Entity> {
+pub trait Assign<E: Entity>: sealed::Sealed {
     /// The value type.
     type Value;
-    /// The update operation storing `value`.
+    /// The update operation storing `value` (the runtime's own business).
+    #[doc(hidden)]
     fn assign(&self, value: &Self::Value) -> Result<UpdateOp>;
 }
 
@@ -261,7 +279,7 @@ impl<E: Entity, M: MapField> Assign<E> for HashField<E, M> {
     message = "`{Self}` cannot be incremented in place",
     label = "`incr` needs a numeric field"
 )]
-pub trait Incrementable {
+pub trait Incrementable: sealed::Sealed {
     /// The number type of the delta.
     type Delta: Counter;
 }
@@ -270,13 +288,15 @@ macro_rules! incrementable {
     ($($t:ty),*) => {$(
         impl Incrementable for $t { type Delta = $t; }
         impl Incrementable for Option<$t> { type Delta = $t; }
+        impl sealed::Sealed for $t {}
+        impl sealed::Sealed for Option<$t> {}
     )*};
 }
 incrementable!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64);
 
 impl<E, T: Incrementable, C, K: AllowsIncr> Field<E, T, C, K> {
     /// The update operation adding `delta`.
-    pub fn incr_op(&self, delta: T::Delta) -> UpdateOp {
+    pub(crate) fn incr_op(&self, delta: T::Delta) -> UpdateOp {
         UpdateOp::Incr {
             col: self.col,
             delta: to_bytes(&delta),

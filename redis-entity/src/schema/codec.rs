@@ -377,7 +377,7 @@ impl<C: TagCollection> FieldCodec<C> for TagList {
             if i > 0 {
                 out.push(b':');
             }
-            crate::key::escape_bytes_into(&mut out, &to_bytes(e));
+            crate::schema::escape::escape_bytes_into(&mut out, &to_bytes(e));
         }
         Ok(Some(out))
     }
@@ -386,7 +386,7 @@ impl<C: TagCollection> FieldCodec<C> for TagList {
         let mut c = C::default();
         let Some(raw) = raw else { return Ok(c) };
         for part in raw.split(|&b| b == b':') {
-            let bytes = crate::key::unescape_bytes(part)
+            let bytes = crate::schema::escape::unescape_bytes(part)
                 .ok_or_else(|| FieldError::parse(field, raw, "not an escaped tag list"))?;
             let e = C::Elem::decode(&bytes).map_err(|e| FieldError::parse(field, raw, e))?;
             c.push(e);

@@ -16,8 +16,12 @@
 //! assert_eq!(Board::<Player>::daily("score", 7).bucket(at), "2026-11-29");
 //! ```
 
-use crate::entity::Entity;
-use crate::key::Namespace;
+use super::Store;
+use crate::error::{Error, Result};
+use crate::plan::query;
+use crate::schema::entity::Entity;
+use crate::schema::escape::Namespace;
+use redis::aio::ConnectionLike;
 use std::marker::PhantomData;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -156,6 +160,90 @@ impl<E> Board<E> {
         E: Entity,
     {
         crate::keyspace::board_key(E::DESC, ns.as_str(), self.name, &self.bucket(at))
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// Adds `delta` to the entity's score on `board` in the current bucket
+    /// (`ZINCRBY`) and sets the bucket's expiry, in one round trip; returns
+    /// the new score.
+    pub async fn board_incr<E: Entity>(
+        &self,
+        board: &Board<E>,
+        pk: &E::Pk,
+        delta: f64,
+    ) -> Result<f64> {
+        self.board_incr_at(board, pk, delta, std::time::SystemTime::now())
+            .await
+    }
+
+    /// Like `board_incr`, in the bucket of time `at`.
+    pub async fn board_incr_at<E: Entity>(
+        &self,
+        board: &Board<E>,
+        pk: &E::Pk,
+        delta: f64,
+        at: std::time::SystemTime,
+    ) -> Result<f64> {
+        let key = board.key(&self.ns, at);
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("ZINCRBY")
+            .arg(&key)
+            .arg(crate::schema::codec::score_text(delta))
+            .arg(E::member(pk))
+            .cmd("PEXPIREAT")
+            .arg(&key)
+            .arg(board.expires_at_ms(at))
+            .ignore();
+        let (score,): (String,) = pipe
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&key, e))?;
+        query::parse_score(&score).ok_or_else(|| Error::UnexpectedReply { key, detail: score })
+    }
+
+    /// The `n` best entities of the current bucket of `board`, with scores
+    /// (two round trips).
+    pub async fn board_top<E: Entity>(&self, board: &Board<E>, n: usize) -> Result<Vec<(E, f64)>> {
+        self.board_top_at(board, std::time::SystemTime::now(), n)
+            .await
+    }
+
+    /// The `n` best entities of the bucket of time `at`.
+    pub async fn board_top_at<E: Entity>(
+        &self,
+        board: &Board<E>,
+        at: std::time::SystemTime,
+        n: usize,
+    ) -> Result<Vec<(E, f64)>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let key = board.key(&self.ns, at);
+        let flat: Vec<String> = redis::cmd("ZRANGE")
+            .arg(&key)
+            .arg(0)
+            .arg(n - 1)
+            .arg("REV")
+            .arg("WITHSCORES")
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&key, e))?;
+        // Entities deleted since are skipped; a board keeps its history.
+        self.fetch_scored(&query::Answer::from_scored(flat), false)
+            .await
+    }
+
+    /// The entity's 0-based rank in the current bucket of `board`, best first.
+    pub async fn board_rank<E: Entity>(&self, board: &Board<E>, pk: &E::Pk) -> Result<Option<u64>> {
+        let key = board.key(&self.ns, std::time::SystemTime::now());
+        redis::cmd("ZREVRANK")
+            .arg(&key)
+            .arg(E::member(pk))
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&key, e))
     }
 }
 

@@ -1,8 +1,8 @@
 //! Layout descriptions: every key an entity type writes, with its Redis type,
 //! and a [`Registry`] that refuses entity types whose keys could collide.
 
-use crate::entity::{Entity, EntityDesc, IndexKind, Layout};
 use crate::error::{Error, Result};
+use crate::schema::entity::{Entity, EntityDesc, IndexKind, Layout};
 use std::fmt;
 
 /// The Redis data type behind a key.
@@ -117,7 +117,7 @@ impl EntityLayout {
                 holds: format!("entries of {} ({})", m.name, m.rust_type),
             });
         }
-        let ns = crate::key::Namespace::none();
+        let ns = crate::schema::escape::Namespace::none();
         for idx in desc.indexes {
             let (pattern, redis_type, holds) = match idx.kind {
                 IndexKind::Equality => (

@@ -8,19 +8,16 @@
 //! result and removed (atomically, only if still stale) in a third call that
 //! happens only when such an entry was met.
 
-use crate::codec::SortScore;
-use crate::entity::{Entity, EntityDesc, IndexKind, IndexSource, Row};
 use crate::error::{Error, Result};
-use crate::field::{Field, PrefixIndex, SetIndex, SortedIndex};
-use crate::key::{escape_bytes_into, Namespace};
 use crate::keyspace::{self, EntityKeys};
 use crate::plan::read::{decode_read, read};
 use crate::plan::write::{self as plan, WritePlan};
+use crate::schema::entity::{Entity, EntityDesc, IndexKind, IndexSource, Row};
+use crate::schema::escape::{escape_bytes_into, Namespace};
 use crate::script::write::WriteOp;
 use redis::Value;
 use std::collections::BTreeSet;
-use std::marker::PhantomData;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 
 /// How a condition combines its values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,8 +82,8 @@ impl RangeCondition {
 /// A ZRANGEBYSCORE bound.
 fn score_bound(b: Bound<f64>, unbounded: &str) -> Vec<u8> {
     match b {
-        Bound::Included(v) => crate::codec::score_text(v).into_bytes(),
-        Bound::Excluded(v) => format!("({}", crate::codec::score_text(v)).into_bytes(),
+        Bound::Included(v) => crate::schema::codec::score_text(v).into_bytes(),
+        Bound::Excluded(v) => format!("({}", crate::schema::codec::score_text(v)).into_bytes(),
         Bound::Unbounded => unbounded.as_bytes().to_vec(),
     }
 }
@@ -104,176 +101,16 @@ pub struct Spec {
     pub page: Option<(usize, usize)>,
 }
 
-/// A query being built; see the module docs. `S` is the store it runs on.
-#[must_use = "a query does nothing until `fetch()`, `ids()` or `count()` is called"]
-pub struct Query<'s, E: Entity, S> {
-    pub(crate) store: &'s S,
-    pub(crate) spec: Spec,
-    pub(crate) error: Option<Error>,
-    _e: PhantomData<fn() -> E>,
-}
-
 /// The escaped stored form of a value: the last segment of its index key.
-pub(crate) fn index_value<V: crate::codec::Scalar>(v: &V) -> Vec<u8> {
+pub(crate) fn index_value<V: crate::schema::codec::Scalar>(v: &V) -> Vec<u8> {
     let mut out = Vec::new();
-    escape_bytes_into(&mut out, &crate::codec::to_bytes(v));
+    escape_bytes_into(&mut out, &crate::schema::codec::to_bytes(v));
     out
 }
 
 /// The position of the index of the field stored as `name`.
 pub(crate) fn index_of(desc: &'static EntityDesc, name: &str) -> Option<usize> {
     desc.indexes.iter().position(|i| i.field == name)
-}
-
-impl<'s, E: Entity, S> Query<'s, E, S> {
-    pub(crate) fn new(store: &'s S) -> Self {
-        Query {
-            store,
-            spec: Spec::default(),
-            error: None,
-            _e: PhantomData,
-        }
-    }
-
-    fn push<T, C, K: SetIndex, V: Into<K::Value>>(
-        mut self,
-        field: Field<E, T, C, K>,
-        op: SetOp,
-        values: impl IntoIterator<Item = V>,
-    ) -> Self {
-        match index_of(E::DESC, field.name()) {
-            Some(index) => self.spec.conditions.push(Condition {
-                index,
-                op,
-                values: values.into_iter().map(|v| index_value(&v.into())).collect(),
-            }),
-            None => {
-                // Unreachable with derived entities: the handle's type says it is indexed.
-                self.error.get_or_insert(Error::UnexpectedReply {
-                    key: String::new(),
-                    detail: format!("field `{}` has no index", field.name()),
-                });
-            }
-        }
-        self
-    }
-
-    /// The same query on another store (the blocking store runs the async one).
-    pub(crate) fn rebind<'t, T>(self, store: &'t T) -> Query<'t, E, T> {
-        Query {
-            store,
-            spec: self.spec,
-            error: self.error,
-            _e: PhantomData,
-        }
-    }
-
-    /// Entities whose field equals `value` (or whose tags contain it).
-    pub fn eq<T, C, K: SetIndex>(
-        self,
-        field: Field<E, T, C, K>,
-        value: impl Into<K::Value>,
-    ) -> Self {
-        self.push(field, SetOp::All, [value])
-    }
-
-    /// Entities having every one of `values` (SINTER).
-    pub fn all<T, C, K: SetIndex, V: Into<K::Value>>(
-        self,
-        field: Field<E, T, C, K>,
-        values: impl IntoIterator<Item = V>,
-    ) -> Self {
-        self.push(field, SetOp::All, values)
-    }
-
-    /// Entities having at least one of `values` (SUNION). An empty list matches nothing.
-    pub fn any<T, C, K: SetIndex, V: Into<K::Value>>(
-        self,
-        field: Field<E, T, C, K>,
-        values: impl IntoIterator<Item = V>,
-    ) -> Self {
-        self.push(field, SetOp::Any, values)
-    }
-
-    /// Entities having none of `values` (SDIFF).
-    pub fn none<T, C, K: SetIndex, V: Into<K::Value>>(
-        self,
-        field: Field<E, T, C, K>,
-        values: impl IntoIterator<Item = V>,
-    ) -> Self {
-        self.push(field, SetOp::None, values)
-    }
-
-    /// Entities whose text field starts with `prefix` (ZRANGEBYLEX on its
-    /// prefix index; byte order, so it is correct for any UTF-8 text).
-    pub fn prefix<T, C, K: PrefixIndex + SetIndex>(
-        self,
-        field: Field<E, T, C, K>,
-        prefix: impl Into<K::Value>,
-    ) -> Self {
-        self.push(field, SetOp::StartsWith, [prefix])
-    }
-
-    /// Only `n` results after skipping `offset`, in the stable order of the
-    /// members (numeric for integer pks, byte order otherwise). `count()`
-    /// ignores it.
-    pub fn limit(mut self, offset: usize, n: usize) -> Self {
-        self.spec.page = Some((offset, n));
-        self
-    }
-
-    fn sorted_index<T, C, K>(&mut self, field: Field<E, T, C, K>) -> Option<usize> {
-        let found = index_of(E::DESC, field.name());
-        if found.is_none() {
-            self.error.get_or_insert(Error::UnexpectedReply {
-                key: String::new(),
-                detail: format!("field `{}` has no index", field.name()),
-            });
-        }
-        found
-    }
-
-    /// Entities whose sorted `field` lies in `range` (`a..b`, `a..=b`, `a..`,
-    /// `..b`, `..`; ZRANGEBYSCORE).
-    pub fn range<T, C, K: SortedIndex>(
-        mut self,
-        field: Field<E, T, C, K>,
-        range: impl RangeBounds<K::Value>,
-    ) -> Self {
-        let map = |b: Bound<&K::Value>| match b {
-            Bound::Included(v) => Bound::Included(v.score()),
-            Bound::Excluded(v) => Bound::Excluded(v.score()),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        if let Some(index) = self.sorted_index(field) {
-            self.spec.ranges.push(RangeCondition {
-                index,
-                min: map(range.start_bound()),
-                max: map(range.end_bound()),
-            });
-        }
-        self
-    }
-
-    /// Results in ascending order of the sorted `field`; equal scores in
-    /// byte order of their members (Redis' own order); entities without a
-    /// value last.
-    pub fn order_asc<T, C, K: SortedIndex>(mut self, field: Field<E, T, C, K>) -> Self {
-        if let Some(index) = self.sorted_index(field) {
-            self.spec.order = Some((index, false));
-        }
-        self
-    }
-
-    /// Results in descending order of the sorted `field`; equal scores in
-    /// reverse byte order of their members (as `ZREVRANGE`); entities
-    /// without a value last.
-    pub fn order_desc<T, C, K: SortedIndex>(mut self, field: Field<E, T, C, K>) -> Self {
-        if let Some(index) = self.sorted_index(field) {
-            self.spec.order = Some((index, true));
-        }
-        self
-    }
 }
 
 /// The call of the query script for `spec`; `count_only` asks only the count,
@@ -311,7 +148,9 @@ pub(crate) fn script_call(
             for v in &c.values {
                 keys.push(zset.clone());
                 let (min, max) = match c.op {
-                    SetOp::StartsWith if v.as_slice() == crate::key::EMPTY.as_bytes() => {
+                    SetOp::StartsWith
+                        if v.as_slice() == crate::schema::escape::EMPTY.as_bytes() =>
+                    {
                         (b"-".to_vec(), b"+".to_vec())
                     }
                     SetOp::StartsWith => (lex(b"[", v, b""), lex(b"(", v, b"\xff")),
@@ -596,7 +435,7 @@ pub(crate) fn row_entries(
         (Some(raw), IndexKind::Sorted) => idx
             .score
             .and_then(|f| f(raw))
-            .map(|s| BTreeSet::from([crate::codec::score_text(s).into_bytes()]))
+            .map(|s| BTreeSet::from([crate::schema::codec::score_text(s).into_bytes()]))
             .unwrap_or_default(),
         (Some(raw), IndexKind::Tags) => raw
             .split(|&b| b == b':')
@@ -630,7 +469,7 @@ fn escaped_eq(raw: &[u8], escaped: &[u8]) -> bool {
     let plain = !raw.is_empty()
         && !raw
             .iter()
-            .any(|b| b.is_ascii() && crate::key::ALWAYS_ESCAPED.as_bytes().contains(b));
+            .any(|b| b.is_ascii() && crate::schema::escape::ALWAYS_ESCAPED.as_bytes().contains(b));
     if plain {
         return raw == escaped;
     }
@@ -701,7 +540,7 @@ pub(crate) fn check(
         };
         let hit = |v: &Vec<u8>| have.contains(v);
         let starts = |p: &Vec<u8>| {
-            p.as_slice() == crate::key::EMPTY.as_bytes() && !have.is_empty()
+            p.as_slice() == crate::schema::escape::EMPTY.as_bytes() && !have.is_empty()
                 || have.iter().any(|h| h.starts_with(p))
         };
         let ok = match c.op {
@@ -815,7 +654,7 @@ pub(crate) fn read_members(
 }
 
 /// `GET` of the unique index key for `value`.
-pub(crate) fn unique_key<V: crate::codec::Scalar>(
+pub(crate) fn unique_key<V: crate::schema::codec::Scalar>(
     desc: &'static EntityDesc,
     ns: &Namespace,
     index: usize,

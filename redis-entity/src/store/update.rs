@@ -1,11 +1,15 @@
 //! `store.update::<E>(&pk).set(..).incr(..).exec()`: in-place changes without
 //! reading the entity (`HSET` / `HINCRBY` in the `hash` layout).
 
-use crate::codec::{to_bytes, MapField};
-use crate::entity::Entity;
-use crate::error::Error;
-use crate::field::{AllowsIncr, Assign, Field, HashField, Incrementable};
-use crate::plan::UpdateOp;
+use super::Store;
+use crate::error::{Error, Result};
+use crate::keyspace::EntityKeys;
+use crate::plan::{json, write, write::WritePlan};
+use crate::schema::codec::{to_bytes, MapField};
+use crate::schema::entity::{Entity, Layout};
+use crate::schema::field::{AllowsIncr, Assign, Field, HashField, Incrementable};
+use crate::schema::update_op::UpdateOp;
+use redis::aio::ConnectionLike;
 use std::marker::PhantomData;
 use std::time::Duration;
 
@@ -113,5 +117,64 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = Some(ttl);
         self
+    }
+}
+
+/// How often an update of the `json` layout retries when another writer
+/// changed the document between its read and its compare-and-set.
+pub(crate) const CAS_ATTEMPTS: usize = 100;
+
+impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>> {
+    /// Sends the update as one atomic write. [`Error::NotFound`] (and nothing
+    /// written) when the entity does not exist or has expired.
+    pub async fn exec(self) -> Result<()> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let store = self.store;
+        write::check_update_scores(E::DESC, &self.ops)?;
+        let keys = EntityKeys::new(E::DESC, store.ns.as_str(), self.member);
+        if E::DESC.layout != Layout::Json {
+            let plan = write::update(
+                E::DESC,
+                store.ns.as_str(),
+                keys,
+                &self.ops,
+                self.ttl,
+                self.version,
+            );
+            return store.write(&plan).await.map(drop);
+        }
+        // The json layout keeps one document: read it, change it, and write it
+        // back only if nobody changed it meanwhile.
+        for attempt in 0..CAS_ATTEMPTS {
+            tokio::time::sleep(write::cas_backoff(attempt)).await;
+            let read: Option<Vec<u8>> = redis::cmd("GET")
+                .arg(&keys.base)
+                .query_async(&mut store.conn.clone())
+                .await
+                .map_err(|e| Error::redis(&keys.base, e))?;
+            let read = read.ok_or_else(|| Error::NotFound {
+                key: keys.base.clone(),
+            })?;
+            let doc = json::apply_json_ops(E::DESC, &keys.base, &read, &self.ops)?;
+            let plan = write::json_cas(
+                E::DESC,
+                store.ns.as_str(),
+                keys.clone(),
+                read,
+                doc,
+                &self.ops,
+                self.ttl,
+            );
+            match store.write(&plan).await {
+                Err(Error::Redis { source, .. }) if WritePlan::is_cas_retry(&source) => continue,
+                other => return other.map(drop),
+            }
+        }
+        Err(Error::UnexpectedReply {
+            key: keys.base,
+            detail: "the document kept changing during the update".into(),
+        })
     }
 }

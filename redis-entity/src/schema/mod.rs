@@ -1,0 +1,18 @@
+//! The schema: what the derive knows about an entity, written down once.
+//!
+//! - [`entity`]: the [`crate::Entity`] trait and the static description
+//!   (columns, maps, index kinds) every plan is built from;
+//! - [`field`]: typed field handles (`User::USERNAME`) and the index-kind
+//!   markers that make a query on an unindexed field fail to compile;
+//! - [`codec`]: how field values become bytes in Redis and back;
+//! - [`escape`]: how values become key segments, injectively;
+//! - [`layout`]: the listing of every key family, and the registry that
+//!   refuses overlapping ones;
+//! - [`update_op`]: the changes an `update()` is made of.
+
+pub mod codec;
+pub mod entity;
+pub mod escape;
+pub mod field;
+pub mod layout;
+pub mod update_op;

@@ -1,0 +1,155 @@
+//! Keeping indexes honest: `verify` (every invariant checked against what is
+//! stored), `repair`, `reindex` (after an index was added) and `sweep`
+//! (entries of expired entities). The checking itself is the pure state
+//! machine of [`crate::plan::verify`].
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::keyspace::{self, EntityKeys};
+use crate::plan::query;
+use crate::plan::verify::{self, Report};
+use crate::plan::write;
+use crate::schema::entity::Entity;
+use crate::script::write::WriteOp;
+use redis::aio::ConnectionLike;
+use redis::Value;
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// Checks every index invariant of `E` against what is stored (SCAN, never
+    /// KEYS; reads every entity and index key, so its cost is proportional to
+    /// the data). See [`crate::verify::Violation`] for what it finds.
+    pub async fn verify<E: Entity>(&self) -> Result<Report> {
+        let mut v = verify::Verifier::new(E::DESC, &self.ns);
+        while let Some(pipe) = v.next_request() {
+            let replies: Vec<Value> = pipe
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, self.ns.as_str()), e))?;
+            v.feed(replies)?;
+        }
+        Ok(v.report())
+    }
+
+    /// Removes the index entries of entities of `E` that have expired,
+    /// looking at no more than `budget` members whose TTL has passed (oldest
+    /// first): one read of the expiry set, one pipelined write. Returns how
+    /// many expired entities were unindexed. Queries already skip expired
+    /// entities and remove what they meet; a periodic sweep removes the rest,
+    /// with no keyspace notifications and no `CONFIG`.
+    pub async fn sweep<E: Entity>(&self, budget: usize) -> Result<usize> {
+        let key = keyspace::expiry_key(E::DESC, self.ns.as_str());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let due: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+            .arg(&key)
+            .arg("-inf")
+            .arg(now)
+            .arg("LIMIT")
+            .arg(0)
+            .arg(budget)
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&key, e))?;
+        if due.is_empty() {
+            return Ok(0);
+        }
+        let swept = self
+            .write_many(&query::sweep_plans(E::DESC, &self.ns, &due))
+            .await?
+            .into_iter()
+            .filter(|r| matches!(r, Ok(true)))
+            .count();
+        Ok(swept)
+    }
+
+    /// Fixes what `verify` reported: stale entries are removed (only if still
+    /// stale), missing ones re-added from the stored values, each entity in
+    /// one atomic write; the listed half of a one-sided relation is removed.
+    /// Returns how many repairs were made.
+    pub async fn repair<E: Entity>(&self, report: &Report) -> Result<usize> {
+        let plans = verify::repairs(E::DESC, &self.ns, report);
+        for chunk in plans.chunks(500) {
+            for r in self.write_many(chunk).await? {
+                match r {
+                    // Deleted since the report: nothing left to repair.
+                    Ok(_) | Err(Error::NotFound { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        let mut fixed = plans.len();
+        if let Some(pipe) = verify::relation_repairs(report) {
+            let () = pipe
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, self.ns.as_str()), e))?;
+            fixed += report
+                .violations
+                .iter()
+                .filter(|v| matches!(v, verify::Violation::OneSidedRelation { .. }))
+                .count();
+        }
+        Ok(fixed)
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
+    /// Indexes every stored `E` again from its stored values (after an index
+    /// was added to the type, or to rebuild lost index keys): SCAN of the
+    /// entity keys, one pipelined write per 500 entities. Returns how many
+    /// entities were indexed.
+    pub async fn reindex<E: Entity>(&self) -> Result<usize> {
+        let desc = E::DESC;
+        let mut members = std::collections::BTreeSet::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(crate::keyspace::entity_scan_pattern(
+                    desc,
+                    self.namespace().as_str(),
+                ))
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut self.connection())
+                .await
+                .map_err(|e| Error::redis(desc.key_head, e))?;
+            members.extend(keys.iter().filter_map(|k| {
+                crate::keyspace::member_of_key(desc, self.namespace().as_str(), k)
+            }));
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        let members: Vec<String> = members.into_iter().collect();
+        let mut indexed = 0;
+        for chunk in members.chunks(500) {
+            let plans: Vec<_> = chunk
+                .iter()
+                .map(|m| {
+                    write::lifecycle(
+                        desc,
+                        self.namespace().as_str(),
+                        EntityKeys::new(desc, self.namespace().as_str(), m.clone()),
+                        WriteOp::Reindex,
+                        None,
+                    )
+                })
+                .collect();
+            for r in self.write_many(&plans).await? {
+                match r {
+                    Ok(_) => indexed += 1,
+                    // Keys of an entity that is gone (an expired one's
+                    // relation sets, say): nothing to index.
+                    Err(Error::NotFound { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(indexed)
+    }
+}

@@ -1,0 +1,436 @@
+//! The async [`Store`]: connect, send, and the entity CRUD (save, insert,
+//! get, delete, update, TTLs). Every other feature adds its own `impl Store`
+//! block in its own module below, next to the types it needs.
+//!
+//! Every method costs one round trip, except an `update` of the `json` layout
+//! (read, then compare-and-set).
+
+pub mod board;
+pub mod cache;
+mod maintenance;
+pub mod migrate;
+pub mod query;
+pub(crate) mod relation;
+pub(crate) mod timeline;
+mod update;
+
+pub use update::Update;
+
+use crate::error::{Error, FieldError, Result};
+use crate::keyspace::EntityKeys;
+use crate::plan::{read, write, write::WritePlan};
+use crate::schema::codec::{to_bytes, MapField, Scalar};
+use crate::schema::entity::Entity;
+use crate::schema::escape::Namespace;
+use crate::schema::field::HashField;
+use crate::script::{self, write::WriteOp};
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::Value;
+use std::time::Duration;
+
+/// Saves, loads and deletes entities on one Redis (or Valkey) server.
+///
+/// Cheap to clone: clones share the connection.
+///
+/// ```no_run
+/// # use redis_entity::{RedisEntity, Store};
+/// #[derive(RedisEntity, Debug, PartialEq)]
+/// #[redis(prefix = "user")]
+/// struct User {
+///     #[pk]
+///     id: u64,
+///     username: String,
+///     level: i64,
+/// }
+///
+/// # async fn run() -> redis_entity::Result<()> {
+/// let store = Store::connect("redis://127.0.0.1/").await?;
+/// store.save(&User { id: 9, username: "lisi".into(), level: 1 }).await?;  // HSET user:{9} ...
+/// store.update::<User>(&9).incr(User::LEVEL, 1).exec().await?;           // HINCRBY
+/// let u = store.get::<User>(&9).await?.unwrap();
+/// assert_eq!(u.level, 2);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Store<C = ConnectionManager> {
+    conn: C,
+    ns: Namespace,
+    sent: script::Sent,
+}
+
+impl Store<ConnectionManager> {
+    /// Connects to `url` (`redis://host:port/db`) with a reconnecting
+    /// [`ConnectionManager`].
+    pub async fn connect(url: &str) -> Result<Self> {
+        let client = redis::Client::open(url).map_err(|e| Error::redis("", e))?;
+        let conn = ConnectionManager::new(client)
+            .await
+            .map_err(|e| Error::redis("", e))?;
+        Ok(Store::new(conn))
+    }
+}
+
+impl<C> std::fmt::Debug for Store<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("namespace", &self.ns)
+            .finish()
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// A store over any async connection (a `ConnectionManager`, a
+    /// `MultiplexedConnection`, a cluster connection, or a wrapper such as
+    /// [`crate::CountingConnection`]).
+    pub fn new(conn: C) -> Self {
+        Store {
+            conn,
+            ns: Namespace::none(),
+            sent: script::Sent::default(),
+        }
+    }
+
+    /// The same store with every key under `ns` (a tenant prefix).
+    pub fn with_namespace(mut self, ns: Namespace) -> Self {
+        self.ns = ns;
+        self
+    }
+
+    /// The namespace applied to every key.
+    pub fn namespace(&self) -> &Namespace {
+        &self.ns
+    }
+
+    /// The scripts this store's connection has sent.
+    pub(crate) fn sent(&self) -> &script::Sent {
+        &self.sent
+    }
+
+    /// A clone of the underlying connection.
+    pub fn connection(&self) -> C {
+        self.conn.clone()
+    }
+
+    /// Every key of the entity with `pk`, namespaced (what `save` writes).
+    pub fn keys_of<E: Entity>(&self, pk: &E::Pk) -> EntityKeys {
+        EntityKeys::of::<E>(&self.ns, pk)
+    }
+
+    pub(crate) async fn write(&self, plan: &WritePlan) -> Result<bool> {
+        match script::invoke::<Value, _>(&mut self.conn.clone(), &self.sent, &plan.call()).await {
+            Ok(v) => plan.outcome(v),
+            Err(e) => Err(plan.server_error(e)),
+        }
+    }
+
+    /// Sends many writes in one round trip, each atomic on its own, with a
+    /// result each: consecutive plans of one type and operation go out as
+    /// one script call per [`WRITE_BATCH`] entities, all calls in one
+    /// pipeline.
+    pub(crate) async fn write_many(&self, plans: &[WritePlan]) -> Result<Vec<Result<bool>>> {
+        if plans.is_empty() {
+            return Ok(Vec::new());
+        }
+        let groups = batches(plans);
+        let calls: Vec<_> = groups
+            .iter()
+            .map(|g| match g {
+                [one] => one.call(),
+                many => write::batch_call(many),
+            })
+            .collect();
+        let replies = script::invoke_all(&mut self.conn.clone(), &self.sent, &calls)
+            .await
+            .map_err(|e| Error::redis(plans[0].key(), e))?;
+        let mut out = Vec::with_capacity(plans.len());
+        for (group, reply) in groups.iter().zip(replies) {
+            match (group, reply) {
+                ([one], v) => out.push(one.outcome(v)),
+                (many, Value::Array(items)) if items.len() == many.len() => {
+                    out.extend(many.iter().zip(items).map(|(p, v)| p.outcome(v)))
+                }
+                (many, Value::ServerError(e)) => {
+                    let e: redis::RedisError = e.into();
+                    out.extend(many.iter().map(|p| Err(p.server_error(e.clone()))))
+                }
+                (many, other) => out.extend(many.iter().map(|p| {
+                    Err(Error::UnexpectedReply {
+                        key: p.key().to_owned(),
+                        detail: format!("{other:?}"),
+                    })
+                })),
+            }
+        }
+        Ok(out)
+    }
+
+    async fn save_as<E: Entity>(&self, e: &E, insert: bool, ttl: Option<Duration>) -> Result<bool> {
+        let keys = EntityKeys::of_entity(&self.ns, e);
+        let plan = write::save(
+            E::DESC,
+            self.ns.as_str(),
+            keys,
+            &checked_row(e)?,
+            insert,
+            ttl,
+        );
+        self.write(&plan).await
+    }
+
+    /// Upserts `entity` (one atomic write, one round trip). An existing
+    /// entity keeps its remaining TTL; a new one gets the container `ttl`.
+    /// Returns `true` when the entity was created.
+    pub async fn save<E: Entity>(&self, entity: &E) -> Result<bool> {
+        self.save_as(entity, false, None).await
+    }
+
+    /// Upserts `entity` and gives all its keys a new TTL.
+    pub async fn save_with_ttl<E: Entity>(&self, entity: &E, ttl: Duration) -> Result<bool> {
+        self.save_as(entity, false, Some(ttl)).await
+    }
+
+    /// Creates `entity`; [`Error::AlreadyExists`] (and nothing written) if its key is taken.
+    pub async fn insert<E: Entity>(&self, entity: &E) -> Result<()> {
+        self.save_as(entity, true, None).await.map(drop)
+    }
+
+    /// Upserts every entity in one pipelined round trip; each entity's write
+    /// is atomic on its own. The first error is returned after all were sent.
+    pub async fn save_all<E: Entity>(&self, entities: &[E]) -> Result<()> {
+        let plans = entities
+            .iter()
+            .map(|e| {
+                let keys = EntityKeys::of_entity(&self.ns, e);
+                Ok(write::save(
+                    E::DESC,
+                    self.ns.as_str(),
+                    keys,
+                    &checked_row(e)?,
+                    false,
+                    None,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.write_many(&plans)
+            .await?
+            .into_iter()
+            .try_for_each(|r| r.map(drop))
+    }
+
+    /// Loads the entity with `pk` (one round trip), `None` if there is none.
+    pub async fn get<E: Entity>(&self, pk: &E::Pk) -> Result<Option<E>> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        read::read(E::DESC, &keys, &mut pipe);
+        let replies: Vec<Value> = pipe
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&keys.base, e))?;
+        decode::<E>(pk, &keys, &mut replies.into_iter())
+    }
+
+    /// Loads many entities in one round trip, in the order of `pks`.
+    pub async fn get_many<E: Entity>(&self, pks: &[E::Pk]) -> Result<Vec<Option<E>>> {
+        if pks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<EntityKeys> = pks
+            .iter()
+            .map(|pk| EntityKeys::of::<E>(&self.ns, pk))
+            .collect();
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for k in &keys {
+            read::read(E::DESC, k, &mut pipe);
+        }
+        let replies: Vec<Value> = pipe
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&keys[0].base, e))?;
+        let mut it = replies.into_iter();
+        pks.iter()
+            .zip(&keys)
+            .map(|(pk, k)| decode::<E>(pk, k, &mut it))
+            .collect()
+    }
+
+    /// True when an entity with `pk` is stored (one `EXISTS`).
+    pub async fn exists<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        let n: u64 = exists_cmd(E::DESC, &keys)
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&keys.base, e))?;
+        Ok(n > 0)
+    }
+
+    /// Deletes the entity and every key it owns; `false` if there was none.
+    pub async fn delete<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        self.write(&write::lifecycle(
+            E::DESC,
+            self.ns.as_str(),
+            keys,
+            WriteOp::Delete,
+            None,
+        ))
+        .await
+    }
+
+    /// Starts an in-place update of the entity with `pk`.
+    pub fn update<E: Entity>(&self, pk: &E::Pk) -> Update<'_, E, Self> {
+        Update::new(self, pk)
+    }
+
+    /// Gives every key of the entity a TTL; `false` if there is no such entity.
+    pub async fn expire<E: Entity>(&self, pk: &E::Pk, ttl: Duration) -> Result<bool> {
+        self.lifecycle::<E>(pk, WriteOp::Expire, Some(ttl)).await
+    }
+
+    /// Removes the TTL of every key of the entity; `false` if there is no such entity.
+    pub async fn persist<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
+        self.lifecycle::<E>(pk, WriteOp::Persist, None).await
+    }
+
+    pub(crate) async fn lifecycle<E: Entity>(
+        &self,
+        pk: &E::Pk,
+        op: WriteOp,
+        ttl: Option<Duration>,
+    ) -> Result<bool> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        match self
+            .write(&write::lifecycle(E::DESC, self.ns.as_str(), keys, op, ttl))
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The remaining TTL of the entity: `None` when it has none or does not exist.
+    pub async fn ttl<E: Entity>(&self, pk: &E::Pk) -> Result<Option<Duration>> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        let cmd = ttl_cmd(E::DESC, &keys);
+        let ms: Vec<i64> = cmd
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&keys.base, e))?;
+        Ok(remaining(&ms))
+    }
+
+    /// Reads one entry of a `#[hash]` field (`HGET <key>:<field> k`).
+    pub async fn hget<E: Entity, M: MapField>(
+        &self,
+        field: HashField<E, M>,
+        pk: &E::Pk,
+        key: impl Into<M::Key>,
+    ) -> Result<Option<M::Value>> {
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        let map_key = &keys.maps[field.map()];
+        let raw: Option<Vec<u8>> = redis::cmd("HGET")
+            .arg(map_key)
+            .arg(to_bytes(&key.into()))
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(map_key, e))?;
+        raw.map(|r| {
+            M::Value::decode(&r)
+                .map_err(|e| Error::from_field(map_key, FieldError::parse(field.name(), &r, e)))
+        })
+        .transpose()
+    }
+}
+
+/// The stored form of `e`, refused if a sorted index value has no score.
+pub(crate) fn checked_row<E: Entity>(e: &E) -> Result<crate::Row> {
+    let row = e.to_row()?;
+    write::check_scores(E::DESC, &row)?;
+    Ok(row)
+}
+
+/// Decodes one entity's replies, attaching the key to field errors.
+pub(crate) fn decode<E: Entity>(
+    pk: &E::Pk,
+    keys: &EntityKeys,
+    replies: &mut impl Iterator<Item = Value>,
+) -> Result<Option<E>> {
+    match read::decode_read(E::DESC, keys, replies)? {
+        None => Ok(None),
+        Some(row) => E::from_row(pk, row)
+            .map(Some)
+            .map_err(|e| Error::from_field(field_key(E::DESC, keys, e.field), e)),
+    }
+}
+
+/// The key that holds `field`: its own key in the `strings` layout or for a
+/// `#[hash]` field, the entity key otherwise.
+fn field_key<'k>(desc: &crate::EntityDesc, keys: &'k EntityKeys, field: &str) -> &'k str {
+    if let Some(i) = desc.maps.iter().position(|m| m.name == field) {
+        return &keys.maps[i];
+    }
+    if let Some(i) = desc.columns.iter().position(|c| c.name == field) {
+        if let Some(k) = keys.columns.get(i) {
+            return k;
+        }
+    }
+    &keys.base
+}
+
+/// `EXISTS` over the keys whose presence means the entity exists.
+pub(crate) fn exists_cmd(desc: &crate::EntityDesc, keys: &EntityKeys) -> redis::Cmd {
+    let mut c = redis::cmd("EXISTS");
+    c.arg(&keys.base);
+    for (col, k) in desc.columns.iter().zip(&keys.columns) {
+        if col.ttl.is_none() {
+            c.arg(k);
+        }
+    }
+    c
+}
+
+/// `PTTL` of the presence keys, in one script-free round trip.
+pub(crate) fn ttl_cmd(desc: &crate::EntityDesc, keys: &EntityKeys) -> redis::Pipeline {
+    let mut p = redis::pipe();
+    p.cmd("PTTL").arg(&keys.base);
+    for (col, k) in desc.columns.iter().zip(&keys.columns) {
+        if col.ttl.is_none() {
+            p.cmd("PTTL").arg(k);
+        }
+    }
+    p
+}
+
+/// The entity's TTL from the `PTTL` replies of its presence keys.
+pub(crate) fn remaining(pttls: &[i64]) -> Option<Duration> {
+    pttls
+        .iter()
+        .find(|&&ms| ms != -2)
+        .filter(|&&ms| ms >= 0)
+        .map(|&ms| Duration::from_millis(ms as u64))
+}
+
+/// How many entities one write-script call carries at most (`save_all`,
+/// repairs, sweeps): large enough to amortise the call, small enough that
+/// one call does not hold the server for long.
+pub(crate) const WRITE_BATCH: usize = 100;
+
+/// Splits plans into runs of one type and operation, at most
+/// [`WRITE_BATCH`] each, keeping their order.
+fn batches(plans: &[WritePlan]) -> Vec<&[WritePlan]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=plans.len() {
+        let cut = i == plans.len()
+            || i - start == WRITE_BATCH
+            || plans[i].op != plans[start].op
+            || !std::ptr::eq(plans[i].desc, plans[start].desc);
+        if cut {
+            out.push(&plans[start..i]);
+            start = i;
+        }
+    }
+    out
+}

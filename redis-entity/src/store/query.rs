@@ -1,0 +1,385 @@
+//! Queries over indexes: the [`Query`] builder (set algebra, prefixes,
+//! ranges, order, pages) and the store's reads through indexes (`find`,
+//! `find_unique`, `top`, `rank`). Planning is in [`crate::plan::query`].
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::keyspace;
+use crate::plan::query::{self, index_of, index_value, Condition, RangeCondition, SetOp, Spec};
+use crate::schema::codec::{Scalar, SortScore};
+use crate::schema::entity::Entity;
+use crate::schema::field::{Field, PrefixIndex, SetIndex, SortedIndex, Unique};
+use crate::script;
+use redis::aio::ConnectionLike;
+use redis::Value;
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+
+/// A query being built; see the module docs. `S` is the store it runs on.
+#[must_use = "a query does nothing until `fetch()`, `ids()` or `count()` is called"]
+pub struct Query<'s, E: Entity, S> {
+    pub(crate) store: &'s S,
+    pub(crate) spec: Spec,
+    pub(crate) error: Option<Error>,
+    _e: PhantomData<fn() -> E>,
+}
+
+impl<'s, E: Entity, S> Query<'s, E, S> {
+    pub(crate) fn new(store: &'s S) -> Self {
+        Query {
+            store,
+            spec: Spec::default(),
+            error: None,
+            _e: PhantomData,
+        }
+    }
+
+    fn push<T, C, K: SetIndex, V: Into<K::Value>>(
+        mut self,
+        field: Field<E, T, C, K>,
+        op: SetOp,
+        values: impl IntoIterator<Item = V>,
+    ) -> Self {
+        match index_of(E::DESC, field.name()) {
+            Some(index) => self.spec.conditions.push(Condition {
+                index,
+                op,
+                values: values.into_iter().map(|v| index_value(&v.into())).collect(),
+            }),
+            None => {
+                // Unreachable with derived entities: the handle's type says it is indexed.
+                self.error.get_or_insert(Error::UnexpectedReply {
+                    key: String::new(),
+                    detail: format!("field `{}` has no index", field.name()),
+                });
+            }
+        }
+        self
+    }
+
+    /// The same query on another store (the blocking store runs the async one).
+    pub(crate) fn rebind<'t, T>(self, store: &'t T) -> Query<'t, E, T> {
+        Query {
+            store,
+            spec: self.spec,
+            error: self.error,
+            _e: PhantomData,
+        }
+    }
+
+    /// Entities whose field equals `value` (or whose tags contain it).
+    pub fn eq<T, C, K: SetIndex>(
+        self,
+        field: Field<E, T, C, K>,
+        value: impl Into<K::Value>,
+    ) -> Self {
+        self.push(field, SetOp::All, [value])
+    }
+
+    /// Entities having every one of `values` (SINTER).
+    pub fn all<T, C, K: SetIndex, V: Into<K::Value>>(
+        self,
+        field: Field<E, T, C, K>,
+        values: impl IntoIterator<Item = V>,
+    ) -> Self {
+        self.push(field, SetOp::All, values)
+    }
+
+    /// Entities having at least one of `values` (SUNION). An empty list matches nothing.
+    pub fn any<T, C, K: SetIndex, V: Into<K::Value>>(
+        self,
+        field: Field<E, T, C, K>,
+        values: impl IntoIterator<Item = V>,
+    ) -> Self {
+        self.push(field, SetOp::Any, values)
+    }
+
+    /// Entities having none of `values` (SDIFF).
+    pub fn none<T, C, K: SetIndex, V: Into<K::Value>>(
+        self,
+        field: Field<E, T, C, K>,
+        values: impl IntoIterator<Item = V>,
+    ) -> Self {
+        self.push(field, SetOp::None, values)
+    }
+
+    /// Entities whose text field starts with `prefix` (ZRANGEBYLEX on its
+    /// prefix index; byte order, so it is correct for any UTF-8 text).
+    pub fn prefix<T, C, K: PrefixIndex + SetIndex>(
+        self,
+        field: Field<E, T, C, K>,
+        prefix: impl Into<K::Value>,
+    ) -> Self {
+        self.push(field, SetOp::StartsWith, [prefix])
+    }
+
+    /// Only `n` results after skipping `offset`, in the stable order of the
+    /// members (numeric for integer pks, byte order otherwise). `count()`
+    /// ignores it.
+    pub fn limit(mut self, offset: usize, n: usize) -> Self {
+        self.spec.page = Some((offset, n));
+        self
+    }
+
+    fn sorted_index<T, C, K>(&mut self, field: Field<E, T, C, K>) -> Option<usize> {
+        let found = index_of(E::DESC, field.name());
+        if found.is_none() {
+            self.error.get_or_insert(Error::UnexpectedReply {
+                key: String::new(),
+                detail: format!("field `{}` has no index", field.name()),
+            });
+        }
+        found
+    }
+
+    /// Entities whose sorted `field` lies in `range` (`a..b`, `a..=b`, `a..`,
+    /// `..b`, `..`; ZRANGEBYSCORE).
+    pub fn range<T, C, K: SortedIndex>(
+        mut self,
+        field: Field<E, T, C, K>,
+        range: impl RangeBounds<K::Value>,
+    ) -> Self {
+        let map = |b: Bound<&K::Value>| match b {
+            Bound::Included(v) => Bound::Included(v.score()),
+            Bound::Excluded(v) => Bound::Excluded(v.score()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        if let Some(index) = self.sorted_index(field) {
+            self.spec.ranges.push(RangeCondition {
+                index,
+                min: map(range.start_bound()),
+                max: map(range.end_bound()),
+            });
+        }
+        self
+    }
+
+    /// Results in ascending order of the sorted `field`; equal scores in
+    /// byte order of their members (Redis' own order); entities without a
+    /// value last.
+    pub fn order_asc<T, C, K: SortedIndex>(mut self, field: Field<E, T, C, K>) -> Self {
+        if let Some(index) = self.sorted_index(field) {
+            self.spec.order = Some((index, false));
+        }
+        self
+    }
+
+    /// Results in descending order of the sorted `field`; equal scores in
+    /// reverse byte order of their members (as `ZREVRANGE`); entities
+    /// without a value last.
+    pub fn order_desc<T, C, K: SortedIndex>(mut self, field: Field<E, T, C, K>) -> Self {
+        if let Some(index) = self.sorted_index(field) {
+            self.spec.order = Some((index, true));
+        }
+        self
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// Starts a set-algebra query over `E`'s equality indexes and tag relations.
+    pub fn query<E: Entity>(&self) -> Query<'_, E, Self> {
+        Query::new(self)
+    }
+
+    /// Every `E` whose indexed `field` equals `value` (or, for a tag
+    /// relation, has the tag): `query().eq(field, value).fetch()`.
+    pub async fn find<E: Entity, T, Co, K: SetIndex>(
+        &self,
+        field: Field<E, T, Co, K>,
+        value: impl Into<K::Value>,
+    ) -> Result<Vec<E>> {
+        self.query::<E>().eq(field, value).fetch().await
+    }
+
+    /// The `E` whose unique `field` holds `value`, if any (two round trips:
+    /// the unique key, then the entity, which is checked to still hold it).
+    pub async fn find_unique<E: Entity, T, Co, X: Scalar>(
+        &self,
+        field: Field<E, T, Co, Unique<X>>,
+        value: impl Into<X>,
+    ) -> Result<Option<E>> {
+        let Some(index) = query::index_of(E::DESC, field.name()) else {
+            return Ok(None);
+        };
+        let (key, v) = query::unique_key(E::DESC, &self.ns, index, &value.into());
+        let member: Option<String> = redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&key, e))?;
+        let Some(member) = member else {
+            return Ok(None);
+        };
+        let (pipe, keys) = query::read_members(E::DESC, &self.ns, std::slice::from_ref(&member));
+        let replies: Vec<Value> = pipe
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&keys[0].base, e))?;
+        let (found, repair) =
+            query::finish_unique::<E>(&self.ns, index, v, &member, &keys[0], replies)?;
+        if let Some(plan) = repair {
+            self.write(&plan).await?;
+        }
+        Ok(found)
+    }
+
+    /// The `n` entities with the highest sorted `field`, with their scores
+    /// (a leaderboard with profiles): two round trips, whatever `n`.
+    pub async fn top<E: Entity, T, Co, K: SortedIndex>(
+        &self,
+        field: Field<E, T, Co, K>,
+        n: usize,
+    ) -> Result<Vec<(E, f64)>> {
+        let Some(index) = query::index_of(E::DESC, field.name()) else {
+            return Ok(Vec::new());
+        };
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        // One plain read when no entity of the type has a TTL (nothing can
+        // have expired); the query script otherwise.
+        let zset = keyspace::index_zset(E::DESC, self.ns.as_str(), E::DESC.indexes[index].field);
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZCARD")
+            .arg(keyspace::expiry_key(E::DESC, self.ns.as_str()));
+        pipe.cmd("ZRANGE")
+            .arg(&zset)
+            .arg(0)
+            .arg(n.saturating_sub(1))
+            .arg("REV")
+            .arg("WITHSCORES");
+        let (expiring, flat): (u64, Vec<String>) = pipe
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&zset, e))?;
+        let answer = if expiring == 0 {
+            query::Answer::from_scored(flat)
+        } else {
+            self.run_query::<E>(&query::top_spec(index, n), false, true)
+                .await?
+        };
+        self.fetch_scored(&answer, true).await
+    }
+
+    /// The entities of a scored answer with their scores, in one pipelined
+    /// read; those gone since are skipped (and, with `clean`, their entries
+    /// removed).
+    pub(crate) async fn fetch_scored<E: Entity>(
+        &self,
+        answer: &query::Answer,
+        clean: bool,
+    ) -> Result<Vec<(E, f64)>> {
+        if answer.members.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (pipe, keys) = query::read_members(E::DESC, &self.ns, &answer.members);
+        let replies: Vec<Value> = pipe
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&keys[0].base, e))?;
+        let (top, repairs) = query::finish_top::<E>(&self.ns, answer, &keys, replies)?;
+        if clean && !repairs.is_empty() {
+            self.write_many(&repairs).await?;
+        }
+        Ok(top)
+    }
+
+    /// The 0-based rank of the entity by its sorted `field`, highest first
+    /// (`ZREVRANK`, one round trip); `None` when it has no value or no entity.
+    /// Expired entities are never counted above it.
+    pub async fn rank<E: Entity, T, Co, K: SortedIndex>(
+        &self,
+        field: Field<E, T, Co, K>,
+        pk: &E::Pk,
+    ) -> Result<Option<u64>> {
+        let Some(index) = query::index_of(E::DESC, field.name()) else {
+            return Ok(None);
+        };
+        let call = query::rank_call(E::DESC, &self.ns, index, &E::member(pk));
+        let reply: Option<u64> = script::invoke(&mut self.conn.clone(), &self.sent, &call)
+            .await
+            .map_err(|e| {
+                Error::redis(
+                    &keyspace::index_zset(E::DESC, self.ns.as_str(), E::DESC.indexes[index].field),
+                    e,
+                )
+            })?;
+        Ok(reply)
+    }
+
+    pub(crate) async fn run_query<E: Entity>(
+        &self,
+        spec: &query::Spec,
+        count_only: bool,
+        with_scores: bool,
+    ) -> Result<query::Answer> {
+        let call = query::script_call(E::DESC, &self.ns, spec, count_only, with_scores);
+        let reply: Value = script::invoke(&mut self.conn.clone(), &self.sent, &call)
+            .await
+            .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, self.ns.as_str()), e))?;
+        let answer = query::parse_reply(E::DESC, spec, with_scores, reply)?;
+        if !answer.ghosts.is_empty() {
+            // Expired entities met on the way: remove all their entries now.
+            self.write_many(&query::sweep_plans(E::DESC, &self.ns, &answer.ghosts))
+                .await?;
+        }
+        Ok(answer)
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> {
+    /// The matching entities, each checked against the conditions (at most
+    /// two round trips; a third removes stale index entries if any were met).
+    pub async fn fetch(self) -> Result<Vec<E>> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let store = self.store;
+        let members = store
+            .run_query::<E>(&self.spec, false, false)
+            .await?
+            .members;
+        if members.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (pipe, keys) = query::read_members(E::DESC, &store.ns, &members);
+        let replies: Vec<Value> = pipe
+            .query_async(&mut store.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&keys[0].base, e))?;
+        let fetched = query::finish_fetch::<E>(&store.ns, &self.spec, &members, &keys, replies)?;
+        if !fetched.repairs.is_empty() {
+            store.write_many(&fetched.repairs).await?;
+        }
+        Ok(fetched.entities)
+    }
+
+    /// The pks of the matching entities as the indexes list them (one round
+    /// trip; unlike `fetch`, the entities are not read, so not checked).
+    pub async fn ids(self) -> Result<Vec<E::Pk>> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let members = self
+            .store
+            .run_query::<E>(&self.spec, false, false)
+            .await?
+            .members;
+        Ok(members
+            .iter()
+            .filter_map(|m| query::parse_member::<E>(m))
+            .collect())
+    }
+
+    /// How many entities match (ignores `limit`; one round trip).
+    pub async fn count(self) -> Result<u64> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        Ok(self
+            .store
+            .run_query::<E>(&self.spec, true, false)
+            .await?
+            .total)
+    }
+}

@@ -1,0 +1,176 @@
+//! Pushed timelines (seed 000, Weibo): a capped list of post members per
+//! owner, newest first, with the push fanned out to followers.
+
+use super::relation::Relation;
+use super::Store;
+use crate::error::{Error, Result};
+use crate::keyspace;
+use crate::plan::query;
+use crate::schema::entity::Entity;
+use crate::schema::escape::Namespace;
+use redis::aio::ConnectionLike;
+use std::marker::PhantomData;
+
+/// A capped list per owner of type `O` holding members of `P`s, newest first.
+///
+/// ```
+/// use redis_entity::relation::Timeline;
+/// # #[derive(redis_entity::RedisEntity)] struct User { #[pk] id: u64, name: String }
+/// # #[derive(redis_entity::RedisEntity)] struct Post { #[pk] id: u64, text: String }
+/// // Seed 000: "posts pushed to me" (`rpush push:userid:8 1`), the newest 1,000.
+/// const PUSHED: Timeline<User, Post> = Timeline::new("pushed", 1000);
+/// assert_eq!(PUSHED.cap(), 1000);
+/// ```
+pub struct Timeline<O, P> {
+    name: &'static str,
+    cap: usize,
+    _p: PhantomData<fn() -> (O, P)>,
+}
+
+impl<O, P> Clone for Timeline<O, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<O, P> Copy for Timeline<O, P> {}
+
+impl<O, P> std::fmt::Debug for Timeline<O, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Timeline({}, cap {})", self.name, self.cap)
+    }
+}
+
+impl<O, P> Timeline<O, P> {
+    /// A timeline named `name` keeping the newest `cap` entries.
+    pub const fn new(name: &'static str, cap: usize) -> Self {
+        Timeline {
+            name,
+            cap,
+            _p: PhantomData,
+        }
+    }
+
+    /// The timeline's name.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// How many entries a timeline keeps.
+    pub const fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// The list of `owner` (`<owner key>:<name>`).
+    pub fn key(&self, ns: &Namespace, owner: &O::Pk) -> String
+    where
+        O: Entity,
+    {
+        keyspace::sub_key(
+            &keyspace::entity_key(O::DESC, ns.as_str(), &O::member(owner)),
+            self.name,
+        )
+    }
+}
+
+/// How many owners one pipelined push covers.
+pub(crate) const PUSH_BATCH: usize = 1000;
+
+/// `LPUSH` + `LTRIM` of `post` onto each owner's timeline, and the
+/// timeline's name in the owner's register (so that deleting the owner
+/// deletes its timeline).
+pub(crate) fn push_pipeline(
+    owner_keys: &[String],
+    name: &str,
+    post_member: &str,
+    cap: usize,
+) -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    for owner in owner_keys {
+        let list = keyspace::sub_key(owner, name);
+        pipe.cmd("LPUSH").arg(&list).arg(post_member).ignore();
+        pipe.cmd("LTRIM")
+            .arg(&list)
+            .arg(0)
+            .arg(cap.saturating_sub(1))
+            .ignore();
+        pipe.cmd("HSET")
+            .arg(keyspace::relation_register(owner))
+            .arg(name)
+            .arg("")
+            .ignore();
+    }
+    pipe
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// Pushes `post` onto the timeline of every owner, newest first, capped:
+    /// one pipelined round trip per 1,000 owners.
+    pub async fn timeline_push<O: Entity, P: Entity>(
+        &self,
+        timeline: &Timeline<O, P>,
+        post: &P::Pk,
+        owners: &[O::Pk],
+    ) -> Result<()> {
+        let member = P::member(post);
+        for chunk in owners.chunks(PUSH_BATCH) {
+            let keys: Vec<String> = chunk
+                .iter()
+                .map(|o| keyspace::entity_key(O::DESC, self.ns.as_str(), &O::member(o)))
+                .collect();
+            let pipe = push_pipeline(&keys, timeline.name(), &member, timeline.cap());
+            let () = pipe
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| Error::redis(&keys[0], e))?;
+        }
+        Ok(())
+    }
+
+    /// Pushes `post` onto the timelines of everyone related back to `author`
+    /// (seed 000: a new post goes to every follower): one round trip for the
+    /// followers, one per 1,000 of them for the push.
+    pub async fn timeline_push_related<O: Entity, P: Entity>(
+        &self,
+        timeline: &Timeline<O, P>,
+        post: &P::Pk,
+        rel: &Relation<O, O>,
+        author: &O::Pk,
+    ) -> Result<usize> {
+        let followers = self.related_back(rel, author).await?;
+        self.timeline_push(timeline, post, &followers).await?;
+        Ok(followers.len())
+    }
+
+    /// A page of `owner`'s timeline with its posts, newest first: `LRANGE`,
+    /// then one pipelined read (two round trips). Posts deleted or expired
+    /// since are skipped.
+    pub async fn timeline<O: Entity, P: Entity>(
+        &self,
+        timeline: &Timeline<O, P>,
+        owner: &O::Pk,
+        offset: usize,
+        n: usize,
+    ) -> Result<Vec<P>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let key = timeline.key(&self.ns, owner);
+        let members: Vec<String> = redis::cmd("LRANGE")
+            .arg(&key)
+            .arg(offset)
+            .arg(offset + n - 1)
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&key, e))?;
+        let pks: Vec<P::Pk> = members
+            .iter()
+            .filter_map(|m| query::parse_member::<P>(m))
+            .collect();
+        Ok(self
+            .get_many::<P>(&pks)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect())
+    }
+}
