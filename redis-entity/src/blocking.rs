@@ -23,6 +23,25 @@ use crate::store::Update;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use std::time::Duration;
 
+/// The blocking form of async store methods, from one list of signatures:
+/// each runs the async method of the same name to completion. Generics go
+/// in brackets; `as name::<..>` gives the turbofish the call needs.
+macro_rules! blocking {
+    ($(
+        $name:ident [$($gen:tt)*] ($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty
+            $(as $call:ident::<$($turbofish:ty),*>)?;
+    )*) => {$(
+        #[doc = concat!("See [`crate::Store::", stringify!($name), "`].")]
+        pub fn $name<$($gen)*>(&self, $($arg: $ty),*) -> $ret {
+            self.run(blocking!(@call self.inner, ($($arg),*), $name $(, $call::<$($turbofish),*>)?))
+        }
+    )*};
+    (@call $inner:expr, ($($arg:ident),*), $name:ident) => { $inner.$name($($arg),*) };
+    (@call $inner:expr, ($($arg:ident),*), $name:ident, $call:ident::<$($turbofish:ty),*>) => {
+        $inner.$call::<$($turbofish),*>($($arg),*)
+    };
+}
+
 /// Saves, loads and deletes entities without async.
 ///
 /// Shareable between threads (`&Store` is enough for every call).
@@ -114,74 +133,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.rt.block_on(f)
     }
 
-    /// See [`crate::Store::save`].
-    pub fn save<E: Entity>(&self, entity: &E) -> Result<bool> {
-        self.run(self.inner.save(entity))
-    }
-
-    /// See [`crate::Store::save_with_ttl`].
-    pub fn save_with_ttl<E: Entity>(&self, entity: &E, ttl: Duration) -> Result<bool> {
-        self.run(self.inner.save_with_ttl(entity, ttl))
-    }
-
-    /// See [`crate::Store::insert`].
-    pub fn insert<E: Entity>(&self, entity: &E) -> Result<()> {
-        self.run(self.inner.insert(entity))
-    }
-
-    /// See [`crate::Store::save_all`].
-    pub fn save_all<E: Entity>(&self, entities: &[E]) -> Result<()> {
-        self.run(self.inner.save_all(entities))
-    }
-
-    /// See [`crate::Store::get`].
-    pub fn get<E: Entity>(&self, pk: &E::Pk) -> Result<Option<E>> {
-        self.run(self.inner.get::<E>(pk))
-    }
-
-    /// See [`crate::Store::get_many`].
-    pub fn get_many<E: Entity>(&self, pks: &[E::Pk]) -> Result<Vec<Option<E>>> {
-        self.run(self.inner.get_many::<E>(pks))
-    }
-
-    /// See [`crate::Store::exists`].
-    pub fn exists<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
-        self.run(self.inner.exists::<E>(pk))
-    }
-
-    /// See [`crate::Store::delete`].
-    pub fn delete<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
-        self.run(self.inner.delete::<E>(pk))
-    }
-
     /// See [`crate::Store::update`].
     pub fn update<E: Entity>(&self, pk: &E::Pk) -> Update<'_, E, Self> {
         Update::new(self, pk)
-    }
-
-    /// See [`crate::Store::expire`].
-    pub fn expire<E: Entity>(&self, pk: &E::Pk, ttl: Duration) -> Result<bool> {
-        self.run(self.inner.expire::<E>(pk, ttl))
-    }
-
-    /// See [`crate::Store::persist`].
-    pub fn persist<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
-        self.run(self.inner.persist::<E>(pk))
-    }
-
-    /// See [`crate::Store::ttl`].
-    pub fn ttl<E: Entity>(&self, pk: &E::Pk) -> Result<Option<Duration>> {
-        self.run(self.inner.ttl::<E>(pk))
-    }
-
-    /// See [`crate::Store::hget`].
-    pub fn hget<E: Entity, M: MapField>(
-        &self,
-        field: HashField<E, M>,
-        pk: &E::Pk,
-        key: impl Into<M::Key>,
-    ) -> Result<Option<M::Value>> {
-        self.run(self.inner.hget(field, pk, key))
     }
 
     /// See [`crate::Store::query`].
@@ -189,215 +143,91 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Query::new(self)
     }
 
-    /// See [`crate::Store::find`].
-    pub fn find<E: Entity, T, Co, K: SetIndex>(
-        &self,
-        field: Field<E, T, Co, K>,
-        value: impl Into<K::Value>,
-    ) -> Result<Vec<E>> {
-        self.run(self.inner.find(field, value))
-    }
-
-    /// See [`crate::Store::find_unique`].
-    pub fn find_unique<E: Entity, T, Co, X: Scalar>(
-        &self,
-        field: Field<E, T, Co, Unique<X>>,
-        value: impl Into<X>,
-    ) -> Result<Option<E>> {
-        self.run(self.inner.find_unique(field, value))
-    }
-
-    /// See [`crate::Store::top`].
-    pub fn top<E: Entity, T, Co, K: SortedIndex>(
-        &self,
-        field: Field<E, T, Co, K>,
-        n: usize,
-    ) -> Result<Vec<(E, f64)>> {
-        self.run(self.inner.top(field, n))
-    }
-
-    /// See [`crate::Store::rank`].
-    pub fn rank<E: Entity, T, Co, K: SortedIndex>(
-        &self,
-        field: Field<E, T, Co, K>,
-        pk: &E::Pk,
-    ) -> Result<Option<u64>> {
-        self.run(self.inner.rank(field, pk))
-    }
-
-    /// See [`crate::Store::board_incr`].
-    pub fn board_incr<E: Entity>(&self, board: &Board<E>, pk: &E::Pk, delta: f64) -> Result<f64> {
-        self.run(self.inner.board_incr(board, pk, delta))
-    }
-
-    /// See [`crate::Store::board_incr_at`].
-    pub fn board_incr_at<E: Entity>(
-        &self,
-        board: &Board<E>,
-        pk: &E::Pk,
-        delta: f64,
-        at: std::time::SystemTime,
-    ) -> Result<f64> {
-        self.run(self.inner.board_incr_at(board, pk, delta, at))
-    }
-
-    /// See [`crate::Store::board_top_at`].
-    pub fn board_top_at<E: Entity>(
-        &self,
-        board: &Board<E>,
-        at: std::time::SystemTime,
-        n: usize,
-    ) -> Result<Vec<(E, f64)>> {
-        self.run(self.inner.board_top_at(board, at, n))
-    }
-
-    /// See [`crate::Store::board_top`].
-    pub fn board_top<E: Entity>(&self, board: &Board<E>, n: usize) -> Result<Vec<(E, f64)>> {
-        self.run(self.inner.board_top(board, n))
-    }
-
-    /// See [`crate::Store::board_rank`].
-    pub fn board_rank<E: Entity>(&self, board: &Board<E>, pk: &E::Pk) -> Result<Option<u64>> {
-        self.run(self.inner.board_rank(board, pk))
-    }
-
-    /// See [`crate::Store::relate`].
-    pub fn relate<A: Entity, B: Entity>(
-        &self,
-        rel: &Relation<A, B>,
-        a: &A::Pk,
-        b: &B::Pk,
-    ) -> Result<bool> {
-        self.run(self.inner.relate(rel, a, b))
-    }
-
-    /// See [`crate::Store::unrelate`].
-    pub fn unrelate<A: Entity, B: Entity>(
-        &self,
-        rel: &Relation<A, B>,
-        a: &A::Pk,
-        b: &B::Pk,
-    ) -> Result<bool> {
-        self.run(self.inner.unrelate(rel, a, b))
-    }
-
-    /// See [`crate::Store::related`].
-    pub fn related<A: Entity, B: Entity>(
-        &self,
-        rel: &Relation<A, B>,
-        a: &A::Pk,
-    ) -> Result<Vec<B::Pk>> {
-        self.run(self.inner.related(rel, a))
-    }
-
-    /// See [`crate::Store::related_back`].
-    pub fn related_back<A: Entity, B: Entity>(
-        &self,
-        rel: &Relation<A, B>,
-        b: &B::Pk,
-    ) -> Result<Vec<A::Pk>> {
-        self.run(self.inner.related_back(rel, b))
-    }
-
-    /// See [`crate::Store::mutual`].
-    pub fn mutual<A: Entity>(&self, rel: &Relation<A, A>, a: &A::Pk) -> Result<Vec<A::Pk>> {
-        self.run(self.inner.mutual(rel, a))
-    }
-
-    /// See [`crate::Store::related_entities`].
-    pub fn related_entities<A: Entity, B: Entity>(
-        &self,
-        rel: &Relation<A, B>,
-        a: &A::Pk,
-    ) -> Result<Vec<B>> {
-        self.run(self.inner.related_entities(rel, a))
-    }
-
-    /// See [`crate::Store::timeline_push_related`].
-    pub fn timeline_push_related<O: Entity, P: Entity>(
-        &self,
-        timeline: &Timeline<O, P>,
-        post: &P::Pk,
-        rel: &Relation<O, O>,
-        author: &O::Pk,
-    ) -> Result<usize> {
-        self.run(
-            self.inner
-                .timeline_push_related(timeline, post, rel, author),
-        )
-    }
-
-    /// See [`crate::Store::timeline_push`].
-    pub fn timeline_push<O: Entity, P: Entity>(
-        &self,
-        timeline: &Timeline<O, P>,
-        post: &P::Pk,
-        owners: &[O::Pk],
-    ) -> Result<()> {
-        self.run(self.inner.timeline_push(timeline, post, owners))
-    }
-
-    /// See [`crate::Store::timeline`].
-    pub fn timeline<O: Entity, P: Entity>(
-        &self,
-        timeline: &Timeline<O, P>,
-        owner: &O::Pk,
-        offset: usize,
-        n: usize,
-    ) -> Result<Vec<P>> {
-        self.run(self.inner.timeline(timeline, owner, offset, n))
-    }
-
-    /// See [`crate::Store::migrate_batch`].
-    pub fn migrate_batch<E, F>(
-        &self,
-        migration: &Migration,
-        cursor: u64,
-        convert: F,
-    ) -> Result<Progress>
-    where
-        E: Entity,
-        F: FnMut(&str, &[u8]) -> std::result::Result<Option<E>, String>,
-    {
-        self.run(self.inner.migrate_batch(migration, cursor, convert))
-    }
-
-    /// See [`crate::Store::migrate`].
-    pub fn migrate<E, F, P>(
-        &self,
-        migration: &Migration,
-        cursor: u64,
-        convert: F,
-        on_progress: P,
-    ) -> Result<Progress>
-    where
-        E: Entity,
-        F: FnMut(&str, &[u8]) -> std::result::Result<Option<E>, String>,
-        P: FnMut(&Progress),
-    {
-        self.run(self.inner.migrate(migration, cursor, convert, on_progress))
-    }
-
-    /// See [`crate::Store::verify`].
-    pub fn verify<E: Entity>(&self) -> Result<Report> {
-        self.run(self.inner.verify::<E>())
-    }
-
-    /// See [`crate::Store::repair`].
-    pub fn repair<E: Entity>(&self, report: &Report) -> Result<usize> {
-        self.run(self.inner.repair::<E>(report))
-    }
-
-    /// See [`crate::Store::sweep`].
-    pub fn sweep<E: Entity>(&self, budget: usize) -> Result<usize> {
-        self.run(self.inner.sweep::<E>(budget))
+    blocking! {
+        save[E: Entity](entity: &E) -> Result<bool>;
+        save_with_ttl[E: Entity](entity: &E, ttl: Duration) -> Result<bool>;
+        insert[E: Entity](entity: &E) -> Result<()>;
+        save_all[E: Entity](entities: &[E]) -> Result<()>;
+        get[E: Entity](pk: &E::Pk) -> Result<Option<E>> as get::<E>;
+        get_many[E: Entity](pks: &[E::Pk]) -> Result<Vec<Option<E>>> as get_many::<E>;
+        exists[E: Entity](pk: &E::Pk) -> Result<bool> as exists::<E>;
+        delete[E: Entity](pk: &E::Pk) -> Result<bool> as delete::<E>;
+        expire[E: Entity](pk: &E::Pk, ttl: Duration) -> Result<bool> as expire::<E>;
+        persist[E: Entity](pk: &E::Pk) -> Result<bool> as persist::<E>;
+        ttl[E: Entity](pk: &E::Pk) -> Result<Option<Duration>> as ttl::<E>;
+        hget[E: Entity, M: MapField](
+            field: HashField<E, M>,
+            pk: &E::Pk,
+            key: impl Into<M::Key>,
+        ) -> Result<Option<M::Value>>;
+        find[E: Entity, T, Co, K: SetIndex](
+            field: Field<E, T, Co, K>,
+            value: impl Into<K::Value>,
+        ) -> Result<Vec<E>>;
+        find_unique[E: Entity, T, Co, X: Scalar](
+            field: Field<E, T, Co, Unique<X>>,
+            value: impl Into<X>,
+        ) -> Result<Option<E>>;
+        top[E: Entity, T, Co, K: SortedIndex](field: Field<E, T, Co, K>, n: usize)
+            -> Result<Vec<(E, f64)>>;
+        rank[E: Entity, T, Co, K: SortedIndex](field: Field<E, T, Co, K>, pk: &E::Pk)
+            -> Result<Option<u64>>;
+        board_incr[E: Entity](board: &Board<E>, pk: &E::Pk, delta: f64) -> Result<f64>;
+        board_incr_at[E: Entity](
+            board: &Board<E>,
+            pk: &E::Pk,
+            delta: f64,
+            at: std::time::SystemTime,
+        ) -> Result<f64>;
+        board_top[E: Entity](board: &Board<E>, n: usize) -> Result<Vec<(E, f64)>>;
+        board_top_at[E: Entity](board: &Board<E>, at: std::time::SystemTime, n: usize)
+            -> Result<Vec<(E, f64)>>;
+        board_rank[E: Entity](board: &Board<E>, pk: &E::Pk) -> Result<Option<u64>>;
+        relate[A: Entity, B: Entity](rel: &Relation<A, B>, a: &A::Pk, b: &B::Pk) -> Result<bool>;
+        unrelate[A: Entity, B: Entity](rel: &Relation<A, B>, a: &A::Pk, b: &B::Pk)
+            -> Result<bool>;
+        related[A: Entity, B: Entity](rel: &Relation<A, B>, a: &A::Pk) -> Result<Vec<B::Pk>>;
+        related_back[A: Entity, B: Entity](rel: &Relation<A, B>, b: &B::Pk)
+            -> Result<Vec<A::Pk>>;
+        mutual[A: Entity](rel: &Relation<A, A>, a: &A::Pk) -> Result<Vec<A::Pk>>;
+        related_entities[A: Entity, B: Entity](rel: &Relation<A, B>, a: &A::Pk)
+            -> Result<Vec<B>>;
+        timeline_push[O: Entity, P: Entity](
+            timeline: &Timeline<O, P>,
+            post: &P::Pk,
+            owners: &[O::Pk],
+        ) -> Result<()>;
+        timeline_push_related[O: Entity, P: Entity](
+            timeline: &Timeline<O, P>,
+            post: &P::Pk,
+            rel: &Relation<O, O>,
+            author: &O::Pk,
+        ) -> Result<usize>;
+        timeline[O: Entity, P: Entity](
+            timeline: &Timeline<O, P>,
+            owner: &O::Pk,
+            offset: usize,
+            n: usize,
+        ) -> Result<Vec<P>>;
+        migrate_batch[E: Entity, F: FnMut(&str, &[u8]) -> std::result::Result<Option<E>, String>](
+            migration: &Migration,
+            cursor: u64,
+            convert: F,
+        ) -> Result<Progress>;
+        migrate[
+            E: Entity,
+            F: FnMut(&str, &[u8]) -> std::result::Result<Option<E>, String>,
+            P: FnMut(&Progress),
+        ](migration: &Migration, cursor: u64, convert: F, on_progress: P) -> Result<Progress>;
+        verify[E: Entity]() -> Result<Report> as verify::<E>;
+        repair[E: Entity](report: &Report) -> Result<usize> as repair::<E>;
+        sweep[E: Entity](budget: usize) -> Result<usize> as sweep::<E>;
     }
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
-    /// See [`crate::Store::reindex`].
-    pub fn reindex<E: Entity>(&self) -> Result<usize> {
-        self.run(self.inner.reindex::<E>())
+    blocking! {
+        reindex[E: Entity]() -> Result<usize> as reindex::<E>;
     }
 }
 
