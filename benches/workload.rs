@@ -113,6 +113,70 @@ impl Side {
         }
     }
 
+    async fn info(&self, section: &str) -> String {
+        let mut c = self
+            .server
+            .client()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        redis::cmd("INFO")
+            .arg(section)
+            .query_async(&mut c)
+            .await
+            .unwrap()
+    }
+
+    /// Server CPU seconds so far (user + system).
+    async fn cpu_s(&self) -> f64 {
+        let info = self.info("cpu").await;
+        let get = |k: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(k))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        get("used_cpu_user:") + get("used_cpu_sys:")
+    }
+
+    /// Microseconds per call of the write command since the last reset.
+    async fn write_us_per_call(&self) -> Option<f64> {
+        let info = self.info("commandstats").await;
+        let (mut usec, mut calls) = (0.0, 0.0);
+        for l in info.lines() {
+            let Some((cmd, rest)) = l.strip_prefix("cmdstat_").and_then(|l| l.split_once(':'))
+            else {
+                continue;
+            };
+            if !matches!(cmd, "fcall" | "exec" | "evalsha") {
+                continue;
+            }
+            let field = |k: &str| {
+                rest.split(',')
+                    .find_map(|kv| kv.strip_prefix(k))
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .unwrap_or(0.0)
+            };
+            usec += field("usec=");
+            calls += field("calls=");
+        }
+        (calls > 0.0).then(|| usec / calls)
+    }
+
+    async fn reset_stats(&self) {
+        let mut c = self
+            .server
+            .client()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+    }
+
     async fn used_memory(&self) -> i64 {
         let mut c = self
             .server
@@ -136,16 +200,31 @@ struct Figures {
     ops_per_s: f64,
     trips_per_op: f64,
     bytes_per_entity: Option<f64>,
+    /// The server's CPU time (user + system, `INFO cpu`) per operation.
+    cpu_us_per_op: f64,
+    /// Per call of the write command (`FCALL`, or `EXEC` of a `MULTI`):
+    /// microseconds of server time (`INFO commandstats`), if any was sent.
+    write_us_per_call: Option<f64>,
 }
 
 /// A side's figures for a step of `ops` that took `secs`.
-async fn figures(side: &Side, ops: u64, entities: bool, secs: f64, mem_before: i64) -> Figures {
+async fn figures(
+    side: &Side,
+    ops: u64,
+    entities: bool,
+    secs: f64,
+    mem_before: i64,
+    cpu_before: f64,
+) -> Figures {
     let trips = side.trips.take();
     let after = side.used_memory().await;
+    let cpu = side.cpu_s().await - cpu_before;
     Figures {
         ops_per_s: ops as f64 / secs,
         trips_per_op: trips as f64 / ops as f64,
         bytes_per_entity: entities.then(|| (after - mem_before) as f64 / ops as f64),
+        cpu_us_per_op: cpu * 1e6 / ops as f64,
+        write_us_per_call: side.write_us_per_call().await,
     }
 }
 
@@ -167,6 +246,9 @@ where
 {
     const ROUNDS: u64 = 10;
     let mem = (fw.used_memory().await, hand.used_memory().await);
+    fw.reset_stats().await;
+    hand.reset_stats().await;
+    let cpu = (fw.cpu_s().await, hand.cpu_s().await);
     fw.trips.take();
     hand.trips.take();
     let (mut tf, mut tg) = (0.0, 0.0);
@@ -188,8 +270,8 @@ where
             tf += t.elapsed().as_secs_f64();
         }
     }
-    let a = figures(fw, ops, entities, tf, mem.0).await;
-    let b = figures(hand, ops, entities, tg, mem.1).await;
+    let a = figures(fw, ops, entities, tf, mem.0, cpu.0).await;
+    let b = figures(hand, ops, entities, tg, mem.1, cpu.1).await;
     (a, b)
 }
 
@@ -202,13 +284,26 @@ fn report(step: &str, fw: &Figures, hand: &Figures) {
         (Some(a), Some(b)) if b > 0.0 => format!("{:>5.2}", a / b),
         _ => "    -".into(),
     };
+    let write = |f: &Figures| match f.write_us_per_call {
+        Some(us) => format!("{us:>6.1}"),
+        None => "     -".into(),
+    };
+    let write_ratio = match (fw.write_us_per_call, hand.write_us_per_call) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:>5.2}", a / b),
+        _ => "    -".into(),
+    };
     println!(
-        "| {step:<34} | {:>9.0} | {:>9.0} | {:>5.2} | {:>4.2} | {:>4.2} | {} | {} | {} |",
+        "| {step:<40} | {:>9.0} | {:>9.0} | {:>5.2} | {:>4.2} | {:>4.2} | {:>6.1} | {:>6.1} | {} | {} | {} | {} | {} | {} |",
         fw.ops_per_s,
         hand.ops_per_s,
         fw.ops_per_s / hand.ops_per_s,
         fw.trips_per_op,
         hand.trips_per_op,
+        fw.cpu_us_per_op,
+        hand.cpu_us_per_op,
+        write(fw),
+        write(hand),
+        write_ratio,
         bytes(fw),
         bytes(hand),
         ratio_bytes,
@@ -219,6 +314,85 @@ async fn hand_save_user(c: &mut CountingConnection<MultiplexedConnection>, u: &U
     let mut p = redis::pipe();
     hand_user_commands(&mut p, u);
     let _: () = p.query_async(c).await.unwrap();
+}
+
+/// The hand-written save with the guarantees redis-entity gives: the stored
+/// values are read (to remove old index entries) and the username checked
+/// before anything is written, under WATCH, retried if another writer got
+/// in between: two round trips.
+async fn hand_save_user_guarded(c: &mut CountingConnection<MultiplexedConnection>, u: &User) {
+    let key = format!("user:{{{}}}", u.id);
+    let ukey = format!("user:username:{}", u.username);
+    loop {
+        let mut p = redis::pipe();
+        p.cmd("WATCH").arg(&key).arg(&ukey).ignore();
+        p.cmd("HMGET").arg(&key).arg("username").arg("country");
+        p.cmd("GET").arg(&ukey);
+        let ((old_name, old_country), owner): ((Option<String>, Option<String>), Option<u64>) =
+            p.query_async(c).await.unwrap();
+        if owner.is_some_and(|o| o != u.id) {
+            let () = redis::cmd("UNWATCH").query_async(c).await.unwrap();
+            panic!("username taken");
+        }
+        let mut p = redis::pipe();
+        p.cmd("MULTI").ignore();
+        p.cmd("HSET")
+            .arg(&key)
+            .arg("username")
+            .arg(&u.username)
+            .arg("email")
+            .arg(&u.email)
+            .arg("country")
+            .arg(&u.country)
+            .arg("level")
+            .arg(u.level)
+            .ignore();
+        if old_name.as_deref() != Some(u.username.as_str()) {
+            if let Some(old) = &old_name {
+                p.cmd("DEL").arg(format!("user:username:{old}")).ignore();
+            }
+            p.cmd("SET").arg(&ukey).arg(u.id).ignore();
+        }
+        if old_country.as_deref() != Some(u.country.as_str()) {
+            if let Some(old) = &old_country {
+                p.cmd("SREM").arg(format!("user:country:{old}")).arg(u.id).ignore();
+            }
+            p.cmd("SADD").arg(format!("user:country:{}", u.country)).arg(u.id).ignore();
+        }
+        p.cmd("EXEC");
+        let (done,): (redis::Value,) = p.query_async(c).await.unwrap();
+        if done != redis::Value::Nil {
+            return;
+        }
+    }
+}
+
+/// The hand-written change of an indexed field with the same guarantees:
+/// the old value is read under WATCH, not assumed.
+async fn hand_change_country_guarded(
+    c: &mut CountingConnection<MultiplexedConnection>,
+    id: u64,
+    new: &str,
+) {
+    let key = format!("user:{{{id}}}");
+    loop {
+        let mut p = redis::pipe();
+        p.cmd("WATCH").arg(&key).ignore();
+        p.cmd("HGET").arg(&key).arg("country");
+        let (old,): (Option<String>,) = p.query_async(c).await.unwrap();
+        let mut p = redis::pipe();
+        p.cmd("MULTI").ignore();
+        p.cmd("HSET").arg(&key).arg("country").arg(new).ignore();
+        if let Some(old) = old.filter(|o| o != new) {
+            p.cmd("SREM").arg(format!("user:country:{old}")).arg(id).ignore();
+        }
+        p.cmd("SADD").arg(format!("user:country:{new}")).arg(id).ignore();
+        p.cmd("EXEC");
+        let (done,): (redis::Value,) = p.query_async(c).await.unwrap();
+        if done != redis::Value::Nil {
+            return;
+        }
+    }
 }
 
 /// The minimal atomic write of a new user: the hash, the unique key, the country set.
@@ -314,8 +488,9 @@ async fn main() {
         "redis-entity vs hand-written redis-rs, {n_users} users, {n_books} books, {n_queries} queries per kind, {n_changes} changes, {n_incr} score increments, {n_top} top-10 reads"
     );
     println!("ops/s and round trips per op; bytes: Redis used_memory growth per entity; ratio = redis-entity / hand-written\n");
-    println!("| step | redis-entity ops/s | hand-written ops/s | ratio | trips (re) | trips (hand) | bytes (re) | bytes (hand) | bytes ratio |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("server CPU: µs of redis-server CPU (INFO cpu) per operation; write call: µs per FCALL (re) or EXEC (hand) from INFO commandstats\n");
+    println!("| step | redis-entity ops/s | hand-written ops/s | ratio | trips (re) | trips (hand) | server CPU µs/op (re) | (hand) | write call µs (re) | (hand) | write ratio | bytes (re) | bytes (hand) | bytes ratio |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
 
     // 1. Save users one at a time.
     let (a, b) = pair(
@@ -337,6 +512,27 @@ async fn main() {
     )
     .await;
     report("save user (one at a time)", &a, &b);
+
+    // 1b. The same against hand-written code with the same guarantees.
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_users,
+        true,
+        |r| async move {
+            for id in r {
+                store.save(&user(id + 10 * n_users)).await.unwrap();
+            }
+        },
+        |r| async move {
+            let mut c = hc.clone();
+            for id in r {
+                hand_save_user_guarded(&mut c, &user(id + 10 * n_users)).await;
+            }
+        },
+    )
+    .await;
+    report("save user (vs WATCH/GET/MULTI/EXEC)", &a, &b);
 
     // 2. Save users in batches of 100.
     let (a, b) = pair(
@@ -564,6 +760,134 @@ async fn main() {
     )
     .await;
     report("change country (indexed)", &a, &b);
+
+    // 7b. The same against hand-written code that reads the old value.
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_changes,
+        false,
+        |r| async move {
+            for i in r {
+                let id = i % n_users;
+                store
+                    .update::<User>(&id)
+                    .set(User::COUNTRY, country(id, i / n_users + 7))
+                    .exec()
+                    .await
+                    .unwrap();
+            }
+        },
+        |r| async move {
+            let mut c = hc.clone();
+            for i in r {
+                let id = i % n_users;
+                hand_change_country_guarded(&mut c, id, country(id, i / n_users + 7)).await;
+            }
+        },
+    )
+    .await;
+    report("change country (vs WATCH/GET/MULTI/EXEC)", &a, &b);
+
+    // 7c. 32 tasks sharing one store (one connection): gets, unique
+    //     lookups, level updates and tag queries with records, mixed.
+    let shared_pairs = std::sync::Arc::new(pairs.clone());
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_users,
+        false,
+        |r| {
+            let store = store.clone();
+            let pairs = shared_pairs.clone();
+            async move {
+                let mut tasks = tokio::task::JoinSet::new();
+                for t in 0..32u64 {
+                    let ops: Vec<u64> = r.clone().filter(|i| i % 32 == t).collect();
+                    let (store, pairs) = (store.clone(), pairs.clone());
+                    tasks.spawn(async move {
+                        for i in ops {
+                            let id = i % n_users;
+                            match i % 5 {
+                                0 | 1 => {
+                                    assert!(store.get::<User>(&id).await.unwrap().is_some());
+                                }
+                                2 => {
+                                    let u = store.find_unique(User::USERNAME, format!("user{id}"));
+                                    assert!(u.await.unwrap().is_some());
+                                }
+                                3 => store
+                                    .update::<User>(&id)
+                                    .incr(User::LEVEL, 1)
+                                    .exec()
+                                    .await
+                                    .unwrap(),
+                                _ => {
+                                    let (x, y) = &pairs[(i as usize) % pairs.len()];
+                                    let q = store.query::<Book>().all(Book::TAGS, [x, y]);
+                                    q.fetch().await.unwrap();
+                                }
+                            }
+                        }
+                    });
+                }
+                while let Some(r) = tasks.join_next().await {
+                    r.unwrap();
+                }
+            }
+        },
+        |r| {
+            let conn = hc.clone();
+            let pairs = shared_pairs.clone();
+            async move {
+                let mut tasks = tokio::task::JoinSet::new();
+                for t in 0..32u64 {
+                    let ops: Vec<u64> = r.clone().filter(|i| i % 32 == t).collect();
+                    let (mut c, pairs) = (conn.clone(), pairs.clone());
+                    tasks.spawn(async move {
+                        for i in ops {
+                            let id = i % n_users;
+                            match i % 5 {
+                                0 | 1 => {
+                                    let f: Vec<(String, String)> =
+                                        c.hgetall(format!("user:{{{id}}}")).await.unwrap();
+                                    assert!(parse_user(id, f).is_some());
+                                }
+                                2 => {
+                                    let owner: Option<u64> =
+                                        c.get(format!("user:username:user{id}")).await.unwrap();
+                                    let f: Vec<(String, String)> = c
+                                        .hgetall(format!("user:{{{}}}", owner.unwrap()))
+                                        .await
+                                        .unwrap();
+                                    assert!(!f.is_empty());
+                                }
+                                3 => {
+                                    let _: i64 = c
+                                        .hincr(format!("user:{{{id}}}"), "level", 1)
+                                        .await
+                                        .unwrap();
+                                }
+                                _ => {
+                                    let (x, y) = &pairs[(i as usize) % pairs.len()];
+                                    let ids: Vec<u64> = c
+                                        .sinter(&[format!("book:tags:{x}"), format!("book:tags:{y}")])
+                                        .await
+                                        .unwrap();
+                                    hand_books(&mut c, ids).await;
+                                }
+                            }
+                        }
+                    });
+                }
+                while let Some(r) = tasks.join_next().await {
+                    r.unwrap();
+                }
+            }
+        },
+    )
+    .await;
+    report("32 tasks: gets, finds, updates, tag queries", &a, &b);
 
     // 8. Leaderboard: score increments (hash and sorted set together), then
     //    top 10 with profiles.
