@@ -355,9 +355,15 @@ async fn hand_save_user_guarded(c: &mut CountingConnection<MultiplexedConnection
         }
         if old_country.as_deref() != Some(u.country.as_str()) {
             if let Some(old) = &old_country {
-                p.cmd("SREM").arg(format!("user:country:{old}")).arg(u.id).ignore();
+                p.cmd("SREM")
+                    .arg(format!("user:country:{old}"))
+                    .arg(u.id)
+                    .ignore();
             }
-            p.cmd("SADD").arg(format!("user:country:{}", u.country)).arg(u.id).ignore();
+            p.cmd("SADD")
+                .arg(format!("user:country:{}", u.country))
+                .arg(u.id)
+                .ignore();
         }
         p.cmd("EXEC");
         let (done,): (redis::Value,) = p.query_async(c).await.unwrap();
@@ -384,9 +390,15 @@ async fn hand_change_country_guarded(
         p.cmd("MULTI").ignore();
         p.cmd("HSET").arg(&key).arg("country").arg(new).ignore();
         if let Some(old) = old.filter(|o| o != new) {
-            p.cmd("SREM").arg(format!("user:country:{old}")).arg(id).ignore();
+            p.cmd("SREM")
+                .arg(format!("user:country:{old}"))
+                .arg(id)
+                .ignore();
         }
-        p.cmd("SADD").arg(format!("user:country:{new}")).arg(id).ignore();
+        p.cmd("SADD")
+            .arg(format!("user:country:{new}"))
+            .arg(id)
+            .ignore();
         p.cmd("EXEC");
         let (done,): (redis::Value,) = p.query_async(c).await.unwrap();
         if done != redis::Value::Nil {
@@ -871,7 +883,10 @@ async fn main() {
                                 _ => {
                                     let (x, y) = &pairs[(i as usize) % pairs.len()];
                                     let ids: Vec<u64> = c
-                                        .sinter(&[format!("book:tags:{x}"), format!("book:tags:{y}")])
+                                        .sinter(&[
+                                            format!("book:tags:{x}"),
+                                            format!("book:tags:{y}"),
+                                        ])
                                         .await
                                         .unwrap();
                                     hand_books(&mut c, ids).await;

@@ -227,7 +227,15 @@ fn lex(open: &[u8], value: &[u8], tail: &[u8]) -> Vec<u8> {
 /// integer pks (as Lua numbers, ties by text), by bytes otherwise.
 pub(crate) fn sort_members(desc: &'static EntityDesc, members: &mut [String]) {
     if desc.numeric_pk {
-        members.sort_by_cached_key(|m| (OrdF64(m.parse::<f64>().unwrap_or(0.0)), m.clone()));
+        // Parsed once each, and the strings moved rather than cloned.
+        let mut keyed: Vec<(OrdF64, String)> = members
+            .iter_mut()
+            .map(|m| (OrdF64(m.parse::<f64>().unwrap_or(0.0)), std::mem::take(m)))
+            .collect();
+        keyed.sort_unstable();
+        for (slot, (_, m)) in members.iter_mut().zip(keyed) {
+            *slot = m;
+        }
     } else {
         members.sort_unstable();
     }
@@ -379,25 +387,34 @@ pub(crate) fn parse_reply(
         key: keyspace::ids_key(desc, ""),
         detail,
     };
-    let Value::Array(items) = reply else {
+    let Value::Array(mut items) = reply else {
         return Err(bad(format!("{reply:?}")));
     };
-    let mut it = items.into_iter();
-    let total = match it.next() {
+    // The page, the ghosts, the ghost count, the total (see query.lua).
+    let total = match items.pop() {
         Some(Value::Int(n)) => n as u64,
         other => return Err(bad(format!("{other:?}"))),
     };
-    let nghosts = match it.next() {
+    let nghosts = match items.pop() {
         Some(Value::Int(n)) => n as usize,
         other => return Err(bad(format!("{other:?}"))),
     };
-    let mut members: Vec<String> = it
-        .map(|v| match v {
-            Value::BulkString(b) => String::from_utf8(b).map_err(|e| bad(e.to_string())),
-            other => Err(bad(format!("{other:?}"))),
-        })
-        .collect::<Result<_>>()?;
-    let ghosts: Vec<String> = members.drain(..nghosts.min(members.len())).collect();
+    if nghosts > items.len() {
+        return Err(bad(format!(
+            "{nghosts} ghosts in a reply of {}",
+            items.len()
+        )));
+    }
+    let text = |v: Value| match v {
+        Value::BulkString(b) => String::from_utf8(b).map_err(|e| bad(e.to_string())),
+        other => Err(bad(format!("{other:?}"))),
+    };
+    let ghosts = items
+        .split_off(items.len() - nghosts)
+        .into_iter()
+        .map(text)
+        .collect::<Result<Vec<_>>>()?;
+    let mut members = items.into_iter().map(text).collect::<Result<Vec<_>>>()?;
     let mut scores = Vec::new();
     if with_scores {
         let page = std::mem::take(&mut members);

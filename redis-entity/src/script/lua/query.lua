@@ -16,9 +16,10 @@
 --       are the keys whose existence means the entity exists); then the
 --       order (a sorted index key or '', and asc | desc) and '1' to return
 --       each page member's score.
--- Returns: { total matches (ignoring offset and limit), ghost count, the
---   ghosts (members whose entity has expired: never counted or returned;
---   the caller removes their entries), members of the page... }
+-- Returns: { members of the page..., the ghosts (members whose entity has
+--   expired: never counted or returned; the caller removes their entries)...,
+--   ghost count, total matches (ignoring offset and limit) } -- the counts
+--   last, so that a whole result is returned without being copied.
 -- Nothing is written: no temporary keys, so nothing can outlive the query.
 local a = 0
 local function arg() a = a + 1; return ARGV[a] end
@@ -94,15 +95,15 @@ if order_key ~= '' and not may_expire and #groups <= 1
   local min, max = '-inf', '+inf'
   if #groups == 1 then min = groups[1].ranges[1].min; max = groups[1].ranges[1].max end
   local total = redis.call('ZCOUNT', order_key, min, max)
-  local out = { total, 0 }
-  if limit == 0 then return out end
+  if limit == 0 then return { 0, total } end
   local cmd = { 'ZRANGE', order_key, min, max, 'BYSCORE' }
   if order_dir == 'desc' then cmd = { 'ZRANGE', order_key, max, min, 'BYSCORE', 'REV' } end
   if limit > 0 or offset > 0 then
     cmd[#cmd + 1] = 'LIMIT'; cmd[#cmd + 1] = offset; cmd[#cmd + 1] = limit
   end
   if with_scores then cmd[#cmd + 1] = 'WITHSCORES' end
-  for _, v in ipairs(redis.call(unpack(cmd))) do out[#out + 1] = v end
+  local out = redis.call(unpack(cmd))
+  out[#out + 1] = 0; out[#out + 1] = total
   return out
 end
 
@@ -145,6 +146,21 @@ if #positive > 1 then
   table.sort(positive, function(x, y) return x.size < y.size end)
 end
 local result
+-- One set minus sets (`eq(x).none([y, ..])`): SDIFF, natively.
+local function single_key(g)
+  return g.source == 's' and #g.keys == 1 and g.keys[1]
+end
+if result == nil and #positive == 1 and #negative > 0 and single_key(positive[1]) then
+  local keys, native = { single_key(positive[1]) }, true
+  for _, g in ipairs(negative) do
+    if g.source ~= 's' then native = false; break end
+    for _, k in ipairs(g.keys) do keys[#keys + 1] = k end
+  end
+  if native then
+    result = redis.call('SDIFF', unpack(keys))
+    positive, negative = {}, {}
+  end
+end
 for _, g in ipairs(positive) do
   if result and #result == 0 then break end
   -- `all` of no values is no condition; `any` of no values matches nothing.
@@ -179,11 +195,12 @@ if may_expire and #result > 0 then
   end
   result = live
 end
+local total = #result
 local function reply(page)
-  local out = { #result, #ghosts }
-  for _, g in ipairs(ghosts) do out[#out + 1] = g end
-  for _, m in ipairs(page) do out[#out + 1] = m end
-  return out
+  for _, g in ipairs(ghosts) do page[#page + 1] = g end
+  page[#page + 1] = #ghosts
+  page[#page + 1] = total
+  return page
 end
 
 if limit == 0 then return reply({}) end
