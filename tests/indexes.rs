@@ -276,3 +276,50 @@ async fn index_maintenance_costs_no_extra_round_trip() {
     store.delete::<User>(&1).await.unwrap();
     assert_eq!(trips.take(), 1, "delete with indexes");
 }
+
+#[tokio::test]
+async fn queries_stay_at_two_round_trips_when_entities_expire() {
+    let server = RedisServer::start();
+    let (store, trips) = support::counted_store(&server).await;
+    store.save(&user(1, "a", "DE")).await.unwrap();
+    store.find(User::COUNTRY, "DE").await.unwrap();
+    trips.take();
+    // Nothing expires: one native SINTER (with the expiry check), one read.
+    assert_eq!(store.find(User::COUNTRY, "DE").await.unwrap().len(), 1);
+    assert_eq!(trips.take(), 2, "native query + fetch");
+
+    // This store gave an entity a TTL: its queries go to the script, which
+    // skips expired entities, at once.
+    store
+        .save_with_ttl(&user(2, "b", "DE"), std::time::Duration::from_millis(300))
+        .await
+        .unwrap();
+    store.find(User::COUNTRY, "DE").await.unwrap();
+    trips.take();
+    assert_eq!(store.find(User::COUNTRY, "DE").await.unwrap().len(), 2);
+    assert_eq!(trips.take(), 2, "script query + fetch");
+
+    // Another store learns it from its first query (one extra round trip,
+    // once), and never returns an expired entity.
+    let (other, other_trips) = support::counted_store(&server).await;
+    assert_eq!(other.find(User::COUNTRY, "DE").await.unwrap().len(), 2);
+    assert_eq!(
+        other_trips.take(),
+        3,
+        "native try, script (sent with its text), fetch"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let found: Vec<u64> = other
+        .find(User::COUNTRY, "DE")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.id)
+        .collect();
+    assert_eq!(found, [1]);
+    assert_eq!(
+        other_trips.take(),
+        3,
+        "script query + fetch + removal of the expired entries"
+    );
+}

@@ -101,6 +101,49 @@ pub struct Spec {
     pub page: Option<(usize, usize)>,
 }
 
+/// The one native set command (`SINTER`, `SUNION` or `SDIFF`) that answers
+/// `spec` when nothing of the type can have expired, for the common
+/// shapes: equality / tag conditions only, no order, no page. `None` when
+/// the query needs the script.
+pub(crate) fn native_set_command(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    spec: &Spec,
+) -> Option<redis::Cmd> {
+    if !spec.ranges.is_empty() || spec.order.is_some() || spec.page.is_some() {
+        return None;
+    }
+    let (mut all, mut any, mut none) = (Vec::new(), Vec::new(), Vec::new());
+    for c in &spec.conditions {
+        let idx = &desc.indexes[c.index];
+        if idx.kind == IndexKind::Prefix || c.op == SetOp::StartsWith {
+            return None;
+        }
+        let keys: Vec<Vec<u8>> = c
+            .values
+            .iter()
+            .map(|v| keyspace::index_key(desc, ns.as_str(), idx.field, v))
+            .collect();
+        match c.op {
+            SetOp::All => all.extend(keys),
+            SetOp::Any if keys.is_empty() => return None,
+            SetOp::Any if keys.len() == 1 => all.extend(keys),
+            SetOp::Any => any.push(keys),
+            SetOp::None => none.extend(keys),
+            SetOp::StartsWith => return None,
+        }
+    }
+    let name = match (all.len(), any.len(), none.is_empty()) {
+        (1.., 0, true) => "SINTER",
+        (0, 1, true) => "SUNION",
+        (1, 0, false) => "SDIFF",
+        _ => return None,
+    };
+    let mut cmd = redis::cmd(name);
+    cmd.arg(all).arg(any.concat()).arg(none);
+    Some(cmd)
+}
+
 /// The escaped stored form of a value: the last segment of its index key.
 pub(crate) fn index_value<V: crate::schema::codec::Scalar>(v: &V) -> Vec<u8> {
     let mut out = Vec::new();
@@ -342,6 +385,17 @@ pub(crate) fn finish_top<E: Entity>(
 }
 
 impl Answer {
+    /// The answer of a native set command: every member, none expired.
+    pub(crate) fn from_members(desc: &'static EntityDesc, mut members: Vec<String>) -> Self {
+        sort_members(desc, &mut members);
+        Answer {
+            total: members.len() as u64,
+            members,
+            ghosts: Vec::new(),
+            scores: Vec::new(),
+        }
+    }
+
     /// An answer from a `member, score, member, score...` reply.
     pub(crate) fn from_scored(flat: Vec<String>) -> Self {
         let mut answer = Answer {

@@ -7,8 +7,10 @@
 //! `EVAL`, which also caches the script again; [`invoke_all`] does the same
 //! for many calls in one pipeline. No other module sends a script.
 //!
-//! Read-only scripts start with `#!lua flags=no-writes` and go out as
-//! `EVALSHA_RO`: they run on replicas and during `CLIENT PAUSE WRITE`.
+//! Read-only scripts start with `#!lua flags=no-writes`, which is what lets
+//! the server run them during `CLIENT PAUSE WRITE` and on replicas, and go
+//! out as `EVALSHA_RO`, which a replica, or an ACL user allowed only read
+//! commands, accepts.
 
 pub(crate) mod write;
 

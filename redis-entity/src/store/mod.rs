@@ -56,6 +56,32 @@ pub struct Store<C = ConnectionManager> {
     conn: C,
     ns: Namespace,
     sent: script::Sent,
+    expiring: ExpiringTypes,
+}
+
+/// The entity types a store has seen with entities that have a TTL: their
+/// queries go to the query script, which skips expired entities, instead of
+/// trying a native set command first. Shared by the clones of a store.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ExpiringTypes(std::sync::Arc<std::sync::Mutex<std::collections::HashSet<usize>>>);
+
+impl ExpiringTypes {
+    fn id(desc: &crate::EntityDesc) -> usize {
+        desc as *const crate::EntityDesc as usize
+    }
+
+    pub(crate) fn seen(&self, desc: &crate::EntityDesc) -> bool {
+        self.0
+            .lock()
+            .map(|s| s.contains(&Self::id(desc)))
+            .unwrap_or(true)
+    }
+
+    pub(crate) fn add(&self, desc: &crate::EntityDesc) {
+        if let Ok(mut s) = self.0.lock() {
+            s.insert(Self::id(desc));
+        }
+    }
 }
 
 impl Store<ConnectionManager> {
@@ -87,6 +113,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             conn,
             ns: Namespace::none(),
             sent: script::Sent::default(),
+            expiring: ExpiringTypes::default(),
         }
     }
 
@@ -186,6 +213,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// Upserts `entity` and gives all its keys a new TTL.
     pub async fn save_with_ttl<E: Entity>(&self, entity: &E, ttl: Duration) -> Result<bool> {
+        self.expiring.add(E::DESC);
         self.save_as(entity, false, Some(ttl)).await
     }
 
@@ -285,6 +313,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// Gives every key of the entity a TTL; `false` if there is no such entity.
     pub async fn expire<E: Entity>(&self, pk: &E::Pk, ttl: Duration) -> Result<bool> {
+        self.expiring.add(E::DESC);
         self.lifecycle::<E>(pk, WriteOp::Expire, Some(ttl)).await
     }
 

@@ -313,6 +313,28 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         count_only: bool,
         with_scores: bool,
     ) -> Result<query::Answer> {
+        // The common shapes run as one native set command, when nothing of
+        // the type can have expired (checked in the same round trip); the
+        // script otherwise.
+        // A type with a default TTL, or one seen with expiring entities,
+        // goes to the script directly (2 round trips with the fetch).
+        let may_expire = E::DESC.ttl.is_some() || self.expiring.seen(E::DESC);
+        if let Some(native) = (!count_only && !with_scores && !may_expire)
+            .then(|| query::native_set_command(E::DESC, &self.ns, spec))
+            .flatten()
+        {
+            let expiry = keyspace::expiry_key(E::DESC, self.ns.as_str());
+            let mut pipe = redis::pipe();
+            pipe.cmd("ZCARD").arg(&expiry).add_command(native);
+            let (expiring, members): (u64, Vec<String>) = pipe
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| Error::redis(&expiry, e))?;
+            if expiring == 0 {
+                return Ok(query::Answer::from_members(E::DESC, members));
+            }
+            self.expiring.add(E::DESC);
+        }
         let call = query::script_call(E::DESC, &self.ns, spec, count_only, with_scores);
         let reply: Value = script::invoke(&mut self.conn.clone(), &self.sent, &call)
             .await

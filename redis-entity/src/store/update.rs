@@ -132,6 +132,9 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
             return Err(e);
         }
         let store = self.store;
+        if self.ttl.is_some() {
+            store.expiring.add(E::DESC);
+        }
         write::check_update_scores(E::DESC, &self.ops)?;
         let keys = EntityKeys::new(E::DESC, store.ns.as_str(), self.member);
         if E::DESC.layout != Layout::Json {
