@@ -1,11 +1,14 @@
 //! Scripts: the Lua the runtime runs on the server, and the one way to call
 //! them.
 //!
-//! A [`Script`] owns its text and SHA1. [`invoke`] sends `EVALSHA` (or
-//! `EVALSHA_RO` for a read-only script) and, when the server answers
-//! `NOSCRIPT` (after `SCRIPT FLUSH` or a restart), resends the call as
-//! `EVAL`, which also caches the script again; [`invoke_all`] does the same
-//! for many calls in one pipeline. No other module sends a script.
+//! A [`Script`] is a script (its text and SHA1) or a function of a library
+//! (the write functions, one library per entity type, see [`write`]).
+//! [`invoke`] sends a call by name (`EVALSHA`, `EVALSHA_RO`, `FCALL`); the
+//! first call of a store sends the code with it (`EVAL`, or `FUNCTION LOAD`
+//! in the same pipeline), and when the server lost it (`NOSCRIPT`, "Function
+//! not found": a flush or a restart) the call is resent with its code.
+//! [`invoke_all`] does the same for many calls in one pipeline. No other
+//! module sends Lua.
 //!
 //! Read-only scripts start with `#!lua flags=no-writes`, which is what lets
 //! the server run them during `CLIENT PAUSE WRITE` and on replicas, and go
