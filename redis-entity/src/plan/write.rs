@@ -20,8 +20,10 @@ use std::time::Duration;
 /// The value a write gives one indexed field.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum IndexValue {
-    /// The write does not set it: the script reads the stored value.
+    /// The script reads the stored value after the write (an increment).
     Unknown,
+    /// The write does not touch the field: its entries stay as they are.
+    Unchanged,
     /// Set to `None`: no index entry.
     Absent,
     /// The stored form (a sorted index: the score; an indexed pk field: its
@@ -189,6 +191,7 @@ impl WritePlan {
         for v in &self.index_values {
             args.push(match v {
                 IndexValue::Unknown => Vec::new(),
+                IndexValue::Unchanged => b"u".to_vec(),
                 IndexValue::Absent => b"n".to_vec(),
                 IndexValue::Value(v) => [b"v", &v[..]].concat(),
             });
@@ -478,6 +481,18 @@ pub(crate) fn update(
                 p.command(cmd, key, args);
             }
             other => p.map_op(other),
+        }
+    }
+    // Indexed columns no operation touches keep their entries: the script
+    // neither reads them again nor moves anything.
+    let touched = |col: usize| {
+        ops.iter().any(
+            |op| matches!(op, UpdateOp::Set { col: c, .. } | UpdateOp::Incr { col: c, .. } if *c == col),
+        )
+    };
+    for (i, idx) in desc.indexes.iter().enumerate() {
+        if idx.column().is_some_and(|c| !touched(c)) {
+            p.index_values[i] = IndexValue::Unchanged;
         }
     }
     p

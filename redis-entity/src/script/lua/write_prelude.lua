@@ -12,9 +12,10 @@
 -- strings-layout columns, then #[hash] maps, then the index shadow).
 -- Arguments: namespace, member, ttl ms to set (-1: keep the remaining TTL),
 -- compare-and-set document (''), expected version ('' = no check), one
--- value per index of T.idx ('' = not known: read it after the write; n =
--- None; v.. = the stored form this write gives the field, or the escaped
--- value of an indexed pk field), then the operation's own arguments.
+-- value per index of T.idx ('' = not known: read it after the write; u =
+-- unchanged by this write; n = None; v.. = the stored form this write gives
+-- the field, or the escaped value of an indexed pk field), then the
+-- operation's own arguments.
 
 local K, A, a           -- this entity's keys and arguments, the last argument read
 local function arg() a = a + 1; return A[a] end
@@ -24,6 +25,7 @@ local new, given = {}, {} -- per index: the entries this write gives (false:
                           -- read after the write), and whether its value came
                           -- with the call (then its unique check is done first)
 local NONE = {}           -- no entries (never modified)
+local UNCHANGED = {}      -- marks an index this write does not touch
 local ids_key, expiry_key, owner_head, rel_key, shadow
 local existed, old_pttl, old, ghost
 
@@ -120,6 +122,8 @@ local function begin(keys, args, first)
       new[n] = { [string.sub(v, 2)] = true }
     elseif given[n] then
       new[n] = entries(spec.kind, string.sub(v, 2))
+    elseif v == 'u' then
+      new[n] = UNCHANGED
     elseif v == 'n' or spec.pk then
       new[n] = NONE
     else
@@ -152,6 +156,9 @@ local function begin(keys, args, first)
     for n = 1, #T.idx do
       if next(old[n]) then ghost = true end
     end
+  end
+  for n = 1, #T.idx do
+    if new[n] == UNCHANGED then new[n] = old[n] or NONE end
   end
 end
 
@@ -289,6 +296,11 @@ end
 -- anything changed, instead of half-way through.
 local function probe_shared_keys()
   if #T.idx == 0 then return end
+  local moves = false
+  for n = 1, #T.idx do
+    if new[n] ~= old[n] then moves = true; break end
+  end
+  if not moves then return end
   local probe = { K[1], ids_key }
   for n, spec in ipairs(T.idx) do
     if spec.kind == 'p' or spec.kind == 's' then
