@@ -726,8 +726,11 @@ mod tests {
             .collect()
     }
 
+    /// Stale (index, escaped value) entries.
+    type Entries = Vec<(usize, Vec<u8>)>;
+
     /// The stale entries and the missing flag of a check, `None` for a match.
-    fn stale(c: Check) -> Option<(Vec<(usize, Vec<u8>)>, bool)> {
+    fn stale(c: Check) -> Option<(Entries, bool)> {
         match c {
             Check::Match => None,
             Check::Stale { entries, missing } => Some((entries, missing)),

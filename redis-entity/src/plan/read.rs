@@ -210,7 +210,10 @@ mod tests {
         )
         .unwrap()
         .expect("stored");
-        assert_eq!(row.columns, [Some(b("ann")), None, Some(b("3")), Some(b("1"))]);
+        assert_eq!(
+            row.columns,
+            [Some(b("ann")), None, Some(b("3")), Some(b("1"))]
+        );
         assert!(row.maps.is_empty());
 
         // Only the marker: the entity exists with every column absent.

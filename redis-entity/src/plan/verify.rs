@@ -696,7 +696,12 @@ mod tests {
 
     impl Fake {
         fn new(entries: Vec<(&str, Stored)>) -> Self {
-            Fake(entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+            Fake(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect(),
+            )
         }
 
         fn answer(&self, cmd: &[String]) -> Value {
@@ -835,7 +840,9 @@ mod tests {
         let (report, sent) = Fake::new(store).verify(&Namespace::new("t").unwrap());
         assert!(report.is_clean(), "{report}");
         assert_eq!(report.entities, 1);
-        assert!(sent.iter().all(|c| c[0] == "SCAN" || c[1].starts_with("t:")));
+        assert!(sent
+            .iter()
+            .all(|c| c[0] == "SCAN" || c[1].starts_with("t:")));
     }
 
     #[test]

@@ -730,14 +730,7 @@ mod tests {
                 value: None,
             },
         ];
-        let plan = update(
-            &USER,
-            "",
-            keys(&USER, "9"),
-            &ops,
-            None,
-            Some("4".into()),
-        );
+        let plan = update(&USER, "", keys(&USER, "9"), &ops, None, Some("4".into()));
         assert_eq!(plan.op, WriteOp::Update);
         assert_eq!(plan.version_expected.as_deref(), Some("4"));
         assert_eq!(
@@ -957,8 +950,11 @@ mod tests {
         .is_ok());
     }
 
-    /// Splits a batch call into its entities: (keys, arguments) each.
-    fn frames(call: &Call<'_>) -> Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>)> {
+    /// The keys and the arguments of one entity of a batch.
+    type Frame = (Vec<Vec<u8>>, Vec<Vec<u8>>);
+
+    /// Splits a batch call into its entities.
+    fn frames(call: &Call<'_>) -> Vec<Frame> {
         let number = |v: &[u8]| -> usize { std::str::from_utf8(v).unwrap().parse().unwrap() };
         let (mut out, mut k, mut j) = (Vec::new(), 0, 0);
         while j < call.args.len() {

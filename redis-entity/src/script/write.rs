@@ -355,8 +355,9 @@ mod tests {
     fn pk_indexes_and_unindexed_types() {
         let h = header(&ORDER);
         assert_eq!(roles(&ORDER), "ps");
-        assert!(line(&h, "idx")
-            .starts_with(r#"idx = { { kind = "e", k = 1, field = "", pk = true, key = "order:shop:" }, "#));
+        assert!(line(&h, "idx").starts_with(
+            r#"idx = { { kind = "e", k = 1, field = "", pk = true, key = "order:shop:" }, "#
+        ));
         assert_eq!(line(&h, "version"), "version = false,");
 
         let h = header(&DOC);
@@ -399,7 +400,10 @@ mod tests {
     #[test]
     fn every_operation_has_a_function_and_a_batch_form() {
         assert_eq!(function_name("lib", WriteOp::Update, false), "lib_update");
-        assert_eq!(function_name("lib", WriteOp::Sweep, true), "lib_sweep_batch");
+        assert_eq!(
+            function_name("lib", WriteOp::Sweep, true),
+            "lib_sweep_batch"
+        );
         let code = code(&USER);
         assert_eq!(code.matches("redis.register_function(").count(), 20);
         assert!(code.contains(
@@ -438,7 +442,13 @@ mod tests {
         assert_eq!(name(&copy), user);
         // Any change to what the scripts rely on: another library.
         assert_ne!(name(&SESSION), user);
-        assert_ne!(name(&EntityDesc { prefix: "member", ..USER }), user);
+        assert_ne!(
+            name(&EntityDesc {
+                prefix: "member",
+                ..USER
+            }),
+            user
+        );
         const INDEXES: &[IndexDesc] = &[IndexDesc {
             field: "username",
             source: crate::schema::entity::IndexSource::Column(0),
