@@ -330,4 +330,74 @@ mod tests {
         assert_eq!(cache_lock_key("cache:{a}"), "cache:{a}:lock");
         assert_eq!(register_entry(&d, "", "follows"), "user:userid:\n\nfollows");
     }
+
+    #[test]
+    fn a_key_tail_follows_the_hash_tag() {
+        let d = EntityDesc {
+            key_pattern: "user:{<id>}:profile",
+            key_head: "user:",
+            key_tail: ":profile",
+            ..desc(Layout::Hash)
+        };
+        assert_eq!(entity_key(&d, "t:", "9"), "t:user:{9}:profile");
+        assert_eq!(presence_suffixes(&d), ["}:profile"]);
+        assert_eq!(
+            member_of_key(&d, "t:", "t:user:{9}:profile").as_deref(),
+            Some("9")
+        );
+        assert_eq!(member_of_key(&d, "t:", "t:order:{9}"), None);
+        assert_eq!(member_of_key(&d, "t:", "t:user:{9"), None);
+        assert_eq!(
+            register_entry(&d, "t:", "follows"),
+            "t:user:\n:profile\nfollows"
+        );
+    }
+
+    #[test]
+    fn every_key_in_script_order() {
+        use crate::plan::fixtures::{DOC, SESSION, USER};
+        let user = EntityKeys::new(&USER, "", "9".into());
+        let all: Vec<&str> = user.all().map(String::as_str).collect();
+        assert_eq!(all, ["user:{9}", "user:{9}:prefs", "user:{9}:@shadow"]);
+        assert!(user.columns.is_empty());
+
+        let session = EntityKeys::new(&SESSION, "", "s1".into());
+        let all: Vec<&str> = session.all().map(String::as_str).collect();
+        assert_eq!(
+            all,
+            [
+                "session:{s1}",
+                "session:{s1}:user",
+                "session:{s1}:code",
+                "session:{s1}:hits",
+                "session:{s1}:rev",
+                "session:{s1}:@shadow"
+            ]
+        );
+
+        // Without indexes there is no shadow.
+        let doc = EntityKeys::new(&DOC, "", "d1".into());
+        assert_eq!(doc.shadow, None);
+        assert_eq!(doc.maps, ["doc:{d1}:notes"]);
+    }
+
+    #[test]
+    fn the_ttl_key_is_one_that_lives_as_long_as_the_entity() {
+        assert_eq!(ttl_key(&desc(Layout::Hash), "", "9"), "user:userid:{9}");
+        assert_eq!(ttl_key(&desc(Layout::Json), "", "9"), "user:userid:{9}");
+        // Strings without a required column lacking its own TTL: the marker.
+        const OPTIONAL: &[ColumnDesc] = &[ColumnDesc {
+            name: "code",
+            rust_type: "Option<String>",
+            optional: true,
+            ttl: None,
+        }];
+        let d = EntityDesc {
+            columns: OPTIONAL,
+            ..desc(Layout::Strings)
+        };
+        assert_eq!(ttl_key(&d, "t:", "9"), "t:user:userid:{9}");
+        // A column without a TTL of its own still shows that the entity exists.
+        assert_eq!(presence_suffixes(&d), ["}", "}:code"]);
+    }
 }

@@ -119,3 +119,107 @@ pub(crate) fn json_document(desc: &EntityDesc, row: &Row) -> Vec<u8> {
     out.push(b'}');
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::fixtures::*;
+
+    #[test]
+    fn the_document_holds_present_columns_as_json_text() {
+        let doc = json_document(&DOC, &row(&[Some("\"Hi\""), Some("2.5")], &[]));
+        assert_eq!(doc, b(r#"{"title":"Hi","rank":2.5}"#));
+        let doc = json_document(&DOC, &row(&[None, Some("1")], &[]));
+        assert_eq!(doc, b(r#"{"rank":1}"#));
+        assert_eq!(json_document(&DOC, &row(&[None, None], &[])), b("{}"));
+    }
+
+    #[test]
+    fn columns_come_back_from_the_document() {
+        let cols = json_columns(&DOC, "doc:{d1}", br#"{"title":"Hi","other":true}"#).unwrap();
+        assert_eq!(cols, [Some(b("\"Hi\"")), None]);
+        match json_columns(&DOC, "doc:{d1}", b"[1]") {
+            Err(Error::Decode { key, field, .. }) => {
+                assert_eq!((&*key, field), ("doc:{d1}", "(document)"))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn apply(doc: &str, ops: &[UpdateOp]) -> Result<serde_json::Value> {
+        let out = apply_json_ops(&DOC, "doc:{d1}", doc.as_bytes(), ops)?;
+        Ok(serde_json::from_slice(&out).unwrap())
+    }
+
+    fn incr(delta: &str, float: bool) -> UpdateOp {
+        UpdateOp::Incr {
+            col: 1,
+            delta: b(delta),
+            float,
+        }
+    }
+
+    #[test]
+    fn updates_apply_to_the_document() {
+        let set = UpdateOp::Set {
+            col: 0,
+            value: Some(b("\"New\"")),
+        };
+        let unset = UpdateOp::Set {
+            col: 1,
+            value: None,
+        };
+        assert_eq!(
+            apply(r#"{"title":"Old","rank":1}"#, &[set, unset]).unwrap(),
+            serde_json::json!({"title": "New"})
+        );
+        assert_eq!(
+            apply(r#"{"title":"T","rank":1}"#, &[incr("2", false)]).unwrap(),
+            serde_json::json!({"title": "T", "rank": 3})
+        );
+        assert_eq!(
+            apply(r#"{"title":"T"}"#, &[incr("0.5", true)]).unwrap(),
+            serde_json::json!({"title": "T", "rank": 0.5})
+        );
+        // Map changes are not part of the document.
+        let map = UpdateOp::MapDel {
+            map: 0,
+            key: b("n1"),
+        };
+        assert_eq!(
+            apply(r#"{"title":"T"}"#, &[map]).unwrap(),
+            serde_json::json!({"title": "T"})
+        );
+    }
+
+    #[test]
+    fn a_bad_update_names_the_key_and_field() {
+        for (doc, op, why) in [
+            (r#"{"rank":"x"}"#, incr("1", false), "not an integer"),
+            (r#"{"rank":"x"}"#, incr("1", true), "not a number"),
+            (r#"{"rank":1}"#, incr("one", true), "bad delta"),
+            (
+                r#"{"rank":9223372036854775807}"#,
+                incr("1", false),
+                "increment overflows",
+            ),
+        ] {
+            match apply(doc, &[op]) {
+                Err(Error::Decode {
+                    key, field, reason, ..
+                }) => {
+                    assert_eq!((&*key, field, &*reason), ("doc:{d1}", "rank", why), "{doc}")
+                }
+                other => panic!("{doc}: {other:?}"),
+            }
+        }
+        let bad = UpdateOp::Set {
+            col: 0,
+            value: Some(b("not json")),
+        };
+        match apply("{}", &[bad]) {
+            Err(Error::Encode { field, .. }) => assert_eq!(field, "title"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

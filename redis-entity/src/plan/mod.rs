@@ -9,6 +9,8 @@
 //!   and the checks of fetched entities against the query;
 //! - [`verify`]: the `verify` state machine and its repairs.
 
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub(crate) mod json;
 pub(crate) mod query;
 pub(crate) mod read;

@@ -767,3 +767,352 @@ pub(crate) fn finish_unique<E: Entity>(
         fetched.repairs.into_iter().next(),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::fixtures::*;
+    use crate::schema::entity::Layout;
+
+    const COUNTRY_IDX: usize = 1;
+    const RATING_IDX: usize = 2;
+    const EMAIL_IDX: usize = 3;
+    const TAGS_IDX: usize = 4;
+
+    fn ns() -> Namespace {
+        Namespace::new("t").unwrap()
+    }
+
+    fn cond(index: usize, op: SetOp, values: &[&str]) -> Condition {
+        Condition {
+            index,
+            op,
+            values: values.iter().map(|v| b(v)).collect(),
+        }
+    }
+
+    fn texts(v: &[Vec<u8>]) -> Vec<String> {
+        v.iter()
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect()
+    }
+
+    /// Stale (index, escaped value) entries.
+    type Entries = Vec<(usize, Vec<u8>)>;
+
+    /// The stale entries and the missing flag of a check, `None` for a match.
+    fn stale(c: Check) -> Option<(Entries, bool)> {
+        match c {
+            Check::Match => None,
+            Check::Stale { entries, missing } => Some((entries, missing)),
+        }
+    }
+
+    fn ann() -> Row {
+        row(
+            &[
+                Some("a:b"),
+                Some("DE"),
+                Some("7.50"),
+                Some("ann@x"),
+                Some("1"),
+                Some("php:web"),
+            ],
+            &[&[]],
+        )
+    }
+
+    #[test]
+    fn a_spec_names_indexes_and_escaped_values() {
+        assert_eq!(index_of(&USER, "country"), Some(COUNTRY_IDX));
+        assert_eq!(index_of(&USER, "tags"), Some(TAGS_IDX));
+        assert_eq!(index_of(&USER, "nickname"), None);
+        assert_eq!(index_value(&"a:b{c}".to_owned()), b("a%3Ab%7Bc%7D"));
+        assert_eq!(index_value(&String::new()), b("%_"));
+        assert_eq!(index_value(&42i64), b("42"));
+        assert_eq!(
+            top_spec(RATING_IDX, 10),
+            Spec {
+                conditions: vec![],
+                ranges: vec![],
+                order: Some((RATING_IDX, true)),
+                page: Some((0, 10)),
+            }
+        );
+    }
+
+    #[test]
+    fn the_script_call_lists_ranges_then_conditions_then_the_ids() {
+        let spec = Spec {
+            conditions: vec![
+                cond(COUNTRY_IDX, SetOp::Any, &["DE", "FR"]),
+                cond(EMAIL_IDX, SetOp::StartsWith, &["an"]),
+                cond(EMAIL_IDX, SetOp::All, &["ann@x"]),
+                cond(TAGS_IDX, SetOp::None, &["php"]),
+            ],
+            ranges: vec![RangeCondition {
+                index: RATING_IDX,
+                min: Bound::Excluded(1.5),
+                max: Bound::Unbounded,
+            }],
+            order: Some((RATING_IDX, true)),
+            page: None,
+        };
+        let call = script_call(&USER, &ns(), &spec, false, true);
+        assert_eq!(
+            texts(&call.keys),
+            [
+                "t:user:rating",
+                "t:user:country:DE",
+                "t:user:country:FR",
+                "t:user:email",
+                "t:user:email",
+                "t:user:tags:php",
+                "t:user:@ids",
+            ]
+        );
+        // The bounds of each range, in ZRANGEBYSCORE / ZRANGEBYLEX syntax.
+        for bound in [
+            &b"(1.5"[..],
+            b"+inf",
+            b"[an",
+            b"(an\xff",
+            b"[ann@x:",
+            b"(ann@x:\xff",
+            b"t:user:{",
+            b"desc",
+        ] {
+            assert!(
+                call.args.iter().any(|a| a == bound),
+                "{}",
+                String::from_utf8_lossy(bound)
+            );
+        }
+    }
+
+    #[test]
+    fn starts_with_the_empty_value_reads_the_whole_prefix_index() {
+        let spec = Spec {
+            conditions: vec![cond(EMAIL_IDX, SetOp::StartsWith, &["%_"])],
+            ..Spec::default()
+        };
+        let call = script_call(&USER, &Namespace::none(), &spec, true, false);
+        assert_eq!(texts(&call.keys), ["user:email", "user:@ids"]);
+        assert!(call.args.iter().any(|a| a == b"-"));
+        assert!(call.args.iter().any(|a| a == b"+"));
+        assert!(!call.args.iter().any(|a| a.starts_with(b"[%_")));
+    }
+
+    #[test]
+    fn the_rank_call_names_the_sorted_set_and_the_expiry_set() {
+        let call = rank_call(&USER, &ns(), RATING_IDX, "9");
+        assert_eq!(texts(&call.keys), ["t:user:rating", "t:user:@expiry"]);
+        assert_eq!(texts(&call.args), ["9", "t:user:{", "}"]);
+    }
+
+    #[test]
+    fn a_reply_gives_totals_ghosts_and_sorted_members() {
+        let reply = Value::Array(vec![
+            Value::Int(5),
+            Value::Int(1),
+            bulk("7"),
+            bulk("10"),
+            bulk("2"),
+        ]);
+        let answer = parse_reply(&USER, &Spec::default(), false, reply).unwrap();
+        assert_eq!(answer.total, 5);
+        assert_eq!(answer.ghosts, ["7"]);
+        // Integer pks sort numerically.
+        assert_eq!(answer.members, ["2", "10"]);
+        assert!(answer.scores.is_empty());
+    }
+
+    #[test]
+    fn an_ordered_reply_keeps_its_order_and_pairs_scores() {
+        let reply = Value::Array(vec![
+            Value::Int(2),
+            Value::Int(0),
+            bulk("9"),
+            bulk("inf"),
+            bulk("10"),
+            bulk("-3.5"),
+        ]);
+        let answer = parse_reply(&USER, &top_spec(RATING_IDX, 2), true, reply).unwrap();
+        assert_eq!(answer.total, 2);
+        assert!(answer.ghosts.is_empty());
+        assert_eq!(answer.members, ["9", "10"]);
+        assert_eq!(answer.scores, [f64::INFINITY, -3.5]);
+    }
+
+    #[test]
+    fn a_bad_reply_is_a_typed_error() {
+        for reply in [
+            Value::Int(3),
+            Value::Array(vec![bulk("3")]),
+            Value::Array(vec![Value::Int(1)]),
+            Value::Array(vec![Value::Int(1), Value::Int(0), Value::Int(7)]),
+        ] {
+            match parse_reply(&USER, &Spec::default(), false, reply) {
+                Err(Error::UnexpectedReply { key, .. }) => assert_eq!(key, "user:@ids"),
+                Err(other) => panic!("{other:?}"),
+                Ok(a) => panic!("accepted: {:?}", a.members),
+            }
+        }
+        let not_utf8 = Value::Array(vec![
+            Value::Int(1),
+            Value::Int(0),
+            Value::BulkString(vec![0xff]),
+        ]);
+        assert!(matches!(
+            parse_reply(&USER, &Spec::default(), false, not_utf8),
+            Err(Error::UnexpectedReply { .. })
+        ));
+    }
+
+    #[test]
+    fn scored_answers_and_scores_as_redis_writes_them() {
+        assert_eq!(parse_score("inf"), Some(f64::INFINITY));
+        assert_eq!(parse_score("+inf"), Some(f64::INFINITY));
+        assert_eq!(parse_score("-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_score("1.25"), Some(1.25));
+        assert_eq!(parse_score("high"), None);
+
+        let answer = Answer::from_scored(vec!["a".into(), "2".into(), "b".into(), "-inf".into()]);
+        assert_eq!(answer.total, 2);
+        assert_eq!(answer.members, ["a", "b"]);
+        assert_eq!(answer.scores, [2.0, f64::NEG_INFINITY]);
+    }
+
+    #[test]
+    fn members_sort_numerically_for_integer_pks_and_by_bytes_otherwise() {
+        let mut m: Vec<String> = ["10", "9", "2", "-1"].map(String::from).to_vec();
+        sort_members(&USER, &mut m);
+        assert_eq!(m, ["-1", "2", "9", "10"]);
+        assert_eq!(SESSION.layout, Layout::Strings);
+        let mut m: Vec<String> = ["b", "10", "a", "9"].map(String::from).to_vec();
+        sort_members(&SESSION, &mut m);
+        assert_eq!(m, ["10", "9", "a", "b"]);
+    }
+
+    #[test]
+    fn a_row_implies_escaped_entries_per_index_kind() {
+        let r = ann();
+        let set = |v: &[&str]| v.iter().map(|s| b(s)).collect::<BTreeSet<_>>();
+        assert_eq!(row_entries(&USER, "9", &r, 0), set(&["a%3Ab"]));
+        assert_eq!(row_entries(&USER, "9", &r, COUNTRY_IDX), set(&["DE"]));
+        // One canonical spelling of the score.
+        assert_eq!(row_entries(&USER, "9", &r, RATING_IDX), set(&["7.5"]));
+        assert_eq!(row_entries(&USER, "9", &r, TAGS_IDX), set(&["php", "web"]));
+        let mut none = r.clone();
+        none.columns[EMAIL] = None;
+        assert!(row_entries(&USER, "9", &none, EMAIL_IDX).is_empty());
+        let order = row(&[Some("paid")], &[]);
+        assert_eq!(row_entries(&ORDER, "a%3Ab_7", &order, 0), set(&["a%3Ab"]));
+    }
+
+    #[test]
+    fn a_fetched_row_that_holds_the_values_matches() {
+        let spec = Spec {
+            conditions: vec![
+                cond(0, SetOp::All, &["a%3Ab"]),
+                cond(COUNTRY_IDX, SetOp::Any, &["FR", "DE"]),
+                cond(TAGS_IDX, SetOp::All, &["php"]),
+                cond(TAGS_IDX, SetOp::None, &["go"]),
+                cond(EMAIL_IDX, SetOp::StartsWith, &["an"]),
+            ],
+            ranges: vec![RangeCondition {
+                index: RATING_IDX,
+                min: Bound::Included(7.5),
+                max: Bound::Excluded(8.0),
+            }],
+            ..Spec::default()
+        };
+        assert_eq!(stale(check(&USER, &spec, "9", Some(&ann()))), None);
+    }
+
+    #[test]
+    fn a_fetched_row_that_no_longer_holds_a_value_is_stale() {
+        let spec = Spec {
+            conditions: vec![
+                cond(COUNTRY_IDX, SetOp::All, &["FR"]),
+                cond(EMAIL_IDX, SetOp::StartsWith, &["bo"]),
+            ],
+            ..Spec::default()
+        };
+        assert_eq!(
+            stale(check(&USER, &spec, "9", Some(&ann()))),
+            Some((vec![(COUNTRY_IDX, b("FR")), (EMAIL_IDX, b("bo"))], false))
+        );
+        // Gone: every entry that led to it is stale.
+        let spec = Spec {
+            conditions: vec![cond(COUNTRY_IDX, SetOp::Any, &["DE", "FR"])],
+            ..Spec::default()
+        };
+        assert_eq!(
+            stale(check(&USER, &spec, "9", None)),
+            Some((vec![(COUNTRY_IDX, b("DE")), (COUNTRY_IDX, b("FR"))], false))
+        );
+    }
+
+    #[test]
+    fn a_violated_none_or_range_means_an_entry_is_missing() {
+        let none = Spec {
+            conditions: vec![cond(TAGS_IDX, SetOp::None, &["web"])],
+            ..Spec::default()
+        };
+        assert_eq!(
+            stale(check(&USER, &none, "9", Some(&ann()))),
+            Some((vec![], true))
+        );
+        let range = Spec {
+            ranges: vec![RangeCondition {
+                index: RATING_IDX,
+                min: Bound::Unbounded,
+                max: Bound::Excluded(7.5),
+            }],
+            ..Spec::default()
+        };
+        assert_eq!(
+            stale(check(&USER, &range, "9", Some(&ann()))),
+            Some((vec![], true))
+        );
+    }
+
+    #[test]
+    fn repairs_clean_stale_entries_or_reindex_missing_ones() {
+        let entries = vec![(COUNTRY_IDX, b("FR"))];
+        let clean = repair_plan(&USER, &ns(), "9", &entries, false);
+        assert_eq!(clean.op, WriteOp::Clean);
+        assert_eq!(clean.keys.base, "t:user:{9}");
+        assert_eq!(clean.stale, entries);
+        let reindex = repair_plan(&USER, &ns(), "9", &entries, true);
+        assert_eq!(reindex.op, WriteOp::Reindex);
+        assert!(reindex.stale.is_empty());
+
+        let sweeps = sweep_plans(&USER, &ns(), &["3".into(), "4".into()]);
+        let got: Vec<(WriteOp, &str)> = sweeps
+            .iter()
+            .map(|p| (p.op, p.keys.member.as_str()))
+            .collect();
+        assert_eq!(got, [(WriteOp::Sweep, "3"), (WriteOp::Sweep, "4")]);
+        assert_eq!(sweeps[0].ns, "t:");
+    }
+
+    #[test]
+    fn the_unique_key_of_a_value_is_escaped() {
+        let (key, value) = unique_key(&USER, &ns(), 0, &"a:b".to_owned());
+        assert_eq!(key, "t:user:username:a%3Ab");
+        assert_eq!(value, b("a%3Ab"));
+    }
+
+    #[test]
+    fn the_page_read_reads_each_member() {
+        let (pipe, keys) = read_members(&ACCOUNT, &ns(), &["1".into(), "2".into()]);
+        assert_eq!(
+            commands(&pipe),
+            [["HGETALL", "t:account:{1}"], ["HGETALL", "t:account:{2}"]]
+        );
+        let bases: Vec<&str> = keys.iter().map(|k| k.base.as_str()).collect();
+        assert_eq!(bases, ["t:account:{1}", "t:account:{2}"]);
+    }
+}

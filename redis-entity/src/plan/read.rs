@@ -129,3 +129,197 @@ pub(crate) fn decode_read(
         maps: map_replies,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::fixtures::*;
+
+    fn read_commands(desc: &EntityDesc, member: &str) -> Vec<Vec<String>> {
+        let mut pipe = redis::pipe();
+        read(desc, &keys(desc, member), &mut pipe);
+        commands(&pipe)
+    }
+
+    fn decode(desc: &EntityDesc, member: &str, replies: Vec<Value>) -> Result<Option<Row>> {
+        decode_read(desc, &keys(desc, member), &mut replies.into_iter())
+    }
+
+    fn flat(items: &[&str]) -> Value {
+        Value::Array(items.iter().map(|s| bulk(s)).collect())
+    }
+
+    #[test]
+    fn read_commands_per_layout() {
+        assert_eq!(
+            read_commands(&USER, "9"),
+            [["HGETALL", "user:{9}"], ["HGETALL", "user:{9}:prefs"]]
+        );
+        assert_eq!(
+            read_commands(&SESSION, "s1"),
+            [vec![
+                "MGET",
+                "session:{s1}",
+                "session:{s1}:user",
+                "session:{s1}:code",
+                "session:{s1}:hits",
+                "session:{s1}:rev"
+            ]]
+        );
+        assert_eq!(
+            read_commands(&DOC, "d1"),
+            [["GET", "doc:{d1}"], ["HGETALL", "doc:{d1}:notes"]]
+        );
+    }
+
+    #[test]
+    fn a_hash_decodes_fields_in_any_order_and_ignores_unknown_ones() {
+        let row = decode(
+            &USER,
+            "9",
+            vec![
+                flat(&[
+                    "country", "DE", "legacy", "x", "username", "ann", "tags", "a:b",
+                ]),
+                Value::Map(vec![(bulk("theme"), bulk("dark"))]),
+            ],
+        )
+        .unwrap()
+        .expect("stored");
+        assert_eq!(
+            row,
+            crate::plan::fixtures::row(
+                &[Some("ann"), Some("DE"), None, None, None, Some("a:b")],
+                &[&[("theme", "dark")]]
+            )
+        );
+    }
+
+    #[test]
+    fn strings_skip_the_marker_and_keep_column_order() {
+        let row = decode(
+            &SESSION,
+            "s1",
+            vec![Value::Array(vec![
+                Value::Nil,
+                bulk("ann"),
+                Value::Nil,
+                bulk("3"),
+                bulk("1"),
+            ])],
+        )
+        .unwrap()
+        .expect("stored");
+        assert_eq!(
+            row.columns,
+            [Some(b("ann")), None, Some(b("3")), Some(b("1"))]
+        );
+        assert!(row.maps.is_empty());
+
+        // Only the marker: the entity exists with every column absent.
+        let row = decode(
+            &SESSION,
+            "s1",
+            vec![Value::Array(vec![
+                bulk(""),
+                Value::Nil,
+                Value::Nil,
+                Value::Nil,
+                Value::Nil,
+            ])],
+        )
+        .unwrap()
+        .expect("the marker says it exists");
+        assert_eq!(row.columns, [None, None, None, None]);
+    }
+
+    #[test]
+    fn json_splits_the_document_into_columns() {
+        let row = decode(
+            &DOC,
+            "d1",
+            vec![bulk(r#"{"rank":2.5,"title":"Hi","extra":[1]}"#), Value::Nil],
+        )
+        .unwrap()
+        .expect("stored");
+        assert_eq!(row.columns, [Some(b("\"Hi\"")), Some(b("2.5"))]);
+        assert_eq!(row.maps, [Vec::<(Vec<u8>, Vec<u8>)>::new()]);
+
+        match decode(&DOC, "d1", vec![bulk("{not json"), Value::Nil]) {
+            Err(Error::Decode { key, field, .. }) => {
+                assert_eq!((&*key, field), ("doc:{d1}", "(document)"))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_missing_entity_is_none() {
+        assert_eq!(
+            decode(&USER, "9", vec![Value::Array(vec![]), Value::Nil]).unwrap(),
+            None
+        );
+        assert_eq!(
+            decode(&USER, "9", vec![Value::Map(vec![]), Value::Nil]).unwrap(),
+            None
+        );
+        assert_eq!(
+            decode(&SESSION, "s1", vec![Value::Array(vec![Value::Nil; 5])]).unwrap(),
+            None
+        );
+        assert_eq!(
+            decode(&DOC, "d1", vec![Value::Nil, Value::Nil]).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_wrong_reply_is_a_typed_error_naming_the_key() {
+        let wrongtype = || server_error("WRONGTYPE Operation against a key");
+        match decode(&USER, "9", vec![wrongtype(), Value::Nil]) {
+            Err(Error::WrongType { key, .. }) => assert_eq!(key, "user:{9}"),
+            other => panic!("{other:?}"),
+        }
+        match decode(&USER, "9", vec![flat(&["username", "ann"]), wrongtype()]) {
+            Err(Error::WrongType { key, .. }) => assert_eq!(key, "user:{9}:prefs"),
+            other => panic!("{other:?}"),
+        }
+        match decode(&USER, "9", vec![Value::Int(1), Value::Nil]) {
+            Err(Error::UnexpectedReply { key, .. }) => assert_eq!(key, "user:{9}"),
+            other => panic!("{other:?}"),
+        }
+        match decode(&SESSION, "s1", vec![wrongtype()]) {
+            Err(Error::WrongType { key, .. }) => assert_eq!(key, "session:{s1}"),
+            other => panic!("{other:?}"),
+        }
+        match decode(&SESSION, "s1", vec![Value::Int(3)]) {
+            Err(Error::UnexpectedReply { key, .. }) => assert_eq!(key, "session:{s1}"),
+            other => panic!("{other:?}"),
+        }
+        match decode(&DOC, "d1", vec![wrongtype(), Value::Nil]) {
+            Err(Error::WrongType { key, .. }) => assert_eq!(key, "doc:{d1}"),
+            other => panic!("{other:?}"),
+        }
+        match decode(&DOC, "d1", vec![Value::Array(vec![]), Value::Nil]) {
+            Err(Error::UnexpectedReply { key, .. }) => assert_eq!(key, "doc:{d1}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn decoding_consumes_exactly_one_entity_s_replies() {
+        let mut replies = vec![
+            flat(&["username", "ann"]),
+            Value::Nil,
+            flat(&["username", "bob"]),
+            Value::Nil,
+        ]
+        .into_iter();
+        let k = keys(&USER, "1");
+        let first = decode_read(&USER, &k, &mut replies).unwrap().unwrap();
+        let second = decode_read(&USER, &k, &mut replies).unwrap().unwrap();
+        assert_eq!(first.columns[USERNAME], Some(b("ann")));
+        assert_eq!(second.columns[USERNAME], Some(b("bob")));
+        assert!(replies.next().is_none());
+    }
+}

@@ -677,3 +677,311 @@ impl<'a> Verifier<'a> {
         report
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::fixtures::{b, bulk, commands, ACCOUNT};
+
+    /// What the fake server holds under one key.
+    enum Stored {
+        Hash(Vec<(&'static str, &'static str)>),
+        Text(&'static str),
+        Members(Vec<&'static str>),
+    }
+
+    /// A keyspace that answers the verifier's requests; SCAN pages hold one
+    /// key so that cursors are followed.
+    struct Fake(BTreeMap<String, Stored>);
+
+    impl Fake {
+        fn new(entries: Vec<(&str, Stored)>) -> Self {
+            Fake(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect(),
+            )
+        }
+
+        fn answer(&self, cmd: &[String]) -> Value {
+            let texts = |items: Vec<&str>| Value::Array(items.into_iter().map(bulk).collect());
+            match (cmd[0].as_str(), self.0.get(&cmd[1])) {
+                ("SCAN", _) => {
+                    let cursor: usize = cmd[1].parse().unwrap();
+                    assert_eq!((cmd[2].as_str(), cmd[4].as_str()), ("MATCH", "COUNT"));
+                    let head = cmd[3].strip_suffix('*').expect("a prefix pattern");
+                    let all: Vec<&str> = self
+                        .0
+                        .keys()
+                        .filter(|k| k.starts_with(head))
+                        .map(String::as_str)
+                        .collect();
+                    let end = (cursor + 1).min(all.len());
+                    let next = if end < all.len() { end } else { 0 };
+                    Value::Array(vec![
+                        bulk(&next.to_string()),
+                        texts(all[cursor..end].to_vec()),
+                    ])
+                }
+                ("HGETALL", Some(Stored::Hash(pairs))) => {
+                    texts(pairs.iter().flat_map(|(k, v)| [*k, *v]).collect())
+                }
+                ("HGETALL", None) => Value::Array(vec![]),
+                ("GET", Some(Stored::Text(t))) => bulk(t),
+                ("GET", None) => Value::Nil,
+                // RESP3 answers sets as sets.
+                ("SMEMBERS", Some(Stored::Members(m))) => {
+                    Value::Set(m.iter().map(|s| bulk(s)).collect())
+                }
+                ("SMEMBERS", None) => Value::Array(vec![]),
+                ("SISMEMBER", Some(Stored::Members(m))) => {
+                    Value::Int(m.contains(&cmd[2].as_str()) as i64)
+                }
+                ("SISMEMBER", None) => Value::Int(0),
+                _ => panic!("unexpected request {cmd:?}"),
+            }
+        }
+
+        /// Runs the verifier to its end; returns the report and every request.
+        fn verify(&self, ns: &Namespace) -> (Report, Vec<Vec<String>>) {
+            let mut v = Verifier::new(&ACCOUNT, ns);
+            let mut sent = Vec::new();
+            while let Some(pipe) = v.next_request() {
+                let cmds = commands(&pipe);
+                assert!(sent.len() < 100, "the verifier does not finish");
+                let replies = cmds.iter().map(|c| self.answer(c)).collect();
+                sent.extend(cmds);
+                v.feed(replies).unwrap();
+            }
+            assert!(v.feed(vec![]).is_err(), "fed after it finished");
+            (v.report(), sent)
+        }
+    }
+
+    fn account(email: &'static str, country: &'static str) -> Stored {
+        Stored::Hash(vec![("email", email), ("country", country)])
+    }
+
+    fn members(m: &[&'static str]) -> Stored {
+        Stored::Members(m.to_vec())
+    }
+
+    /// Two accounts and every entry they need.
+    fn clean_store() -> Vec<(&'static str, Stored)> {
+        vec![
+            ("account:{1}", account("a@x", "DE")),
+            ("account:{2}", account("b@x", "DE")),
+            ("account:email:a@x", Stored::Text("1")),
+            ("account:email:b@x", Stored::Text("2")),
+            ("account:country:DE", members(&["1", "2"])),
+            ("account:@ids", members(&["1", "2"])),
+        ]
+    }
+
+    fn with(mut store: Vec<(&'static str, Stored)>, key: &'static str, v: Stored) -> Fake {
+        store.retain(|(k, _)| *k != key);
+        store.push((key, v));
+        Fake::new(store)
+    }
+
+    #[test]
+    fn a_clean_store_gives_a_clean_report() {
+        let (report, sent) = Fake::new(clean_store()).verify(&Namespace::none());
+        assert_eq!(
+            report,
+            Report {
+                entities: 2,
+                index_entries: 4,
+                violations: vec![],
+            }
+        );
+        assert!(report.is_clean());
+        assert!(repairs(&ACCOUNT, &Namespace::none(), &report).is_empty());
+        // The steps: entities, their relation registers, each index, the ids.
+        let names: Vec<(&str, &str)> = sent
+            .iter()
+            .map(|c| (c[0].as_str(), c.get(1).map_or("", String::as_str)))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("SCAN", "0"),
+                ("SCAN", "1"),
+                ("HGETALL", "account:{1}"),
+                ("HGETALL", "account:{2}"),
+                ("HGETALL", "account:{1}:@rel"),
+                ("HGETALL", "account:{2}:@rel"),
+                ("SCAN", "0"),
+                ("SCAN", "1"),
+                ("GET", "account:email:a@x"),
+                ("GET", "account:email:b@x"),
+                ("SCAN", "0"),
+                ("SMEMBERS", "account:country:DE"),
+                ("SMEMBERS", "account:@ids"),
+            ]
+        );
+        assert_eq!(sent[0][3], "account:{*");
+        assert_eq!(sent[6][3], "account:email:*");
+        assert_eq!(sent[10][3], "account:country:*");
+    }
+
+    #[test]
+    fn the_namespace_prefixes_every_key_read() {
+        let store = vec![
+            ("t:account:{1}", account("a@x", "DE")),
+            ("t:account:email:a@x", Stored::Text("1")),
+            ("t:account:country:DE", members(&["1"])),
+            ("t:account:@ids", members(&["1"])),
+            // Another namespace's keys are not this one's.
+            ("account:{2}", account("b@x", "DE")),
+            ("account:country:DE", members(&["2"])),
+        ];
+        let (report, sent) = Fake::new(store).verify(&Namespace::new("t").unwrap());
+        assert!(report.is_clean(), "{report}");
+        assert_eq!(report.entities, 1);
+        assert!(sent
+            .iter()
+            .all(|c| c[0] == "SCAN" || c[1].starts_with("t:")));
+    }
+
+    #[test]
+    fn an_entry_for_a_value_the_entity_does_not_hold_is_stale() {
+        let mut store = clean_store();
+        store.push(("account:country:FR", members(&["1"])));
+        let ns = Namespace::none();
+        let (report, _) = Fake::new(store).verify(&ns);
+        assert_eq!(
+            report.violations,
+            [Violation::StaleEntry {
+                key: "account:country:FR".into(),
+                member: "1".into(),
+            }]
+        );
+        let plans = repairs(&ACCOUNT, &ns, &report);
+        assert_eq!(plans.len(), 1);
+        assert_eq!(plans[0].op, WriteOp::Clean);
+        assert_eq!(plans[0].keys.member, "1");
+        assert_eq!(plans[0].stale, [(1, b("FR"))]);
+    }
+
+    #[test]
+    fn an_entry_for_a_missing_entity_is_stale() {
+        let store = with(clean_store(), "account:email:c@x", Stored::Text("3"));
+        let (report, _) = store.verify(&Namespace::none());
+        assert_eq!(
+            report.violations,
+            [Violation::StaleEntry {
+                key: "account:email:c@x".into(),
+                member: "3".into(),
+            }]
+        );
+        let plans = repairs(&ACCOUNT, &Namespace::none(), &report);
+        assert_eq!(plans[0].op, WriteOp::Clean);
+        assert_eq!(plans[0].stale, [(0, b("c@x"))]);
+    }
+
+    #[test]
+    fn an_entity_absent_from_its_entry_is_missing() {
+        let store = with(clean_store(), "account:country:DE", members(&["1"]));
+        let ns = Namespace::none();
+        let (report, _) = store.verify(&ns);
+        assert_eq!(
+            report.violations,
+            [Violation::MissingEntry {
+                key: "account:country:DE".into(),
+                member: "2".into(),
+            }]
+        );
+        let plans = repairs(&ACCOUNT, &ns, &report);
+        let got: Vec<(WriteOp, &str)> = plans
+            .iter()
+            .map(|p| (p.op, p.keys.member.as_str()))
+            .collect();
+        assert_eq!(got, [(WriteOp::Reindex, "2")]);
+    }
+
+    #[test]
+    fn two_owners_of_one_unique_value_are_reported_and_left_alone() {
+        let mut store = clean_store();
+        store.retain(|(k, _)| *k != "account:{2}" && *k != "account:email:b@x");
+        store.push(("account:{2}", account("a@x", "DE")));
+        let ns = Namespace::none();
+        let (report, _) = Fake::new(store).verify(&ns);
+        assert_eq!(
+            report.violations,
+            [Violation::DuplicateUnique {
+                key: "account:email:a@x".into(),
+                members: vec!["1".into(), "2".into()],
+            }]
+        );
+        assert!(repairs(&ACCOUNT, &ns, &report).is_empty());
+    }
+
+    #[test]
+    fn the_ids_set_lists_exactly_the_stored_entities() {
+        let store = with(clean_store(), "account:@ids", members(&["1", "3"]));
+        let ns = Namespace::none();
+        let (report, _) = store.verify(&ns);
+        assert_eq!(
+            report.violations,
+            [
+                Violation::StaleId { member: "3".into() },
+                Violation::MissingId { member: "2".into() },
+            ]
+        );
+        let plans = repairs(&ACCOUNT, &ns, &report);
+        let got: Vec<(WriteOp, &str, usize)> = plans
+            .iter()
+            .map(|p| (p.op, p.keys.member.as_str(), p.stale.len()))
+            .collect();
+        assert_eq!(got, [(WriteOp::Clean, "3", 0), (WriteOp::Reindex, "2", 0)]);
+    }
+
+    #[test]
+    fn a_key_under_an_entity_without_the_entity_is_not_an_entity() {
+        // An expired entity's shadow outlives it until swept.
+        let mut store = clean_store();
+        store.push(("account:{5}:@shadow", Stored::Hash(vec![("2", "DE")])));
+        let (report, _) = Fake::new(store).verify(&Namespace::none());
+        assert!(report.is_clean(), "{report}");
+        assert_eq!(report.entities, 2);
+    }
+
+    #[test]
+    fn half_a_relation_is_one_sided() {
+        let mut store = clean_store();
+        store.push((
+            "account:{1}:@rel",
+            Stored::Hash(vec![("follows", "account:\n\nfollowers")]),
+        ));
+        store.push(("account:{1}:follows", members(&["2"])));
+        let (report, sent) = Fake::new(store).verify(&Namespace::none());
+        assert!(sent.contains(&vec![
+            "SISMEMBER".to_owned(),
+            "account:{2}:followers".to_owned(),
+            "1".to_owned()
+        ]));
+        let one_sided = Violation::OneSidedRelation {
+            key: "account:{1}:follows".into(),
+            member: "2".into(),
+        };
+        assert_eq!(report.violations, [one_sided]);
+        let pipe = relation_repairs(&report).expect("a repair");
+        assert_eq!(commands(&pipe), [["SREM", "account:{1}:follows", "2"]]);
+        assert!(relation_repairs(&Report::default()).is_none());
+    }
+
+    #[test]
+    fn a_report_reads_as_a_list_of_violations() {
+        let report = Report {
+            entities: 1,
+            index_entries: 2,
+            violations: vec![Violation::MissingId { member: "7".into() }],
+        };
+        assert_eq!(
+            report.to_string(),
+            "1 entities, 2 index entries, 1 violations\n  ids set misses entity `7`\n"
+        );
+    }
+}

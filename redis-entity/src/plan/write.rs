@@ -532,3 +532,593 @@ pub(crate) fn cas_backoff(attempt: usize) -> Duration {
     let cap = (attempt as u64 * 500).min(20_000);
     Duration::from_micros(h.finish() % cap)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::fixtures::*;
+
+    fn cmd(name: &'static str, key: usize, args: &[&str]) -> DataCommand {
+        DataCommand {
+            name,
+            key,
+            args: args.iter().map(|a| b(a)).collect(),
+        }
+    }
+
+    /// The name of the key a data command writes.
+    fn key_of<'p>(plan: &'p WritePlan, c: &DataCommand) -> &'p str {
+        plan.keys.all().nth(c.key).expect("a key of the entity")
+    }
+
+    fn user_row(email: Option<&str>, version: Option<&str>) -> Row {
+        row(
+            &[
+                Some("ann"),
+                Some("DE"),
+                Some("7.50"),
+                email,
+                version,
+                Some("a:b"),
+            ],
+            &[&[("theme", "dark")]],
+        )
+    }
+
+    #[test]
+    fn save_of_a_hash_sets_present_columns_and_deletes_absent_ones() {
+        let plan = save(
+            &USER,
+            "",
+            keys(&USER, "9"),
+            &user_row(None, Some("3")),
+            false,
+            None,
+        );
+        assert_eq!(plan.op, WriteOp::Save);
+        assert_eq!(plan.keys.base, "user:{9}");
+        assert_eq!(plan.ttl, None);
+        assert_eq!(plan.cas, None);
+        // The stored version is expected, the next one is written.
+        assert_eq!(plan.version_expected.as_deref(), Some("3"));
+        assert_eq!(
+            plan.commands,
+            [
+                cmd(
+                    "HSET",
+                    0,
+                    &[
+                        "username", "ann", "country", "DE", "rating", "7.50", "version", "4",
+                        "tags", "a:b"
+                    ]
+                ),
+                cmd("HDEL", 0, &["email"]),
+                cmd("HREPLACE", 1, &["theme", "dark"]),
+            ]
+        );
+        assert_eq!(key_of(&plan, &plan.commands[0]), "user:{9}");
+        assert_eq!(key_of(&plan, &plan.commands[2]), "user:{9}:prefs");
+        assert_eq!(
+            plan.index_values,
+            [
+                IndexValue::Value(b("ann")),
+                IndexValue::Value(b("DE")),
+                // The score, not the stored text.
+                IndexValue::Value(b("7.5")),
+                IndexValue::Absent,
+                IndexValue::Value(b("a:b")),
+            ]
+        );
+        assert!(plan.stale.is_empty());
+    }
+
+    #[test]
+    fn save_without_a_stored_version_checks_none() {
+        let plan = save(
+            &USER,
+            "",
+            keys(&USER, "9"),
+            &user_row(Some("ann@x"), None),
+            false,
+            None,
+        );
+        assert_eq!(plan.version_expected, None);
+        assert_eq!(plan.commands[0].name, "HSET");
+        assert!(!plan.commands[0].args.contains(&b("version")));
+        assert_eq!(plan.commands[1].name, "HDEL");
+        assert_eq!(plan.commands[1].args, [b("version")]);
+        assert_eq!(plan.index_values[3], IndexValue::Value(b("ann@x")));
+    }
+
+    #[test]
+    fn insert_is_a_create_only_save_with_its_ttl() {
+        let ttl = Some(Duration::from_secs(30));
+        let row = user_row(None, Some("0"));
+        let insert = save(&USER, "t:", keys(&USER, "9"), &row, true, ttl);
+        let upsert = save(&USER, "t:", keys(&USER, "9"), &row, false, ttl);
+        assert_eq!(insert.op, WriteOp::Insert);
+        assert_eq!(insert.ns, "t:");
+        assert_eq!(insert.ttl, ttl);
+        assert_eq!(insert.commands, upsert.commands);
+        assert_eq!(insert.index_values, upsert.index_values);
+    }
+
+    #[test]
+    fn sorted_value_without_a_score_gives_no_entry() {
+        let mut row = user_row(None, None);
+        row.columns[RATING] = Some(b("high"));
+        let plan = save(&USER, "", keys(&USER, "9"), &row, false, None);
+        assert_eq!(plan.index_values[RATING], IndexValue::Absent);
+    }
+
+    #[test]
+    fn save_of_strings_sets_each_column_key_with_its_own_ttl() {
+        let k = keys(&SESSION, "s1");
+        let plan = save(
+            &SESSION,
+            "",
+            k.clone(),
+            &row(&[Some("ann"), None, Some("3"), Some("1")], &[]),
+            false,
+            None,
+        );
+        assert_eq!(
+            plan.commands,
+            [
+                cmd("SET", 1, &["ann", "0"]),
+                cmd("DEL", 2, &[]),
+                cmd("SET", 3, &["3", "0"]),
+                cmd("SET", 4, &["2", "0"]),
+            ]
+        );
+        let written: Vec<&str> = plan.commands.iter().map(|c| key_of(&plan, c)).collect();
+        assert_eq!(
+            written,
+            [
+                "session:{s1}:user",
+                "session:{s1}:code",
+                "session:{s1}:hits",
+                "session:{s1}:rev"
+            ]
+        );
+        assert_eq!(plan.version_expected.as_deref(), Some("1"));
+        assert_eq!(plan.index_values, [IndexValue::Value(b("ann"))]);
+
+        // A column with a TTL of its own carries it, in milliseconds.
+        let plan = save(
+            &SESSION,
+            "",
+            k,
+            &row(&[Some("ann"), Some("x"), Some("3"), None], &[]),
+            false,
+            None,
+        );
+        assert_eq!(plan.commands[1], cmd("SET", 2, &["x", "60000"]));
+        assert_eq!(plan.commands[3], cmd("DEL", 4, &[]));
+        assert_eq!(plan.version_expected, None);
+    }
+
+    #[test]
+    fn save_of_json_writes_one_document_and_its_maps() {
+        let plan = save(
+            &DOC,
+            "",
+            keys(&DOC, "d1"),
+            &row(&[Some("\"Hi\""), None], &[&[("n1", "first")]]),
+            false,
+            None,
+        );
+        assert_eq!(
+            plan.commands,
+            [
+                cmd("SET", 0, &["{\"title\":\"Hi\"}", "0"]),
+                cmd("HREPLACE", 1, &["n1", "first"]),
+            ]
+        );
+        assert_eq!(key_of(&plan, &plan.commands[1]), "doc:{d1}:notes");
+        assert!(plan.index_values.is_empty());
+    }
+
+    #[test]
+    fn update_of_a_hash_runs_increments_first_and_bumps_the_version() {
+        let ops = [
+            UpdateOp::Set {
+                col: COUNTRY,
+                value: Some(b("FR")),
+            },
+            UpdateOp::MapSet {
+                map: 0,
+                key: b("theme"),
+                value: b("light"),
+            },
+            UpdateOp::Incr {
+                col: RATING,
+                delta: b("0.5"),
+                float: true,
+            },
+            UpdateOp::MapDel {
+                map: 0,
+                key: b("font"),
+            },
+            UpdateOp::Set {
+                col: EMAIL,
+                value: None,
+            },
+        ];
+        let plan = update(&USER, "", keys(&USER, "9"), &ops, None, Some("4".into()));
+        assert_eq!(plan.op, WriteOp::Update);
+        assert_eq!(plan.version_expected.as_deref(), Some("4"));
+        assert_eq!(
+            plan.commands,
+            [
+                cmd("HINCRBYFLOAT", 0, &["rating", "0.5"]),
+                cmd("HINCRBY", 0, &["version", "1"]),
+                cmd("HSET", 0, &["country", "FR"]),
+                cmd("HSET", 1, &["theme", "light"]),
+                cmd("HDEL", 1, &["font"]),
+                cmd("HDEL", 0, &["email"]),
+            ]
+        );
+        assert_eq!(
+            plan.index_values,
+            [
+                IndexValue::Unknown,
+                IndexValue::Value(b("FR")),
+                // Incremented on the server: read after the write.
+                IndexValue::Unknown,
+                IndexValue::Absent,
+                IndexValue::Unknown,
+            ]
+        );
+    }
+
+    #[test]
+    fn update_that_writes_the_version_does_not_bump_it() {
+        let set = [UpdateOp::Set {
+            col: VERSION,
+            value: Some(b("10")),
+        }];
+        let plan = update(&USER, "", keys(&USER, "9"), &set, None, None);
+        assert_eq!(plan.commands, [cmd("HSET", 0, &["version", "10"])]);
+        assert_eq!(plan.version_expected, None);
+
+        let incr = [UpdateOp::Incr {
+            col: VERSION,
+            delta: b("5"),
+            float: false,
+        }];
+        let plan = update(&USER, "", keys(&USER, "9"), &incr, None, None);
+        assert_eq!(plan.commands, [cmd("HINCRBY", 0, &["version", "5"])]);
+    }
+
+    #[test]
+    fn update_of_strings_writes_column_keys() {
+        let ops = [
+            UpdateOp::Set {
+                col: 1,
+                value: Some(b("x")),
+            },
+            UpdateOp::Incr {
+                col: 2,
+                delta: b("5"),
+                float: false,
+            },
+            UpdateOp::Set {
+                col: 0,
+                value: None,
+            },
+        ];
+        let ttl = Some(Duration::from_millis(1500));
+        let plan = update(&SESSION, "", keys(&SESSION, "s1"), &ops, ttl, None);
+        assert_eq!(plan.ttl, ttl);
+        assert_eq!(
+            plan.commands,
+            [
+                cmd("INCRBY", 3, &["5"]),
+                cmd("INCRBY", 4, &["1"]),
+                cmd("SET", 2, &["x", "60000"]),
+                cmd("DEL", 1, &[]),
+            ]
+        );
+        let written: Vec<&str> = plan.commands.iter().map(|c| key_of(&plan, c)).collect();
+        assert_eq!(
+            written,
+            [
+                "session:{s1}:hits",
+                "session:{s1}:rev",
+                "session:{s1}:code",
+                "session:{s1}:user"
+            ]
+        );
+        assert_eq!(plan.index_values, [IndexValue::Absent]);
+
+        let float = [UpdateOp::Incr {
+            col: 2,
+            delta: b("0.5"),
+            float: true,
+        }];
+        let plan = update(&SESSION, "", keys(&SESSION, "s1"), &float, None, None);
+        assert_eq!(plan.commands[0], cmd("INCRBYFLOAT", 3, &["0.5"]));
+    }
+
+    #[test]
+    fn json_cas_carries_the_document_read_and_map_changes_only() {
+        let ops = [
+            UpdateOp::Set {
+                col: 0,
+                value: Some(b("\"New\"")),
+            },
+            UpdateOp::MapReplace {
+                map: 0,
+                entries: vec![(b("n1"), b("x"))],
+            },
+        ];
+        let ttl = Some(Duration::from_secs(5));
+        let plan = json_cas(
+            &DOC,
+            "",
+            keys(&DOC, "d1"),
+            b("{\"title\":\"Old\"}"),
+            b("{\"title\":\"New\"}"),
+            &ops,
+            ttl,
+        );
+        assert_eq!(plan.op, WriteOp::Cas);
+        assert_eq!(plan.cas, Some(b("{\"title\":\"Old\"}")));
+        assert_eq!(plan.ttl, ttl);
+        // The column change is in the document already.
+        assert_eq!(
+            plan.commands,
+            [
+                cmd("SET", 0, &["{\"title\":\"New\"}", "0"]),
+                cmd("HREPLACE", 1, &["n1", "x"]),
+            ]
+        );
+    }
+
+    #[test]
+    fn clean_carries_the_stale_entries_and_writes_no_data() {
+        let entries = vec![(COUNTRY, b("DE")), (TAGS, b("php"))];
+        let plan = clean(&USER, "", keys(&USER, "9"), &entries);
+        assert_eq!(plan.op, WriteOp::Clean);
+        assert_eq!(plan.stale, entries);
+        assert!(plan.commands.is_empty());
+        assert!(plan.index_values.iter().all(|v| *v == IndexValue::Unknown));
+        assert_eq!(plan.version_expected, None);
+    }
+
+    #[test]
+    fn lifecycle_ops_carry_their_op_and_ttl() {
+        for (op, ttl) in [
+            (WriteOp::Delete, None),
+            (WriteOp::Expire, Some(Duration::from_secs(9))),
+            (WriteOp::Persist, None),
+            (WriteOp::Reindex, None),
+            (WriteOp::Sweep, None),
+        ] {
+            let plan = lifecycle(&USER, "t:", keys(&USER, "9"), op, ttl);
+            assert_eq!(plan.op, op);
+            assert_eq!(plan.ttl, ttl);
+            assert_eq!(plan.ns, "t:");
+            assert!(plan.commands.is_empty(), "{op:?}");
+            assert!(plan.stale.is_empty(), "{op:?}");
+            assert_eq!(plan.cas, None);
+        }
+    }
+
+    #[test]
+    fn an_indexed_pk_field_is_given_its_escaped_value() {
+        // Member `a%3Ab_7`: shop `a:b`, n 7.
+        let plan = lifecycle(&ORDER, "", keys(&ORDER, "a%3Ab_7"), WriteOp::Delete, None);
+        assert_eq!(
+            plan.index_values,
+            [IndexValue::Value(b("a%3Ab")), IndexValue::Unknown]
+        );
+        let plan = save(
+            &ORDER,
+            "",
+            keys(&ORDER, "acme_8"),
+            &row(&[Some("paid")], &[]),
+            false,
+            None,
+        );
+        assert_eq!(
+            plan.index_values,
+            [IndexValue::Value(b("acme")), IndexValue::Value(b("paid"))]
+        );
+        // A member that does not parse has no value for the field.
+        let plan = lifecycle(&ORDER, "", keys(&ORDER, "nonsense"), WriteOp::Sweep, None);
+        assert_eq!(plan.index_values[0], IndexValue::Absent);
+    }
+
+    #[test]
+    fn nan_and_non_numbers_are_refused_on_sorted_fields() {
+        let mut row = user_row(None, None);
+        assert!(check_scores(&USER, &row).is_ok());
+        row.columns[RATING] = None;
+        assert!(check_scores(&USER, &row).is_ok());
+        for bad in ["NaN", "high"] {
+            row.columns[RATING] = Some(b(bad));
+            match check_scores(&USER, &row) {
+                Err(Error::Encode { field, .. }) => assert_eq!(field, "rating"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+
+        let set = |col, v: &str| UpdateOp::Set {
+            col,
+            value: Some(b(v)),
+        };
+        match check_update_scores(&USER, &[set(COUNTRY, "x"), set(RATING, "NaN")]) {
+            Err(Error::Encode { field, .. }) => assert_eq!(field, "rating"),
+            other => panic!("{other:?}"),
+        }
+        // NaN on a field without a sorted index, and a valid score, are fine.
+        assert!(check_update_scores(&USER, &[set(COUNTRY, "NaN"), set(RATING, "-3")]).is_ok());
+        assert!(check_update_scores(
+            &USER,
+            &[UpdateOp::Set {
+                col: RATING,
+                value: None
+            }]
+        )
+        .is_ok());
+    }
+
+    /// The keys and the arguments of one entity of a batch.
+    type Frame = (Vec<Vec<u8>>, Vec<Vec<u8>>);
+
+    /// Splits a batch call into its entities.
+    fn frames(call: &Call<'_>) -> Vec<Frame> {
+        let number = |v: &[u8]| -> usize { std::str::from_utf8(v).unwrap().parse().unwrap() };
+        let (mut out, mut k, mut j) = (Vec::new(), 0, 0);
+        while j < call.args.len() {
+            let (nk, na) = (number(&call.args[j]), number(&call.args[j + 1]));
+            out.push((
+                call.keys[k..k + nk].to_vec(),
+                call.args[j + 2..j + 2 + na].to_vec(),
+            ));
+            k += nk;
+            j += 2 + na;
+        }
+        assert_eq!(k, call.keys.len(), "every key belongs to an entity");
+        out
+    }
+
+    fn key_bytes(plan: &WritePlan) -> Vec<Vec<u8>> {
+        plan.keys.all().map(|k| b(k)).collect()
+    }
+
+    #[test]
+    fn a_batch_frames_each_plan_with_its_key_and_argument_counts() {
+        let plans = [
+            save(
+                &SESSION,
+                "",
+                keys(&SESSION, "s1"),
+                &row(&[Some("ann"), None, Some("1"), None], &[]),
+                false,
+                None,
+            ),
+            save(
+                &SESSION,
+                "",
+                keys(&SESSION, "s2"),
+                &row(&[Some("bob"), Some("c"), Some("2"), Some("7")], &[]),
+                false,
+                Some(Duration::from_secs(1)),
+            ),
+        ];
+        let call = batch_call(&plans);
+        let got = frames(&call);
+        assert_eq!(got.len(), 2);
+        for (plan, (keys, args)) in plans.iter().zip(got) {
+            assert_eq!(keys, key_bytes(plan));
+            assert_eq!(args, plan.args());
+        }
+        // The single call carries the same keys and arguments.
+        let single = plans[1].call();
+        assert_eq!(single.keys, key_bytes(&plans[1]));
+        assert_eq!(single.args, plans[1].args());
+    }
+
+    #[test]
+    fn args_encode_the_typed_fields_in_the_prelude_order() {
+        // write_prelude.lua: namespace, member, ttl ms (-1: keep), cas
+        // document, expected version, one value per index ('' unknown, n
+        // None, v.. value), then the data commands (name, 1-based key
+        // position, argument count, arguments), then clean's
+        // (1-based index, escaped value) pairs.
+        let mut plan = lifecycle(&ACCOUNT, "t:", keys(&ACCOUNT, "9"), WriteOp::Update, None);
+        plan.ttl = Some(Duration::from_millis(1500));
+        plan.cas = Some(b("{}"));
+        plan.version_expected = Some("3".into());
+        plan.index_values = vec![IndexValue::Value(b("a@x")), IndexValue::Absent];
+        plan.commands = vec![cmd("HSET", 0, &["email", "a@x"]), cmd("DEL", 0, &[])];
+        plan.stale = vec![(1, b("DE"))];
+        let expected: Vec<Vec<u8>> = [
+            "t:", "9", "1500", "{}", "3", "va@x", "n", "HSET", "1", "2", "email", "a@x", "DEL",
+            "1", "0", "2", "DE",
+        ]
+        .iter()
+        .map(|s| b(s))
+        .collect();
+        assert_eq!(plan.args(), expected);
+
+        let mut plan = lifecycle(&ACCOUNT, "", keys(&ACCOUNT, "9"), WriteOp::Delete, None);
+        assert_eq!(
+            plan.args(),
+            [b(""), b("9"), b("-1"), b(""), b(""), b(""), b("")]
+        );
+        // A TTL under a millisecond still expires (0 would mean none).
+        plan.ttl = Some(Duration::from_micros(10));
+        assert_eq!(plan.args()[2], b("1"));
+    }
+
+    #[test]
+    fn script_errors_become_typed_errors_naming_the_key() {
+        let plan = update(
+            &USER,
+            "",
+            keys(&USER, "9"),
+            &[UpdateOp::Set {
+                col: USERNAME,
+                value: Some(b("ann")),
+            }],
+            None,
+            Some("3".into()),
+        );
+        match plan.outcome(server_error("ENTITY_EXISTS entity already stored")) {
+            Err(Error::AlreadyExists { key }) => assert_eq!(key, "user:{9}"),
+            other => panic!("{other:?}"),
+        }
+        match plan.outcome(server_error("ENTITY_NOT_FOUND no entity stored")) {
+            Err(Error::NotFound { key }) => assert_eq!(key, "user:{9}"),
+            other => panic!("{other:?}"),
+        }
+        match plan.outcome(server_error("VERSION_CONFLICT 5")) {
+            Err(Error::VersionConflict {
+                key,
+                expected,
+                found,
+            }) => assert_eq!((&*key, &*expected, &*found), ("user:{9}", "3", "5")),
+            other => panic!("{other:?}"),
+        }
+        // The script names the 0-based index; the error names its field and
+        // the value this write gave it.
+        match plan.outcome(server_error("UNIQUE_VIOLATION 0")) {
+            Err(Error::UniqueViolation { field, value }) => {
+                assert_eq!((field, &*value), ("username", "ann"))
+            }
+            other => panic!("{other:?}"),
+        }
+        match plan.outcome(server_error("UNIQUE_VIOLATION 99")) {
+            Err(Error::Redis { key, .. }) => assert_eq!(key, "user:{9}"),
+            other => panic!("{other:?}"),
+        }
+        match plan.outcome(server_error("WRONGTYPE Operation against a key")) {
+            Err(Error::WrongType { key, .. }) => assert_eq!(key, "user:{9}"),
+            other => panic!("{other:?}"),
+        }
+        match plan.outcome(Value::Nil) {
+            Err(Error::UnexpectedReply { key, .. }) => assert_eq!(key, "user:{9}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(plan.outcome(Value::Int(1)).unwrap());
+        assert!(!plan.outcome(Value::Int(0)).unwrap());
+
+        let changed = redis::make_extension_error("ENTITY_CHANGED".into(), None);
+        assert!(WritePlan::is_cas_retry(&changed));
+        let other = redis::make_extension_error("ENTITY_NOT_FOUND".into(), None);
+        assert!(!WritePlan::is_cas_retry(&other));
+    }
+
+    #[test]
+    fn cas_backoff_starts_at_zero_and_stays_under_its_cap() {
+        assert_eq!(cas_backoff(0), Duration::ZERO);
+        for attempt in 1..100 {
+            let cap = Duration::from_micros((attempt as u64 * 500).min(20_000));
+            assert!(cas_backoff(attempt) < cap, "attempt {attempt}");
+        }
+    }
+}

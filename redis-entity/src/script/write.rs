@@ -283,76 +283,202 @@ fn header(desc: &EntityDesc) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::fixtures::{DOC, ORDER, SESSION, USER};
+    use crate::schema::entity::{ColumnDesc, IndexDesc};
 
     #[test]
     fn the_escape_class_covers_the_alphabet() {
         assert_eq!(escaped_class(), "[%%:{}%*%?%[%]\\]");
     }
-}
 
-#[cfg(test)]
-mod dump {
-    use crate::schema::entity::*;
-    const COLS: &[ColumnDesc] = &[
-        ColumnDesc {
-            name: "username",
+    /// The header's line that starts with `  <name> = `.
+    fn line<'h>(header: &'h str, start: &str) -> &'h str {
+        header
+            .lines()
+            .find(|l| l.trim_start().starts_with(start))
+            .unwrap_or_else(|| panic!("no `{start}` in\n{header}"))
+            .trim()
+    }
+
+    #[test]
+    fn a_hash_header_describes_keys_indexes_and_version() {
+        let h = header(&USER);
+        assert!(h.starts_with("-- redis-entity: the write functions of User.\n"));
+        assert_eq!(
+            line(&h, "roles"),
+            r#"roles = "pds", shadow = 3, marker = "none","#
+        );
+        assert_eq!(
+            line(&h, "default_ttl"),
+            r#"default_ttl = 0, empty = "%_", rel = ":@rel","#
+        );
+        assert_eq!(
+            line(&h, "ids"),
+            r#"ids = "user:@ids", expiry = "user:@expiry", head = "user:{", suffixes = { "}" },"#
+        );
+        assert_eq!(
+            line(&h, "idx"),
+            concat!(
+                r#"idx = { { kind = "u", k = 1, field = "username", pk = false, key = "user:username:" }, "#,
+                r#"{ kind = "e", k = 1, field = "country", pk = false, key = "user:country:" }, "#,
+                r#"{ kind = "s", k = 1, field = "rating", pk = false, key = "user:rating" }, "#,
+                r#"{ kind = "p", k = 1, field = "email", pk = false, key = "user:email" }, "#,
+                r#"{ kind = "t", k = 1, field = "tags", pk = false, key = "user:tags:" } },"#,
+            )
+        );
+        assert_eq!(line(&h, "all"), "all = { 1, 2, 3, 4, 5 }, unique = { 1 },");
+        assert_eq!(
+            line(&h, "version"),
+            r#"version = { k = 1, field = "version" },"#
+        );
+    }
+
+    #[test]
+    fn a_strings_header_gives_each_column_its_key_and_role() {
+        assert_eq!(roles(&SESSION), "ppopps");
+        let h = header(&SESSION);
+        assert_eq!(
+            line(&h, "roles"),
+            r#"roles = "ppopps", shadow = 6, marker = "none","#
+        );
+        assert!(line(&h, "default_ttl").starts_with("default_ttl = 3600000,"));
+        assert!(line(&h, "ids").ends_with(r#"suffixes = { "}", "}:user", "}:hits", "}:rev" },"#));
+        assert_eq!(
+            line(&h, "idx"),
+            r#"idx = { { kind = "e", k = 2, field = "", pk = false, key = "session:user:" } },"#
+        );
+        assert_eq!(line(&h, "all"), "all = { 1 }, unique = {  },");
+        assert_eq!(line(&h, "version"), r#"version = { k = 5, field = "" },"#);
+    }
+
+    #[test]
+    fn pk_indexes_and_unindexed_types() {
+        let h = header(&ORDER);
+        assert_eq!(roles(&ORDER), "ps");
+        assert!(line(&h, "idx").starts_with(
+            r#"idx = { { kind = "e", k = 1, field = "", pk = true, key = "order:shop:" }, "#
+        ));
+        assert_eq!(line(&h, "version"), "version = false,");
+
+        let h = header(&DOC);
+        assert_eq!(
+            line(&h, "roles"),
+            r#"roles = "pd", shadow = false, marker = "none","#
+        );
+        assert_eq!(line(&h, "idx"), "idx = {  },");
+    }
+
+    #[test]
+    fn a_marker_is_kept_when_no_column_shows_the_entity_exists() {
+        const OPTIONAL: &[ColumnDesc] = &[ColumnDesc {
+            name: "note",
+            rust_type: "Option<String>",
+            optional: true,
+            ttl: None,
+        }];
+        const WITH_TTL: &[ColumnDesc] = &[ColumnDesc {
+            name: "code",
             rust_type: "String",
             optional: false,
-            ttl: None,
-        },
-        ColumnDesc {
-            name: "email",
-            rust_type: "String",
-            optional: false,
-            ttl: None,
-        },
-        ColumnDesc {
-            name: "country",
-            rust_type: "String",
-            optional: false,
-            ttl: None,
-        },
-        ColumnDesc {
-            name: "level",
-            rust_type: "i64",
-            optional: false,
-            ttl: None,
-        },
-    ];
-    const IDX: &[IndexDesc] = &[
-        IndexDesc {
+            ttl: Some(5),
+        }];
+        assert_eq!(marker(&USER), "none");
+        assert_eq!(marker(&SESSION), "none");
+        assert_eq!(marker(&DOC), "none");
+        let hash = EntityDesc {
+            columns: OPTIONAL,
+            ..ORDER
+        };
+        assert_eq!(marker(&hash), "hash");
+        for columns in [OPTIONAL, WITH_TTL] {
+            let strings = EntityDesc { columns, ..SESSION };
+            assert_eq!(marker(&strings), "string");
+        }
+        assert!(header(&hash).contains(r#"marker = "hash""#));
+    }
+
+    #[test]
+    fn every_operation_has_a_function_and_a_batch_form() {
+        assert_eq!(function_name("lib", WriteOp::Update, false), "lib_update");
+        assert_eq!(
+            function_name("lib", WriteOp::Sweep, true),
+            "lib_sweep_batch"
+        );
+        let code = code(&USER);
+        assert_eq!(code.matches("redis.register_function(").count(), 20);
+        assert!(code.contains(
+            "redis.register_function('__LIB___insert', function(k, a) return save(k, a, 1, #a, true) end)"
+        ));
+        assert!(code.contains(
+            "redis.register_function('__LIB___cas_batch', function(k, a) return batch(update, k, a, true, false) end)"
+        ));
+
+        let (_, library) = Library::new(&code);
+        for op in WriteOp::ALL {
+            for batch in [false, true] {
+                let f = script(&USER, op, batch);
+                // One function object per (type, op, form), built once.
+                assert!(std::ptr::eq(f, script(&USER, op, batch)));
+                match &f.kind {
+                    super::super::Kind::Function { name, library: l } => {
+                        assert_eq!(*name, function_name(&library, op, batch));
+                        assert!(l.text.starts_with(&format!("#!lua name={library}\n")));
+                        assert!(!l.text.contains("__LIB__"));
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_library_name_follows_the_code() {
+        let name = |d: &EntityDesc| Library::new(&code(d)).1;
+        let user = name(&USER);
+        assert!(user.starts_with("redis_entity_"), "{user}");
+        assert_eq!(user.len(), "redis_entity_".len() + 16);
+        // The same description at another address: the same library.
+        let copy = EntityDesc { ..USER };
+        assert_eq!(name(&copy), user);
+        // Any change to what the scripts rely on: another library.
+        assert_ne!(name(&SESSION), user);
+        assert_ne!(
+            name(&EntityDesc {
+                prefix: "member",
+                ..USER
+            }),
+            user
+        );
+        const INDEXES: &[IndexDesc] = &[IndexDesc {
             field: "username",
-            source: IndexSource::Column(0),
-            kind: IndexKind::Unique,
-            score: None,
-        },
-        IndexDesc {
-            field: "country",
-            source: IndexSource::Column(2),
+            source: crate::schema::entity::IndexSource::Column(0),
             kind: IndexKind::Equality,
             score: None,
-        },
-    ];
-    static D: EntityDesc = EntityDesc {
-        type_name: "User",
-        prefix: "user",
-        layout: Layout::Hash,
-        key_pattern: "user:{<id>}",
-        key_head: "user:",
-        key_tail: "",
-        indexes: IDX,
-        pk_index_value: |_, _| None,
-        version: None,
-        pk_fields: &["id"],
-        numeric_pk: true,
-        columns: COLS,
-        maps: &[],
-        ttl: None,
-    };
+        }];
+        assert_ne!(
+            name(&EntityDesc {
+                indexes: INDEXES,
+                ..USER
+            }),
+            user
+        );
+    }
+
     #[test]
-    #[ignore]
-    fn dump_user_save() {
-        let (l, _) = crate::script::Library::new(&super::code(&D));
-        std::fs::write("/tmp/user_lib.lua", format!("{l:?}")).unwrap();
+    fn hostile_prefixes_are_quoted_as_lua_strings() {
+        let d = EntityDesc {
+            prefix: "a\"b\\c\n]]",
+            key_head: "a\"b\\c\n]]:",
+            ..USER
+        };
+        let h = header(&d);
+        assert!(h.contains(r#"ids = "a\"b\\c\010]]:@ids""#), "{h}");
+        assert!(h.contains(&format!(
+            "key = {} }}",
+            lua_string(keyspace::index_prefix(&d, "", "username").as_bytes())
+        )));
+        assert!(h.contains(r#"head = "a\"b\\c\010]]:{""#), "{h}");
+        // No raw newline from a value: the header keeps its shape.
+        assert_eq!(h.lines().count(), header(&USER).lines().count());
     }
 }
