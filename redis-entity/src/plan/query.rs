@@ -912,12 +912,13 @@ mod tests {
 
     #[test]
     fn a_reply_gives_totals_ghosts_and_sorted_members() {
+        // The page, the ghosts, the ghost count, the total.
         let reply = Value::Array(vec![
-            Value::Int(5),
-            Value::Int(1),
-            bulk("7"),
             bulk("10"),
             bulk("2"),
+            bulk("7"),
+            Value::Int(1),
+            Value::Int(5),
         ]);
         let answer = parse_reply(&USER, &Spec::default(), false, reply).unwrap();
         assert_eq!(answer.total, 5);
@@ -930,12 +931,12 @@ mod tests {
     #[test]
     fn an_ordered_reply_keeps_its_order_and_pairs_scores() {
         let reply = Value::Array(vec![
-            Value::Int(2),
-            Value::Int(0),
             bulk("9"),
             bulk("inf"),
             bulk("10"),
             bulk("-3.5"),
+            Value::Int(0),
+            Value::Int(2),
         ]);
         let answer = parse_reply(&USER, &top_spec(RATING_IDX, 2), true, reply).unwrap();
         assert_eq!(answer.total, 2);
@@ -951,6 +952,8 @@ mod tests {
             Value::Array(vec![bulk("3")]),
             Value::Array(vec![Value::Int(1)]),
             Value::Array(vec![Value::Int(1), Value::Int(0), Value::Int(7)]),
+            // More ghosts than entries.
+            Value::Array(vec![bulk("3"), Value::Int(2), Value::Int(1)]),
         ] {
             match parse_reply(&USER, &Spec::default(), false, reply) {
                 Err(Error::UnexpectedReply { key, .. }) => assert_eq!(key, "user:@ids"),

@@ -762,12 +762,13 @@ mod tests {
         assert_eq!(
             plan.index_values,
             [
-                IndexValue::Unknown,
+                // Not touched: its entries stay, nothing is read again.
+                IndexValue::Unchanged,
                 IndexValue::Value(b("FR")),
                 // Incremented on the server: read after the write.
                 IndexValue::Unknown,
                 IndexValue::Absent,
-                IndexValue::Unknown,
+                IndexValue::Unchanged,
             ]
         );
     }
@@ -1025,8 +1026,8 @@ mod tests {
     #[test]
     fn args_encode_the_typed_fields_in_the_prelude_order() {
         // write_prelude.lua: namespace, member, ttl ms (-1: keep), cas
-        // document, expected version, one value per index ('' unknown, n
-        // None, v.. value), then the data commands (name, 1-based key
+        // document, expected version, one value per index ('' unknown, u
+        // unchanged, n None, v.. value), then the data commands (name, 1-based key
         // position, argument count, arguments), then clean's
         // (1-based index, escaped value) pairs.
         let mut plan = lifecycle(&ACCOUNT, "t:", keys(&ACCOUNT, "9"), WriteOp::Update, None);
@@ -1053,6 +1054,8 @@ mod tests {
         // A TTL under a millisecond still expires (0 would mean none).
         plan.ttl = Some(Duration::from_micros(10));
         assert_eq!(plan.args()[2], b("1"));
+        plan.index_values = vec![IndexValue::Unchanged, IndexValue::Unknown];
+        assert_eq!(plan.args()[5..], [b("u"), b("")]);
     }
 
     #[test]
