@@ -3,8 +3,10 @@
 //! its own fresh redis-server on this machine.
 //!
 //! Run: `cargo bench --bench workload` (add `-- --quick` for a 10x smaller run).
-//! For every step it prints ops/s, round trips per op and Redis memory per
-//! entity for both, and the ratio (redis-entity / hand-written). Each step
+//! For every step it prints ops/s, round trips per op, the server's CPU time
+//! per op (`INFO cpu`), the server time of each write call (`FCALL` against
+//! `EXEC`, `INFO commandstats`) and Redis memory per entity for both, and
+//! the ratios (redis-entity / hand-written). Each step
 //! runs in 10 rounds that alternate which side goes first, so that a slow
 //! moment of the machine falls on both sides alike.
 
@@ -1012,33 +1014,6 @@ async fn main() {
         );
     }
     report("top 10 with profiles", &a, &b);
-
-    // Where the server's time went (microseconds per call).
-    for (name, side) in [("redis-entity", &fw), ("hand-written", &hand)] {
-        let mut c = side
-            .server
-            .client()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
-        let info: String = redis::cmd("INFO")
-            .arg("commandstats")
-            .query_async(&mut c)
-            .await
-            .unwrap();
-        let stats: Vec<String> = info
-            .lines()
-            .filter_map(|l| {
-                let (cmd, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
-                let calls = rest.split(',').find_map(|kv| kv.strip_prefix("calls="))?;
-                let per = rest
-                    .split(',')
-                    .find_map(|kv| kv.strip_prefix("usec_per_call="))?;
-                (calls.parse::<u64>().ok()? >= n_changes).then(|| format!("{cmd} {per}us x{calls}"))
-            })
-            .collect();
-        println!("server time per call, {name}: {}", stats.join(", "));
-    }
 
     let report = store.verify::<User>().await.unwrap();
     println!(
