@@ -253,8 +253,8 @@ impl Namespace {
         if literal.is_empty() {
             return Ok(Namespace::none());
         }
-        if let Some(c) = literal.chars().find(|c| "{}*?[]\\%".contains(*c)) {
-            let _ = c;
+        // Every escaped character but the segment separator.
+        if literal.chars().any(|c| c != ':' && ALWAYS_ESCAPED.contains(c)) {
             return Err(Error::InvalidKey {
                 segment: literal.to_owned(),
                 reason: "a namespace may not contain { } * ? [ ] \\ or %",
