@@ -254,7 +254,10 @@ impl Namespace {
             return Ok(Namespace::none());
         }
         // Every escaped character but the segment separator.
-        if literal.chars().any(|c| c != ':' && ALWAYS_ESCAPED.contains(c)) {
+        if literal
+            .chars()
+            .any(|c| c != ':' && ALWAYS_ESCAPED.contains(c))
+        {
             return Err(Error::InvalidKey {
                 segment: literal.to_owned(),
                 reason: "a namespace may not contain { } * ? [ ] \\ or %",
