@@ -77,7 +77,7 @@ pub use schema::entity::{
 pub use schema::escape::{KeyPart, Namespace, PaddedKeyPart};
 pub use schema::field::{
     AllowsIncr, Assign, Equality, Field, HashField, Incrementable, NoIndex, Prefix, PrefixIndex,
-    SetIndex, Sorted, SortedIndex, Tags, Unique, ValueKeyed,
+    SetIndex, Sorted, SortedIndex, Tags, Unique, ValueKeyed, Writable,
 };
 pub use schema::layout::{EntityLayout, KeyPattern, RedisType, Registry};
 pub use store::cache::{Cache, CacheOptions};

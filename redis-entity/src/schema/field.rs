@@ -273,6 +273,15 @@ impl<E: Entity, M: MapField> Assign<E> for HashField<E, M> {
     }
 }
 
+/// The codec of a stored field: every codec but the one of pk fields, which
+/// are part of the key and never written, so `update()` cannot change them.
+#[diagnostic::on_unimplemented(
+    message = "a pk field is part of the entity's key and is never written",
+    label = "`update()` cannot change a pk field"
+)]
+pub trait Writable<T> {}
+impl<T, C: FieldCodec<T>> Writable<T> for C {}
+
 /// A field type that can be incremented in place: a number, or an
 /// `Option` of one (Redis treats a missing field as 0).
 #[diagnostic::on_unimplemented(

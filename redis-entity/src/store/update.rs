@@ -7,7 +7,7 @@ use crate::keyspace::EntityKeys;
 use crate::plan::{json, write, write::WritePlan};
 use crate::schema::codec::{to_bytes, MapField};
 use crate::schema::entity::{Entity, Layout};
-use crate::schema::field::{AllowsIncr, Assign, Field, HashField, Incrementable};
+use crate::schema::field::{AllowsIncr, Assign, Field, HashField, Incrementable, Writable};
 use crate::schema::update_op::UpdateOp;
 use redis::aio::ConnectionLike;
 use std::marker::PhantomData;
@@ -72,7 +72,7 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
     }
 
     /// Adds `delta` to a numeric field in place (`HINCRBY` / `HINCRBYFLOAT`).
-    pub fn incr<T: Incrementable, C, K: AllowsIncr>(
+    pub fn incr<T: Incrementable, C: Writable<T>, K: AllowsIncr>(
         self,
         field: Field<E, T, C, K>,
         delta: T::Delta,
