@@ -246,6 +246,21 @@ impl WritePlan {
                 expected: self.version_expected.clone().unwrap_or_default(),
                 found: e.detail().unwrap_or_default().trim().to_owned(),
             },
+            // A key the write would touch holds another type: nothing was
+            // written. Detail: `<found> <wanted> <key>`.
+            Some("WRONGTYPE_KEY") => {
+                let detail = e.detail().unwrap_or_default();
+                let mut parts = detail.splitn(3, ' ');
+                match (parts.next(), parts.next(), parts.next()) {
+                    (Some(found), Some(wanted), Some(real)) => Error::WrongType {
+                        key: real.to_owned(),
+                        detail: format!(
+                            "it holds a {found}; the write of `{key}` needs a {wanted} there (nothing was written)"
+                        ),
+                    },
+                    _ => Error::redis(&key, e),
+                }
+            }
             Some("UNIQUE_VIOLATION") => {
                 let which = e.detail().and_then(|d| d.trim().parse::<usize>().ok());
                 match which.and_then(|i| Some((self.desc.indexes.get(i)?, &self.index_values[i]))) {

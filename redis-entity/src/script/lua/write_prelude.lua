@@ -291,26 +291,60 @@ local function unique_conflict()
   return nil
 end
 
--- Shared index keys are touched before the entity is written: on a Redis
--- Cluster, where they live in other slots, the script fails here, before
--- anything changed, instead of half-way through.
-local function probe_shared_keys()
-  if #T.idx == 0 then return end
-  local moves = false
-  for n = 1, #T.idx do
-    if new[n] ~= old[n] then moves = true; break end
+-- The Redis type each kind of index keeps its entries in.
+local ENTRY_TYPE = { u = 'string', e = 'set', t = 'set', p = 'zset', s = 'zset' }
+
+-- Checks, before the first write, that every key the write will touch holds
+-- the type it needs (or nothing): a key of the wrong type then fails the
+-- write with nothing changed, instead of half-way through. On a Redis
+-- Cluster a shared key of another slot fails here too, for the same reason.
+-- `maps`: the #[hash] maps (written by HSET); `entries`: the index keys of
+-- the old (and known new) values and the set of all ids; `expiry`: the
+-- expiry set.
+local function check_key_types(maps, entries, expiry)
+  local want, keys = {}, {}
+  local function need(key, t)
+    if not want[key] then want[key] = t; keys[#keys + 1] = key end
   end
-  if not moves then return end
-  local probe = { K[1], ids_key }
-  for n, spec in ipairs(T.idx) do
-    if spec.kind == 'p' or spec.kind == 's' then
-      probe[#probe + 1] = pre[n]
-    else
-      for e in pairs(old[n]) do probe[#probe + 1] = pre[n] .. e end
-      for e in pairs(new[n] or NONE) do probe[#probe + 1] = pre[n] .. e end
+  for i = 1, #K do
+    if maps and role(i) == 'd' then need(K[i], 'hash') end
+  end
+  if entries and #T.idx > 0 then
+    need(ids_key, 'set')
+    for n, spec in ipairs(T.idx) do
+      local t = ENTRY_TYPE[spec.kind]
+      if spec.kind == 'p' or spec.kind == 's' then
+        need(pre[n], t)
+      else
+        for e in pairs(old[n]) do need(pre[n] .. e, t) end
+        for e in pairs(new[n] or NONE) do need(pre[n] .. e, t) end
+      end
     end
   end
-  redis.call('EXISTS', unpack(probe))
+  if expiry then need(expiry_key, 'zset') end
+  for _, key in ipairs(keys) do
+    local got = redis.call('TYPE', key).ok
+    if got ~= 'none' and got ~= want[key] then
+      return redis.error_reply('WRONGTYPE_KEY ' .. got .. ' ' .. want[key] .. ' ' .. key)
+    end
+  end
+  return nil
+end
+
+-- Whether a change of stored values touches index keys: some entry may
+-- move, or the entity is new (its id is added).
+local function entries_move(force)
+  if #T.idx == 0 then return false end
+  if force or not existed then return true end
+  for n = 1, #T.idx do
+    if new[n] ~= old[n] then return true end
+  end
+  return false
+end
+
+-- Whether a change of stored values touches the expiry set.
+local function expiry_moves()
+  return ttl > 0 or ghost or (existed and old_pttl > 0) or (not existed and T.default_ttl > 0)
 end
 
 -- HSET in chunks: unpack() of a very large argument list overflows Lua's C stack.
@@ -432,9 +466,10 @@ end
 -- A change of stored values (save, insert, update, compare-and-set,
 -- reindex): checks first, then data, index entries, marker and TTL.
 local function change(last, force)
-  local refused = version_conflict() or unique_conflict()
+  local refused = version_conflict()
+    or check_key_types(true, entries_move(force), expiry_moves())
+    or unique_conflict()
   if refused then return refused end
-  probe_shared_keys()
   local touched, bad = apply_data(last)
   if not touched then return bad end
   local current = move_index_entries(force)

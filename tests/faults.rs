@@ -1,0 +1,210 @@
+//! A failed write changes nothing: a key of the wrong type planted at every
+//! key family an entity's writes touch makes the write fail with a typed
+//! error naming that key, and the whole keyspace is byte-for-byte what it
+//! was before (compared with `DUMP` and `PTTL` of every key).
+
+use redis_entity::{Error, RedisEntity, Store};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+use support::RedisServer;
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "acct")]
+struct Acct {
+    #[pk]
+    id: u64,
+    #[index(unique)]
+    username: String,
+    #[index]
+    country: String,
+    #[index]
+    tags: BTreeSet<String>,
+    #[index(sorted)]
+    score: f64,
+    #[index(prefix)]
+    title: String,
+    #[hash]
+    settings: BTreeMap<String, String>,
+}
+
+fn acct(id: u64, username: &str, country: &str) -> Acct {
+    Acct {
+        id,
+        username: username.into(),
+        country: country.into(),
+        tags: ["a".to_string()].into(),
+        score: 1.5,
+        title: "ruby".into(),
+        settings: [("theme".to_string(), "dark".to_string())].into(),
+    }
+}
+
+/// Every key with its type, serialized value and TTL.
+fn snapshot(server: &RedisServer) -> BTreeMap<String, (String, Vec<u8>, i64)> {
+    let mut c = server.conn();
+    server
+        .keys()
+        .into_iter()
+        .map(|k| {
+            let t: String = redis::cmd("TYPE").arg(&k).query(&mut c).unwrap();
+            let dump: Vec<u8> = redis::cmd("DUMP").arg(&k).query(&mut c).unwrap();
+            let ttl: i64 = redis::cmd("PTTL").arg(&k).query(&mut c).unwrap();
+            // A TTL counts down; whether there is one is what must not change.
+            (k, (t, dump, ttl.signum()))
+        })
+        .collect()
+}
+
+/// Plants `key` holding a value of another type than its family uses.
+fn plant(server: &RedisServer, key: &str, as_string: bool) {
+    let mut c = server.conn();
+    let () = redis::cmd("DEL").arg(key).query(&mut c).unwrap();
+    if as_string {
+        let () = redis::cmd("SET")
+            .arg(key)
+            .arg("planted")
+            .query(&mut c)
+            .unwrap();
+    } else {
+        let _: i64 = redis::cmd("SADD")
+            .arg(key)
+            .arg("planted")
+            .query(&mut c)
+            .unwrap();
+    }
+}
+
+async fn fresh() -> (RedisServer, Store) {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save(&acct(1, "lisi", "DE")).await.unwrap();
+    store.save(&acct(2, "zhang", "FR")).await.unwrap();
+    (server, store)
+}
+
+/// Runs `write` against a keyspace with `key` planted, and checks that it
+/// fails naming `key` and changes nothing.
+async fn refused<F, Fut>(what: &str, key: &str, as_string: bool, write: F)
+where
+    F: FnOnce(Store) -> Fut,
+    Fut: std::future::Future<Output = redis_entity::Result<()>>,
+{
+    let (server, store) = fresh().await;
+    plant(&server, key, as_string);
+    let before = snapshot(&server);
+    let err = write(store).await.expect_err(what);
+    match &err {
+        Error::WrongType { key: named, .. } => assert_eq!(named, key, "{what}: {err}"),
+        other => panic!("{what}: expected WrongType naming {key}, got {other:?}"),
+    }
+    assert!(!err.to_string().contains("user_script"), "{what}: {err}");
+    assert_eq!(snapshot(&server), before, "{what}: the keyspace changed");
+}
+
+#[tokio::test]
+async fn a_write_that_meets_a_wrong_type_changes_nothing() {
+    // A save moving the entity to CN, under a new name, with a new tag.
+    let moved = || {
+        let mut a = acct(1, "lisi2", "CN");
+        a.tags.insert("b".into());
+        a.score = 9.0;
+        a.title = "rust".into();
+        a
+    };
+    for (what, key, as_string) in [
+        ("new equality set", "acct:country:CN", true),
+        ("old equality set", "acct:country:DE", true),
+        ("new unique key", "acct:username:lisi2", false),
+        ("old unique key", "acct:username:lisi", false),
+        ("new tag set", "acct:tags:b", true),
+        ("old tag set", "acct:tags:a", true),
+        ("sorted index", "acct:score", true),
+        ("prefix index", "acct:title", true),
+    ] {
+        refused(what, key, as_string, |store| async move {
+            store.save(&moved()).await.map(drop)
+        })
+        .await;
+    }
+
+    refused("set of all ids", "acct:@ids", true, |store| async move {
+        store.insert(&acct(3, "wang", "DE")).await
+    })
+    .await;
+    refused("expiry set", "acct:@expiry", true, |store| async move {
+        store
+            .save_with_ttl(&acct(1, "lisi", "DE"), Duration::from_secs(60))
+            .await
+            .map(drop)
+    })
+    .await;
+    refused(
+        "#[hash] map",
+        "acct:{1}:settings",
+        true,
+        |store| async move {
+            store
+                .update::<Acct>(&1)
+                .hset(Acct::SETTINGS, "font", "mono")
+                .exec()
+                .await
+        },
+    )
+    .await;
+    refused(
+        "delete: equality set",
+        "acct:country:DE",
+        true,
+        |store| async move { store.delete::<Acct>(&1).await.map(drop) },
+    )
+    .await;
+    refused(
+        "update: new equality set",
+        "acct:country:JP",
+        true,
+        |store| async move {
+            store
+                .update::<Acct>(&2)
+                .set(Acct::COUNTRY, "JP")
+                .exec()
+                .await
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_entity_key_of_the_wrong_type_fails_before_any_write() {
+    let (server, store) = fresh().await;
+    plant(&server, "acct:{1}", false);
+    let before = snapshot(&server);
+    let err = store.save(&acct(1, "lisi", "CN")).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::WrongType { key, .. } if key == "acct:{1}"),
+        "{err:?}"
+    );
+    assert_eq!(snapshot(&server), before);
+}
+
+#[tokio::test]
+async fn after_the_planted_key_is_gone_the_write_goes_through() {
+    let (server, store) = fresh().await;
+    plant(&server, "acct:country:CN", true);
+    assert!(store.save(&acct(1, "lisi", "CN")).await.is_err());
+    let () = redis::cmd("DEL")
+        .arg("acct:country:CN")
+        .query(&mut server.conn())
+        .unwrap();
+    store.save(&acct(1, "lisi", "CN")).await.unwrap();
+    assert_eq!(
+        store
+            .find(Acct::COUNTRY, "CN")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|a| a.id)
+            .collect::<Vec<_>>(),
+        [1]
+    );
+    assert!(store.verify::<Acct>().await.unwrap().is_clean());
+}
