@@ -2,7 +2,7 @@
 local function delete(keys, args, first, last)
   begin(keys, args, first)
   local was_tracked = tracked()
-  local refused = check_key_types(false, true, was_tracked)
+  local refused = check_key_types(false, 'all', was_tracked)
   if refused then return refused end
   unindex_all()
   unrelate_all()

@@ -299,8 +299,8 @@ local ENTRY_TYPE = { u = 'string', e = 'set', t = 'set', p = 'zset', s = 'zset' 
 -- write with nothing changed, instead of half-way through. On a Redis
 -- Cluster a shared key of another slot fails here too, for the same reason.
 -- `maps`: the #[hash] maps (written by HSET); `entries`: the index keys of
--- the old (and known new) values and the set of all ids; `expiry`: the
--- expiry set.
+-- the old (and known new) values, and the set of all ids if the entity is
+-- new or `entries` is 'all'; `expiry`: the expiry set.
 local function check_key_types(maps, entries, expiry)
   local want, keys = {}, {}
   local function need(key, t)
@@ -310,7 +310,8 @@ local function check_key_types(maps, entries, expiry)
     if maps and role(i) == 'd' then need(K[i], 'hash') end
   end
   if entries and #T.idx > 0 then
-    need(ids_key, 'set')
+    -- The set of all ids changes when an entity comes or goes.
+    if entries == 'all' or not existed then need(ids_key, 'set') end
     for n, spec in ipairs(T.idx) do
       local t = ENTRY_TYPE[spec.kind]
       if spec.kind == 'p' or spec.kind == 's' then
@@ -335,7 +336,8 @@ end
 -- move, or the entity is new (its id is added).
 local function entries_move(force)
   if #T.idx == 0 then return false end
-  if force or not existed then return true end
+  if force then return 'all' end
+  if not existed then return true end
   for n = 1, #T.idx do
     if new[n] ~= old[n] then return true end
   end
