@@ -208,3 +208,55 @@ async fn after_the_planted_key_is_gone_the_write_goes_through() {
     );
     assert!(store.verify::<Acct>().await.unwrap().is_clean());
 }
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "counter")]
+struct Counter {
+    #[pk]
+    id: u64,
+    #[index]
+    kind: String,
+    hits: i64,
+    ratio: f64,
+}
+
+#[tokio::test]
+async fn an_increment_of_a_field_that_is_not_a_number_changes_nothing() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let c = Counter {
+        id: 1,
+        kind: "a".into(),
+        hits: 1,
+        ratio: 0.5,
+    };
+    store.save(&c).await.unwrap();
+    // Another program wrote text into the counter.
+    let () = redis::cmd("HSET")
+        .arg("counter:{1}")
+        .arg("ratio")
+        .arg("n/a")
+        .query(&mut server.conn())
+        .unwrap();
+    let before = snapshot(&server);
+    // The first increment alone would succeed; the second cannot.
+    let err = store
+        .update::<Counter>(&1)
+        .incr(Counter::HITS, 1)
+        .incr(Counter::RATIO, 1.0)
+        .set(Counter::KIND, "b".to_string())
+        .exec()
+        .await
+        .unwrap_err();
+    match &err {
+        Error::Decode {
+            key, field, value, ..
+        } => {
+            assert_eq!((key.as_str(), *field), ("counter:{1}", "ratio"));
+            assert!(value.contains("n/a"), "{err}");
+        }
+        other => panic!("expected Decode naming counter:{{1}} ratio, got {other:?}"),
+    }
+    assert!(!err.to_string().contains("@user"), "{err}");
+    assert_eq!(snapshot(&server), before, "nothing was written");
+}

@@ -241,7 +241,10 @@ async fn nan_is_refused_before_anything_is_written() {
         .exec()
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Redis { .. }), "{err:?}");
+    assert!(
+        matches!(&err, Error::Decode { key, field: "stock", .. } if key == "item:{2}"),
+        "{err:?}"
+    );
     let tags: BTreeSet<String> = store.get::<Item>(&1).await.unwrap().unwrap().tags;
     assert_eq!(tags, BTreeSet::from(["a".to_string()]));
     let z: bool = server.conn().exists("item:tags:z").unwrap();

@@ -261,6 +261,11 @@ impl WritePlan {
                     _ => Error::redis(&key, e),
                 }
             }
+            // A field to increment holds something else than a number:
+            // nothing was written. Detail: `<key position> <field> <value>`.
+            Some("NOT_A_NUMBER") => self
+                .not_a_number(e.detail().unwrap_or_default())
+                .unwrap_or_else(|| Error::redis(&key, e)),
             Some("UNIQUE_VIOLATION") => {
                 let which = e.detail().and_then(|d| d.trim().parse::<usize>().ok());
                 match which.and_then(|i| Some((self.desc.indexes.get(i)?, &self.index_values[i]))) {
@@ -276,6 +281,27 @@ impl WritePlan {
             }
             _ => Error::redis(&key, e),
         }
+    }
+
+    /// The typed error of an increment refused because the stored value is
+    /// not a number: the real key, the field, the value.
+    fn not_a_number(&self, detail: &str) -> Option<Error> {
+        let mut parts = detail.splitn(3, ' ');
+        let position: usize = parts.next()?.parse().ok()?;
+        let (field, value) = (parts.next()?, parts.next().unwrap_or_default());
+        let key = self.keys.all().nth(position.checked_sub(1)?)?.clone();
+        // A hash field names its column; a strings-layout column key is the
+        // column (positions 2.. after the entity key).
+        let column = match field {
+            "" => self.desc.columns.get(position.checked_sub(2)?)?,
+            name => self.desc.columns.iter().find(|c| c.name == name)?,
+        };
+        Some(Error::Decode {
+            key,
+            field: column.name,
+            value: crate::error::shown(value.as_bytes()),
+            reason: "not a number, so it cannot be incremented (nothing was written)".into(),
+        })
     }
 
     /// True for the compare-and-set reply that asks the caller to read again.

@@ -349,6 +349,34 @@ local function expiry_moves()
   return ttl > 0 or ghost or (existed and old_pttl > 0) or (not existed and T.default_ttl > 0)
 end
 
+-- Increments fail on a stored value that is not a number of their kind:
+-- every one is checked before the first write, so that such a write
+-- changes nothing. Error detail: key position, field ('' for a column key),
+-- the stored value.
+local function check_numbers(last)
+  local i = a + 1
+  while i <= last do
+    local op, k, n = A[i], tonumber(A[i + 1]), tonumber(A[i + 2])
+    local f = i + 3
+    local field, v = nil, nil
+    if op == 'HINCRBY' or op == 'HINCRBYFLOAT' then
+      field = A[f]; v = redis.call('HGET', K[k], field)
+    elseif op == 'INCRBY' or op == 'INCRBYFLOAT' then
+      field = ''; v = redis.call('GET', K[k])
+    end
+    if v then
+      local ok
+      if op == 'HINCRBY' or op == 'INCRBY' then ok = string.match(v, '^%-?%d+$') ~= nil
+      else ok = tonumber(v) ~= nil end
+      if not ok then
+        return redis.error_reply('NOT_A_NUMBER ' .. k .. ' ' .. field .. ' ' .. v)
+      end
+    end
+    i = f + n
+  end
+  return nil
+end
+
 -- HSET in chunks: unpack() of a very large argument list overflows Lua's C stack.
 local function hset(key, first, last)
   for s = first, last, 1000 do
@@ -471,6 +499,7 @@ local function change(last, force)
   local refused = version_conflict()
     or check_key_types(true, entries_move(force), expiry_moves())
     or unique_conflict()
+    or check_numbers(last)
   if refused then return refused end
   local touched, bad = apply_data(last)
   if not touched then return bad end
