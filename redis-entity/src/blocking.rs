@@ -20,7 +20,7 @@ use crate::store::query::Query;
 use crate::store::relation::Relation;
 use crate::store::timeline::Timeline;
 use crate::store::Update;
-use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::aio::{ConnectionLike, ConnectionManager};
 use std::time::Duration;
 
 /// The blocking form of async store methods, from one list of signatures:
@@ -60,7 +60,7 @@ macro_rules! blocking {
 /// assert_eq!(store.get::<Profile>(&1001)?.unwrap().name, "Ada");
 /// # Ok(()) }
 /// ```
-pub struct Store<C = MultiplexedConnection> {
+pub struct Store<C = ConnectionManager> {
     rt: tokio::runtime::Runtime,
     inner: crate::Store<C>,
 }
@@ -72,21 +72,18 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .map_err(|e| Error::redis("", redis::RedisError::from(e)))
 }
 
-impl Store<MultiplexedConnection> {
-    /// Connects to `url` (`redis://host:port/db`).
+impl Store<ConnectionManager> {
+    /// Connects to `url` (`redis://[user:password@]host:port/db`) with the
+    /// default [`crate::ConnectOptions`] (see [`crate::Store::connect`]).
     pub fn connect(url: &str) -> Result<Self> {
+        Self::connect_with(url, crate::ConnectOptions::default())
+    }
+
+    /// Connects to `url` with `options` (timeouts, reconnection).
+    pub fn connect_with(url: &str, options: crate::ConnectOptions) -> Result<Self> {
         let rt = runtime()?;
-        let conn = rt.block_on(async {
-            let client = redis::Client::open(url).map_err(|e| Error::redis("", e))?;
-            client
-                .get_multiplexed_async_connection()
-                .await
-                .map_err(|e| Error::redis("", e))
-        })?;
-        Ok(Store {
-            rt,
-            inner: crate::Store::new(conn),
-        })
+        let inner = rt.block_on(crate::Store::connect_with(url, options))?;
+        Ok(Store { rt, inner })
     }
 }
 
@@ -274,7 +271,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
-pub struct Cache<C = MultiplexedConnection> {
+pub struct Cache<C = ConnectionManager> {
     inner: crate::Cache<C>,
 }
 

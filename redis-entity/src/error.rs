@@ -215,11 +215,34 @@ impl Error {
         }
     }
 
-    /// True when the error came from the connection rather than the data
-    /// (the write did not happen or its outcome is unknown; retrying is safe
-    /// because every write is idempotent per entity).
+    /// True when the error came from the connection rather than the data:
+    /// it was lost, refused, or did not answer in time. For a write this
+    /// means its outcome is unknown: it may or may not have been applied
+    /// (a retry of an `insert` may then find the entity, of an `incr` may
+    /// count twice). Reads can be retried.
     pub fn is_connection(&self) -> bool {
         matches!(self, Error::Redis { source, .. }
-            if source.is_io_error() || source.is_connection_dropped() || source.is_connection_refusal())
+            if source.is_io_error()
+                || source.is_connection_dropped()
+                || source.is_connection_refusal()
+                || source.is_timeout())
+    }
+
+    /// True when no reply came within the response timeout: the server may
+    /// still run the call (its outcome is unknown).
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Redis { source, .. } if source.is_timeout())
+    }
+
+    /// True for a passing state of the server, in which nothing was done and
+    /// a later attempt can succeed: still loading its data (`LOADING`), a
+    /// cluster resharding or without a quorum (`TRYAGAIN`, `CLUSTERDOWN`,
+    /// `MASTERDOWN`), or busy with a long script (`BUSY`).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Redis { source, .. }
+        if matches!(
+            source.code(),
+            Some("LOADING" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN" | "BUSY")
+        ))
     }
 }

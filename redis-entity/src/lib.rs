@@ -41,6 +41,8 @@
 //! - [`relation`] (relations and timelines), [`board`] (time-bucketed
 //!   leaderboards), [`Cache`] (read-through cache), [`verify`] (reports of
 //!   `verify`), [`migrate`] (legacy keys), [`admin`] (embeddable CLI);
+//! - [`ConnectOptions`]: timeouts and reconnection; `redis`, the driver
+//!   (re-exported for connections of one's own);
 //! - [`Error`], [`Result`]; [`Namespace`] (tenant prefixes); [`KeyPart`] and
 //!   [`PaddedKeyPart`] (pk types in keys); [`codec`] (the value traits);
 //!   the layout listing ([`EntityLayout`], [`Registry`]); the description the
@@ -83,7 +85,7 @@ pub use schema::layout::{EntityLayout, KeyPattern, RedisType, Registry};
 pub use store::cache::{Cache, CacheOptions};
 pub use store::query::Query;
 pub use store::{board, cache, migrate};
-pub use store::{Store, Update};
+pub use store::{ConnectOptions, Store, Update};
 
 /// Relations between entities kept on both sides (seed 000: follows), and
 /// pushed timelines.
@@ -101,6 +103,10 @@ pub mod verify {
 pub mod codec {
     pub use crate::schema::codec::{FieldCodec, MapField, Scalar, SortScore};
 }
+
+/// The redis-rs driver the store runs on (for connections of one's own,
+/// `Store::new`, and raw commands).
+pub use redis;
 
 /// `#[derive(RedisEntity)]`: see the crate docs and `docs/key-layout.md`.
 #[cfg(feature = "derive")]

@@ -7,6 +7,7 @@
 
 pub mod board;
 pub mod cache;
+pub(crate) mod connect;
 mod maintenance;
 pub mod migrate;
 pub mod query;
@@ -14,6 +15,7 @@ pub(crate) mod relation;
 pub(crate) mod timeline;
 mod update;
 
+pub use connect::ConnectOptions;
 pub use update::Update;
 
 use crate::error::{Error, FieldError, Result};
@@ -85,14 +87,17 @@ impl ExpiringTypes {
 }
 
 impl Store<ConnectionManager> {
-    /// Connects to `url` (`redis://host:port/db`) with a reconnecting
-    /// [`ConnectionManager`].
+    /// Connects to `url` (`redis://[user:password@]host:port/db`) with the
+    /// default [`ConnectOptions`]: an unreachable server, a wrong password or
+    /// an unknown database is an error within about a second, and the
+    /// connection is re-established by itself after it was lost.
     pub async fn connect(url: &str) -> Result<Self> {
-        let client = redis::Client::open(url).map_err(|e| Error::redis("", e))?;
-        let conn = ConnectionManager::new(client)
-            .await
-            .map_err(|e| Error::redis("", e))?;
-        Ok(Store::new(conn))
+        Self::connect_with(url, ConnectOptions::default()).await
+    }
+
+    /// Connects to `url` with `options` (timeouts, reconnection).
+    pub async fn connect_with(url: &str, options: ConnectOptions) -> Result<Self> {
+        Ok(Store::new(connect::connect(url, &options).await?))
     }
 }
 

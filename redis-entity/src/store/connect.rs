@@ -1,0 +1,135 @@
+//! Connecting: timeouts, reconnection and the first connection, with
+//! defaults that fail fast.
+//!
+//! The store runs over redis-rs' `ConnectionManager`, which reconnects by
+//! itself after a connection loss. The first connection is made here, once,
+//! before the manager takes over: an unreachable server is retried for at
+//! most [`ConnectOptions::connect_timeout`] in all, and an error that no
+//! retry can fix (a wrong password, an unknown database, a URL that does not
+//! parse) is returned at once.
+
+use crate::error::{Error, Result};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::AsyncConnectionConfig;
+use std::time::{Duration, Instant};
+
+/// How a store connects and reconnects.
+///
+/// ```no_run
+/// # use redis_entity::{ConnectOptions, Store};
+/// # use std::time::Duration;
+/// # async fn run() -> redis_entity::Result<()> {
+/// let store = Store::connect_with(
+///     "redis://app:secret@127.0.0.1:6379/0",
+///     ConnectOptions::default().response_timeout(Some(Duration::from_secs(2))),
+/// )
+/// .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectOptions {
+    /// How long the first connection may take in all, retries included, and
+    /// each reconnection attempt. Default 1 s.
+    pub connect_timeout: Duration,
+    /// How long a call waits for its reply (`None`: forever). A write whose
+    /// reply does not come in time has an unknown outcome: the server may
+    /// still run it ([`Error::is_timeout`]). Default 5 s, long enough for a
+    /// `save_all` of thousands of entities.
+    pub response_timeout: Option<Duration>,
+    /// The first and the longest wait between reconnection attempts after
+    /// the connection was lost (doubling in between). A server back after
+    /// a restart is used again within about the longest wait. Default 50 ms
+    /// and 250 ms.
+    pub reconnect_delays: (Duration, Duration),
+    /// How many reconnection attempts one call makes before it fails; the
+    /// next call starts again. Default 4 (with the delays above, a call
+    /// gives up after about half a second while the server is down).
+    pub reconnect_attempts: usize,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            connect_timeout: Duration::from_secs(1),
+            response_timeout: Some(Duration::from_secs(5)),
+            reconnect_delays: (Duration::from_millis(50), Duration::from_millis(250)),
+            reconnect_attempts: 4,
+        }
+    }
+}
+
+impl ConnectOptions {
+    /// Sets [`ConnectOptions::connect_timeout`].
+    pub fn connect_timeout(mut self, t: Duration) -> Self {
+        self.connect_timeout = t;
+        self
+    }
+
+    /// Sets [`ConnectOptions::response_timeout`].
+    pub fn response_timeout(mut self, t: Option<Duration>) -> Self {
+        self.response_timeout = t;
+        self
+    }
+
+    /// Sets [`ConnectOptions::reconnect_delays`].
+    pub fn reconnect_delays(mut self, first: Duration, longest: Duration) -> Self {
+        self.reconnect_delays = (first, longest.max(first));
+        self
+    }
+
+    /// Sets [`ConnectOptions::reconnect_attempts`].
+    pub fn reconnect_attempts(mut self, n: usize) -> Self {
+        self.reconnect_attempts = n;
+        self
+    }
+
+    fn manager_config(&self) -> ConnectionManagerConfig {
+        let (first, longest) = self.reconnect_delays;
+        ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(self.response_timeout)
+            .set_min_delay(first)
+            .set_max_delay(longest)
+            .set_exponent_base(2.0)
+            .set_number_of_retries(self.reconnect_attempts)
+    }
+}
+
+/// True for an error a new attempt can fix: the server is not (yet)
+/// reachable, or is still starting.
+fn retryable(e: &redis::RedisError) -> bool {
+    e.is_io_error()
+        || e.is_connection_refusal()
+        || e.is_timeout()
+        || e.is_connection_dropped()
+        || e.code() == Some("LOADING")
+}
+
+/// The first connection to `url`, then a reconnecting manager.
+pub(crate) async fn connect(url: &str, options: &ConnectOptions) -> Result<ConnectionManager> {
+    let client = redis::Client::open(url).map_err(|e| Error::redis("", e))?;
+    let started = Instant::now();
+    let mut delay = options.reconnect_delays.0;
+    loop {
+        let left = options.connect_timeout.saturating_sub(started.elapsed());
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(left.max(Duration::from_millis(1))))
+            .set_response_timeout(Some(left.max(Duration::from_millis(1))));
+        match client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+        {
+            // Reachable, and the password and database are right: from now
+            // on the manager keeps the connection.
+            Ok(_) => break,
+            Err(e) if retryable(&e) && started.elapsed() + delay < options.connect_timeout => {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(options.reconnect_delays.1);
+            }
+            Err(e) => return Err(Error::redis("", e)),
+        }
+    }
+    ConnectionManager::new_with_config(client, options.manager_config())
+        .await
+        .map_err(|e| Error::redis("", e))
+}
