@@ -100,7 +100,7 @@ fn blocking_round_trips_and_namespace() {
     let trips = conn.counter();
     let store = Store::from_async(redis_entity::Store::new(conn))
         .unwrap()
-        .with_namespace(Namespace::new("shop").unwrap());
+        .with_namespace(Namespace::new("shop"));
     store.save(&user(1)).unwrap();
     trips.take();
     store.save(&user(1)).unwrap();

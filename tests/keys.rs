@@ -105,14 +105,17 @@ fn seed_keys_are_readable() {
 fn namespaces_are_validated() {
     assert_eq!(Namespace::tenant("a:b").as_str(), "tenant:a%3Ab:");
     assert!(matches!(
-        Namespace::new("a{b}"),
+        Namespace::trusted_prefix("a{b}"),
         Err(Error::InvalidKey { .. })
     ));
     assert!(matches!(
-        Namespace::new("a::b"),
+        Namespace::trusted_prefix("a::b"),
         Err(Error::InvalidKey { .. })
     ));
-    assert_eq!(Namespace::new("").unwrap().as_str(), "");
+    assert_eq!(Namespace::trusted_prefix("").unwrap().as_str(), "");
+    // A name is one escaped segment: an id cannot reach another tenant.
+    assert_eq!(Namespace::new("1:acct").as_str(), "1%3Aacct:");
+    assert_eq!(Namespace::new("").as_str(), "%_:");
 }
 
 #[derive(RedisEntity)]

@@ -780,7 +780,7 @@ mod tests {
     const TAGS_IDX: usize = 4;
 
     fn ns() -> Namespace {
-        Namespace::new("t").unwrap()
+        Namespace::new("t")
     }
 
     fn cond(index: usize, op: SetOp, values: &[&str]) -> Condition {

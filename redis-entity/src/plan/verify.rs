@@ -837,7 +837,7 @@ mod tests {
             ("account:{2}", account("b@x", "DE")),
             ("account:country:DE", members(&["2"])),
         ];
-        let (report, sent) = Fake::new(store).verify(&Namespace::new("t").unwrap());
+        let (report, sent) = Fake::new(store).verify(&Namespace::new("t"));
         assert!(report.is_clean(), "{report}");
         assert_eq!(report.entities, 1);
         assert!(sent

@@ -226,13 +226,19 @@ impl KeyPart for uuid::Uuid {
 /// A tenant prefix applied to every key a [`crate::Store`] touches
 /// (seed 001: `tenant:42:user:1001:profile`).
 ///
+/// The constructors that take a name or an id escape it, so that no value
+/// (an id from a request, say) can reach another tenant's keys; the raw one
+/// is named for what it is, and takes trusted input only.
+///
 /// ```
 /// use redis_entity::Namespace;
-/// let ns = Namespace::tenant(42);
-/// assert_eq!(ns.as_str(), "tenant:42:");
-/// let ns = Namespace::new("shop:eu").unwrap();
-/// assert_eq!(ns.as_str(), "shop:eu:");
-/// assert!(Namespace::new("bad{tag}").is_err());
+/// assert_eq!(Namespace::tenant(42).as_str(), "tenant:42:");
+/// assert_eq!(Namespace::new("shop").as_str(), "shop:");
+/// // A name is one segment: it cannot add segments of its own.
+/// assert_eq!(Namespace::new("1:acct").as_str(), "1%3Aacct:");
+/// // Trusted configuration may spell several segments.
+/// assert_eq!(Namespace::trusted_prefix("shop:eu").unwrap().as_str(), "shop:eu:");
+/// assert!(Namespace::trusted_prefix("bad{tag}").is_err());
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Namespace {
@@ -245,10 +251,22 @@ impl Namespace {
         Namespace::default()
     }
 
-    /// A literal prefix made of `:`-separated segments; a trailing `:` is added.
-    /// Refuses hash-tag braces and glob characters, which would change which
-    /// cluster slot or which SCAN match a key belongs to.
-    pub fn new(literal: &str) -> Result<Self> {
+    /// `<name>:`, with the name escaped like any key value: one segment,
+    /// whatever the name holds (`:`, braces, glob characters).
+    pub fn new(name: impl std::fmt::Display) -> Self {
+        let mut prefix = String::new();
+        escape_into(&mut prefix, &name.to_string(), "");
+        prefix.push(':');
+        Namespace { prefix }
+    }
+
+    /// A literal prefix made of `:`-separated segments, taken as written; a
+    /// trailing `:` is added. **Trusted input only** (configuration, not a
+    /// request): `trusted_prefix("tenant:1:acct")` is a prefix inside tenant
+    /// 1's keys. Refuses hash-tag braces and glob characters, which would
+    /// change which cluster slot or which SCAN match a key belongs to, and
+    /// empty segments.
+    pub fn trusted_prefix(literal: &str) -> Result<Self> {
         let literal = literal.strip_suffix(':').unwrap_or(literal);
         if literal.is_empty() {
             return Ok(Namespace::none());
