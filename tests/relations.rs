@@ -290,3 +290,20 @@ async fn verify_checks_both_sides_of_every_relation() {
     assert!(store.related(&FOLLOWS, &8).await.unwrap().is_empty());
     assert_eq!(store.related_back(&FOLLOWS, &9).await.unwrap(), [7]);
 }
+
+#[tokio::test]
+async fn relating_a_missing_entity_is_an_error_and_writes_nothing() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save_all(&users()).await.unwrap();
+    let before = server.keys();
+    let missing = User::key(&999);
+    for (a, b) in [(8, 999), (999, 8)] {
+        match store.relate(&FOLLOWS, &a, &b).await {
+            Err(redis_entity::Error::NotFound { key }) => assert_eq!(key, missing),
+            other => panic!("relate({a}, {b}): {other:?}"),
+        }
+    }
+    assert_eq!(server.keys(), before, "no set or register was created");
+    assert!(store.related(&FOLLOWS, &8).await.unwrap().is_empty());
+}

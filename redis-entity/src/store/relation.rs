@@ -141,7 +141,8 @@ pub(crate) fn call<A: Entity, B: Entity>(
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Relates `a` to `b` on both sides in one atomic call (seed 000:
-    /// follow); `true` when it was new.
+    /// follow); `true` when it was new. [`Error::NotFound`] (naming the
+    /// missing entity's key) and nothing written when either does not exist.
     pub async fn relate<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
@@ -172,7 +173,16 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let call = call(rel, &self.ns, a, b, relate);
         let n: i64 = script::invoke(&mut self.conn.clone(), &self.sent, &call)
             .await
-            .map_err(|e| Error::redis(&forward_key(rel, &self.ns, a), e))?;
+            .map_err(|e| match (e.code(), e.detail().map(str::trim)) {
+                // Detail: which side is missing.
+                (Some("ENTITY_NOT_FOUND"), Some("1")) => Error::NotFound {
+                    key: key_of(A::DESC, &self.ns, &A::member(a)),
+                },
+                (Some("ENTITY_NOT_FOUND"), Some("2")) => Error::NotFound {
+                    key: key_of(B::DESC, &self.ns, &B::member(b)),
+                },
+                _ => Error::redis(&forward_key(rel, &self.ns, a), e),
+            })?;
         Ok(n > 0)
     }
 

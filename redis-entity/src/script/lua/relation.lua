@@ -19,6 +19,13 @@ if mode == 'unrelate' then
   if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('HDEL', KEYS[4], reverse) end
   return removed
 end
+-- Both entities must exist: relating a missing one is an error, and nothing
+-- is written.
+for side, key in ipairs({ ARGV[11], ARGV[13] }) do
+  if redis.call('EXISTS', key) == 0 then
+    return redis.error_reply('ENTITY_NOT_FOUND ' .. side)
+  end
+end
 if ARGV[8] == '1' then
   -- One-to-many: b leaves its previous a.
   for _, old in ipairs(redis.call('SMEMBERS', KEYS[2])) do
