@@ -288,3 +288,84 @@ async fn expired_entities_never_appear_while_eight_writers_keep_saving() {
     assert!(report.is_clean(), "{report}");
     assert_eq!(index_keys(&server), Vec::<String>::new(), "no ghost left");
 }
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "racer")]
+struct Racer {
+    #[pk]
+    id: u64,
+    #[index(sorted)]
+    points: f64,
+}
+
+#[tokio::test]
+async fn a_leaderboard_read_skips_thousands_of_expired_entries_and_cleans_a_bounded_few() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    // 20,000 racers ahead of everyone else expire; five live ones stay.
+    let fast: Vec<Racer> = (100..20_100)
+        .map(|id| Racer {
+            id,
+            points: 1_000.0 + id as f64,
+        })
+        .collect();
+    for chunk in fast.chunks(2_000) {
+        for r in chunk {
+            store
+                .save_with_ttl(r, Duration::from_millis(300))
+                .await
+                .unwrap();
+        }
+    }
+    let live: Vec<Racer> = (1..=5)
+        .map(|id| Racer {
+            id,
+            points: id as f64,
+        })
+        .collect();
+    store.save_all(&live).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let top = store.top(Racer::POINTS, 5).await.unwrap();
+    let ids: Vec<u64> = top.iter().map(|(r, _)| r.id).collect();
+    assert_eq!(ids, [5, 4, 3, 2, 1]);
+    // The read removed the entries of at most 100 expired racers; the rest
+    // are left to `sweep` (and to later reads).
+    let left: u64 = server.conn().zcard("racer:points").unwrap();
+    assert!(
+        (20_005 - 100..20_005).contains(&left),
+        "{left} entries left after one read"
+    );
+    assert_eq!(store.rank(Racer::POINTS, &5).await.unwrap(), Some(0));
+    assert_eq!(store.rank(Racer::POINTS, &1).await.unwrap(), Some(4));
+    let page = store
+        .query::<Racer>()
+        .order_desc(Racer::POINTS)
+        .limit(1, 2)
+        .ids()
+        .await
+        .unwrap();
+    assert_eq!(page, [4, 3]);
+    let ranged = store
+        .query::<Racer>()
+        .range(Racer::POINTS, 2.0..)
+        .order_asc(Racer::POINTS)
+        .limit(0, 10)
+        .ids()
+        .await
+        .unwrap();
+    assert_eq!(ranged, [2, 3, 4, 5]);
+
+    let left: u64 = server.conn().zcard("racer:points").unwrap();
+    let mut swept = 0;
+    loop {
+        let n = store.sweep::<Racer>(5_000).await.unwrap();
+        if n == 0 {
+            break;
+        }
+        swept += n;
+    }
+    assert_eq!(swept as u64, left - 5);
+    let left: u64 = server.conn().zcard("racer:points").unwrap();
+    assert_eq!(left, 5);
+}

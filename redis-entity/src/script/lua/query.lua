@@ -107,6 +107,70 @@ if order_key ~= '' and not may_expire and #groups <= 1
   return out
 end
 
+-- Whether the entity of member `m` still exists.
+local function alive(m)
+  for j = 1, #suffixes do
+    if redis.call('EXISTS', owner_head .. m .. suffixes[j]) == 1 then return true end
+  end
+  return false
+end
+
+-- Ghosts (expired entities met on the way) are skipped in the answer; at
+-- most GHOST_BUDGET of them are reported per call for the caller to clean,
+-- so a read's cleanup stays small however many have expired (`sweep` and
+-- later reads take the rest).
+local GHOST_BUDGET = 100
+local function ghost(list, m)
+  if #list < GHOST_BUDGET then list[#list + 1] = m end
+end
+
+-- Ordered pages (leaderboards) when entities may have expired: walk the
+-- sorted index in order, a chunk at a time, until the page is full. A
+-- member whose expiry time has passed (one ZMSCORE per chunk) is a ghost
+-- without further look; the others are checked to exist. The work is the
+-- page plus the ghosts in front of it, never the whole index.
+if order_key ~= '' and may_expire and limit > 0 and #groups <= 1
+  and (#groups == 0 or (groups[1].source == 'r' and groups[1].ranges[1].key == order_key)) then
+  local min, max = '-inf', '+inf'
+  if #groups == 1 then min = groups[1].ranges[1].min; max = groups[1].ranges[1].max end
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local total = redis.call('ZCOUNT', order_key, min, max)
+  local found, n, walk_ghosts, start, chunk = {}, 0, {}, 0, 256
+  local want = offset + limit
+  while n < want do
+    local cmd = { 'ZRANGE', order_key, min, max, 'BYSCORE', 'LIMIT', start, chunk, 'WITHSCORES' }
+    if order_dir == 'desc' then
+      cmd = { 'ZRANGE', order_key, max, min, 'BYSCORE', 'REV', 'LIMIT', start, chunk, 'WITHSCORES' }
+    end
+    local flat = redis.call(unpack(cmd))
+    if #flat == 0 then break end
+    local members = {}
+    for j = 1, #flat, 2 do members[#members + 1] = flat[j] end
+    local expires = redis.call('ZMSCORE', expiry_key, unpack(members))
+    for j, m in ipairs(members) do
+      local at = expires[j] and tonumber(expires[j])
+      if n < want and not (at and at <= now) and alive(m) then
+        n = n + 1
+        found[#found + 1] = m; found[#found + 1] = flat[2 * j]
+      elseif n < want then
+        ghost(walk_ghosts, m)
+      end
+    end
+    start = start + chunk
+  end
+  local out = {}
+  for j = 2 * offset + 1, #found, 2 do
+    out[#out + 1] = found[j]
+    if with_scores then out[#out + 1] = found[j + 1] end
+  end
+  for _, g in ipairs(walk_ghosts) do out[#out + 1] = g end
+  -- The total counts every indexed entry of the range (exact counts: count()).
+  out[#out + 1] = #walk_ghosts
+  out[#out + 1] = total
+  return out
+end
+
 -- The members of a group combined as its operation says: all = intersection,
 -- any / none = union (none is subtracted afterwards).
 local function members_of(group)
@@ -187,11 +251,7 @@ local ghosts = {}
 if may_expire and #result > 0 then
   local live = {}
   for _, m in ipairs(result) do
-    local alive = false
-    for j = 1, #suffixes do
-      if redis.call('EXISTS', owner_head .. m .. suffixes[j]) == 1 then alive = true; break end
-    end
-    if alive then live[#live + 1] = m else ghosts[#ghosts + 1] = m end
+    if alive(m) then live[#live + 1] = m else ghost(ghosts, m) end
   end
   result = live
 end

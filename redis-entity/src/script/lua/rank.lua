@@ -14,8 +14,18 @@ local function alive(m)
 end
 if not alive(ARGV[1]) then return false end
 if r == 0 then return 0 end
+-- The members ahead, a chunk at a time: one whose expiry time has passed
+-- (one ZMSCORE per chunk) is not counted without further look; the others
+-- are checked to exist.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local live = 0
-for _, m in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, r - 1)) do
-  if alive(m) then live = live + 1 end
+for start = 0, r - 1, 256 do
+  local members = redis.call('ZREVRANGE', KEYS[1], start, math.min(start + 255, r - 1))
+  local expires = redis.call('ZMSCORE', KEYS[2], unpack(members))
+  for j, m in ipairs(members) do
+    local at = expires[j] and tonumber(expires[j])
+    if not (at and at <= now) and alive(m) then live = live + 1 end
+  end
 end
 return live
