@@ -260,3 +260,51 @@ async fn an_increment_of_a_field_that_is_not_a_number_changes_nothing() {
     assert!(!err.to_string().contains("@user"), "{err}");
     assert_eq!(snapshot(&server), before, "nothing was written");
 }
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "runner")]
+struct Runner {
+    #[pk]
+    id: u64,
+    #[index(sorted)]
+    points: f64,
+}
+
+#[tokio::test]
+async fn a_nan_range_bound_is_a_typed_error_before_anything_is_sent() {
+    let server = RedisServer::start();
+    let (store, trips) = support::counted_store(&server).await;
+    trips.take();
+    for q in [
+        store.query::<Runner>().range(Runner::POINTS, f64::NAN..),
+        store.query::<Runner>().range(Runner::POINTS, ..=f64::NAN),
+    ] {
+        match q.fetch().await {
+            Err(Error::Encode {
+                field: "points", ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(trips.take(), 0, "nothing was sent");
+    // Infinite bounds are bounds.
+    store.save(&Runner { id: 1, points: 3.0 }).await.unwrap();
+    let all = store
+        .query::<Runner>()
+        .range(Runner::POINTS, f64::NEG_INFINITY..f64::INFINITY)
+        .ids()
+        .await
+        .unwrap();
+    assert_eq!(all, [1]);
+}
+
+#[tokio::test]
+async fn a_ttl_too_long_for_redis_is_the_longest_one_not_a_panic_or_a_wrap() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let r = Runner { id: 1, points: 1.0 };
+    store.save_with_ttl(&r, Duration::MAX).await.unwrap();
+    let ttl = store.ttl::<Runner>(&1).await.unwrap().unwrap();
+    assert!(ttl > Duration::from_secs(100 * 365 * 86_400), "{ttl:?}");
+    assert_eq!(store.get::<Runner>(&1).await.unwrap(), Some(r));
+}

@@ -211,7 +211,7 @@ impl Error {
         }
         Error::Redis {
             key: key.to_owned(),
-            source,
+            source: without_script_location(source),
         }
     }
 
@@ -244,5 +244,60 @@ impl Error {
             source.code(),
             Some("LOADING" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN" | "BUSY")
         ))
+    }
+}
+
+/// The server's error without the location in a script it adds (`script:
+/// <sha or function name>, on @user_script:NN.`): that names the runtime's
+/// code, not the user's data, and would only puzzle.
+fn without_script_location(e: redis::RedisError) -> redis::RedisError {
+    let Some(detail) = e.detail() else {
+        return e;
+    };
+    match detail.find(" script: ") {
+        Some(at) if detail.contains("@user_") => {
+            let cleaned = detail[..at].trim_end().to_owned();
+            redis::RedisError::from((e.kind(), "server error", cleaned))
+        }
+        _ => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server_error(reply: &str) -> redis::RedisError {
+        match redis::parse_redis_value(reply.as_bytes()).unwrap() {
+            redis::Value::ServerError(e) => e.into(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn errors_do_not_show_where_in_a_script_they_happened() {
+        let e = Error::redis(
+            "runner:{1}",
+            server_error(
+                "-ERR value is not an integer or out of range script: redis_entity_8b81_save, on @user_function:490.\r\n",
+            ),
+        );
+        let text = e.to_string();
+        assert!(text.contains("runner:{1}"), "{text}");
+        assert!(
+            text.contains("value is not an integer or out of range"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("@user_function") && !text.contains("redis_entity_8b81"),
+            "{text}"
+        );
+        // Other errors keep every word.
+        let e = Error::redis(
+            "k",
+            server_error("-BUSY Redis is busy running a script\r\n"),
+        );
+        assert!(e.is_transient(), "{e:?}");
+        assert!(e.to_string().contains("busy running a script"), "{e}");
     }
 }

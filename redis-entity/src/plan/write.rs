@@ -69,7 +69,12 @@ pub(crate) struct WritePlan {
 }
 
 fn ms(d: Duration) -> u64 {
-    (d.as_millis() as u64).max(1)
+    // At least 1 (0 would mean none); at most 10^15 ms (31,000 years), which
+    // a Lua number carries exactly and Redis takes; never wrapped around.
+    const LONGEST_MS: u64 = 1_000_000_000_000_000;
+    u64::try_from(d.as_millis())
+        .unwrap_or(u64::MAX)
+        .clamp(1, LONGEST_MS)
 }
 
 impl WritePlan {

@@ -113,6 +113,7 @@ fn token() -> String {
 pub fn jittered(ttl: Duration, jitter: f64) -> Duration {
     let unit = (random_u64() >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
     let factor = 1.0 + jitter.clamp(0.0, 1.0) * (2.0 * unit - 1.0);
+    // `as u64` saturates: a TTL too long for milliseconds stays the longest.
     Duration::from_millis(((ttl.as_millis() as f64) * factor).max(1.0) as u64)
 }
 
@@ -252,7 +253,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         let (kind, json, soft, hard) = match json {
             Some(j) => {
                 let soft = jittered(ttl, self.options.jitter);
-                let hard = soft + self.options.stale_while_revalidate.unwrap_or_default();
+                let hard =
+                    soft.saturating_add(self.options.stale_while_revalidate.unwrap_or_default());
                 ("v", j, soft, hard)
             }
             None => {
@@ -306,7 +308,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         let lock_key = crate::keyspace::cache_lock_key(&value_key);
         let keys = [value_key.as_str(), lock_key.as_str()];
         let token = token();
-        let deadline = Instant::now() + self.options.wait;
+        // A wait too long to add (Duration::MAX: wait for ever) has no deadline.
+        let deadline = Instant::now().checked_add(self.options.wait);
         let mut pause = Duration::from_millis(2);
         let mut loader = Some(loader);
         loop {
@@ -315,7 +318,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
                 Lookup::StaleMine(raw) => Some(raw),
                 Lookup::MissMine => None,
                 Lookup::MissOther => {
-                    if Instant::now() >= deadline {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
                         return Err(Error::CacheTimeout { key: value_key });
                     }
                     tokio::time::sleep(pause).await;
@@ -389,7 +392,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         let lock_key = crate::keyspace::cache_lock_key(&value_key);
         let keys = [value_key.as_str(), lock_key.as_str()];
         let token = token();
-        let deadline = Instant::now() + self.options.wait;
+        // A wait too long to add (Duration::MAX: wait for ever) has no deadline.
+        let deadline = Instant::now().checked_add(self.options.wait);
         let mut pause = Duration::from_millis(2);
         loop {
             match self.get(keys, &token).await? {
@@ -402,7 +406,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
                     if let Some(e) = store.get::<E>(pk).await? {
                         return Ok(Some(e));
                     }
-                    if Instant::now() >= deadline {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
                         return Err(Error::CacheTimeout { key: entity_key });
                     }
                     tokio::time::sleep(pause).await;

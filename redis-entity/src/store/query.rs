@@ -144,12 +144,19 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
             Bound::Excluded(v) => Bound::Excluded(v.score()),
             Bound::Unbounded => Bound::Unbounded,
         };
-        if let Some(index) = self.sorted_index(field) {
-            self.spec.ranges.push(RangeCondition {
-                index,
-                min: map(range.start_bound()),
-                max: map(range.end_bound()),
+        let (min, max) = (map(range.start_bound()), map(range.end_bound()));
+        // NaN bounds nothing; an error before anything is sent, naming the
+        // field. (Infinite bounds are fine: `..` in other words.)
+        let nan =
+            |b: &Bound<f64>| matches!(b, Bound::Included(v) | Bound::Excluded(v) if v.is_nan());
+        if (nan(&min) || nan(&max)) && self.error.is_none() {
+            self.error = Some(Error::Encode {
+                field: field.name(),
+                reason: "a range bound is NaN, which bounds nothing".into(),
             });
+        }
+        if let Some(index) = self.sorted_index(field) {
+            self.spec.ranges.push(RangeCondition { index, min, max });
         }
         self
     }
