@@ -103,10 +103,10 @@ where
 
 #[tokio::test]
 async fn a_write_that_meets_a_wrong_type_changes_nothing() {
-    // A save moving the entity to CN, under a new name, with a new tag.
+    // A save moving the entity to CN, under a new name, from tag a to tag b.
     let moved = || {
         let mut a = acct(1, "lisi2", "CN");
-        a.tags.insert("b".into());
+        a.tags = ["b".to_string()].into();
         a.score = 9.0;
         a.title = "rust".into();
         a

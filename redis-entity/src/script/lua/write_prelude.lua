@@ -301,34 +301,62 @@ local ENTRY_TYPE = { u = 'string', e = 'set', t = 'set', p = 'zset', s = 'zset' 
 -- `maps`: the #[hash] maps (written by HSET); `entries`: the index keys of
 -- the old (and known new) values, and the set of all ids if the entity is
 -- new or `entries` is 'all'; `expiry`: the expiry set.
+-- The cheapest command of each type that fails on a key of another type
+-- (and answers an integer, which costs less to hand to Lua than TYPE's
+-- status reply).
+local PROBE = { set = 'SCARD', string = 'STRLEN', zset = 'ZCARD', hash = 'HLEN' }
+
+local function type_error(key, t)
+  local r = redis.pcall(PROBE[t], key)
+  if type(r) == 'table' and r.err then
+    local got = redis.call('TYPE', key).ok
+    return redis.error_reply('WRONGTYPE_KEY ' .. got .. ' ' .. t .. ' ' .. key)
+  end
+  return nil
+end
+
+-- The entries of index n this write adds or removes (all of them with
+-- `force`): the only index keys it writes.
+local function moved_entries(n, force)
+  local was, now = old[n], new[n] or NONE
+  local out = {}
+  if was == now and not force then return out end
+  for e in pairs(was) do if force or not now[e] then out[#out + 1] = e end end
+  for e in pairs(now) do if force or not was[e] then out[#out + 1] = e end end
+  return out
+end
+
 local function check_key_types(maps, entries, expiry)
-  local want, keys = {}, {}
-  local function need(key, t)
-    if not want[key] then want[key] = t; keys[#keys + 1] = key end
-  end
-  for i = 1, #K do
-    if maps and role(i) == 'd' then need(K[i], 'hash') end
-  end
-  if entries and #T.idx > 0 then
-    -- The set of all ids changes when an entity comes or goes.
-    if entries == 'all' or not existed then need(ids_key, 'set') end
-    for n, spec in ipairs(T.idx) do
-      local t = ENTRY_TYPE[spec.kind]
-      if spec.kind == 'p' or spec.kind == 's' then
-        need(pre[n], t)
-      else
-        for e in pairs(old[n]) do need(pre[n] .. e, t) end
-        for e in pairs(new[n] or NONE) do need(pre[n] .. e, t) end
+  local err
+  if maps then
+    for i = 1, #K do
+      if role(i) == 'd' then
+        err = type_error(K[i], 'hash')
+        if err then return err end
       end
     end
   end
-  if expiry then need(expiry_key, 'zset') end
-  for _, key in ipairs(keys) do
-    local got = redis.call('TYPE', key).ok
-    if got ~= 'none' and got ~= want[key] then
-      return redis.error_reply('WRONGTYPE_KEY ' .. got .. ' ' .. want[key] .. ' ' .. key)
+  if entries and #T.idx > 0 then
+    -- The set of all ids changes when an entity comes or goes.
+    if entries == 'all' or not existed then
+      err = type_error(ids_key, 'set')
+      if err then return err end
+    end
+    local force = entries == 'all'
+    for n, spec in ipairs(T.idx) do
+      local t, moved = ENTRY_TYPE[spec.kind], moved_entries(n, force)
+      if #moved > 0 and (spec.kind == 'p' or spec.kind == 's') then
+        err = type_error(pre[n], t)
+        if err then return err end
+      elseif #moved > 0 then
+        for _, e in ipairs(moved) do
+          err = type_error(pre[n] .. e, t)
+          if err then return err end
+        end
+      end
     end
   end
+  if expiry then return type_error(expiry_key, 'zset') end
   return nil
 end
 
