@@ -308,3 +308,55 @@ async fn a_ttl_too_long_for_redis_is_the_longest_one_not_a_panic_or_a_wrap() {
     assert!(ttl > Duration::from_secs(100 * 365 * 86_400), "{ttl:?}");
     assert_eq!(store.get::<Runner>(&1).await.unwrap(), Some(r));
 }
+
+#[tokio::test]
+async fn verify_and_repair_go_on_past_an_unreadable_entity_and_a_bad_score() {
+    let (server, store) = fresh().await;
+    store.save(&acct(3, "wang", "JP")).await.unwrap();
+    // Entity 2's key now holds a set; entity 3's score is text.
+    plant(&server, "acct:{2}", false);
+    let () = redis::cmd("HSET")
+        .arg("acct:{3}")
+        .arg("score")
+        .arg("fast")
+        .query(&mut server.conn())
+        .unwrap();
+
+    let report = store.verify::<Acct>().await.unwrap();
+    let unreadable: Vec<&str> = report
+        .violations
+        .iter()
+        .filter_map(|v| match v {
+            redis_entity::verify::Violation::Unreadable { key, .. } => Some(key.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(unreadable, ["acct:{2}"], "{report}");
+    // Its entries are not called stale: the entity is there, unreadable.
+    assert!(!report.to_string().contains("lists `2`"), "{report}");
+
+    // Repair fixes what it can (entity 3's score entry, which a text value
+    // cannot have) and leaves entity 2 alone.
+    store.repair::<Acct>(&report).await.unwrap();
+    let mut c = server.conn();
+    let score: Option<f64> = redis::cmd("ZSCORE")
+        .arg("acct:score")
+        .arg("3")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(score, None);
+    let still: bool = redis::cmd("SISMEMBER")
+        .arg("acct:country:FR")
+        .arg("2")
+        .query(&mut c)
+        .unwrap();
+    assert!(still, "entity 2's entries are left for a person to decide");
+    let again = store.verify::<Acct>().await.unwrap();
+    assert!(
+        again
+            .violations
+            .iter()
+            .all(|v| matches!(v, redis_entity::verify::Violation::Unreadable { .. })),
+        "{again}"
+    );
+}

@@ -63,6 +63,16 @@ pub enum Violation {
         /// The member it lists.
         member: String,
     },
+    /// A stored entity that cannot be read (a key of another type than the
+    /// layout's): reported, its entries left alone; a person must decide.
+    Unreadable {
+        /// The entity's key.
+        key: String,
+        /// Why it cannot be read.
+        detail: String,
+        /// The entity's member.
+        member: String,
+    },
 }
 
 impl fmt::Display for Violation {
@@ -87,6 +97,9 @@ impl fmt::Display for Violation {
                     f,
                     "one-sided relation: `{key}` lists `{member}`, which does not list it back"
                 )
+            }
+            Violation::Unreadable { key, detail, .. } => {
+                write!(f, "unreadable entity `{key}`: {detail}")
             }
         }
     }
@@ -269,7 +282,9 @@ pub(crate) fn repairs(
             Violation::MissingEntry { member, .. } | Violation::MissingId { member } => {
                 reindex.insert(member.clone());
             }
-            Violation::DuplicateUnique { .. } | Violation::OneSidedRelation { .. } => {}
+            Violation::DuplicateUnique { .. }
+            | Violation::OneSidedRelation { .. }
+            | Violation::Unreadable { .. } => {}
         }
     }
     let mut plans: Vec<WritePlan> = stale
@@ -317,6 +332,7 @@ pub(crate) struct Verifier<'a> {
     /// (own relation set, listed member, counterpart set, owner).
     relation_pairs: Vec<(String, String, String, String)>,
     one_sided: Vec<Violation>,
+    unreadable: Vec<Violation>,
 }
 
 const CHUNK: usize = 500;
@@ -390,6 +406,7 @@ impl<'a> Verifier<'a> {
             relation_sets: Vec::new(),
             relation_pairs: Vec::new(),
             one_sided: Vec::new(),
+            unreadable: Vec::new(),
         }
     }
 
@@ -517,9 +534,19 @@ impl<'a> Verifier<'a> {
                 let mut it = replies.into_iter();
                 for m in &self.members[offset..end] {
                     let keys = EntityKeys::new(desc, ns.as_str(), m.clone());
-                    if let Some(row) = crate::plan::read::decode_read(desc, &keys, &mut it)? {
-                        self.expected.add_row(desc, ns, m, &row);
-                        self.live.push(m.clone());
+                    match crate::plan::read::decode_read(desc, &keys, &mut it) {
+                        Ok(Some(row)) => {
+                            self.expected.add_row(desc, ns, m, &row);
+                            self.live.push(m.clone());
+                        }
+                        Ok(None) => {}
+                        // One entity that cannot be read does not stop the
+                        // check of the others.
+                        Err(e) => self.unreadable.push(Violation::Unreadable {
+                            key: keys.base.clone(),
+                            detail: e.to_string(),
+                            member: m.clone(),
+                        }),
                     }
                 }
                 if end < self.members.len() {
@@ -673,7 +700,23 @@ impl<'a> Verifier<'a> {
     /// The report, once `next_request` returned `None`.
     pub fn report(&self) -> Report {
         let mut report = compare(self.desc, &self.expected, &self.actual);
+        // The entries of an unreadable entity are not stale: it is there.
+        let unreadable: BTreeSet<&str> = self
+            .unreadable
+            .iter()
+            .filter_map(|v| match v {
+                Violation::Unreadable { member, .. } => Some(member.as_str()),
+                _ => None,
+            })
+            .collect();
+        report.violations.retain(|v| match v {
+            Violation::StaleEntry { member, .. } | Violation::StaleId { member } => {
+                !unreadable.contains(member.as_str())
+            }
+            _ => true,
+        });
         report.violations.extend(self.one_sided.iter().cloned());
+        report.violations.extend(self.unreadable.iter().cloned());
         report
     }
 }

@@ -26,9 +26,11 @@ local function clean(keys, args, first, last)
         end
       end
     elseif spec and spec.kind == 's' then
-      -- A sorted entry with a wrong score is rewritten from the stored value.
-      if existed and next(old[n]) then
-        for v in pairs(old[n]) do add_entry(n, v) end
+      -- A sorted entry with a wrong score is rewritten from the stored value;
+      -- one whose stored value is not a number (or gone) is removed.
+      local v = existed and next(old[n])
+      if v and tonumber(v) then
+        add_entry(n, v)
       else
         removed = removed + remove_entry(n, e)
       end

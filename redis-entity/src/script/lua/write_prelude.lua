@@ -241,7 +241,9 @@ local function add_entry(n, e)
   elseif kind == 'p' then
     redis.call('ZADD', pre[n], 0, e .. ':' .. member)
   elseif kind == 's' then
-    redis.call('ZADD', pre[n], e, member)
+    -- A stored value that is not a number has no score, so no entry (as a
+    -- write from Rust would give it); a repair then never fails on it.
+    if tonumber(e) then redis.call('ZADD', pre[n], e, member) end
   else
     redis.call('SADD', pre[n] .. e, member)
   end
