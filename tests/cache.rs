@@ -371,3 +371,36 @@ fn blocking_entity_read_through() {
     );
     assert_eq!(store.find(Product::CATEGORY, "food").unwrap().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_load_slower_than_the_lock_ttl_still_happens_once() {
+    let server = RedisServer::start();
+    let options = CacheOptions {
+        // The loader takes four times the lock's expiry; it renews the lock
+        // while it runs, so nobody takes it over.
+        lock_ttl: Duration::from_millis(300),
+        wait: Duration::from_secs(10),
+        ..CacheOptions::default()
+    };
+    let store = Store::connect(&server.url()).await.unwrap();
+    let cache = Cache::from_store(&store).with_options(options);
+    let loads = Loads::default();
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let (cache, loads) = (cache.clone(), loads.clone());
+            tokio::spawn(async move {
+                cache
+                    .get_or_load("slow", Duration::from_secs(60), || {
+                        slow_db(loads, Some("v".into()), 1_200)
+                    })
+                    .await
+            })
+        })
+        .collect();
+    for t in tasks {
+        assert_eq!(t.await.unwrap().unwrap().as_deref(), Some("v"));
+    }
+    assert_eq!(loads.load(Ordering::SeqCst), 1, "exactly one load");
+    let lock: bool = server.conn().exists("cache:{slow}:lock").unwrap();
+    assert!(!lock, "the lock was released");
+}

@@ -48,7 +48,9 @@ pub struct CacheOptions {
     /// `1 ± jitter` (avalanche). Default 0.1.
     pub jitter: f64,
     /// Expiry of the rebuild lock: a loader that dies holding it blocks the
-    /// others at most this long (breakdown). Default 5 s.
+    /// others at most this long (breakdown). A live loader renews it every
+    /// third of this time, so one load runs however long it takes. Default
+    /// 5 s.
     pub lock_ttl: Duration,
     /// How long a caller waits for another caller's load before giving up
     /// with [`Error::CacheTimeout`]. Default 10 s.
@@ -281,6 +283,33 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         .map(drop)
     }
 
+    /// Extends the lock this caller holds while its loader runs.
+    async fn renew(&self, keys: [&str; 2], token: &str) -> Result<()> {
+        let lock_ms = self.options.lock_ttl.as_millis().max(1).to_string();
+        self.script(keys, &[b"renew", token.as_bytes(), lock_ms.as_bytes()])
+            .await
+            .map(drop)
+    }
+
+    /// Runs `load` while renewing the lock every third of its TTL, so that
+    /// no other caller takes it over during a long load.
+    async fn load_holding_lock<Fut: Future>(
+        &self,
+        keys: [&str; 2],
+        token: &str,
+        load: Fut,
+    ) -> Result<Fut::Output> {
+        let every = (self.options.lock_ttl / 3).max(Duration::from_millis(1));
+        let mut renewal = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        tokio::pin!(load);
+        loop {
+            tokio::select! {
+                out = &mut load => return Ok(out),
+                _ = renewal.tick() => self.renew(keys, token).await?,
+            }
+        }
+    }
+
     async fn release(&self, keys: [&str; 2], token: &str) -> Result<()> {
         self.script(keys, &[b"release", token.as_bytes()])
             .await
@@ -331,7 +360,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
                 self.release(keys, &token).await?;
                 return Err(Error::CacheTimeout { key: value_key });
             };
-            let loaded = match load().await {
+            let loaded = match self.load_holding_lock(keys, &token, load()).await? {
                 Ok(v) => v,
                 Err(e) => {
                     self.release(keys, &token).await?;
@@ -417,7 +446,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
                         self.release(keys, &token).await?;
                         return Ok(Some(e));
                     }
-                    let loaded = match loader().await {
+                    let loaded = match self.load_holding_lock(keys, &token, loader()).await? {
                         Ok(v) => v,
                         Err(e) => {
                             self.release(keys, &token).await?;

@@ -9,6 +9,8 @@
 --          lock and loads; {0} a miss another caller is loading
 -- put:     ARGV[2] token, ARGV[3] kind (v | n), ARGV[4] json, ARGV[5] soft ttl ms,
 --          ARGV[6] hard ttl ms; stores the value and releases the lock if held
+-- renew:   ARGV[2] token, ARGV[3] lock ms; extends the lock while this caller
+--          still holds it (a long load keeps it), returns 1, else 0
 -- release: ARGV[2] token; releases the lock if this caller still holds it
 --          (compare-and-delete: a lock that expired and was taken by another
 --          caller is not released by mistake)
@@ -44,6 +46,12 @@ elseif mode == 'put' then
   end
   release(ARGV[2])
   return 1
+elseif mode == 'renew' then
+  if redis.call('GET', KEYS[2]) == ARGV[2] then
+    redis.call('PEXPIRE', KEYS[2], ARGV[3])
+    return 1
+  end
+  return 0
 elseif mode == 'release' then
   release(ARGV[2])
   return 1
