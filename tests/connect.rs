@@ -156,3 +156,112 @@ async fn a_reply_that_comes_too_late_is_a_timeout_of_unknown_outcome() {
     }
     assert_eq!(found, Some(user(2)));
 }
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "meter")]
+struct Meter {
+    #[pk]
+    id: u64,
+    #[index]
+    site: String,
+    reading: i64,
+}
+
+/// A store whose replies time out after 200 ms and that retries writes.
+async fn retrying_store(server: &RedisServer) -> Store {
+    Store::connect_with(
+        &server.url(),
+        ConnectOptions::default().response_timeout(Some(Duration::from_millis(200))),
+    )
+    .await
+    .unwrap()
+    .with_write_retries(5)
+}
+
+/// Holds the server for `secs` from another thread.
+fn sleep_server(server: &RedisServer, secs: f64) -> std::thread::JoinHandle<()> {
+    let mut c = server.conn();
+    let t = std::thread::spawn(move || {
+        let () = redis::cmd("DEBUG")
+            .arg("SLEEP")
+            .arg(secs)
+            .query(&mut c)
+            .unwrap();
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    t
+}
+
+#[tokio::test]
+async fn a_retried_increment_counts_once() {
+    let server = RedisServer::start_with(&["--enable-debug-command", "local"]);
+    let store = retrying_store(&server).await;
+    let m = Meter {
+        id: 1,
+        site: "a".into(),
+        reading: 0,
+    };
+    store.save(&m).await.unwrap();
+    let sleeper = sleep_server(&server, 0.6);
+    // The first attempt times out while the server sleeps; the retries carry
+    // the same request token, so the one applied is not applied again.
+    store
+        .update::<Meter>(&1)
+        .incr(Meter::READING, 1)
+        .exec()
+        .await
+        .unwrap();
+    sleeper.join().unwrap();
+    assert_eq!(store.get::<Meter>(&1).await.unwrap().unwrap().reading, 1);
+}
+
+#[tokio::test]
+async fn a_retried_insert_does_not_find_itself() {
+    let server = RedisServer::start_with(&["--enable-debug-command", "local"]);
+    let store = retrying_store(&server).await;
+    let sleeper = sleep_server(&server, 0.6);
+    let m = Meter {
+        id: 2,
+        site: "b".into(),
+        reading: 5,
+    };
+    store.insert(&m).await.unwrap();
+    sleeper.join().unwrap();
+    assert_eq!(store.get::<Meter>(&2).await.unwrap(), Some(m.clone()));
+    // A later insert of the same entity, with a new token, is refused.
+    assert!(matches!(
+        store.insert(&m).await,
+        Err(redis_entity::Error::AlreadyExists { .. })
+    ));
+    // The request record is kept for a while, under the entity's key.
+    let records: Vec<String> = redis::cmd("KEYS")
+        .arg("meter:{2}:@req:*")
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(records.len(), 1, "{records:?}");
+}
+
+#[tokio::test]
+async fn without_retries_a_write_of_unknown_outcome_is_an_error_and_no_token_is_kept() {
+    let server = RedisServer::start_with(&["--enable-debug-command", "local"]);
+    let store = Store::connect_with(
+        &server.url(),
+        ConnectOptions::default().response_timeout(Some(Duration::from_millis(200))),
+    )
+    .await
+    .unwrap();
+    let sleeper = sleep_server(&server, 0.6);
+    let m = Meter {
+        id: 3,
+        site: "c".into(),
+        reading: 1,
+    };
+    let err = store.insert(&m).await.unwrap_err();
+    assert!(err.is_timeout(), "{err:?}");
+    sleeper.join().unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("meter:{3}:@req:*")
+        .query(&mut server.conn())
+        .unwrap();
+    assert!(keys.is_empty());
+}

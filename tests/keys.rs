@@ -160,7 +160,8 @@ fn layout_lists_every_key_family_with_its_type() {
         rows,
         [
             ("user:{<id>}".to_string(), "hash".to_string()),
-            ("user:{<id>}:settings".to_string(), "hash".to_string())
+            ("user:{<id>}:settings".to_string(), "hash".to_string()),
+            ("user:{<id>}:@req:<token>".to_string(), "string".to_string())
         ]
     );
     let l = UserColumns::layout();
@@ -170,7 +171,8 @@ fn layout_lists_every_key_family_with_its_type() {
         [
             "user:userid:{<id>}",
             "user:userid:{<id>}:username",
-            "user:userid:{<id>}:code"
+            "user:userid:{<id>}:code",
+            "user:userid:{<id>}:@req:<token>"
         ]
     );
     let text = l.to_string();

@@ -12,6 +12,7 @@
 //! | strings-layout column, `#[hash]` map | `<entity key>:<name>` | string / hash |
 //! | index shadow | `<entity key>:@shadow` | hash |
 //! | relation register | `<entity key>:@rel` | hash |
+//! | request record (writes with a token, 60 s) | `<entity key>:@req:<token>` | string |
 //! | relation set, timeline | `<entity key>:<name>` | set / list |
 //! | equality / tag / unique index | `<ns><prefix>:<field>:<escaped value>` | set / string |
 //! | prefix / sorted index | `<ns><prefix>:<field>` | sorted set |
@@ -26,6 +27,14 @@ use crate::schema::escape::escape_into;
 /// The suffix of an entity's relation register: per relation set or
 /// timeline it owns, how to find the other side.
 pub(crate) const RELATION_REGISTER_SUFFIX: &str = ":@rel";
+
+/// The suffix of a write's request record, `<entity key>:@req:<token>`:
+/// the outcome of a write with a request token, kept for
+/// [`REQUEST_WINDOW_MS`] so that a retry of it is not applied twice.
+pub(crate) const REQUEST_SUFFIX: &str = ":@req:";
+
+/// How long a request record is kept: longer than any retry waits.
+pub(crate) const REQUEST_WINDOW_MS: u64 = 60_000;
 
 /// The name of an entity's index shadow under its key.
 const SHADOW: &str = "@shadow";

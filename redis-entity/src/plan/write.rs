@@ -66,6 +66,9 @@ pub(crate) struct WritePlan {
     pub commands: Vec<DataCommand>,
     /// Clean: the (index, escaped value) entries a reader found stale.
     pub stale: Vec<(usize, Vec<u8>)>,
+    /// The request token that makes a retry of this write return the first
+    /// attempt's outcome instead of applying it again.
+    pub token: Option<String>,
 }
 
 fn ms(d: Duration) -> u64 {
@@ -107,6 +110,7 @@ impl WritePlan {
             index_values,
             commands: Vec::new(),
             stale: Vec::new(),
+            token: None,
         }
     }
 
@@ -179,7 +183,8 @@ impl WritePlan {
 
     /// The script's arguments (see `script/lua/write_prelude.lua`).
     pub(crate) fn args(&self) -> Vec<Vec<u8>> {
-        let mut args = Vec::with_capacity(5 + self.index_values.len() + 3 * self.commands.len());
+        let mut args = Vec::with_capacity(6 + self.index_values.len() + 3 * self.commands.len());
+        args.push(self.token.clone().unwrap_or_default().into_bytes());
         args.push(self.ns.as_bytes().to_vec());
         args.push(self.keys.member.as_bytes().to_vec());
         args.push(match self.ttl {
@@ -1071,7 +1076,7 @@ mod tests {
 
     #[test]
     fn args_encode_the_typed_fields_in_the_prelude_order() {
-        // write_prelude.lua: namespace, member, ttl ms (-1: keep), cas
+        // write_prelude.lua: request token, namespace, member, ttl ms (-1: keep), cas
         // document, expected version, one value per index ('' unknown, u
         // unchanged, n None, v.. value), then the data commands (name, 1-based key
         // position, argument count, arguments), then clean's
@@ -1084,7 +1089,7 @@ mod tests {
         plan.commands = vec![cmd("HSET", 0, &["email", "a@x"]), cmd("DEL", 0, &[])];
         plan.stale = vec![(1, b("DE"))];
         let expected: Vec<Vec<u8>> = [
-            "t:", "9", "1500", "{}", "3", "va@x", "n", "HSET", "1", "2", "email", "a@x", "DEL",
+            "", "t:", "9", "1500", "{}", "3", "va@x", "n", "HSET", "1", "2", "email", "a@x", "DEL",
             "1", "0", "2", "DE",
         ]
         .iter()
@@ -1095,13 +1100,15 @@ mod tests {
         let mut plan = lifecycle(&ACCOUNT, "", keys(&ACCOUNT, "9"), WriteOp::Delete, None);
         assert_eq!(
             plan.args(),
-            [b(""), b("9"), b("-1"), b(""), b(""), b(""), b("")]
+            [b(""), b(""), b("9"), b("-1"), b(""), b(""), b(""), b("")]
         );
         // A TTL under a millisecond still expires (0 would mean none).
         plan.ttl = Some(Duration::from_micros(10));
-        assert_eq!(plan.args()[2], b("1"));
+        assert_eq!(plan.args()[3], b("1"));
         plan.index_values = vec![IndexValue::Unchanged, IndexValue::Unknown];
-        assert_eq!(plan.args()[5..], [b("u"), b("")]);
+        assert_eq!(plan.args()[6..], [b("u"), b("")]);
+        plan.token = Some("t1".into());
+        assert_eq!(plan.args()[0], b("t1"));
     }
 
     #[test]

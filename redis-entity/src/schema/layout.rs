@@ -181,6 +181,12 @@ impl EntityLayout {
                     .into(),
             });
         }
+        keys.push(KeyPattern {
+            pattern: format!("{base}:@req:<token>"),
+            redis_type: RedisType::String,
+            holds: "outcome of a write with a request token (store with write retries), 60 s"
+                .into(),
+        });
         EntityLayout {
             entity: desc.type_name,
             layout: desc.layout,

@@ -152,7 +152,7 @@ pub(crate) fn code(desc: &EntityDesc) -> String {
             let run = if batch {
                 format!("batch({body}, k, a, {flags})")
             } else {
-                format!("{body}(k, a, 1, #a, {flags})")
+                format!("once({body}, k, a, 1, #a, {flags})")
             };
             s.push_str(&format!(
                 "redis.register_function('{name}', function(k, a) return {run} end)\n"
@@ -259,6 +259,7 @@ fn header(desc: &EntityDesc) -> String {
          local ESCAPED = {escaped}\n\
          local T = {{\n  roles = {roles_q}, shadow = {shadow}, marker = {marker},\n  \
          default_ttl = {ttl}, empty = {empty}, rel = {rel},\n  \
+         request = {request}, request_ms = {request_ms},\n  \
          ids = {ids}, expiry = {expiry}, head = {head}, suffixes = {{ {suffixes} }},\n  \
          idx = {{ {idx} }},\n  all = {{ {all} }}, unique = {{ {unique} }},\n  version = {version},\n}}\n",
         type_name = desc.type_name,
@@ -271,6 +272,8 @@ fn header(desc: &EntityDesc) -> String {
         ttl = desc.ttl.unwrap_or(0) * 1000,
         empty = q(crate::schema::escape::EMPTY),
         rel = q(keyspace::RELATION_REGISTER_SUFFIX),
+        request = q(keyspace::REQUEST_SUFFIX),
+        request_ms = keyspace::REQUEST_WINDOW_MS,
         ids = q(&keyspace::ids_key(desc, "")),
         expiry = q(&keyspace::expiry_key(desc, "")),
         head = q(&keyspace::owner_head(desc, "")),
@@ -407,7 +410,7 @@ mod tests {
         let code = code(&USER);
         assert_eq!(code.matches("redis.register_function(").count(), 20);
         assert!(code.contains(
-            "redis.register_function('__LIB___insert', function(k, a) return save(k, a, 1, #a, true) end)"
+            "redis.register_function('__LIB___insert', function(k, a) return once(save, k, a, 1, #a, true) end)"
         ));
         assert!(code.contains(
             "redis.register_function('__LIB___cas_batch', function(k, a) return batch(update, k, a, true, false) end)"

@@ -107,7 +107,7 @@ fn random_u64() -> u64 {
     h.finish()
 }
 
-fn token() -> String {
+pub(crate) fn token() -> String {
     format!("{:016x}{:016x}", random_u64(), random_u64())
 }
 

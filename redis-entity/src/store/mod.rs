@@ -59,6 +59,7 @@ pub struct Store<C = ConnectionManager> {
     ns: Namespace,
     sent: script::Sent,
     expiring: ExpiringTypes,
+    write_retries: usize,
 }
 
 /// The entity types a store has seen with entities that have a TTL: their
@@ -119,6 +120,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             ns: Namespace::none(),
             sent: script::Sent::default(),
             expiring: ExpiringTypes::default(),
+            write_retries: 0,
         }
     }
 
@@ -149,10 +151,43 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     pub(crate) async fn write(&self, plan: &WritePlan) -> Result<bool> {
+        if self.write_retries == 0 {
+            return self.write_once(plan).await;
+        }
+        // With retries, the write carries a request token: a retry after a
+        // lost reply finds the first attempt's outcome instead of applying
+        // the write again.
+        let mut plan = plan.clone();
+        plan.token = Some(cache::token());
+        let mut attempt = 0;
+        loop {
+            match self.write_once(&plan).await {
+                Err(e) if e.is_connection() && attempt < self.write_retries => {
+                    attempt += 1;
+                    tokio::time::sleep(retry_delay(attempt)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn write_once(&self, plan: &WritePlan) -> Result<bool> {
         match script::invoke::<Value, _>(&mut self.conn.clone(), &self.sent, &plan.call()).await {
             Ok(v) => plan.outcome(v),
             Err(e) => Err(plan.server_error(e)),
         }
+    }
+
+    /// The same store retrying a write whose outcome is unknown (a lost
+    /// connection, a timeout, a refused reconnection) up to `n` times. Each
+    /// write then carries a request token, so that a retry of a write the
+    /// server did apply returns that outcome instead of applying it twice:
+    /// an `incr` counts once, an `insert` does not find itself. The server
+    /// keeps each token's outcome for 60 s (`<entity key>:@req:<token>`).
+    /// Default: 0 (no retries, no tokens).
+    pub fn with_write_retries(mut self, n: usize) -> Self {
+        self.write_retries = n;
+        self
     }
 
     /// Sends many writes in one round trip, each atomic on its own, with a
@@ -163,6 +198,29 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if plans.is_empty() {
             return Ok(Vec::new());
         }
+        if self.write_retries > 0 {
+            let plans: Vec<WritePlan> = plans
+                .iter()
+                .map(|p| WritePlan {
+                    token: Some(cache::token()),
+                    ..p.clone()
+                })
+                .collect();
+            let mut attempt = 0;
+            loop {
+                match self.write_many_once(&plans).await {
+                    Err(e) if e.is_connection() && attempt < self.write_retries => {
+                        attempt += 1;
+                        tokio::time::sleep(retry_delay(attempt)).await;
+                    }
+                    other => return other,
+                }
+            }
+        }
+        self.write_many_once(plans).await
+    }
+
+    async fn write_many_once(&self, plans: &[WritePlan]) -> Result<Vec<Result<bool>>> {
         let groups = batches(plans);
         let calls: Vec<_> = groups
             .iter()
@@ -467,4 +525,10 @@ fn batches(plans: &[WritePlan]) -> Vec<&[WritePlan]> {
         }
     }
     out
+}
+
+/// How long to wait before retry `attempt` (1-based) of a write: 50 ms,
+/// doubling, at most 1 s (a reconnection is under way meanwhile).
+fn retry_delay(attempt: usize) -> Duration {
+    Duration::from_millis(50u64 << attempt.min(5).saturating_sub(1)).min(Duration::from_secs(1))
 }

@@ -9,7 +9,7 @@ local function batch(run, keys, args, ...)
     local own = {}
     for i = 1, nk do own[i] = keys[k + i] end
     k = k + nk
-    local ok, r = pcall(run, own, args, j + 2, j + 1 + na, ...)
+    local ok, r = pcall(once, run, own, args, j + 2, j + 1 + na, ...)
     if ok then
       out[#out + 1] = r
     elseif type(r) == 'table' and r.err then

@@ -10,7 +10,8 @@
 --
 -- Per entity, keys: the entity's keys in the order of T.roles (base, then
 -- strings-layout columns, then #[hash] maps, then the index shadow).
--- Arguments: namespace, member, ttl ms to set (-1: keep the remaining TTL),
+-- Arguments: request token ('' for none, see `once`), namespace, member, ttl
+-- ms to set (-1: keep the remaining TTL),
 -- compare-and-set document (''), expected version ('' = no check), one
 -- value per index of T.idx ('' = not known: read it after the write; u =
 -- unchanged by this write; n = None; v.. = the stored form this write gives
@@ -112,6 +113,7 @@ end
 -- shadow) hold.
 local function begin(keys, args, first)
   K, A, a = keys, args, first - 1
+  arg() -- the request token, handled by `once`
   NS, member, ttl, cas, version_expected = arg(), arg(), tonumber(arg()), arg(), arg()
   for n, spec in ipairs(T.idx) do
     local v = arg()
@@ -521,6 +523,25 @@ local function finish_ttl(touched, current)
   if final_ttl > 0 or ghost or (existed and old_pttl > 0) then
     track_expiry(final_ttl, current)
   end
+end
+
+-- Runs a write once per request token: a retry of a write whose reply was
+-- lost (a timeout) finds the outcome the first attempt left, under the
+-- entity's key, for T.request_ms, and returns it instead of applying the
+-- write again (an increment counts once, an insert does not find itself).
+-- Only successes are kept: a refused write changed nothing, so running it
+-- again is harmless.
+local function once(run, keys, args, first, last, ...)
+  local token = args[first]
+  if token == '' then return run(keys, args, first, last, ...) end
+  local key = keys[1] .. T.request .. token
+  local done = redis.call('GET', key)
+  if done then return tonumber(done) end
+  local outcome = run(keys, args, first, last, ...)
+  if type(outcome) == 'number' then
+    redis.call('SET', key, outcome, 'PX', T.request_ms)
+  end
+  return outcome
 end
 
 -- A change of stored values (save, insert, update, compare-and-set,
