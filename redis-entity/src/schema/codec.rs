@@ -26,6 +26,22 @@ pub trait Counter: Scalar {
     const FLOAT: bool;
 }
 
+/// Why `text` is not an integer of type `name`, in words.
+fn integer_error(text: &str, name: &str, unsigned: bool) -> String {
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if text.is_empty() {
+        format!("empty, not a {name}")
+    } else if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        if unsigned && text.starts_with('-') && digits.bytes().any(|b| b != b'0') {
+            format!("negative, and a {name} field holds no negative numbers")
+        } else {
+            format!("out of the range of a {name}")
+        }
+    } else {
+        format!("not a whole number (a {name})")
+    }
+}
+
 macro_rules! integers {
     ($($t:ty),*) => {$(
         impl Scalar for $t {
@@ -33,10 +49,8 @@ macro_rules! integers {
                 out.extend_from_slice(self.to_string().as_bytes());
             }
             fn decode(raw: &[u8]) -> Result<Self, String> {
-                std::str::from_utf8(raw)
-                    .map_err(|e| e.to_string())?
-                    .parse::<$t>()
-                    .map_err(|e| e.to_string())
+                let text = std::str::from_utf8(raw).map_err(|e| e.to_string())?;
+                text.parse::<$t>().map_err(|_| integer_error(text, stringify!($t), <$t>::MIN == 0))
             }
         }
         impl Counter for $t {
@@ -504,5 +518,25 @@ mod tests {
         let empty: Option<String> =
             <Optional as FieldCodec<Option<String>>>::decode("f", Some(b"")).unwrap();
         assert_eq!(empty, Some(String::new()));
+    }
+}
+
+#[cfg(test)]
+mod integer_errors {
+    use super::Scalar;
+
+    #[test]
+    fn integer_errors_say_what_is_wrong() {
+        assert_eq!(
+            u64::decode(b"-5").unwrap_err(),
+            "negative, and a u64 field holds no negative numbers"
+        );
+        assert_eq!(u8::decode(b"300").unwrap_err(), "out of the range of a u8");
+        assert_eq!(
+            i64::decode(b"1.5").unwrap_err(),
+            "not a whole number (a i64)"
+        );
+        assert_eq!(i32::decode(b"").unwrap_err(), "empty, not a i32");
+        assert_eq!(i64::decode(b"-5"), Ok(-5));
     }
 }
