@@ -105,6 +105,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         })
     }
 
+    /// The same store reading from a replica (see
+    /// [`crate::Store::with_read_replica`]).
+    pub fn with_read_replica(mut self, replica: C) -> Self {
+        self.inner = self.inner.with_read_replica(replica);
+        self
+    }
+
     /// The async store this one runs.
     pub fn as_async(&self) -> &crate::Store<C> {
         &self.inner

@@ -227,7 +227,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .arg(n - 1)
             .arg("REV")
             .arg("WITHSCORES")
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(&key, e))?;
         // Entities deleted since are skipped; a board keeps its history.
@@ -241,7 +241,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         redis::cmd("ZREVRANK")
             .arg(&key)
             .arg(E::member(pk))
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(&key, e))
     }

@@ -60,6 +60,8 @@ pub struct Store<C = ConnectionManager> {
     sent: script::Sent,
     expiring: ExpiringTypes,
     write_retries: usize,
+    /// A replica the reads go to, and the scripts sent to it.
+    replica: Option<(C, script::Sent)>,
 }
 
 /// The entity types a store has seen with entities that have a TTL: their
@@ -121,6 +123,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             sent: script::Sent::default(),
             expiring: ExpiringTypes::default(),
             write_retries: 0,
+            replica: None,
         }
     }
 
@@ -133,6 +136,33 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// The namespace applied to every key.
     pub fn namespace(&self) -> &Namespace {
         &self.ns
+    }
+
+    /// The same store reading from a replica: gets, queries, unique lookups,
+    /// leaderboards, relations and timelines go to `replica` (queries and
+    /// ranks as read-only scripts, which replicas run); writes, the cleanup
+    /// of expired entries they meet, `verify` and the json layout's
+    /// compare-and-set stay on the primary. A replica lags behind its
+    /// primary: a read right after a write may not see it yet.
+    pub fn with_read_replica(mut self, replica: C) -> Self {
+        self.replica = Some((replica, script::Sent::default()));
+        self
+    }
+
+    /// The connection reads go to: the replica, if any.
+    pub(crate) fn reader(&self) -> C {
+        match &self.replica {
+            Some((c, _)) => c.clone(),
+            None => self.conn.clone(),
+        }
+    }
+
+    /// The scripts sent on the reading connection.
+    pub(crate) fn reader_sent(&self) -> &script::Sent {
+        match &self.replica {
+            Some((_, sent)) => sent,
+            None => &self.sent,
+        }
     }
 
     /// The scripts this store's connection has sent.
@@ -315,7 +345,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         pipe.ignore_errors();
         read::read(E::DESC, &keys, &mut pipe);
         let replies: Vec<Value> = pipe
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(&keys.base, e))?;
         decode::<E>(pk, &keys, &mut replies.into_iter())
@@ -336,7 +366,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             read::read(E::DESC, k, &mut pipe);
         }
         let replies: Vec<Value> = pipe
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(&keys[0].base, e))?;
         let mut it = replies.into_iter();
@@ -350,7 +380,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn exists<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
         let keys = EntityKeys::of::<E>(&self.ns, pk);
         let n: u64 = exists_cmd(E::DESC, &keys)
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(&keys.base, e))?;
         Ok(n > 0)
@@ -407,7 +437,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let keys = EntityKeys::of::<E>(&self.ns, pk);
         let cmd = ttl_cmd(E::DESC, &keys);
         let ms: Vec<i64> = cmd
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(&keys.base, e))?;
         Ok(remaining(&ms))
@@ -425,7 +455,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let raw: Option<Vec<u8>> = redis::cmd("HGET")
             .arg(map_key)
             .arg(to_bytes(&key.into()))
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(map_key, e))?;
         raw.map(|r| {

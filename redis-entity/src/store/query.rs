@@ -211,7 +211,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let (key, v) = query::unique_key(E::DESC, &self.ns, index, &value.into());
         let member: Option<String> = redis::cmd("GET")
             .arg(&key)
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(&key, e))?;
         let Some(member) = member else {
@@ -219,7 +219,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         };
         let (pipe, keys) = query::read_members(E::DESC, &self.ns, std::slice::from_ref(&member));
         let replies: Vec<Value> = pipe
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(&keys[0].base, e))?;
         let (found, repair) =
@@ -256,7 +256,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .arg("REV")
             .arg("WITHSCORES");
         let (expiring, flat): (u64, Vec<String>) = pipe
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(&zset, e))?;
         let answer = if expiring == 0 {
@@ -281,7 +281,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
         let (pipe, keys) = query::read_members(E::DESC, &self.ns, &answer.members);
         let replies: Vec<Value> = pipe
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(&keys[0].base, e))?;
         let (top, repairs) = query::finish_top::<E>(&self.ns, answer, &keys, replies)?;
@@ -303,7 +303,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             return Ok(None);
         };
         let call = query::rank_call(E::DESC, &self.ns, index, &E::member(pk));
-        let reply: Option<u64> = script::invoke(&mut self.conn.clone(), &self.sent, &call)
+        let reply: Option<u64> = script::invoke(&mut self.reader(), self.reader_sent(), &call)
             .await
             .map_err(|e| {
                 Error::redis(
@@ -334,7 +334,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             let mut pipe = redis::pipe();
             pipe.cmd("ZCARD").arg(&expiry).add_command(native);
             let (expiring, members): (u64, Vec<String>) = pipe
-                .query_async(&mut self.conn.clone())
+                .query_async(&mut self.reader())
                 .await
                 .map_err(|e| Error::redis(&expiry, e))?;
             if expiring == 0 {
@@ -343,7 +343,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             self.expiring.add(E::DESC);
         }
         let call = query::script_call(E::DESC, &self.ns, spec, count_only, with_scores);
-        let reply: Value = script::invoke(&mut self.conn.clone(), &self.sent, &call)
+        let reply: Value = script::invoke(&mut self.reader(), self.reader_sent(), &call)
             .await
             .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, self.ns.as_str()), e))?;
         let answer = query::parse_reply(E::DESC, spec, with_scores, reply)?;
@@ -373,7 +373,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
         }
         let (pipe, keys) = query::read_members(E::DESC, &store.ns, &members);
         let replies: Vec<Value> = pipe
-            .query_async(&mut store.conn.clone())
+            .query_async(&mut store.reader())
             .await
             .map_err(|e| Error::redis(&keys[0].base, e))?;
         let fetched = query::finish_fetch::<E>(&store.ns, &self.spec, &members, &keys, replies)?;

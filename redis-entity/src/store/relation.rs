@@ -238,7 +238,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         key: &str,
     ) -> Result<Vec<E::Pk>> {
         let members: Vec<String> = cmd
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(key, e))?;
         let mut members = members;

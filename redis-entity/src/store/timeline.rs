@@ -159,7 +159,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .arg(&key)
             .arg(offset)
             .arg(offset + n - 1)
-            .query_async(&mut self.conn.clone())
+            .query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(&key, e))?;
         let pks: Vec<P::Pk> = members
