@@ -360,3 +360,51 @@ async fn verify_and_repair_go_on_past_an_unreadable_entity_and_a_bad_score() {
         "{again}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crash_during_eight_writers_leaves_no_half_written_entity() {
+    const AOF: [&str; 4] = ["--appendonly", "yes", "--appendfsync", "always"];
+    let mut server = RedisServer::start_with(&AOF);
+    let url = server.url();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..8u64)
+        .map(|w| {
+            let (url, stop) = (url.clone(), stop.clone());
+            tokio::spawn(async move {
+                let store = Store::connect(&url).await.unwrap();
+                let mut i = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let id = w * 1_000 + i % 50;
+                    let country = ["DE", "FR", "CN"][(i % 3) as usize];
+                    // Saves, moves between index entries, deletes; errors
+                    // once the server is gone end the writer.
+                    let r = match i % 5 {
+                        4 => store.delete::<Acct>(&id).await.map(drop),
+                        _ => store
+                            .save(&acct(id, &format!("w{w}n{}", i % 50), country))
+                            .await
+                            .map(drop),
+                    };
+                    if r.is_err() {
+                        break;
+                    }
+                    i += 1;
+                }
+                i
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    // kill -9 in the middle of the writes, then start again from the AOF.
+    server.restart_with(&AOF);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut written = 0;
+    for w in writers {
+        written += w.await.unwrap();
+    }
+    assert!(written > 100, "the writers wrote ({written})");
+    let store = Store::connect(&server.url()).await.unwrap();
+    let report = store.verify::<Acct>().await.unwrap();
+    assert!(report.entities > 0, "{report}");
+    assert!(report.is_clean(), "{report}");
+}

@@ -109,12 +109,20 @@ impl RedisServer {
     /// Kills the server and starts a new, empty one on the same port (its
     /// script cache and data are gone, as after a crash without persistence).
     pub fn restart(&mut self) {
+        self.restart_with(&[]);
+    }
+
+    /// Kills the server (SIGKILL, as a crash) and starts a new one on the
+    /// same port and data directory with `extra` arguments: with
+    /// `--appendonly yes` it loads what the killed one had written to its
+    /// append-only file.
+    pub fn restart_with(&mut self, extra: &[&str]) {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let port = self.port;
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            match Self::try_start(port, &[]) {
+            match Self::try_start(port, extra) {
                 Ok(mut new) => {
                     // Take over the new child; `new` is dropped with a dead
                     // placeholder child that it kills and reaps harmlessly.

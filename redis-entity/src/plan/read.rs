@@ -323,3 +323,41 @@ mod tests {
         assert!(replies.next().is_none());
     }
 }
+
+#[cfg(test)]
+mod decoding_never_panics {
+    use super::*;
+    use crate::plan::fixtures::{ACCOUNT, DOC, SESSION, USER};
+    use proptest::prelude::*;
+
+    /// Replies of any shape a server (or a corrupt keyspace) could give.
+    fn reply() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Nil),
+            any::<i64>().prop_map(Value::Int),
+            prop::collection::vec(any::<u8>(), 0..24).prop_map(Value::BulkString),
+            "[a-z{}\":,0-9]{0,24}".prop_map(Value::SimpleString),
+        ];
+        leaf.prop_recursive(2, 16, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((inner.clone(), inner), 0..4).prop_map(Value::Map),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn on_arbitrary_replies(replies in prop::collection::vec(reply(), 0..4)) {
+            for desc in [&USER, &SESSION, &DOC, &ACCOUNT] {
+                let keys = EntityKeys::new(desc, "", "1".into());
+                let _ = decode_read(desc, &keys, &mut replies.clone().into_iter());
+            }
+        }
+
+        #[test]
+        fn on_arbitrary_json_documents(doc in prop::collection::vec(any::<u8>(), 0..64)) {
+            let _ = crate::plan::json::json_columns(&DOC, "k", &doc);
+        }
+    }
+}

@@ -540,3 +540,33 @@ mod integer_errors {
         assert_eq!(i64::decode(b"-5"), Ok(-5));
     }
 }
+
+#[cfg(test)]
+mod decoders_never_panic {
+    use super::Scalar;
+    use proptest::prelude::*;
+
+    fn all(raw: &[u8]) {
+        let _ = u8::decode(raw);
+        let _ = u64::decode(raw);
+        let _ = i64::decode(raw);
+        let _ = i128::decode(raw);
+        let _ = f64::decode(raw);
+        let _ = f32::decode(raw);
+        let _ = bool::decode(raw);
+        let _ = char::decode(raw);
+        let _ = String::decode(raw);
+    }
+
+    proptest! {
+        #[test]
+        fn on_arbitrary_bytes(raw in prop::collection::vec(any::<u8>(), 0..64)) {
+            all(&raw);
+        }
+
+        #[test]
+        fn on_number_like_text(s in "[-+]?[0-9]{0,40}(\\.[0-9]{0,10})?(e[-+]?[0-9]{1,4})?|inf|-inf|nan|NaN") {
+            all(s.as_bytes());
+        }
+    }
+}
