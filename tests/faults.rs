@@ -408,3 +408,55 @@ async fn a_crash_during_eight_writers_leaves_no_half_written_entity() {
     assert!(report.entities > 0, "{report}");
     assert!(report.is_clean(), "{report}");
 }
+
+#[tokio::test]
+async fn verify_reports_a_field_that_does_not_decode_with_its_key() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    for id in 1..=3 {
+        store
+            .save(&Counter {
+                id,
+                kind: "a".into(),
+                hits: 1,
+                ratio: 0.5,
+            })
+            .await
+            .unwrap();
+    }
+    let mut c = server.conn();
+    let () = redis::cmd("HSET")
+        .arg("counter:{2}")
+        .arg("hits")
+        .arg("many")
+        .query(&mut c)
+        .unwrap();
+    let () = redis::cmd("HDEL")
+        .arg("counter:{3}")
+        .arg("ratio")
+        .query(&mut c)
+        .map(|_: i64| ())
+        .unwrap();
+    let report = store.verify::<Counter>().await.unwrap();
+    let found: Vec<(String, &str)> = report
+        .violations
+        .iter()
+        .filter_map(|v| match v {
+            redis_entity::verify::Violation::Undecodable { key, field, .. } => {
+                Some((key.clone(), *field))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("counter:{2}".to_string(), "hits"),
+            ("counter:{3}".to_string(), "ratio")
+        ],
+        "{report}"
+    );
+    assert_eq!(report.violations.len(), 2, "{report}");
+    // Repair leaves such records to a person, and does not fail on them.
+    store.repair::<Counter>(&report).await.unwrap();
+}

@@ -63,6 +63,17 @@ pub enum Violation {
         /// The member it lists.
         member: String,
     },
+    /// A stored entity with a field that does not decode (or a required one
+    /// missing): reported with its key and field; its index entries are
+    /// checked as usual, and repair leaves the record to a person.
+    Undecodable {
+        /// The entity's key.
+        key: String,
+        /// The field.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A stored entity that cannot be read (a key of another type than the
     /// layout's): reported, its entries left alone; a person must decide.
     Unreadable {
@@ -100,6 +111,9 @@ impl fmt::Display for Violation {
             }
             Violation::Unreadable { key, detail, .. } => {
                 write!(f, "unreadable entity `{key}`: {detail}")
+            }
+            Violation::Undecodable { key, field, reason } => {
+                write!(f, "field `{field}` of `{key}` does not decode: {reason}")
             }
         }
     }
@@ -284,7 +298,8 @@ pub(crate) fn repairs(
             }
             Violation::DuplicateUnique { .. }
             | Violation::OneSidedRelation { .. }
-            | Violation::Unreadable { .. } => {}
+            | Violation::Unreadable { .. }
+            | Violation::Undecodable { .. } => {}
         }
     }
     let mut plans: Vec<WritePlan> = stale
@@ -333,6 +348,31 @@ pub(crate) struct Verifier<'a> {
     relation_pairs: Vec<(String, String, String, String)>,
     one_sided: Vec<Violation>,
     unreadable: Vec<Violation>,
+    /// Decodes a stored row as the Rust type would: the field and reason of
+    /// the first error.
+    decodes: Option<RowCheck>,
+}
+
+/// Decodes the row of a member as the entity type would; the field and the
+/// reason of a failure.
+pub(crate) type RowCheck = fn(member: &str, row: &crate::Row) -> Option<(&'static str, String)>;
+
+/// The [`RowCheck`] of entity type `E`.
+pub(crate) fn row_check<E: crate::Entity>(
+    member: &str,
+    row: &crate::Row,
+) -> Option<(&'static str, String)> {
+    let pk = E::read_member(member)?;
+    match E::from_row(&pk, row.clone()) {
+        Ok(_) => None,
+        Err(e) => Some((
+            e.field,
+            match e.kind {
+                crate::FieldErrorKind::Missing => "missing".to_owned(),
+                crate::FieldErrorKind::Parse { value, reason } => format!("{value:?}: {reason}"),
+            },
+        )),
+    }
 }
 
 const CHUNK: usize = 500;
@@ -407,7 +447,14 @@ impl<'a> Verifier<'a> {
             relation_pairs: Vec::new(),
             one_sided: Vec::new(),
             unreadable: Vec::new(),
+            decodes: None,
         }
+    }
+
+    /// Also reports rows that do not decode as the entity type.
+    pub fn decoding(mut self, check: RowCheck) -> Self {
+        self.decodes = Some(check);
+        self
     }
 
     /// The next pipeline to send, or `None` when the report is ready.
@@ -536,6 +583,15 @@ impl<'a> Verifier<'a> {
                     let keys = EntityKeys::new(desc, ns.as_str(), m.clone());
                     match crate::plan::read::decode_read(desc, &keys, &mut it) {
                         Ok(Some(row)) => {
+                            if let Some((field, reason)) =
+                                self.decodes.and_then(|check| check(m, &row))
+                            {
+                                self.unreadable.push(Violation::Undecodable {
+                                    key: keys.base.clone(),
+                                    field,
+                                    reason,
+                                });
+                            }
                             self.expected.add_row(desc, ns, m, &row);
                             self.live.push(m.clone());
                         }

@@ -19,7 +19,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// KEYS; reads every entity and index key, so its cost is proportional to
     /// the data). See [`crate::verify::Violation`] for what it finds.
     pub async fn verify<E: Entity>(&self) -> Result<Report> {
-        let mut v = verify::Verifier::new(E::DESC, &self.ns);
+        let mut v = verify::Verifier::new(E::DESC, &self.ns).decoding(verify::row_check::<E>);
         while let Some(pipe) = v.next_request() {
             let replies: Vec<Value> = pipe
                 .query_async(&mut self.conn.clone())
