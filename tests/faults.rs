@@ -351,14 +351,18 @@ async fn verify_and_repair_go_on_past_an_unreadable_entity_and_a_bad_score() {
         .query(&mut c)
         .unwrap();
     assert!(still, "entity 2's entries are left for a person to decide");
+    // What is left needs a person: the unreadable entity 2, and entity 3's
+    // score, which is text.
     let again = store.verify::<Acct>().await.unwrap();
     assert!(
-        again
-            .violations
-            .iter()
-            .all(|v| matches!(v, redis_entity::verify::Violation::Unreadable { .. })),
+        again.violations.iter().all(|v| matches!(
+            v,
+            redis_entity::verify::Violation::Unreadable { .. }
+                | redis_entity::verify::Violation::Undecodable { field: "score", .. }
+        )),
         "{again}"
     );
+    assert_eq!(again.violations.len(), 2, "{again}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
