@@ -363,34 +363,6 @@ mod tests {
     }
 
     #[test]
-    fn every_key_in_script_order() {
-        use crate::plan::fixtures::{DOC, SESSION, USER};
-        let user = EntityKeys::new(&USER, "", "9".into());
-        let all: Vec<&str> = user.all().map(String::as_str).collect();
-        assert_eq!(all, ["user:{9}", "user:{9}:prefs", "user:{9}:@shadow"]);
-        assert!(user.columns.is_empty());
-
-        let session = EntityKeys::new(&SESSION, "", "s1".into());
-        let all: Vec<&str> = session.all().map(String::as_str).collect();
-        assert_eq!(
-            all,
-            [
-                "session:{s1}",
-                "session:{s1}:user",
-                "session:{s1}:code",
-                "session:{s1}:hits",
-                "session:{s1}:rev",
-                "session:{s1}:@shadow"
-            ]
-        );
-
-        // Without indexes there is no shadow.
-        let doc = EntityKeys::new(&DOC, "", "d1".into());
-        assert_eq!(doc.shadow, None);
-        assert_eq!(doc.maps, ["doc:{d1}:notes"]);
-    }
-
-    #[test]
     fn the_ttl_key_is_one_that_lives_as_long_as_the_entity() {
         assert_eq!(ttl_key(&desc(Layout::Hash), "", "9"), "user:userid:{9}");
         assert_eq!(ttl_key(&desc(Layout::Json), "", "9"), "user:userid:{9}");

@@ -218,3 +218,31 @@ pub(crate) fn bulk(s: &str) -> redis::Value {
 pub(crate) fn server_error(line: &str) -> redis::Value {
     redis::parse_redis_value(format!("-{line}\r\n").as_bytes()).expect("an error reply")
 }
+
+/// The keys of the fixtures, in the order the write functions take them.
+#[test]
+fn every_key_in_script_order() {
+    let user = EntityKeys::new(&USER, "", "9".into());
+    let all: Vec<&str> = user.all().map(String::as_str).collect();
+    assert_eq!(all, ["user:{9}", "user:{9}:prefs", "user:{9}:@shadow"]);
+    assert!(user.columns.is_empty());
+
+    let session = EntityKeys::new(&SESSION, "", "s1".into());
+    let all: Vec<&str> = session.all().map(String::as_str).collect();
+    assert_eq!(
+        all,
+        [
+            "session:{s1}",
+            "session:{s1}:user",
+            "session:{s1}:code",
+            "session:{s1}:hits",
+            "session:{s1}:rev",
+            "session:{s1}:@shadow"
+        ]
+    );
+
+    // Without indexes there is no shadow.
+    let doc = EntityKeys::new(&DOC, "", "d1".into());
+    assert_eq!(doc.shadow, None);
+    assert_eq!(doc.maps, ["doc:{d1}:notes"]);
+}
