@@ -173,8 +173,9 @@ pub enum Error {
         detail: String,
     },
     /// The connection failed or Redis returned an error not covered above.
-    /// No partial write is left behind: every write is one script or one MULTI.
-    #[error("redis error on `{key}`: {source}")]
+    /// A write that failed this way changed nothing, unless
+    /// [`Error::is_connection`] says its outcome is unknown.
+    #[error("{}", redis_message(key, source))]
     Redis {
         /// The key the command was about (empty when there is none).
         key: String,
@@ -247,6 +248,16 @@ impl Error {
     }
 }
 
+/// "redis error on `key`: ...", or without a key (connecting) "redis
+/// error: ...".
+fn redis_message(key: &str, source: &redis::RedisError) -> String {
+    if key.is_empty() {
+        format!("redis error: {source}")
+    } else {
+        format!("redis error on `{key}`: {source}")
+    }
+}
+
 /// The server's error without the location in a script it adds (`script:
 /// <sha or function name>, on @user_script:NN.`): that names the runtime's
 /// code, not the user's data, and would only puzzle.
@@ -291,6 +302,12 @@ mod tests {
         assert!(
             !text.contains("@user_function") && !text.contains("redis_entity_8b81"),
             "{text}"
+        );
+        // Without a key (connecting), no empty quotes.
+        let e = Error::redis("", server_error("-ERR invalid password\r\n"));
+        assert_eq!(
+            e.to_string(),
+            "redis error: ResponseError: invalid password"
         );
         // Other errors keep every word.
         let e = Error::redis(
