@@ -65,6 +65,7 @@ mod keyspace;
 mod plan;
 mod schema;
 mod script;
+mod seen;
 mod store;
 
 pub mod admin;

@@ -20,7 +20,7 @@ pub(crate) mod write;
 use redis::aio::ConnectionLike;
 use redis::{FromRedisValue, RedisResult, Value};
 use std::collections::HashSet;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::LazyLock;
 
 /// Lua code the server runs: a script sent with `EVALSHA` / `EVAL`, or a
 /// function of a library loaded with `FUNCTION LOAD` and called with
@@ -96,8 +96,8 @@ impl Script {
     /// function's library (its address identifies it).
     fn unit(&self) -> usize {
         match &self.kind {
-            Kind::Eval { .. } => self as *const Script as usize,
-            Kind::Function { library, .. } => *library as *const Library as usize,
+            Kind::Eval { .. } => Sent::id(self),
+            Kind::Function { library, .. } => Sent::id(*library),
         }
     }
 
@@ -204,22 +204,8 @@ impl Call<'_> {
 /// The scripts and libraries a connection has sent, so its server has
 /// them: the first call of a script goes out as `EVAL` (which caches it),
 /// the first call of a function after its `FUNCTION LOAD` in the same
-/// pipeline, instead of a call certain to fail. Shared by the clones of a
-/// store.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Sent(Arc<Mutex<HashSet<usize>>>);
-
-impl Sent {
-    fn has(&self, unit: usize) -> bool {
-        self.0.lock().map(|s| s.contains(&unit)).unwrap_or(false)
-    }
-
-    fn add(&self, unit: usize) {
-        if let Ok(mut s) = self.0.lock() {
-            s.insert(unit);
-        }
-    }
-}
+/// pipeline, instead of a call certain to fail.
+pub(crate) type Sent = crate::seen::Seen;
 
 /// True when the server lacks the code a call needs (after `SCRIPT FLUSH`,
 /// `FUNCTION FLUSH` or a restart).
@@ -245,7 +231,7 @@ pub(crate) async fn invoke<T: FromRedisValue, C: ConnectionLike>(
     sent: &Sent,
     call: &Call<'_>,
 ) -> RedisResult<T> {
-    let known = sent.has(call.script.unit());
+    let known = sent.contains(call.script.unit());
     if known {
         match call.command(true).query_async(conn).await {
             Err(e) if is_missing(&e) => {}
@@ -264,7 +250,7 @@ pub(crate) async fn invoke<T: FromRedisValue, C: ConnectionLike>(
             T::from_redis_value(reply).map_err(Into::into)
         }
     };
-    sent.add(call.script.unit());
+    sent.insert(call.script.unit());
     reply
 }
 
@@ -293,7 +279,7 @@ pub(crate) async fn invoke_all<C: ConnectionLike>(
         }
     }
     for c in calls {
-        sent.add(c.script.unit());
+        sent.insert(c.script.unit());
     }
     Ok(replies)
 }
@@ -311,7 +297,7 @@ async fn send_all<C: ConnectionLike>(
     let mut seen = HashSet::new();
     for c in calls {
         let unit = c.script.unit();
-        if !sent.has(unit) && seen.insert(unit) {
+        if !sent.contains(unit) && seen.insert(unit) {
             if let Some(load) = c.script.load() {
                 pipe.add_command(load);
                 loads += 1;
@@ -323,7 +309,7 @@ async fn send_all<C: ConnectionLike>(
         let unit = c.script.unit();
         // An `EVAL` script's text goes once per pipeline; later calls find
         // it cached.
-        let by_name = sent.has(unit) || c.script.load().is_some() || !first.insert(unit);
+        let by_name = sent.contains(unit) || c.script.load().is_some() || !first.insert(unit);
         pipe.add_command(c.command(by_name));
     }
     let mut replies: Vec<Value> = pipe.query_async(conn).await?;

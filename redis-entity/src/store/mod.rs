@@ -66,28 +66,8 @@ pub struct Store<C = ConnectionManager> {
 
 /// The entity types a store has seen with entities that have a TTL: their
 /// queries go to the query script, which skips expired entities, instead of
-/// trying a native set command first. Shared by the clones of a store.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ExpiringTypes(std::sync::Arc<std::sync::Mutex<std::collections::HashSet<usize>>>);
-
-impl ExpiringTypes {
-    fn id(desc: &crate::EntityDesc) -> usize {
-        desc as *const crate::EntityDesc as usize
-    }
-
-    pub(crate) fn seen(&self, desc: &crate::EntityDesc) -> bool {
-        self.0
-            .lock()
-            .map(|s| s.contains(&Self::id(desc)))
-            .unwrap_or(true)
-    }
-
-    pub(crate) fn add(&self, desc: &crate::EntityDesc) {
-        if let Ok(mut s) = self.0.lock() {
-            s.insert(Self::id(desc));
-        }
-    }
-}
+/// trying a native set command first.
+pub(crate) type ExpiringTypes = crate::seen::Seen;
 
 impl Store<ConnectionManager> {
     /// Connects to `url` (`redis://[user:password@]host:port/db`) with the
@@ -187,11 +167,20 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         // With retries, the write carries a request token: a retry after a
         // lost reply finds the first attempt's outcome instead of applying
         // the write again.
-        let mut plan = plan.clone();
-        plan.token = Some(cache::token());
+        let plan = with_token(plan);
+        self.retrying(|| self.write_once(&plan)).await
+    }
+
+    /// Runs `send` again while it fails with an unknown outcome, at most
+    /// `write_retries` times more; the writes it sends carry request tokens,
+    /// so a retry of one that was applied is not applied again.
+    async fn retrying<T, Fut>(&self, send: impl Fn() -> Fut) -> Result<T>
+    where
+        Fut: std::future::Future<Output = Result<T>>,
+    {
         let mut attempt = 0;
         loop {
-            match self.write_once(&plan).await {
+            match send().await {
                 Err(e) if e.is_connection() && attempt < self.write_retries => {
                     attempt += 1;
                     tokio::time::sleep(retry_delay(attempt)).await;
@@ -228,26 +217,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if plans.is_empty() {
             return Ok(Vec::new());
         }
-        if self.write_retries > 0 {
-            let plans: Vec<WritePlan> = plans
-                .iter()
-                .map(|p| WritePlan {
-                    token: Some(cache::token()),
-                    ..p.clone()
-                })
-                .collect();
-            let mut attempt = 0;
-            loop {
-                match self.write_many_once(&plans).await {
-                    Err(e) if e.is_connection() && attempt < self.write_retries => {
-                        attempt += 1;
-                        tokio::time::sleep(retry_delay(attempt)).await;
-                    }
-                    other => return other,
-                }
-            }
+        if self.write_retries == 0 {
+            return self.write_many_once(plans).await;
         }
-        self.write_many_once(plans).await
+        let plans: Vec<WritePlan> = plans.iter().map(with_token).collect();
+        self.retrying(|| self.write_many_once(&plans)).await
     }
 
     async fn write_many_once(&self, plans: &[WritePlan]) -> Result<Vec<Result<bool>>> {
@@ -306,7 +280,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// Upserts `entity` and gives all its keys a new TTL.
     pub async fn save_with_ttl<E: Entity>(&self, entity: &E, ttl: Duration) -> Result<bool> {
-        self.expiring.add(E::DESC);
+        self.expiring.insert(ExpiringTypes::id(E::DESC));
         self.save_as(entity, false, Some(ttl)).await
     }
 
@@ -406,7 +380,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// Gives every key of the entity a TTL; `false` if there is no such entity.
     pub async fn expire<E: Entity>(&self, pk: &E::Pk, ttl: Duration) -> Result<bool> {
-        self.expiring.add(E::DESC);
+        self.expiring.insert(ExpiringTypes::id(E::DESC));
         self.lifecycle::<E>(pk, WriteOp::Expire, Some(ttl)).await
     }
 
@@ -555,6 +529,14 @@ fn batches(plans: &[WritePlan]) -> Vec<&[WritePlan]> {
         }
     }
     out
+}
+
+/// `plan` with a fresh request token.
+fn with_token(plan: &WritePlan) -> WritePlan {
+    WritePlan {
+        token: Some(cache::token()),
+        ..plan.clone()
+    }
 }
 
 /// How long to wait before retry `attempt` (1-based) of a write: 50 ms,

@@ -2,7 +2,7 @@
 //! ranges, order, pages) and the store's reads through indexes (`find`,
 //! `find_unique`, `top`, `rank`). Planning is in [`crate::plan::query`].
 
-use super::Store;
+use super::{ExpiringTypes, Store};
 use crate::error::{Error, Result};
 use crate::keyspace;
 use crate::plan::query::{self, index_of, index_value, Condition, RangeCondition, SetOp, Spec};
@@ -325,7 +325,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         // script otherwise.
         // A type with a default TTL, or one seen with expiring entities,
         // goes to the script directly (2 round trips with the fetch).
-        let may_expire = E::DESC.ttl.is_some() || self.expiring.seen(E::DESC);
+        let may_expire =
+            E::DESC.ttl.is_some() || self.expiring.contains(ExpiringTypes::id(E::DESC));
         if let Some(native) = (!count_only && !with_scores && !may_expire)
             .then(|| query::native_set_command(E::DESC, &self.ns, spec))
             .flatten()
@@ -340,7 +341,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             if expiring == 0 {
                 return Ok(query::Answer::from_members(E::DESC, members));
             }
-            self.expiring.add(E::DESC);
+            self.expiring.insert(ExpiringTypes::id(E::DESC));
         }
         let call = query::script_call(E::DESC, &self.ns, spec, count_only, with_scores);
         let reply: Value = script::invoke(&mut self.reader(), self.reader_sent(), &call)
