@@ -24,16 +24,10 @@ fn user(id: u64) -> User {
     }
 }
 
-/// A port nothing listens on.
-fn closed_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
 #[tokio::test]
 async fn an_unreachable_server_is_an_error_within_a_second() {
     let t = Instant::now();
-    let err = Store::connect(&format!("redis://127.0.0.1:{}/", closed_port()))
+    let err = Store::connect(&format!("redis://127.0.0.1:{}/", support::free_port()))
         .await
         .unwrap_err();
     assert!(

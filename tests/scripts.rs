@@ -357,19 +357,6 @@ async fn a_save_paused_past_the_response_timeout_completes_after_the_pause() {
     assert!(stored);
 }
 
-/// `calls=` of `cmdstat_<command>` in `INFO commandstats`.
-fn calls(server: &RedisServer, command: &str) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut server.conn())
-        .unwrap();
-    let head = format!("cmdstat_{command}:calls=");
-    info.lines()
-        .find_map(|l| l.strip_prefix(&head))
-        .map(|rest| rest.split(',').next().unwrap().parse().unwrap())
-        .unwrap_or(0)
-}
-
 #[tokio::test]
 async fn save_all_gives_each_entity_its_own_result() {
     let server = RedisServer::start();
@@ -392,7 +379,7 @@ async fn save_all_gives_each_entity_its_own_result() {
     trips.take();
     let err = store.save_all(&batch).await.unwrap_err();
     assert_eq!(trips.take(), 1, "one pipeline");
-    assert_eq!(calls(&server, "fcall"), 3, "one call per 100 entities");
+    assert_eq!(server.calls("fcall"), 3, "one call per 100 entities");
     match err {
         Error::UniqueViolation { field, value } => {
             assert_eq!(field, "username");

@@ -38,17 +38,12 @@ fn certificate(dir: &Path) {
     assert!(status.success());
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
 #[tokio::test]
 async fn a_store_works_over_tls() {
     let dir = std::env::temp_dir().join(format!("redis-entity-tls-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     certificate(&dir);
-    let tls_port = free_port().to_string();
+    let tls_port = support::free_port().to_string();
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     let _server = RedisServer::start_with(&[
         "--tls-port",

@@ -16,7 +16,8 @@ pub struct RedisServer {
     dir: PathBuf,
 }
 
-fn free_port() -> u16 {
+/// A local port nothing listens on (at the moment of asking).
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -134,6 +135,20 @@ impl RedisServer {
                 Err(_) => std::thread::sleep(Duration::from_millis(50)),
             }
         }
+    }
+
+    /// How many times the server ran `command` (`calls=` of its
+    /// `INFO commandstats`).
+    pub fn calls(&self, command: &str) -> u64 {
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(&mut self.conn())
+            .unwrap();
+        let head = format!("cmdstat_{command}:calls=");
+        info.lines()
+            .find_map(|l| l.strip_prefix(&head))
+            .and_then(|rest| rest.split(',').next()?.parse().ok())
+            .unwrap_or(0)
     }
 
     /// The server's port.
