@@ -111,7 +111,7 @@ async fn the_embedded_command_line() {
     let _: () = server.conn().sadd("user:country:FR", 1).unwrap();
     let out = admin.run(&args("verify --repair User")).await.unwrap();
     assert!(
-        out.contains("1 violations") && out.contains("User: 1 repairs"),
+        out.contains("1 violations") && out.contains("User: repair: 1 fixed, 0 left"),
         "{out}"
     );
     let again = admin.run(&args("verify User")).await.unwrap();

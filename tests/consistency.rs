@@ -270,7 +270,17 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
     assert_eq!(v.len(), 7, "{report}");
 
     // Repair fixes everything but the duplicate, which needs a decision.
-    store.repair::<User>(&report).await.unwrap();
+    let repaired = store.repair::<User>(&report).await.unwrap();
+    assert_eq!(repaired.fixed, 6, "{repaired}");
+    assert_eq!(repaired.left.len(), 1, "{repaired}");
+    assert!(
+        matches!(
+            repaired.left[0].violation,
+            Violation::DuplicateUnique { .. }
+        ),
+        "{repaired}"
+    );
+    assert!(repaired.left[0].reason.contains("decide"), "{repaired}");
     let after = store.verify::<User>().await.unwrap();
     assert_eq!(
         after.violations,
@@ -309,6 +319,6 @@ fn blocking_verify_and_repair() {
     let _: () = server.conn().sadd("member:city:DE", 5).unwrap();
     let report = store.verify::<Member>().unwrap();
     assert_eq!(report.violations.len(), 2, "{report}");
-    assert_eq!(store.repair::<Member>(&report).unwrap(), 2);
+    assert_eq!(store.repair::<Member>(&report).unwrap().fixed, 2);
     assert!(store.verify::<Member>().unwrap().is_clean());
 }

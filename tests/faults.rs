@@ -337,7 +337,15 @@ async fn verify_and_repair_go_on_past_an_unreadable_entity_and_a_bad_score() {
 
     // Repair fixes what it can (entity 3's score entry, which a text value
     // cannot have) and leaves entity 2 alone.
-    store.repair::<Acct>(&report).await.unwrap();
+    let repaired = store.repair::<Acct>(&report).await.unwrap();
+    // Listed as left: the unreadable entity, with why.
+    assert!(
+        repaired.left.iter().any(|u| matches!(
+            &u.violation,
+            redis_entity::verify::Violation::Unreadable { key, .. } if key == "acct:{2}"
+        ) && u.reason.contains("another type")),
+        "{repaired}"
+    );
     let mut c = server.conn();
     let score: Option<f64> = redis::cmd("ZSCORE")
         .arg("acct:score")
@@ -461,6 +469,16 @@ async fn verify_reports_a_field_that_does_not_decode_with_its_key() {
         "{report}"
     );
     assert_eq!(report.violations.len(), 2, "{report}");
-    // Repair leaves such records to a person, and does not fail on them.
-    store.repair::<Counter>(&report).await.unwrap();
+    // Repair leaves such records to a person, says why, and does not fail
+    // on them.
+    let repaired = store.repair::<Counter>(&report).await.unwrap();
+    assert_eq!(repaired.fixed, 0, "{repaired}");
+    assert_eq!(repaired.left.len(), 2, "{repaired}");
+    assert!(
+        repaired
+            .left
+            .iter()
+            .all(|u| u.reason.contains("does not decode")),
+        "{repaired}"
+    );
 }

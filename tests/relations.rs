@@ -285,7 +285,8 @@ async fn verify_checks_both_sides_of_every_relation() {
         }],
         "{report}"
     );
-    assert_eq!(store.repair::<User>(&report).await.unwrap(), 1);
+    let repaired = store.repair::<User>(&report).await.unwrap();
+    assert_eq!((repaired.fixed, repaired.left.len()), (1, 0), "{repaired}");
     assert!(store.verify::<User>().await.unwrap().is_clean());
     assert!(store.related(&FOLLOWS, &8).await.unwrap().is_empty());
     assert_eq!(store.related_back(&FOLLOWS, &9).await.unwrap(), [7]);
@@ -306,4 +307,223 @@ async fn relating_a_missing_entity_is_an_error_and_writes_nothing() {
     }
     assert_eq!(server.keys(), before, "no set or register was created");
     assert!(store.related(&FOLLOWS, &8).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn verify_reports_dangling_members_and_leftovers_and_repair_removes_them() {
+    use redis_entity::verify::Violation;
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save_all(&users()).await.unwrap();
+    store.relate(&FOLLOWS, &8, &9).await.unwrap();
+    store.relate(&FOLLOWS, &7, &9).await.unwrap();
+    store.save_all(&[post(1, 9), post(2, 9)]).await.unwrap();
+    store.timeline_push(&PUSHED, &1, &[8, 7]).await.unwrap();
+    store.timeline_push(&PUSHED, &2, &[8]).await.unwrap();
+    assert!(store.verify::<User>().await.unwrap().is_clean());
+
+    // User 9's own keys deleted around the library (its relation sets and
+    // register stay); post 1 deleted, which timelines keep listing.
+    let own: Vec<String> = server
+        .keys()
+        .into_iter()
+        .filter(|k| k.starts_with("user:userid:{9}") && !k.ends_with("@rel"))
+        .filter(|k| !k.ends_with(":followers"))
+        .collect();
+    assert!(!own.is_empty());
+    let _: () = server.conn().del(&own).unwrap();
+    assert!(store.delete::<Post>(&1).await.unwrap());
+
+    let report = store.verify::<User>().await.unwrap();
+    let presence = "user:userid:{9}:username";
+    let dangling =
+        |owner: &str, name: &str, member: &str, entity: &str| Violation::DanglingMember {
+            key: format!("user:userid:{{{owner}}}:{name}"),
+            member: member.into(),
+            entity: entity.into(),
+            owner: owner.into(),
+        };
+    let mut want = vec![
+        Violation::Leftover {
+            member: "9".into(),
+            keys: vec![
+                "user:userid:{9}:@rel".into(),
+                "user:userid:{9}:followers".into(),
+            ],
+        },
+        dangling("7", "following", "9", presence),
+        dangling("8", "following", "9", presence),
+        dangling("7", "pushed", "1", "post:postid:{1}:userid"),
+        dangling("8", "pushed", "1", "post:postid:{1}:userid"),
+    ];
+    let mut got = report.violations.clone();
+    if let Some(Violation::Leftover { keys, .. }) = got.first_mut() {
+        keys.sort();
+    }
+    let text = |v: &Vec<Violation>| {
+        let mut t: Vec<String> = v.iter().map(|v| v.to_string()).collect();
+        t.sort();
+        t
+    };
+    assert_eq!(text(&got), text(&want), "{report}");
+    want.clear();
+
+    let repaired = store.repair::<User>(&report).await.unwrap();
+    assert_eq!((repaired.fixed, repaired.left.len()), (5, 0), "{repaired}");
+    assert!(store.verify::<User>().await.unwrap().is_clean());
+    let keys = server.keys();
+    assert!(
+        keys.iter()
+            .all(|k| !k.contains("{9}") && !k.contains("{7}:@rel")),
+        "{keys:?}"
+    );
+    let pushed: Vec<u64> = server
+        .conn()
+        .lrange("user:userid:{8}:pushed", 0, -1)
+        .unwrap();
+    assert_eq!(pushed, [2]);
+    let page = store.timeline(&PUSHED, &8, 0, 10).await.unwrap();
+    assert_eq!(page, [post(2, 9)]);
+}
+
+#[tokio::test]
+async fn repair_leaves_a_member_that_came_back_since_the_report() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save_all(&users()).await.unwrap();
+    store.save(&post(1, 9)).await.unwrap();
+    store.timeline_push(&PUSHED, &1, &[8]).await.unwrap();
+    store.delete::<Post>(&1).await.unwrap();
+    let report = store.verify::<User>().await.unwrap();
+    assert_eq!(report.violations.len(), 1, "{report}");
+    // Post 1 is written again before the repair runs: its entry stays.
+    store.save(&post(1, 9)).await.unwrap();
+    store.repair::<User>(&report).await.unwrap();
+    let pushed: Vec<u64> = server
+        .conn()
+        .lrange("user:userid:{8}:pushed", 0, -1)
+        .unwrap();
+    assert_eq!(pushed, [1]);
+    assert!(store.verify::<User>().await.unwrap().is_clean());
+}
+
+#[tokio::test]
+async fn races_of_delete_and_relate_end_clean_after_repair() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let people: Vec<User> = (1..=20)
+        .map(|userid| User {
+            userid,
+            username: format!("u{userid}"),
+            email: format!("u{userid}@example.com"),
+        })
+        .collect();
+    store.save_all(&people).await.unwrap();
+    let mut tasks = Vec::new();
+    for t in 0..8u64 {
+        let store = store.clone();
+        let people = people.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..150u64 {
+                let (a, b) = ((i * 7 + t) % 20 + 1, (i * 13 + t * 3) % 20 + 1);
+                match (i + t) % 3 {
+                    // A missing side is a typed error, never half a relation.
+                    0 => match store.relate(&FOLLOWS, &a, &b).await {
+                        Ok(_) | Err(redis_entity::Error::NotFound { .. }) => {}
+                        Err(e) => panic!("{e}"),
+                    },
+                    1 => {
+                        store.delete::<User>(&b).await.unwrap();
+                    }
+                    _ => {
+                        store.save(&people[(b - 1) as usize]).await.unwrap();
+                    }
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let report = store.verify::<User>().await.unwrap();
+    let repaired = store.repair::<User>(&report).await.unwrap();
+    assert!(repaired.left.is_empty(), "{repaired}");
+    let after = store.verify::<User>().await.unwrap();
+    assert!(after.is_clean(), "{after}");
+    // Every relation that is left joins two stored users, both ways.
+    for u in 1..=20u64 {
+        let stored = store.exists::<User>(&u).await.unwrap();
+        let following = store.related(&FOLLOWS, &u).await.unwrap();
+        assert!(stored || following.is_empty(), "{u} is gone but follows");
+        for f in following {
+            assert!(store.exists::<User>(&f).await.unwrap());
+            assert!(store.related_back(&FOLLOWS, &f).await.unwrap().contains(&u));
+        }
+    }
+}
+
+#[tokio::test]
+async fn verify_and_repair_report_their_progress() {
+    use redis_entity::verify::Progress;
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let people: Vec<User> = (1..=1200)
+        .map(|userid| User {
+            userid,
+            username: format!("u{userid}"),
+            email: String::new(),
+        })
+        .collect();
+    store.save_all(&people).await.unwrap();
+    for u in 2..=1200u64 {
+        store.relate(&FOLLOWS, &u, &1).await.unwrap();
+    }
+    let mut seen: Vec<Progress> = Vec::new();
+    let report = store.verify_with::<User>(|p| seen.push(*p)).await.unwrap();
+    assert!(report.is_clean(), "{report}");
+    // Entities read in rounds of at most 500, each reported.
+    let reads: Vec<(usize, Option<usize>)> = seen
+        .iter()
+        .filter(|p| p.step == "reading entities")
+        .map(|p| (p.done, p.total))
+        .collect();
+    assert_eq!(
+        reads,
+        [(0, Some(1200)), (500, Some(1200)), (1000, Some(1200))]
+    );
+    assert!(seen
+        .iter()
+        .any(|p| p.step == "checking the members they list"));
+    assert_eq!(seen.last().map(|p| p.step), Some("done"));
+
+    // 1,199 dangling members once user 1 is deleted around the library.
+    let own: Vec<String> = server
+        .keys()
+        .into_iter()
+        .filter(|k| k == "user:userid:{1}:username" || k == "user:userid:{1}:email")
+        .collect();
+    let _: () = server.conn().del(&own).unwrap();
+    let report = store.verify::<User>().await.unwrap();
+    assert_eq!(
+        report.violations.len(),
+        1200,
+        "1,199 members and a leftover"
+    );
+    let mut steps: Vec<(usize, Option<usize>)> = Vec::new();
+    let repaired = store
+        .repair_with::<User>(&report, |p| steps.push((p.done, p.total)))
+        .await
+        .unwrap();
+    assert_eq!(repaired.fixed, 1200, "{repaired}");
+    // One sweep, then 1,199 + 2 removals: four rounds of at most 500.
+    assert_eq!(
+        steps,
+        [
+            (1, Some(1202)),
+            (501, Some(1202)),
+            (1001, Some(1202)),
+            (1202, Some(1202))
+        ]
+    );
+    assert!(store.verify::<User>().await.unwrap().is_clean());
 }

@@ -20,7 +20,7 @@
 //! `sweep [--budget N] [TYPE...]`. Without a type, every registered type.
 
 use crate::error::{Error, Result};
-use crate::plan::verify::Report;
+use crate::plan::verify::{Repaired, Report};
 use crate::schema::entity::Entity;
 use crate::schema::layout::Registry;
 use crate::store::Store;
@@ -34,7 +34,7 @@ type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 struct Ops<C> {
     name: &'static str,
     verify: for<'a> fn(&'a Store<C>) -> BoxFuture<'a, Result<Report>>,
-    repair: for<'a> fn(&'a Store<C>, &'a Report) -> BoxFuture<'a, Result<usize>>,
+    repair: for<'a> fn(&'a Store<C>, &'a Report) -> BoxFuture<'a, Result<Repaired>>,
     reindex: for<'a> fn(&'a Store<C>) -> BoxFuture<'a, Result<usize>>,
     sweep: for<'a> fn(&'a Store<C>, usize) -> BoxFuture<'a, Result<usize>>,
 }
@@ -121,8 +121,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
                     let report = (t.verify)(&self.store).await?;
                     let _ = write!(out, "{}: {report}", t.name);
                     if repair && !report.is_clean() {
-                        let fixed = (t.repair)(&self.store, &report).await?;
-                        let _ = writeln!(out, "{}: {fixed} repairs", t.name);
+                        let repaired = (t.repair)(&self.store, &report).await?;
+                        let _ = write!(out, "{}: repair: {repaired}", t.name);
                     }
                 }
             }

@@ -9,7 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
-use crate::plan::verify::Report;
+use crate::plan::verify::{Progress as VerifyProgress, Repaired, Report};
 use crate::schema::codec::{MapField, Scalar};
 use crate::schema::entity::Entity;
 use crate::schema::escape::Namespace;
@@ -224,7 +224,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             P: FnMut(&Progress),
         ](migration: &Migration, cursor: u64, convert: F, on_progress: P) -> Result<Progress>;
         verify[E: Entity]() -> Result<Report> as verify::<E>;
-        repair[E: Entity](report: &Report) -> Result<usize> as repair::<E>;
+        verify_with[E: Entity, P: FnMut(&VerifyProgress) + Send](progress: P) -> Result<Report>
+            as verify_with::<E>;
+        repair[E: Entity](report: &Report) -> Result<Repaired> as repair::<E>;
+        repair_with[E: Entity, P: FnMut(&VerifyProgress) + Send](report: &Report, progress: P)
+            -> Result<Repaired> as repair_with::<E>;
         sweep[E: Entity](budget: usize) -> Result<usize> as sweep::<E>;
     }
 }

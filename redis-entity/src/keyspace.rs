@@ -219,10 +219,47 @@ pub(crate) fn member_of_key(desc: &EntityDesc, ns: &str, key: &str) -> Option<St
     Some(rest[..end].to_owned())
 }
 
-/// `head \n tail \n name`: how the other side of a relation finds a set of
-/// this type (stored in the relation register).
+/// `head \n tail \n name \n presence`: how the other side of a relation
+/// finds a set of this type (stored in the relation register), and the
+/// suffix after the entity key of the key whose existence means the entity
+/// exists ([`ttl_key`]; empty but for the `strings` layout), so that
+/// `verify` can tell a member whose entity is gone.
 pub(crate) fn register_entry(desc: &EntityDesc, ns: &str, name: &str) -> String {
-    format!("{ns}{}\n{}\n{name}", desc.key_head, desc.key_tail)
+    format!(
+        "{ns}{}\n{}\n{name}\n{}",
+        desc.key_head,
+        desc.key_tail,
+        presence_suffix(desc)
+    )
+}
+
+/// The entity key of `member` from the head and tail of a register entry.
+pub(crate) fn key_from_entry(head: &str, member: &str, tail: &str) -> String {
+    format!("{head}{{{member}}}{tail}")
+}
+
+/// The first line of a timeline's entry in its owner's relation register.
+/// The write scripts take an entry starting with it for a key the entity
+/// owns alone (deleted with the entity, nothing on the other side).
+pub(crate) const TIMELINE_MARK: &str = "@list";
+
+/// `@list \n head \n tail \n presence`: a timeline's entry in its owner's
+/// relation register, naming the type of the members it lists (so that
+/// `verify` can find entries whose entity is gone).
+pub(crate) fn timeline_entry(member_desc: &EntityDesc, ns: &str) -> String {
+    format!(
+        "{TIMELINE_MARK}\n{ns}{}\n{}\n{}",
+        member_desc.key_head,
+        member_desc.key_tail,
+        presence_suffix(member_desc)
+    )
+}
+
+/// What [`ttl_key`] adds after the entity key: `""`, or `:<column>` in the
+/// `strings` layout.
+pub(crate) fn presence_suffix(desc: &EntityDesc) -> String {
+    let key = ttl_key(desc, "", "");
+    key[entity_key(desc, "", "").len()..].to_owned()
 }
 
 /// A bucket of a time-bucketed board: `<ns><prefix>:board:<name>:<bucket>`.
@@ -337,7 +374,11 @@ mod tests {
         );
         assert_eq!(cache_key("", "price:{1}"), "cache:{price%3A%7B1%7D}");
         assert_eq!(cache_lock_key("cache:{a}"), "cache:{a}:lock");
-        assert_eq!(register_entry(&d, "", "follows"), "user:userid:\n\nfollows");
+        assert_eq!(
+            register_entry(&d, "", "follows"),
+            "user:userid:\n\nfollows\n"
+        );
+        assert_eq!(timeline_entry(&d, "t:"), "@list\nt:user:userid:\n\n");
     }
 
     #[test]
@@ -358,7 +399,7 @@ mod tests {
         assert_eq!(member_of_key(&d, "t:", "t:user:{9"), None);
         assert_eq!(
             register_entry(&d, "t:", "follows"),
-            "t:user:\n:profile\nfollows"
+            "t:user:\n:profile\nfollows\n"
         );
     }
 
@@ -378,6 +419,10 @@ mod tests {
             ..desc(Layout::Strings)
         };
         assert_eq!(ttl_key(&d, "t:", "9"), "t:user:userid:{9}");
+        assert_eq!(presence_suffix(&d), "");
+        assert_eq!(presence_suffix(&desc(Layout::Hash)), "");
+        // A required column: the entity exists while it does.
+        assert_eq!(presence_suffix(&desc(Layout::Strings)), ":username");
         // A column without a TTL of its own still shows that the entity exists.
         assert_eq!(presence_suffixes(&d), ["}", "}:code"]);
     }

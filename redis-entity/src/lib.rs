@@ -97,7 +97,7 @@ pub mod relation {
 
 /// The reports of [`Store::verify`].
 pub mod verify {
-    pub use crate::plan::verify::{Report, Violation};
+    pub use crate::plan::verify::{Progress, Repaired, Report, Unrepaired, Violation};
 }
 
 /// The traits of stored values: implement them to store a type of your own.

@@ -63,6 +63,28 @@ pub enum Violation {
         /// The member it lists.
         member: String,
     },
+    /// A relation set or timeline of a stored entity lists a member whose
+    /// entity is not stored (deleted or expired since, or written around
+    /// the library).
+    DanglingMember {
+        /// The relation set or timeline.
+        key: String,
+        /// The member it lists.
+        member: String,
+        /// The key whose absence shows that the member's entity is gone.
+        entity: String,
+        /// The member of the entity that owns `key`.
+        owner: String,
+    },
+    /// Keys of an entity that is not stored: its relation sets, register,
+    /// index shadow or other keys, left by an entity that expired and was
+    /// not swept yet, or by writes around the library.
+    Leftover {
+        /// The member of the entity that is gone.
+        member: String,
+        /// The keys found.
+        keys: Vec<String>,
+    },
     /// A stored entity with a field that does not decode (or a required one
     /// missing): reported with its key and field; its index entries are
     /// checked as usual, and repair leaves the record to a person.
@@ -109,6 +131,20 @@ impl fmt::Display for Violation {
                     "one-sided relation: `{key}` lists `{member}`, which does not list it back"
                 )
             }
+            Violation::DanglingMember {
+                key,
+                member,
+                entity,
+                ..
+            } => {
+                write!(
+                    f,
+                    "dangling member: `{key}` lists `{member}`, whose entity `{entity}` is not stored"
+                )
+            }
+            Violation::Leftover { member, keys } => {
+                write!(f, "leftover keys of missing entity `{member}`: {keys:?}")
+            }
             Violation::Unreadable { key, detail, .. } => {
                 write!(f, "unreadable entity `{key}`: {detail}")
             }
@@ -148,6 +184,47 @@ impl fmt::Display for Report {
         )?;
         for v in &self.violations {
             writeln!(f, "  {v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// How far `verify`, `repair` or `reindex` has come, given to the callback
+/// of their `_with` forms (to draw a progress bar, say).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// What is being done, in words ("reading entities").
+    pub step: &'static str,
+    /// How many of the step's items are done.
+    pub done: usize,
+    /// How many there are, when known (a SCAN does not know).
+    pub total: Option<usize>,
+}
+
+/// What `repair` did with a report.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Repaired {
+    /// Violations fixed (or found fixed already: the entity was written or
+    /// deleted since the report).
+    pub fixed: usize,
+    /// Violations left as they were, each with why.
+    pub left: Vec<Unrepaired>,
+}
+
+/// A violation `repair` left alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unrepaired {
+    /// The violation.
+    pub violation: Violation,
+    /// Why: it needs a person's decision, or the repair's write failed.
+    pub reason: String,
+}
+
+impl fmt::Display for Repaired {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{} fixed, {} left", self.fixed, self.left.len())?;
+        for u in &self.left {
+            writeln!(f, "  {}: {}", u.violation, u.reason)?;
         }
         Ok(())
     }
@@ -268,17 +345,34 @@ pub(crate) fn compare(desc: &'static EntityDesc, expected: &Expected, actual: &A
     report
 }
 
-/// The writes that fix a report: stale entries are removed only if still
-/// stale, missing ones re-added from the stored values; both atomically per
-/// entity. Duplicate unique values need a decision and are left alone.
-pub(crate) fn repairs(
-    desc: &'static EntityDesc,
-    ns: &Namespace,
-    report: &Report,
-) -> Vec<WritePlan> {
-    let mut stale: BTreeMap<String, Vec<(usize, Vec<u8>)>> = BTreeMap::new();
-    let mut reindex: BTreeSet<String> = BTreeSet::new();
-    for v in &report.violations {
+/// What `repair` does about a report, each step with the violations (their
+/// positions in the report) it fixes.
+#[derive(Default)]
+pub(crate) struct Repairs {
+    /// Atomic writes of one entity each: stale entries removed only if still
+    /// stale, missing ones re-added from the stored values, what a gone
+    /// entity left in indexes and relations swept.
+    pub writes: Vec<(WritePlan, Vec<usize>)>,
+    /// Calls of the repair script, run after the writes: a listed member,
+    /// or a leftover key, of an entity that is gone, removed only while it
+    /// is still gone.
+    pub removals: Vec<(crate::script::Call<'static>, usize)>,
+    /// The listed halves of one-sided relations: (set, member).
+    pub one_sided: Vec<(String, String, usize)>,
+    /// What needs a person, and why.
+    pub manual: Vec<(usize, &'static str)>,
+}
+
+/// Plans the repair of a report. Duplicate unique values, unreadable and
+/// undecodable records need a decision and are left alone.
+pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report) -> Repairs {
+    let mut out = Repairs::default();
+    // Per member: the stale entries (index, escaped value), and the
+    // violations they come from.
+    type Stale = (Vec<(usize, Vec<u8>)>, Vec<usize>);
+    let mut stale: BTreeMap<String, Stale> = BTreeMap::new();
+    let mut reindex: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (at, v) in report.violations.iter().enumerate() {
         match v {
             Violation::StaleEntry { key, member } => {
                 let found = desc.indexes.iter().enumerate().find_map(|(i, idx)| {
@@ -286,34 +380,83 @@ pub(crate) fn repairs(
                     key.strip_prefix(&prefix)
                         .map(|e| (i, e.as_bytes().to_vec()))
                 });
-                if let Some(entry) = found {
-                    stale.entry(member.clone()).or_default().push(entry);
-                }
+                let entry = stale.entry(member.clone()).or_default();
+                entry.0.extend(found);
+                entry.1.push(at);
             }
             Violation::StaleId { member } => {
-                stale.entry(member.clone()).or_default();
+                stale.entry(member.clone()).or_default().1.push(at);
             }
             Violation::MissingEntry { member, .. } | Violation::MissingId { member } => {
-                reindex.insert(member.clone());
+                reindex.entry(member.clone()).or_default().push(at);
             }
-            Violation::DuplicateUnique { .. }
-            | Violation::OneSidedRelation { .. }
-            | Violation::Unreadable { .. }
-            | Violation::Undecodable { .. } => {}
+            Violation::OneSidedRelation { key, member } => {
+                out.one_sided.push((key.clone(), member.clone(), at));
+            }
+            Violation::DanglingMember {
+                key,
+                member,
+                entity,
+                owner,
+            } => {
+                let owner_key = crate::keyspace::entity_key(desc, ns.as_str(), owner);
+                let name = key
+                    .strip_prefix(&owner_key)
+                    .and_then(|n| n.strip_prefix(':'))
+                    .unwrap_or_default();
+                let call = crate::script::REPAIR
+                    .call()
+                    .key(entity)
+                    .key(key)
+                    .key(crate::keyspace::relation_register(&owner_key))
+                    .arg("member")
+                    .arg(member)
+                    .arg(name);
+                out.removals.push((call, at));
+            }
+            Violation::Leftover { member, keys } => {
+                let entity = EntityKeys::new(desc, ns.as_str(), member.clone());
+                let presence = crate::keyspace::ttl_key(desc, ns.as_str(), member);
+                out.writes.push((
+                    plan::lifecycle(desc, ns.as_str(), entity, WriteOp::Sweep, None),
+                    vec![at],
+                ));
+                for k in keys {
+                    let call = crate::script::REPAIR
+                        .call()
+                        .key(&presence)
+                        .key(k)
+                        .arg("key");
+                    out.removals.push((call, at));
+                }
+            }
+            Violation::DuplicateUnique { .. } => out.manual.push((
+                at,
+                "two entities hold one unique value: decide which keeps it",
+            )),
+            Violation::Unreadable { .. } => out.manual.push((
+                at,
+                "the entity's key has another type than the layout's: fix or delete it",
+            )),
+            Violation::Undecodable { .. } => out.manual.push((
+                at,
+                "a stored field does not decode: fix the value or delete the entity",
+            )),
         }
     }
-    let mut plans: Vec<WritePlan> = stale
-        .into_iter()
-        .map(|(m, entries)| {
-            let keys = EntityKeys::new(desc, ns.as_str(), m);
-            plan::clean(desc, ns.as_str(), keys, &entries)
-        })
-        .collect();
-    plans.extend(reindex.into_iter().map(|m| {
+    for (m, (entries, at)) in stale {
         let keys = EntityKeys::new(desc, ns.as_str(), m);
-        plan::lifecycle(desc, ns.as_str(), keys, WriteOp::Reindex, None)
-    }));
-    plans
+        out.writes
+            .push((plan::clean(desc, ns.as_str(), keys, &entries), at));
+    }
+    for (m, at) in reindex {
+        let keys = EntityKeys::new(desc, ns.as_str(), m);
+        out.writes.push((
+            plan::lifecycle(desc, ns.as_str(), keys, WriteOp::Reindex, None),
+            at,
+        ));
+    }
+    out
 }
 
 /// What the checker asks for next.
@@ -321,8 +464,8 @@ enum Step {
     ScanEntities { cursor: u64 },
     ReadEntities { offset: usize },
     ReadRegisters { offset: usize },
-    ReadRelationSets { offset: usize },
-    CheckCounterparts { offset: usize },
+    ReadListings { offset: usize },
+    CheckReferences { offset: usize },
     ScanIndex { index: usize, cursor: u64 },
     ReadIndex { index: usize, offset: usize },
     ReadIds,
@@ -337,20 +480,74 @@ pub(crate) struct Verifier<'a> {
     ns: &'a Namespace,
     step: Step,
     members: Vec<String>,
+    /// The keys SCAN found under each member, until its entity was read.
+    keys_of: BTreeMap<String, Vec<String>>,
     index_keys: Vec<String>,
     expected: Expected,
     actual: Actual,
     /// Members whose entity is stored.
     live: Vec<String>,
-    /// (owner, own relation set, the counterpart's key head, tail, set name).
-    relation_sets: Vec<(String, String, String, String, String)>,
-    /// (own relation set, listed member, counterpart set, owner).
-    relation_pairs: Vec<(String, String, String, String)>,
+    /// The relation sets and timelines of stored entities.
+    listings: Vec<Listing>,
+    /// (listing, member it lists).
+    references: Vec<(usize, String)>,
     one_sided: Vec<Violation>,
+    /// Dangling members and leftovers.
+    gone: Vec<Violation>,
     unreadable: Vec<Violation>,
     /// Decodes a stored row as the Rust type would: the field and reason of
     /// the first error.
     decodes: Option<RowCheck>,
+}
+
+/// A relation set or timeline of a stored entity, from its register entry.
+struct Listing {
+    /// The member of the owning entity.
+    owner: String,
+    /// The set or list.
+    key: String,
+    /// How to spell the entity key of a member it lists: head, tail, and
+    /// the suffix of the key that shows the entity exists.
+    head: String,
+    tail: String,
+    presence: String,
+    /// For a relation set: the name of the set on the other side that
+    /// lists the owner back.
+    reverse: Option<String>,
+}
+
+impl Listing {
+    /// Parses a register entry: `head \n tail \n name [\n presence]` for a
+    /// relation set, `@list \n head \n tail \n presence` for a timeline;
+    /// `None` for an entry that does not say (a timeline pushed by an older
+    /// version).
+    fn parse(owner: &str, key: String, entry: &str) -> Option<Listing> {
+        let parts: Vec<&str> = entry.split('\n').collect();
+        let (head, tail, presence, reverse) = match parts.as_slice() {
+            [mark, head, tail, rest @ ..] if *mark == crate::keyspace::TIMELINE_MARK => {
+                (head, tail, rest.first().copied(), None)
+            }
+            [head, tail, name, rest @ ..] => {
+                (head, tail, rest.first().copied(), Some(name.to_string()))
+            }
+            _ => return None,
+        };
+        Some(Listing {
+            owner: owner.to_owned(),
+            key,
+            head: head.to_string(),
+            tail: tail.to_string(),
+            presence: presence.unwrap_or_default().to_owned(),
+            reverse,
+        })
+    }
+
+    /// The key of `member`'s entity that exists while it does.
+    fn entity_of(&self, member: &str) -> String {
+        let mut k = crate::keyspace::key_from_entry(&self.head, member, &self.tail);
+        k.push_str(&self.presence);
+        k
+    }
 }
 
 /// Decodes the row of a member as the entity type would; the field and the
@@ -376,19 +573,6 @@ pub(crate) fn row_check<E: crate::Entity>(
 }
 
 const CHUNK: usize = 500;
-
-/// The writes that remove the listed half of one-sided relations.
-pub(crate) fn relation_repairs(report: &Report) -> Option<redis::Pipeline> {
-    let mut pipe = redis::pipe();
-    let mut any = false;
-    for v in &report.violations {
-        if let Violation::OneSidedRelation { key, member } = v {
-            pipe.cmd("SREM").arg(key).arg(member).ignore();
-            any = true;
-        }
-    }
-    any.then_some(pipe)
-}
 
 fn scan_cmd(pipe: &mut redis::Pipeline, cursor: u64, pattern: &str) {
     pipe.cmd("SCAN")
@@ -439,13 +623,15 @@ impl<'a> Verifier<'a> {
             ns,
             step: Step::ScanEntities { cursor: 0 },
             members: Vec::new(),
+            keys_of: BTreeMap::new(),
             index_keys: Vec::new(),
             expected: Expected::default(),
             actual: Actual::default(),
             live: Vec::new(),
-            relation_sets: Vec::new(),
-            relation_pairs: Vec::new(),
+            listings: Vec::new(),
+            references: Vec::new(),
             one_sided: Vec::new(),
+            gone: Vec::new(),
             unreadable: Vec::new(),
             decodes: None,
         }
@@ -524,16 +710,26 @@ impl<'a> Verifier<'a> {
                     ));
                 }
             }
-            Step::ReadRelationSets { offset } => {
-                let end = (offset + CHUNK).min(self.relation_sets.len());
-                for (_, own, ..) in &self.relation_sets[*offset..end] {
-                    pipe.cmd("SMEMBERS").arg(own);
+            Step::ReadListings { offset } => {
+                let end = (offset + CHUNK).min(self.listings.len());
+                for l in &self.listings[*offset..end] {
+                    match l.reverse {
+                        Some(_) => pipe.cmd("SMEMBERS").arg(&l.key),
+                        None => pipe.cmd("LRANGE").arg(&l.key).arg(0).arg(-1),
+                    };
                 }
             }
-            Step::CheckCounterparts { offset } => {
-                let end = (offset + CHUNK).min(self.relation_pairs.len());
-                for (_, _, theirs, owner) in &self.relation_pairs[*offset..end] {
-                    pipe.cmd("SISMEMBER").arg(theirs).arg(owner);
+            Step::CheckReferences { offset } => {
+                let end = (offset + CHUNK).min(self.references.len());
+                for (at, m) in &self.references[*offset..end] {
+                    let l = &self.listings[*at];
+                    pipe.cmd("EXISTS").arg(l.entity_of(m));
+                    if let Some(reverse) = &l.reverse {
+                        let theirs = crate::keyspace::key_from_entry(&l.head, m, &l.tail);
+                        pipe.cmd("SISMEMBER")
+                            .arg(crate::keyspace::sub_key(&theirs, reverse))
+                            .arg(&l.owner);
+                    }
                 }
             }
             Step::Done => return None,
@@ -560,15 +756,15 @@ impl<'a> Verifier<'a> {
         self.step = match std::mem::replace(&mut self.step, Step::Done) {
             Step::ScanEntities { .. } => {
                 let (cursor, keys) = scan_reply(first());
-                self.members.extend(
-                    keys.iter()
-                        .filter_map(|k| crate::keyspace::member_of_key(desc, ns.as_str(), k)),
-                );
+                for k in keys {
+                    if let Some(m) = crate::keyspace::member_of_key(desc, ns.as_str(), &k) {
+                        self.keys_of.entry(m).or_default().push(k);
+                    }
+                }
                 if cursor != 0 {
                     Step::ScanEntities { cursor }
                 } else {
-                    self.members.sort();
-                    self.members.dedup();
+                    self.members = self.keys_of.keys().cloned().collect();
                     if self.members.is_empty() {
                         after_indexes(0)
                     } else {
@@ -581,6 +777,7 @@ impl<'a> Verifier<'a> {
                 let mut it = replies.into_iter();
                 for m in &self.members[offset..end] {
                     let keys = EntityKeys::new(desc, ns.as_str(), m.clone());
+                    let scanned = self.keys_of.remove(m).unwrap_or_default();
                     match crate::plan::read::decode_read(desc, &keys, &mut it) {
                         Ok(Some(row)) => {
                             if let Some((field, reason)) =
@@ -595,7 +792,19 @@ impl<'a> Verifier<'a> {
                             self.expected.add_row(desc, ns, m, &row);
                             self.live.push(m.clone());
                         }
-                        Ok(None) => {}
+                        Ok(None) => {
+                            // Request records expire on their own.
+                            let keys: Vec<String> = scanned
+                                .into_iter()
+                                .filter(|k| !k.contains(crate::keyspace::REQUEST_SUFFIX))
+                                .collect();
+                            if !keys.is_empty() {
+                                self.gone.push(Violation::Leftover {
+                                    member: m.clone(),
+                                    keys,
+                                });
+                            }
+                        }
                         // One entity that cannot be read does not stop the
                         // check of the others.
                         Err(e) => self.unreadable.push(Violation::Unreadable {
@@ -617,66 +826,64 @@ impl<'a> Verifier<'a> {
                 let end = (offset + CHUNK).min(self.live.len());
                 for (m, v) in self.live[offset..end].iter().zip(replies) {
                     let flat: Vec<String> = list(v).into_iter().filter_map(text).collect();
+                    let owner_key = crate::keyspace::entity_key(desc, ns.as_str(), m);
                     for pair in flat.chunks(2) {
-                        let (name, info) =
-                            (&pair[0], pair.get(1).map(String::as_str).unwrap_or(""));
-                        let mut parts = info.splitn(3, '\n');
-                        if let (Some(head), Some(tail), Some(other)) =
-                            (parts.next(), parts.next(), parts.next())
-                        {
-                            let own = crate::keyspace::sub_key(
-                                &crate::keyspace::entity_key(desc, ns.as_str(), m),
-                                name,
-                            );
-                            self.relation_sets.push((
-                                m.clone(),
-                                own,
-                                head.into(),
-                                tail.into(),
-                                other.into(),
-                            ));
-                        }
+                        let key = crate::keyspace::sub_key(&owner_key, &pair[0]);
+                        let entry = pair.get(1).map(String::as_str).unwrap_or("");
+                        self.listings.extend(Listing::parse(m, key, entry));
                     }
                 }
                 if end < self.live.len() {
                     Step::ReadRegisters { offset: end }
-                } else if self.relation_sets.is_empty() {
+                } else if self.listings.is_empty() {
                     after_indexes(0)
                 } else {
-                    Step::ReadRelationSets { offset: 0 }
+                    Step::ReadListings { offset: 0 }
                 }
             }
-            Step::ReadRelationSets { offset } => {
-                let end = (offset + CHUNK).min(self.relation_sets.len());
-                for ((owner, own, head, tail, other), v) in
-                    self.relation_sets[offset..end].iter().zip(replies)
-                {
-                    for m in list(v).into_iter().filter_map(text) {
-                        let theirs = format!("{head}{{{m}}}{tail}:{other}");
-                        self.relation_pairs
-                            .push((own.clone(), m, theirs, owner.clone()));
-                    }
+            Step::ReadListings { offset } => {
+                let end = (offset + CHUNK).min(self.listings.len());
+                for (at, v) in (offset..end).zip(replies) {
+                    let mut listed: Vec<String> = list(v).into_iter().filter_map(text).collect();
+                    // A timeline may list a member more than once.
+                    listed.sort();
+                    listed.dedup();
+                    self.references.extend(listed.into_iter().map(|m| (at, m)));
                 }
-                if end < self.relation_sets.len() {
-                    Step::ReadRelationSets { offset: end }
-                } else if self.relation_pairs.is_empty() {
+                if end < self.listings.len() {
+                    Step::ReadListings { offset: end }
+                } else if self.references.is_empty() {
                     after_indexes(0)
                 } else {
-                    Step::CheckCounterparts { offset: 0 }
+                    Step::CheckReferences { offset: 0 }
                 }
             }
-            Step::CheckCounterparts { offset } => {
-                let end = (offset + CHUNK).min(self.relation_pairs.len());
-                for ((own, m, _, _), v) in self.relation_pairs[offset..end].iter().zip(replies) {
-                    if !matches!(v, Value::Int(1)) {
+            Step::CheckReferences { offset } => {
+                let end = (offset + CHUNK).min(self.references.len());
+                let mut it = replies.into_iter();
+                for (at, m) in &self.references[offset..end] {
+                    let l = &self.listings[*at];
+                    let exists = matches!(it.next(), Some(Value::Int(1)));
+                    let listed_back = l
+                        .reverse
+                        .as_ref()
+                        .map(|_| matches!(it.next(), Some(Value::Int(1))));
+                    if !exists {
+                        self.gone.push(Violation::DanglingMember {
+                            key: l.key.clone(),
+                            member: m.clone(),
+                            entity: l.entity_of(m),
+                            owner: l.owner.clone(),
+                        });
+                    } else if listed_back == Some(false) {
                         self.one_sided.push(Violation::OneSidedRelation {
-                            key: own.clone(),
+                            key: l.key.clone(),
                             member: m.clone(),
                         });
                     }
                 }
-                if end < self.relation_pairs.len() {
-                    Step::CheckCounterparts { offset: end }
+                if end < self.references.len() {
+                    Step::CheckReferences { offset: end }
                 } else {
                     after_indexes(0)
                 }
@@ -753,6 +960,36 @@ impl<'a> Verifier<'a> {
         Ok(())
     }
 
+    /// Where the check is.
+    pub fn progress(&self) -> Progress {
+        let (step, done, total) = match &self.step {
+            Step::ScanEntities { .. } => ("scanning entity keys", self.keys_of.len(), None),
+            Step::ReadEntities { offset } => {
+                ("reading entities", *offset, Some(self.members.len()))
+            }
+            Step::ReadRegisters { offset } => {
+                ("reading relation registers", *offset, Some(self.live.len()))
+            }
+            Step::ReadListings { offset } => (
+                "reading relation sets and timelines",
+                *offset,
+                Some(self.listings.len()),
+            ),
+            Step::CheckReferences { offset } => (
+                "checking the members they list",
+                *offset,
+                Some(self.references.len()),
+            ),
+            Step::ScanIndex { .. } => ("scanning index keys", self.index_keys.len(), None),
+            Step::ReadIndex { offset, .. } => {
+                ("reading index keys", *offset, Some(self.index_keys.len()))
+            }
+            Step::ReadIds => ("reading the set of all ids", 0, Some(1)),
+            Step::Done => ("done", self.members.len(), Some(self.members.len())),
+        };
+        Progress { step, done, total }
+    }
+
     /// The report, once `next_request` returned `None`.
     pub fn report(&self) -> Report {
         let mut report = compare(self.desc, &self.expected, &self.actual);
@@ -772,6 +1009,7 @@ impl<'a> Verifier<'a> {
             _ => true,
         });
         report.violations.extend(self.one_sided.iter().cloned());
+        report.violations.extend(self.gone.iter().cloned());
         report.violations.extend(self.unreadable.iter().cloned());
         report
     }
@@ -787,6 +1025,7 @@ mod tests {
         Hash(Vec<(&'static str, &'static str)>),
         Text(&'static str),
         Members(Vec<&'static str>),
+        List(Vec<&'static str>),
     }
 
     /// A keyspace that answers the verifier's requests; SCAN pages hold one
@@ -838,6 +1077,9 @@ mod tests {
                     Value::Int(m.contains(&cmd[2].as_str()) as i64)
                 }
                 ("SISMEMBER", None) => Value::Int(0),
+                ("EXISTS", stored) => Value::Int(stored.is_some() as i64),
+                ("LRANGE", Some(Stored::List(m))) => texts(m.clone()),
+                ("LRANGE", None) => Value::Array(vec![]),
                 _ => panic!("unexpected request {cmd:?}"),
             }
         }
@@ -896,7 +1138,8 @@ mod tests {
             }
         );
         assert!(report.is_clean());
-        assert!(repairs(&ACCOUNT, &Namespace::none(), &report).is_empty());
+        let plan = repairs(&ACCOUNT, &Namespace::none(), &report);
+        assert!(plan.writes.is_empty() && plan.removals.is_empty() && plan.manual.is_empty());
         // The steps: entities, their relation registers, each index, the ids.
         let names: Vec<(&str, &str)> = sent
             .iter()
@@ -957,7 +1200,7 @@ mod tests {
                 member: "1".into(),
             }]
         );
-        let plans = repairs(&ACCOUNT, &ns, &report);
+        let plans = writes(&ACCOUNT, &ns, &report);
         assert_eq!(plans.len(), 1);
         assert_eq!(plans[0].op, WriteOp::Clean);
         assert_eq!(plans[0].keys.member, "1");
@@ -975,7 +1218,7 @@ mod tests {
                 member: "3".into(),
             }]
         );
-        let plans = repairs(&ACCOUNT, &Namespace::none(), &report);
+        let plans = writes(&ACCOUNT, &Namespace::none(), &report);
         assert_eq!(plans[0].op, WriteOp::Clean);
         assert_eq!(plans[0].stale, [(0, b("c@x"))]);
     }
@@ -992,7 +1235,7 @@ mod tests {
                 member: "2".into(),
             }]
         );
-        let plans = repairs(&ACCOUNT, &ns, &report);
+        let plans = writes(&ACCOUNT, &ns, &report);
         let got: Vec<(WriteOp, &str)> = plans
             .iter()
             .map(|p| (p.op, p.keys.member.as_str()))
@@ -1014,7 +1257,9 @@ mod tests {
                 members: vec!["1".into(), "2".into()],
             }]
         );
-        assert!(repairs(&ACCOUNT, &ns, &report).is_empty());
+        let plan = repairs(&ACCOUNT, &ns, &report);
+        assert!(plan.writes.is_empty());
+        assert_eq!(plan.manual.len(), 1);
     }
 
     #[test]
@@ -1029,7 +1274,7 @@ mod tests {
                 Violation::MissingId { member: "2".into() },
             ]
         );
-        let plans = repairs(&ACCOUNT, &ns, &report);
+        let plans = writes(&ACCOUNT, &ns, &report);
         let got: Vec<(WriteOp, &str, usize)> = plans
             .iter()
             .map(|p| (p.op, p.keys.member.as_str(), p.stale.len()))
@@ -1037,14 +1282,95 @@ mod tests {
         assert_eq!(got, [(WriteOp::Clean, "3", 0), (WriteOp::Reindex, "2", 0)]);
     }
 
+    /// The entity writes of a repair.
+    fn writes(desc: &'static EntityDesc, ns: &Namespace, report: &Report) -> Vec<WritePlan> {
+        repairs(desc, ns, report)
+            .writes
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect()
+    }
+
     #[test]
-    fn a_key_under_an_entity_without_the_entity_is_not_an_entity() {
-        // An expired entity's shadow outlives it until swept.
+    fn keys_under_an_entity_without_the_entity_are_leftovers() {
+        // An expired entity's shadow outlives it until swept; a request
+        // record expires on its own.
         let mut store = clean_store();
         store.push(("account:{5}:@shadow", Stored::Hash(vec![("2", "DE")])));
-        let (report, _) = Fake::new(store).verify(&Namespace::none());
-        assert!(report.is_clean(), "{report}");
+        store.push(("account:{5}:@req:abc", Stored::Text("1")));
+        store.push(("account:{6}:@req:abc", Stored::Text("1")));
+        let ns = Namespace::none();
+        let (report, _) = Fake::new(store).verify(&ns);
         assert_eq!(report.entities, 2);
+        assert_eq!(
+            report.violations,
+            [Violation::Leftover {
+                member: "5".into(),
+                keys: vec!["account:{5}:@shadow".into()],
+            }]
+        );
+        // Swept (indexes and relations, both sides), then the keys removed
+        // while the entity is still gone.
+        let plan = repairs(&ACCOUNT, &ns, &report);
+        let got: Vec<(WriteOp, &str)> = plan
+            .writes
+            .iter()
+            .map(|(p, _)| (p.op, p.keys.member.as_str()))
+            .collect();
+        assert_eq!(got, [(WriteOp::Sweep, "5")]);
+        let removal = &plan.removals[0].0;
+        assert_eq!(removal.keys, [b("account:{5}"), b("account:{5}:@shadow")]);
+        assert_eq!(removal.args, [b("key")]);
+    }
+
+    #[test]
+    fn a_member_whose_entity_is_gone_dangles() {
+        let mut store = clean_store();
+        store.push((
+            "account:{1}:@rel",
+            Stored::Hash(vec![
+                ("follows", "account:\n\nfollowers\n"),
+                ("feed", "@list\npost:\n\n"),
+            ]),
+        ));
+        store.push(("account:{1}:follows", members(&["2", "9"])));
+        store.push(("account:{2}:followers", members(&["1"])));
+        // Entity 9 is gone but its reverse set lists 1 back.
+        store.push(("account:{9}:followers", members(&["1"])));
+        store.push(("account:{1}:feed", Stored::List(vec!["7", "8", "7"])));
+        store.push(("post:{8}", Stored::Hash(vec![("text", "hi")])));
+        let ns = Namespace::none();
+        let (report, _) = Fake::new(store).verify(&ns);
+        let dangling = |key: &str, member: &str, entity: &str| Violation::DanglingMember {
+            key: key.into(),
+            member: member.into(),
+            entity: entity.into(),
+            owner: "1".into(),
+        };
+        assert_eq!(
+            report.violations,
+            [
+                Violation::Leftover {
+                    member: "9".into(),
+                    keys: vec!["account:{9}:followers".into()],
+                },
+                dangling("account:{1}:follows", "9", "account:{9}"),
+                dangling("account:{1}:feed", "7", "post:{7}"),
+            ],
+            "{report}"
+        );
+        let plan = repairs(&ACCOUNT, &ns, &report);
+        let removal = &plan.removals[1].0;
+        assert_eq!(
+            removal.keys,
+            [
+                b("account:{9}"),
+                b("account:{1}:follows"),
+                b("account:{1}:@rel")
+            ]
+        );
+        assert_eq!(removal.args, [b("member"), b("9"), b("follows")]);
+        assert_eq!(plan.removals.len(), 3);
     }
 
     #[test]
@@ -1052,9 +1378,10 @@ mod tests {
         let mut store = clean_store();
         store.push((
             "account:{1}:@rel",
-            Stored::Hash(vec![("follows", "account:\n\nfollowers")]),
+            Stored::Hash(vec![("follows", "account:\n\nfollowers\n")]),
         ));
         store.push(("account:{1}:follows", members(&["2"])));
+        store.push(("account:{2}:followers", members(&[])));
         let (report, sent) = Fake::new(store).verify(&Namespace::none());
         assert!(sent.contains(&vec![
             "SISMEMBER".to_owned(),
@@ -1066,9 +1393,11 @@ mod tests {
             member: "2".into(),
         };
         assert_eq!(report.violations, [one_sided]);
-        let pipe = relation_repairs(&report).expect("a repair");
-        assert_eq!(commands(&pipe), [["SREM", "account:{1}:follows", "2"]]);
-        assert!(relation_repairs(&Report::default()).is_none());
+        let plan = repairs(&ACCOUNT, &Namespace::none(), &report);
+        assert_eq!(
+            plan.one_sided,
+            [("account:{1}:follows".into(), "2".into(), 0)]
+        );
     }
 
     #[test]

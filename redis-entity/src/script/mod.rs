@@ -142,6 +142,9 @@ pub(crate) static RANK: LazyLock<Script> =
 /// Relate or unrelate two entities on both sides.
 pub(crate) static RELATION: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/relation.lua").to_owned()));
+/// Repair: removes a listed member, or a leftover key, of an entity that is gone.
+pub(crate) static REPAIR: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/repair.lua").to_owned()));
 /// The read-through cache's lock and null-marker steps.
 pub(crate) static CACHE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/cache.lua").to_owned()));

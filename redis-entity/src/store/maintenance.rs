@@ -7,18 +7,32 @@ use super::Store;
 use crate::error::{Error, Result};
 use crate::keyspace::{self, EntityKeys};
 use crate::plan::query;
-use crate::plan::verify::{self, Report};
+use crate::plan::verify::{self, Progress, Repaired, Report, Unrepaired};
 use crate::plan::write;
 use crate::schema::entity::Entity;
-use crate::script::write::WriteOp;
+use crate::script::{self, write::WriteOp};
 use redis::aio::ConnectionLike;
 use redis::Value;
+use std::collections::BTreeMap;
+
+/// How many writes or script calls one pipelined round trip of `repair`
+/// and `reindex` carries.
+const BATCH: usize = 500;
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Checks every index invariant of `E` against what is stored (SCAN, never
     /// KEYS; reads every entity and index key, so its cost is proportional to
     /// the data). See [`crate::verify::Violation`] for what it finds.
     pub async fn verify<E: Entity>(&self) -> Result<Report> {
+        self.verify_with::<E>(|_| {}).await
+    }
+
+    /// [`verify`](Self::verify), calling `progress` after every round trip
+    /// (each reads at most 500 keys).
+    pub async fn verify_with<E: Entity>(
+        &self,
+        mut progress: impl FnMut(&Progress) + Send,
+    ) -> Result<Report> {
         let mut v = verify::Verifier::new(E::DESC, &self.ns).decoding(verify::row_check::<E>);
         while let Some(pipe) = v.next_request() {
             let replies: Vec<Value> = pipe
@@ -26,6 +40,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 .await
                 .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, self.ns.as_str()), e))?;
             v.feed(replies)?;
+            progress(&v.progress());
         }
         Ok(v.report())
     }
@@ -64,34 +79,104 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok(swept)
     }
 
-    /// Fixes what `verify` reported: stale entries are removed (only if still
+    /// Fixes what `verify` reported, each fix conditional on the state it
+    /// repairs still being there: stale entries are removed (only if still
     /// stale), missing ones re-added from the stored values, each entity in
-    /// one atomic write; the listed half of a one-sided relation is removed.
-    /// Returns how many repairs were made.
-    pub async fn repair<E: Entity>(&self, report: &Report) -> Result<usize> {
-        let plans = verify::repairs(E::DESC, &self.ns, report);
-        for chunk in plans.chunks(500) {
-            for r in self.write_many(chunk).await? {
+    /// one atomic write; what an entity that is gone left behind (index
+    /// entries, both sides of its relations, its keys, its place in
+    /// timelines) is removed while it is still gone; the listed half of a
+    /// one-sided relation is removed. Duplicate unique values, unreadable
+    /// and undecodable records need a person: they are returned in
+    /// [`Repaired::left`] with the reason, as is any fix whose write failed.
+    pub async fn repair<E: Entity>(&self, report: &Report) -> Result<Repaired> {
+        self.repair_with::<E>(report, |_| {}).await
+    }
+
+    /// [`repair`](Self::repair), calling `progress` after every round trip
+    /// (each carries at most 500 fixes).
+    pub async fn repair_with<E: Entity>(
+        &self,
+        report: &Report,
+        mut progress: impl FnMut(&Progress) + Send,
+    ) -> Result<Repaired> {
+        let plan = verify::repairs(E::DESC, &self.ns, report);
+        let total = plan.writes.len() + plan.removals.len() + plan.one_sided.len();
+        let mut done = 0;
+        let mut step = |n: usize| {
+            done += n;
+            progress(&Progress {
+                step: "repairing",
+                done,
+                total: Some(total),
+            });
+        };
+        let ids = keyspace::ids_key(E::DESC, self.ns.as_str());
+        // Violation position -> why its fix failed.
+        let mut failed: BTreeMap<usize, String> = BTreeMap::new();
+        for chunk in plan.writes.chunks(BATCH) {
+            let plans: Vec<write::WritePlan> = chunk.iter().map(|(p, _)| p.clone()).collect();
+            for ((_, fixes), r) in chunk.iter().zip(self.write_many(&plans).await?) {
                 match r {
                     // Deleted since the report: nothing left to repair.
                     Ok(_) | Err(Error::NotFound { .. }) => {}
-                    Err(e) => return Err(e),
+                    Err(e) => {
+                        for at in fixes {
+                            failed.entry(*at).or_insert_with(|| e.to_string());
+                        }
+                    }
                 }
             }
+            step(chunk.len());
         }
-        let mut fixed = plans.len();
-        if let Some(pipe) = verify::relation_repairs(report) {
-            let () = pipe
+        for chunk in plan.removals.chunks(BATCH) {
+            let calls: Vec<script::Call<'_>> = chunk.iter().map(|(c, _)| c.clone()).collect();
+            let replies = script::invoke_all(&mut self.conn.clone(), &self.sent, &calls)
+                .await
+                .map_err(|e| Error::redis(&ids, e))?;
+            for ((call, at), v) in chunk.iter().zip(replies) {
+                if let Value::ServerError(e) = v {
+                    // The key the removal is about: the set, list or leftover key.
+                    let key = call.keys.get(1).map(|k| String::from_utf8_lossy(k));
+                    failed.entry(*at).or_insert_with(|| {
+                        Error::redis(key.as_deref().unwrap_or(&ids), e.into()).to_string()
+                    });
+                }
+            }
+            step(chunk.len());
+        }
+        for chunk in plan.one_sided.chunks(BATCH) {
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
+            for (key, member, _) in chunk {
+                pipe.cmd("SREM").arg(key).arg(member);
+            }
+            let replies: Vec<Value> = pipe
                 .query_async(&mut self.conn.clone())
                 .await
-                .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, self.ns.as_str()), e))?;
-            fixed += report
-                .violations
-                .iter()
-                .filter(|v| matches!(v, verify::Violation::OneSidedRelation { .. }))
-                .count();
+                .map_err(|e| Error::redis(&ids, e))?;
+            for ((key, _, at), v) in chunk.iter().zip(replies) {
+                if let Value::ServerError(e) = v {
+                    failed.entry(*at).or_insert_with(|| {
+                        Error::redis(key, redis::RedisError::from(e)).to_string()
+                    });
+                }
+            }
+            step(chunk.len());
         }
-        Ok(fixed)
+        let mut left: BTreeMap<usize, String> = failed;
+        for (at, why) in plan.manual {
+            left.insert(at, why.to_owned());
+        }
+        Ok(Repaired {
+            fixed: report.violations.len() - left.len(),
+            left: left
+                .into_iter()
+                .map(|(at, reason)| Unrepaired {
+                    violation: report.violations[at].clone(),
+                    reason,
+                })
+                .collect(),
+        })
     }
 }
 

@@ -76,11 +76,12 @@ impl<O, P> Timeline<O, P> {
 pub(crate) const PUSH_BATCH: usize = 1000;
 
 /// `LPUSH` + `LTRIM` of `post` onto each owner's timeline, and the
-/// timeline's name in the owner's register (so that deleting the owner
-/// deletes its timeline).
+/// timeline's entry in the owner's register (so that deleting the owner
+/// deletes its timeline, and `verify` knows the type of what it lists).
 pub(crate) fn push_pipeline(
     owner_keys: &[String],
     name: &str,
+    entry: &str,
     post_member: &str,
     cap: usize,
 ) -> redis::Pipeline {
@@ -96,7 +97,7 @@ pub(crate) fn push_pipeline(
         pipe.cmd("HSET")
             .arg(keyspace::relation_register(owner))
             .arg(name)
-            .arg("")
+            .arg(entry)
             .ignore();
     }
     pipe
@@ -112,12 +113,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         owners: &[O::Pk],
     ) -> Result<()> {
         let member = P::member(post);
+        let entry = keyspace::timeline_entry(P::DESC, self.ns.as_str());
         for chunk in owners.chunks(PUSH_BATCH) {
             let keys: Vec<String> = chunk
                 .iter()
                 .map(|o| keyspace::entity_key(O::DESC, self.ns.as_str(), &O::member(o)))
                 .collect();
-            let pipe = push_pipeline(&keys, timeline.name(), &member, timeline.cap());
+            let pipe = push_pipeline(&keys, timeline.name(), &entry, &member, timeline.cap());
             let () = pipe
                 .query_async(&mut self.conn.clone())
                 .await

@@ -170,9 +170,11 @@ local function unrelate_all()
   local flat = redis.call('HGETALL', rel_key)
   for j = 1, #flat, 2 do
     local own = K[1] .. ':' .. flat[j]
-    -- An empty entry is a key the entity owns alone (a timeline).
-    local head, tail, other = string.match(flat[j + 1], '^(.-)\n(.-)\n(.*)$')
-    if head then
+    -- A relation set's entry is `head \n tail \n name \n presence` (how to
+    -- find the other side); a timeline's starts with `@list` (or is empty):
+    -- a key the entity owns alone.
+    local head, tail, other = string.match(flat[j + 1], '^(.-)\n(.-)\n([^\n]*)')
+    if head and head ~= '@list' then
       for _, m in ipairs(redis.call('SMEMBERS', own)) do
         local theirs = head .. '{' .. m .. '}' .. tail
         redis.call('SREM', theirs .. ':' .. other, member)
