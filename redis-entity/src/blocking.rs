@@ -154,6 +154,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         save_all[E: Entity](entities: &[E]) -> Result<()>;
         get[E: Entity](pk: &E::Pk) -> Result<Option<E>> as get::<E>;
         get_many[E: Entity](pks: &[E::Pk]) -> Result<Vec<Option<E>>> as get_many::<E>;
+        get_many_each[E: Entity](pks: &[E::Pk]) -> Result<Vec<Result<Option<E>>>>
+            as get_many_each::<E>;
         exists[E: Entity](pk: &E::Pk) -> Result<bool> as exists::<E>;
         delete[E: Entity](pk: &E::Pk) -> Result<bool> as delete::<E>;
         expire[E: Entity](pk: &E::Pk, ttl: Duration) -> Result<bool> as expire::<E>;
@@ -174,6 +176,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         ) -> Result<Option<E>>;
         top[E: Entity, T, Co, K: SortedIndex](field: Field<E, T, Co, K>, n: usize)
             -> Result<Vec<(E, f64)>>;
+        top_each[E: Entity, T, Co, K: SortedIndex](field: Field<E, T, Co, K>, n: usize)
+            -> Result<Vec<Result<(E, f64)>>>;
         rank[E: Entity, T, Co, K: SortedIndex](field: Field<E, T, Co, K>, pk: &E::Pk)
             -> Result<Option<u64>>;
         board_incr[E: Entity](board: &Board<E>, pk: &E::Pk, delta: f64) -> Result<f64>;
@@ -244,6 +248,12 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
     pub fn fetch(self) -> Result<Vec<E>> {
         let store = self.store;
         store.run(self.rebind(&store.inner).fetch())
+    }
+
+    /// See the async `fetch_each`.
+    pub fn fetch_each(self) -> Result<Vec<Result<E>>> {
+        let store = self.store;
+        store.run(self.rebind(&store.inner).fetch_each())
     }
 
     /// See the async `ids`.

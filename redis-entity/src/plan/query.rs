@@ -356,8 +356,9 @@ pub(crate) fn top_spec(index: usize, n: usize) -> Spec {
     }
 }
 
-/// A leaderboard page and the repairs its read called for.
-pub(crate) type Top<E> = (Vec<(E, f64)>, Vec<WritePlan>);
+/// A leaderboard page (an error in place of a record that does not decode)
+/// and the repairs its read called for.
+pub(crate) type Top<E> = (Vec<Result<(E, f64)>>, Vec<WritePlan>);
 
 /// Pairs the fetched entities of a `top` with their scores; missing ones
 /// (deleted since) are skipped and their entries cleaned.
@@ -366,22 +367,27 @@ pub(crate) fn finish_top<E: Entity>(
     answer: &Answer,
     keys: &[EntityKeys],
     replies: Vec<Value>,
-) -> Result<Top<E>> {
+) -> Top<E> {
     let desc = E::DESC;
     let mut it = replies.into_iter();
     let mut out = Vec::with_capacity(answer.members.len());
     let mut repairs = Vec::new();
     for ((member, k), score) in answer.members.iter().zip(keys).zip(&answer.scores) {
-        let row = decode_read(desc, k, &mut it)?;
+        let row = match decode_read(desc, k, &mut it) {
+            Ok(row) => row,
+            Err(e) => {
+                out.push(Err(e));
+                continue;
+            }
+        };
         match (row, parse_member::<E>(member)) {
             (Some(row), Some(pk)) => {
-                let e = E::from_row(&pk, row).map_err(|e| Error::from_field(&k.base, e))?;
-                out.push((e, *score));
+                out.push(crate::plan::read::entity_from_row(&pk, k, row).map(|e| (e, *score)));
             }
             _ => repairs.push(repair_plan(desc, ns, member, &[], false)),
         }
     }
-    Ok((out, repairs))
+    (out, repairs)
 }
 
 impl Answer {
@@ -657,7 +663,9 @@ pub(crate) fn repair_plan(
 
 /// What `fetch` does with the replies of the page read.
 pub(crate) struct Fetched<E> {
-    pub entities: Vec<E>,
+    /// In the page's order; an error in place of a record that does not
+    /// decode.
+    pub entities: Vec<Result<E>>,
     pub repairs: Vec<WritePlan>,
 }
 
@@ -668,7 +676,7 @@ pub(crate) fn finish_fetch<E: Entity>(
     members: &[String],
     keys: &[EntityKeys],
     replies: Vec<Value>,
-) -> Result<Fetched<E>> {
+) -> Fetched<E> {
     let desc = E::DESC;
     let mut it = replies.into_iter();
     let mut out = Fetched {
@@ -676,7 +684,13 @@ pub(crate) fn finish_fetch<E: Entity>(
         repairs: Vec::new(),
     };
     for (member, k) in members.iter().zip(keys) {
-        let row = decode_read(desc, k, &mut it)?;
+        let row = match decode_read(desc, k, &mut it) {
+            Ok(row) => row,
+            Err(e) => {
+                out.entities.push(Err(e));
+                continue;
+            }
+        };
         match check(desc, spec, member, row.as_ref()) {
             Check::Match => {}
             Check::Stale { entries, missing } => {
@@ -694,10 +708,10 @@ pub(crate) fn finish_fetch<E: Entity>(
             out.repairs.push(repair_plan(desc, ns, member, &[], false));
             continue;
         };
-        let entity = E::from_row(&pk, row).map_err(|e| Error::from_field(&k.base, e))?;
-        out.entities.push(entity);
+        out.entities
+            .push(crate::plan::read::entity_from_row(&pk, k, row));
     }
-    Ok(out)
+    out
 }
 
 /// Parses a member, accepting only the canonical spelling of a pk.
@@ -761,9 +775,9 @@ pub(crate) fn finish_unique<E: Entity>(
         &[member.to_owned()],
         std::slice::from_ref(keys),
         replies,
-    )?;
+    );
     Ok((
-        fetched.entities.into_iter().next(),
+        fetched.entities.into_iter().next().transpose()?,
         fetched.repairs.into_iter().next(),
     ))
 }

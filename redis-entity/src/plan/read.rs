@@ -64,10 +64,14 @@ pub(crate) fn decode_read(
     keys: &EntityKeys,
     replies: &mut impl Iterator<Item = Value>,
 ) -> Result<Option<Row>> {
+    // Every reply of this entity is taken before any is decoded, so that an
+    // error leaves the iterator at the next entity's replies.
     let first = replies.next().unwrap_or(Value::Nil);
+    let maps: Vec<Value> = (0..desc.maps.len())
+        .map(|_| replies.next().unwrap_or(Value::Nil))
+        .collect();
     let mut map_replies = Vec::with_capacity(desc.maps.len());
-    for (i, _) in desc.maps.iter().enumerate() {
-        let v = replies.next().unwrap_or(Value::Nil);
+    for (i, v) in maps.into_iter().enumerate() {
         map_replies.push(pairs(&keys.maps[i], v)?);
     }
     let columns = match desc.layout {
@@ -128,6 +132,42 @@ pub(crate) fn decode_read(
         columns,
         maps: map_replies,
     }))
+}
+
+/// Decodes one entity's replies, attaching the key to field errors.
+pub(crate) fn decode<E: crate::Entity>(
+    pk: &E::Pk,
+    keys: &EntityKeys,
+    replies: &mut impl Iterator<Item = Value>,
+) -> Result<Option<E>> {
+    match decode_read(E::DESC, keys, replies)? {
+        None => Ok(None),
+        Some(row) => entity_from_row(pk, keys, row).map(Some),
+    }
+}
+
+/// The entity of a stored row; an error names the field and the key that
+/// holds it.
+pub(crate) fn entity_from_row<E: crate::Entity>(
+    pk: &E::Pk,
+    keys: &EntityKeys,
+    row: Row,
+) -> Result<E> {
+    E::from_row(pk, row).map_err(|e| Error::from_field(field_key(E::DESC, keys, e.field), e))
+}
+
+/// The key that holds `field`: its own key in the `strings` layout or for a
+/// `#[hash]` field, the entity key otherwise.
+fn field_key<'k>(desc: &EntityDesc, keys: &'k EntityKeys, field: &str) -> &'k str {
+    if let Some(i) = desc.maps.iter().position(|m| m.name == field) {
+        return &keys.maps[i];
+    }
+    if let Some(i) = desc.columns.iter().position(|c| c.name == field) {
+        if let Some(k) = keys.columns.get(i) {
+            return k;
+        }
+    }
+    &keys.base
 }
 
 #[cfg(test)]

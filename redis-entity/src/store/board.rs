@@ -232,7 +232,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .map_err(|e| Error::redis(&key, e))?;
         // Entities deleted since are skipped; a board keeps its history.
         self.fetch_scored(&query::Answer::from_scored(flat), false)
-            .await
+            .await?
+            .into_iter()
+            .collect()
     }
 
     /// The entity's 0-based rank in the current bucket of `board`, best first.

@@ -322,11 +322,38 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(&keys.base, e))?;
-        decode::<E>(pk, &keys, &mut replies.into_iter())
+        read::decode::<E>(pk, &keys, &mut replies.into_iter())
     }
 
-    /// Loads many entities in one round trip, in the order of `pks`.
+    /// Loads many entities in one round trip, in the order of `pks`
+    /// (`None` for one that is not stored).
+    ///
+    /// A stored record that does not decode fails the whole call with its
+    /// precise error (key and field), as `get` of it would:
+    /// [`get_many_each`](Self::get_many_each) returns the others too.
     pub async fn get_many<E: Entity>(&self, pks: &[E::Pk]) -> Result<Vec<Option<E>>> {
+        self.get_many_each::<E>(pks).await?.into_iter().collect()
+    }
+
+    /// [`get_many`](Self::get_many) with a result per entity: a record that
+    /// does not decode is an error in its place (naming its key and field),
+    /// and the others are still returned. The outer error is the round
+    /// trip's (connection, timeout).
+    ///
+    /// ```no_run
+    /// # use redis_entity::{RedisEntity, Store};
+    /// # #[derive(RedisEntity)] struct User { #[pk] id: u64, name: String }
+    /// # async fn run(store: Store) -> redis_entity::Result<()> {
+    /// for (pk, user) in [1, 2, 3].iter().zip(store.get_many_each::<User>(&[1, 2, 3]).await?) {
+    ///     match user {
+    ///         Ok(Some(u)) => println!("{pk}: {}", u.name),
+    ///         Ok(None) => println!("{pk}: not stored"),
+    ///         Err(e) => eprintln!("{pk}: corrupt record: {e}"),
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn get_many_each<E: Entity>(&self, pks: &[E::Pk]) -> Result<Vec<Result<Option<E>>>> {
         if pks.is_empty() {
             return Ok(Vec::new());
         }
@@ -344,10 +371,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .await
             .map_err(|e| Error::redis(&keys[0].base, e))?;
         let mut it = replies.into_iter();
-        pks.iter()
+        Ok(pks
+            .iter()
             .zip(&keys)
-            .map(|(pk, k)| decode::<E>(pk, k, &mut it))
-            .collect()
+            .map(|(pk, k)| read::decode::<E>(pk, k, &mut it))
+            .collect())
     }
 
     /// True when an entity with `pk` is stored (one `EXISTS`).
@@ -445,34 +473,6 @@ pub(crate) fn checked_row<E: Entity>(e: &E) -> Result<crate::Row> {
     let row = e.to_row()?;
     write::check_scores(E::DESC, &row)?;
     Ok(row)
-}
-
-/// Decodes one entity's replies, attaching the key to field errors.
-pub(crate) fn decode<E: Entity>(
-    pk: &E::Pk,
-    keys: &EntityKeys,
-    replies: &mut impl Iterator<Item = Value>,
-) -> Result<Option<E>> {
-    match read::decode_read(E::DESC, keys, replies)? {
-        None => Ok(None),
-        Some(row) => E::from_row(pk, row)
-            .map(Some)
-            .map_err(|e| Error::from_field(field_key(E::DESC, keys, e.field), e)),
-    }
-}
-
-/// The key that holds `field`: its own key in the `strings` layout or for a
-/// `#[hash]` field, the entity key otherwise.
-fn field_key<'k>(desc: &crate::EntityDesc, keys: &'k EntityKeys, field: &str) -> &'k str {
-    if let Some(i) = desc.maps.iter().position(|m| m.name == field) {
-        return &keys.maps[i];
-    }
-    if let Some(i) = desc.columns.iter().position(|c| c.name == field) {
-        if let Some(k) = keys.columns.get(i) {
-            return k;
-        }
-    }
-    &keys.base
 }
 
 /// `EXISTS` over the keys whose presence means the entity exists.

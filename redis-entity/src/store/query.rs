@@ -237,6 +237,17 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         field: Field<E, T, Co, K>,
         n: usize,
     ) -> Result<Vec<(E, f64)>> {
+        self.top_each(field, n).await?.into_iter().collect()
+    }
+
+    /// [`top`](Self::top) with a result per entity: a record that does not
+    /// decode is an error in its place, naming its key and field, and the
+    /// others are still returned.
+    pub async fn top_each<E: Entity, T, Co, K: SortedIndex>(
+        &self,
+        field: Field<E, T, Co, K>,
+        n: usize,
+    ) -> Result<Vec<Result<(E, f64)>>> {
         let Some(index) = query::index_of(E::DESC, field.name()) else {
             return Ok(Vec::new());
         };
@@ -275,7 +286,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         &self,
         answer: &query::Answer,
         clean: bool,
-    ) -> Result<Vec<(E, f64)>> {
+    ) -> Result<Vec<Result<(E, f64)>>> {
         if answer.members.is_empty() {
             return Ok(Vec::new());
         }
@@ -284,7 +295,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(&keys[0].base, e))?;
-        let (top, repairs) = query::finish_top::<E>(&self.ns, answer, &keys, replies)?;
+        let (top, repairs) = query::finish_top::<E>(&self.ns, answer, &keys, replies);
         if clean && !repairs.is_empty() {
             self.write_many(&repairs).await?;
         }
@@ -361,6 +372,13 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
     /// The matching entities, each checked against the conditions (at most
     /// two round trips; a third removes stale index entries if any were met).
     pub async fn fetch(self) -> Result<Vec<E>> {
+        self.fetch_each().await?.into_iter().collect()
+    }
+
+    /// [`fetch`](Self::fetch) with a result per entity: a record that does
+    /// not decode is an error in its place, naming its key and field, and
+    /// the others are still returned (same round trips).
+    pub async fn fetch_each(self) -> Result<Vec<Result<E>>> {
         if let Some(e) = self.error {
             return Err(e);
         }
@@ -377,7 +395,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
             .query_async(&mut store.reader())
             .await
             .map_err(|e| Error::redis(&keys[0].base, e))?;
-        let fetched = query::finish_fetch::<E>(&store.ns, &self.spec, &members, &keys, replies)?;
+        let fetched = query::finish_fetch::<E>(&store.ns, &self.spec, &members, &keys, replies);
         if !fetched.repairs.is_empty() {
             store.write_many(&fetched.repairs).await?;
         }
