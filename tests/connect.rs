@@ -259,3 +259,61 @@ async fn without_retries_a_write_of_unknown_outcome_is_an_error_and_no_token_is_
         .unwrap();
     assert!(keys.is_empty());
 }
+
+#[tokio::test]
+async fn while_a_restarted_server_loads_its_data_calls_are_transient_errors_then_work() {
+    let mut server = RedisServer::start_with(&["--enable-debug-command", "local"]);
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save(&user(1)).await.unwrap();
+    // 200,000 keys on disk, loaded at 10 µs a key: about two seconds.
+    let mut c = server.conn();
+    let () = redis::cmd("DEBUG")
+        .arg("POPULATE")
+        .arg(200_000)
+        .query(&mut c)
+        .unwrap();
+    let () = redis::cmd("SAVE").query(&mut c).unwrap();
+    // Answering clients every 1 KiB loaded, not every 2 MiB.
+    server.restart_loading(&[
+        "--key-load-delay",
+        "10",
+        "--loading-process-events-interval-bytes",
+        "1024",
+    ]);
+
+    let restarted = Instant::now();
+    // The first call may meet the old connection's end; the store then
+    // reconnects to the loading server, whose refusals are transient.
+    let err = loop {
+        let err = store.get::<User>(&1).await.unwrap_err();
+        if !err.is_connection() || restarted.elapsed() > Duration::from_secs(1) {
+            break err;
+        }
+    };
+    assert!(
+        err.is_transient(),
+        "{err:?} after {:?}",
+        restarted.elapsed()
+    );
+    assert!(!err.is_timeout(), "{err:?}");
+    assert!(err.to_string().contains("loading the dataset"), "{err}");
+    let err = store.save(&user(2)).await.unwrap_err();
+    assert!(err.is_transient(), "a write refused while loading: {err:?}");
+
+    // Once loaded, the same store works again, with the data.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match store.get::<User>(&1).await {
+            Ok(found) => {
+                assert_eq!(found, Some(user(1)));
+                break;
+            }
+            Err(e) if e.is_transient() && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    store.save(&user(2)).await.unwrap();
+    assert_eq!(store.get::<User>(&2).await.unwrap(), Some(user(2)));
+}

@@ -160,7 +160,16 @@ async fn stale_prefix_entries_are_dropped_cleaned_and_verified() {
     // A stale entry: 38 is lisi, but the index also says wangzz.
     let _: () = c.zadd("SU1:user_name", "wangzz:0000000038", 0).unwrap();
     let report = store.verify::<SecurityUser>().await.unwrap();
-    assert_eq!(report.violations.len(), 1, "{report}");
+    // Named by the sorted set that holds it, with the value it lists.
+    assert_eq!(
+        report.violations,
+        [redis_entity::verify::Violation::StaleSortedEntry {
+            key: "SU1:user_name".into(),
+            member: "0000000038".into(),
+            value: "wangzz".into(),
+        }],
+        "{report}"
+    );
     let wang = store
         .query::<SecurityUser>()
         .prefix(SecurityUser::USER_NAME, "wang")
@@ -177,6 +186,14 @@ async fn stale_prefix_entries_are_dropped_cleaned_and_verified() {
         entries.contains(&"lisi:0000000038".to_string()),
         "kept: {entries:?}"
     );
+    assert!(store.verify::<SecurityUser>().await.unwrap().is_clean());
+    // The same fault planted again is what repair removes.
+    let _: () = c.zadd("SU1:user_name", "wangzz:0000000038", 0).unwrap();
+    let report = store.verify::<SecurityUser>().await.unwrap();
+    let repaired = store.repair::<SecurityUser>(&report).await.unwrap();
+    assert_eq!((repaired.fixed, repaired.left.len()), (1, 0), "{repaired}");
+    let entries: Vec<String> = c.zrange("SU1:user_name", 0, -1).unwrap();
+    assert!(!entries.contains(&"wangzz:0000000038".to_string()));
     assert!(store.verify::<SecurityUser>().await.unwrap().is_clean());
 }
 

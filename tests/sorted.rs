@@ -367,3 +367,62 @@ async fn the_example_runs() {
     example::run(&server.url()).await.unwrap();
     assert!(server.keys().is_empty(), "{:?}", server.keys());
 }
+
+#[tokio::test]
+async fn verify_names_the_sorted_set_of_a_wrong_score_and_repair_rewrites_it() {
+    use redis_entity::verify::Violation;
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store
+        .save_all(&[item(1, 1.5, Some(3), &[]), item(2, 8.0, None, &[])])
+        .await
+        .unwrap();
+    let mut c = server.conn();
+    // Item 1 listed at 99 instead of 1.5; item 9 does not exist.
+    let _: () = c.zadd("item:price", "1", 99.0).unwrap();
+    let _: () = c.zadd("item:stock", "9", 4.0).unwrap();
+    let report = store.verify::<Item>().await.unwrap();
+    let mut got = report.violations.clone();
+    got.sort_by_key(|v| v.to_string());
+    assert_eq!(
+        got,
+        [
+            Violation::MissingSortedEntry {
+                key: "item:price".into(),
+                member: "1".into(),
+                value: "1.5".into(),
+            },
+            Violation::StaleSortedEntry {
+                key: "item:price".into(),
+                member: "1".into(),
+                value: "99".into(),
+            },
+            Violation::StaleSortedEntry {
+                key: "item:stock".into(),
+                member: "9".into(),
+                value: "4".into(),
+            },
+        ],
+        "{report}"
+    );
+    // Every key a report names exists.
+    for v in &report.violations {
+        let key = match v {
+            Violation::StaleSortedEntry { key, .. } | Violation::MissingSortedEntry { key, .. } => {
+                key
+            }
+            other => panic!("{other}"),
+        };
+        assert!(c.exists::<_, bool>(key).unwrap(), "{key}");
+    }
+    assert!(report
+        .to_string()
+        .contains("stale entry: `item:price` lists `1` with `99`, which it does not hold"));
+    let repaired = store.repair::<Item>(&report).await.unwrap();
+    assert_eq!((repaired.fixed, repaired.left.len()), (3, 0), "{repaired}");
+    let p: f64 = c.zscore("item:price", "1").unwrap();
+    assert_eq!(p, 1.5);
+    let gone: Option<f64> = c.zscore("item:stock", "9").unwrap();
+    assert_eq!(gone, None);
+    assert!(store.verify::<Item>().await.unwrap().is_clean());
+}

@@ -38,7 +38,7 @@ impl RedisServer {
     pub fn start_with(extra: &[&str]) -> RedisServer {
         let mut last = String::new();
         for _ in 0..5 {
-            match Self::try_start(free_port(), extra) {
+            match Self::try_start(free_port(), extra, false) {
                 Ok(s) => return s,
                 Err(e) => last = e,
             }
@@ -46,7 +46,9 @@ impl RedisServer {
         panic!("could not start redis-server: {last}");
     }
 
-    fn try_start(port: u16, extra: &[&str]) -> Result<RedisServer, String> {
+    /// Starts a server; with `loading`, returns as soon as it answers, even
+    /// while it still loads its data (`LOADING` replies).
+    fn try_start(port: u16, extra: &[&str], loading: bool) -> Result<RedisServer, String> {
         let dir = std::env::temp_dir().join(format!("redis-entity-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let child = Command::new(binary())
@@ -73,23 +75,31 @@ impl RedisServer {
                 )
             })?;
         let mut server = RedisServer { child, port, dir };
-        server.wait_ready()?;
+        server.wait_ready(loading)?;
         Ok(server)
     }
 
-    fn wait_ready(&mut self) -> Result<(), String> {
+    fn wait_ready(&mut self, loading: bool) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(10);
         let client = redis::Client::open(self.url()).map_err(|e| e.to_string())?;
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(format!("redis-server exited at start: {status}"));
             }
-            if let Ok(mut c) = client.get_connection_with_timeout(Duration::from_millis(200)) {
+            let conn = client.get_connection_with_timeout(Duration::from_millis(200));
+            // Connecting may itself meet `LOADING` (its setup commands).
+            if let Err(e) = &conn {
+                if loading && e.to_string().contains("LOADING") {
+                    return Ok(());
+                }
+            }
+            if let Ok(mut c) = conn {
                 match redis::cmd("PING").query::<String>(&mut c) {
                     Ok(_) => return Ok(()),
                     // A server with `--requirepass` answers, which is all
                     // that is asked here.
                     Err(e) if e.code() == Some("NOAUTH") => return Ok(()),
+                    Err(e) if loading && e.code() == Some("LOADING") => return Ok(()),
                     Err(_) => {}
                 }
             }
@@ -118,12 +128,22 @@ impl RedisServer {
     /// `--appendonly yes` it loads what the killed one had written to its
     /// append-only file.
     pub fn restart_with(&mut self, extra: &[&str]) {
+        self.restart_as(extra, false);
+    }
+
+    /// [`restart_with`](Self::restart_with), returning as soon as the new
+    /// server answers, while it may still be loading its data.
+    pub fn restart_loading(&mut self, extra: &[&str]) {
+        self.restart_as(extra, true);
+    }
+
+    fn restart_as(&mut self, extra: &[&str], loading: bool) {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let port = self.port;
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            match Self::try_start(port, extra) {
+            match Self::try_start(port, extra, loading) {
                 Ok(mut new) => {
                     // Take over the new child; `new` is dropped with a dead
                     // placeholder child that it kills and reaps harmlessly.

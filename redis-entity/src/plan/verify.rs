@@ -8,7 +8,12 @@
 //! - every entity is in every index it should be in ([`Violation::MissingEntry`]);
 //! - no unique key without its owner (a stale unique entry);
 //! - no two owners of one unique value ([`Violation::DuplicateUnique`]);
-//! - the set of all members lists exactly the stored entities.
+//! - the set of all members lists exactly the stored entities;
+//! - sorted and prefix indexes list each entity with exactly the score or
+//!   value it holds ([`Violation::StaleSortedEntry`], named by the sorted set);
+//! - relation sets list back, and relation sets and timelines list only
+//!   entities that are stored ([`Violation::DanglingMember`]);
+//! - no keys under an entity key whose entity is gone ([`Violation::Leftover`]).
 
 use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
@@ -37,6 +42,26 @@ pub enum Violation {
         key: String,
         /// The entity's member.
         member: String,
+    },
+    /// A sorted-set index (`sorted` or `prefix`) lists an entity with a
+    /// score or value it does not hold (or an entity that is missing).
+    StaleSortedEntry {
+        /// The sorted set.
+        key: String,
+        /// The entity's member.
+        member: String,
+        /// The score (sorted) or the escaped value (prefix) it is listed with.
+        value: String,
+    },
+    /// A stored entity is missing from a sorted-set index with the score or
+    /// value it holds.
+    MissingSortedEntry {
+        /// The sorted set.
+        key: String,
+        /// The entity's member.
+        member: String,
+        /// The score (sorted) or the escaped value (prefix) it should have.
+        value: String,
     },
     /// Two or more stored entities hold one unique value.
     DuplicateUnique {
@@ -120,6 +145,14 @@ impl fmt::Display for Violation {
             Violation::MissingEntry { key, member } => {
                 write!(f, "missing entry: `{key}` does not list `{member}`")
             }
+            Violation::StaleSortedEntry { key, member, value } => write!(
+                f,
+                "stale entry: `{key}` lists `{member}` with `{value}`, which it does not hold"
+            ),
+            Violation::MissingSortedEntry { key, member, value } => write!(
+                f,
+                "missing entry: `{key}` does not list `{member}` with `{value}`"
+            ),
             Violation::DuplicateUnique { key, members } => {
                 write!(f, "duplicate unique value `{key}` held by {members:?}")
             }
@@ -295,8 +328,33 @@ pub(crate) fn add_prefix_entries(
     }
 }
 
+/// The sorted set and the value of an entry named `<prefix>:<field>:<value>`
+/// of a sorted or prefix index (the key that exists, and what it lists).
+fn sorted_entry(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    index: usize,
+    key: &[u8],
+) -> Option<(String, String)> {
+    let idx = &desc.indexes[index];
+    if !matches!(idx.kind, IndexKind::Sorted | IndexKind::Prefix) {
+        return None;
+    }
+    let prefix = crate::keyspace::index_prefix(desc, ns.as_str(), idx.field);
+    let value = key.strip_prefix(prefix.as_bytes())?;
+    Some((
+        crate::keyspace::index_zset(desc, ns.as_str(), idx.field),
+        String::from_utf8_lossy(value).into_owned(),
+    ))
+}
+
 /// Compares expected and actual entries.
-pub(crate) fn compare(desc: &'static EntityDesc, expected: &Expected, actual: &Actual) -> Report {
+pub(crate) fn compare(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    expected: &Expected,
+    actual: &Actual,
+) -> Report {
     let mut report = Report {
         entities: expected.members.len(),
         index_entries: actual.entries.values().map(|(_, m)| m.len()).sum(),
@@ -304,12 +362,20 @@ pub(crate) fn compare(desc: &'static EntityDesc, expected: &Expected, actual: &A
     };
     let text = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
     let empty = BTreeSet::new();
-    for (key, (_, listed)) in &actual.entries {
+    for (key, (index, listed)) in &actual.entries {
         let want = expected.entries.get(key).map(|(_, m)| m).unwrap_or(&empty);
+        let sorted = sorted_entry(desc, ns, *index, key);
         for m in listed.difference(want) {
-            report.violations.push(Violation::StaleEntry {
-                key: text(key),
-                member: m.clone(),
+            report.violations.push(match &sorted {
+                Some((zset, value)) => Violation::StaleSortedEntry {
+                    key: zset.clone(),
+                    member: m.clone(),
+                    value: value.clone(),
+                },
+                None => Violation::StaleEntry {
+                    key: text(key),
+                    member: m.clone(),
+                },
             });
         }
     }
@@ -323,10 +389,18 @@ pub(crate) fn compare(desc: &'static EntityDesc, expected: &Expected, actual: &A
             });
             continue;
         }
+        let sorted = sorted_entry(desc, ns, *index, key);
         for m in want.difference(listed) {
-            report.violations.push(Violation::MissingEntry {
-                key: text(key),
-                member: m.clone(),
+            report.violations.push(match &sorted {
+                Some((zset, value)) => Violation::MissingSortedEntry {
+                    key: zset.clone(),
+                    member: m.clone(),
+                    value: value.clone(),
+                },
+                None => Violation::MissingEntry {
+                    key: text(key),
+                    member: m.clone(),
+                },
             });
         }
     }
@@ -384,10 +458,22 @@ pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report
                 entry.0.extend(found);
                 entry.1.push(at);
             }
+            Violation::StaleSortedEntry { key, member, value } => {
+                let found = desc.indexes.iter().position(|idx| {
+                    crate::keyspace::index_zset(desc, ns.as_str(), idx.field) == *key
+                });
+                let entry = stale.entry(member.clone()).or_default();
+                entry
+                    .0
+                    .extend(found.map(|i| (i, value.as_bytes().to_vec())));
+                entry.1.push(at);
+            }
             Violation::StaleId { member } => {
                 stale.entry(member.clone()).or_default().1.push(at);
             }
-            Violation::MissingEntry { member, .. } | Violation::MissingId { member } => {
+            Violation::MissingEntry { member, .. }
+            | Violation::MissingSortedEntry { member, .. }
+            | Violation::MissingId { member } => {
                 reindex.entry(member.clone()).or_default().push(at);
             }
             Violation::OneSidedRelation { key, member } => {
@@ -992,7 +1078,7 @@ impl<'a> Verifier<'a> {
 
     /// The report, once `next_request` returned `None`.
     pub fn report(&self) -> Report {
-        let mut report = compare(self.desc, &self.expected, &self.actual);
+        let mut report = compare(self.desc, self.ns, &self.expected, &self.actual);
         // The entries of an unreadable entity are not stale: it is there.
         let unreadable: BTreeSet<&str> = self
             .unreadable
@@ -1003,9 +1089,9 @@ impl<'a> Verifier<'a> {
             })
             .collect();
         report.violations.retain(|v| match v {
-            Violation::StaleEntry { member, .. } | Violation::StaleId { member } => {
-                !unreadable.contains(member.as_str())
-            }
+            Violation::StaleEntry { member, .. }
+            | Violation::StaleSortedEntry { member, .. }
+            | Violation::StaleId { member } => !unreadable.contains(member.as_str()),
             _ => true,
         });
         report.violations.extend(self.one_sided.iter().cloned());
