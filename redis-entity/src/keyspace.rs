@@ -180,6 +180,14 @@ impl EntityKeys {
         }
     }
 
+    /// Every key a read of the entity reads: the entity key, its columns
+    /// (`strings`) and its `#[hash]` maps.
+    pub(crate) fn read_keys(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.base.as_str())
+            .chain(self.columns.iter().map(String::as_str))
+            .chain(self.maps.iter().map(String::as_str))
+    }
+
     /// The keys of the entity with pk `pk`.
     pub(crate) fn of<E: crate::Entity>(ns: &crate::Namespace, pk: &E::Pk) -> Self {
         Self::new(E::DESC, ns.as_str(), E::member(pk))

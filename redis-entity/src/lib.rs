@@ -70,6 +70,7 @@ mod store;
 
 pub mod admin;
 pub mod blocking;
+pub mod near;
 
 pub use conn::{CountingConnection, RoundTrips};
 pub use error::{Error, FieldError, FieldErrorKind, Result};

@@ -10,7 +10,6 @@
 
 use crate::error::{Error, Result};
 use crate::keyspace::{self, EntityKeys};
-use crate::plan::read::{decode_read, read};
 use crate::plan::write::{self as plan, WritePlan};
 use crate::schema::entity::{Entity, EntityDesc, IndexKind, IndexSource, Row};
 use crate::schema::escape::{escape_bytes_into, Namespace};
@@ -366,14 +365,19 @@ pub(crate) fn finish_top<E: Entity>(
     ns: &Namespace,
     answer: &Answer,
     keys: &[EntityKeys],
-    replies: Vec<Value>,
+    records: Vec<Result<Option<Row>>>,
 ) -> Top<E> {
     let desc = E::DESC;
-    let mut it = replies.into_iter();
     let mut out = Vec::with_capacity(answer.members.len());
     let mut repairs = Vec::new();
-    for ((member, k), score) in answer.members.iter().zip(keys).zip(&answer.scores) {
-        let row = match decode_read(desc, k, &mut it) {
+    for (((member, k), score), record) in answer
+        .members
+        .iter()
+        .zip(keys)
+        .zip(&answer.scores)
+        .zip(records)
+    {
+        let row = match record {
             Ok(row) => row,
             Err(e) => {
                 out.push(Err(e));
@@ -675,16 +679,15 @@ pub(crate) fn finish_fetch<E: Entity>(
     spec: &Spec,
     members: &[String],
     keys: &[EntityKeys],
-    replies: Vec<Value>,
+    records: Vec<Result<Option<Row>>>,
 ) -> Fetched<E> {
     let desc = E::DESC;
-    let mut it = replies.into_iter();
     let mut out = Fetched {
         entities: Vec::with_capacity(members.len()),
         repairs: Vec::new(),
     };
-    for (member, k) in members.iter().zip(keys) {
-        let row = match decode_read(desc, k, &mut it) {
+    for ((member, k), record) in members.iter().zip(keys).zip(records) {
+        let row = match record {
             Ok(row) => row,
             Err(e) => {
                 out.entities.push(Err(e));
@@ -720,22 +723,16 @@ pub fn parse_member<E: Entity>(member: &str) -> Option<E::Pk> {
     (E::member(&pk) == member).then_some(pk)
 }
 
-/// The read pipeline for the page's members.
-pub(crate) fn read_members(
+/// The keys of the page's members.
+pub(crate) fn member_keys(
     desc: &'static EntityDesc,
     ns: &Namespace,
     members: &[String],
-) -> (redis::Pipeline, Vec<EntityKeys>) {
-    let keys: Vec<EntityKeys> = members
+) -> Vec<EntityKeys> {
+    members
         .iter()
         .map(|m| EntityKeys::new(desc, ns.as_str(), m.clone()))
-        .collect();
-    let mut pipe = redis::pipe();
-    pipe.ignore_errors();
-    for k in &keys {
-        read(desc, k, &mut pipe);
-    }
-    (pipe, keys)
+        .collect()
 }
 
 /// `GET` of the unique index key for `value`.
@@ -759,7 +756,7 @@ pub(crate) fn finish_unique<E: Entity>(
     value: Vec<u8>,
     member: &str,
     keys: &EntityKeys,
-    replies: Vec<Value>,
+    records: Vec<Result<Option<Row>>>,
 ) -> Result<(Option<E>, Option<WritePlan>)> {
     let spec = Spec {
         conditions: vec![Condition {
@@ -774,7 +771,7 @@ pub(crate) fn finish_unique<E: Entity>(
         &spec,
         &[member.to_owned()],
         std::slice::from_ref(keys),
-        replies,
+        records,
     );
     Ok((
         fetched.entities.into_iter().next().transpose()?,
@@ -1123,12 +1120,8 @@ mod tests {
     }
 
     #[test]
-    fn the_page_read_reads_each_member() {
-        let (pipe, keys) = read_members(&ACCOUNT, &ns(), &["1".into(), "2".into()]);
-        assert_eq!(
-            commands(&pipe),
-            [["HGETALL", "t:account:{1}"], ["HGETALL", "t:account:{2}"]]
-        );
+    fn the_page_read_names_each_member() {
+        let keys = member_keys(&ACCOUNT, &ns(), &["1".into(), "2".into()]);
         let bases: Vec<&str> = keys.iter().map(|k| k.base.as_str()).collect();
         assert_eq!(bases, ["t:account:{1}", "t:account:{2}"]);
     }

@@ -134,18 +134,6 @@ pub(crate) fn decode_read(
     }))
 }
 
-/// Decodes one entity's replies, attaching the key to field errors.
-pub(crate) fn decode<E: crate::Entity>(
-    pk: &E::Pk,
-    keys: &EntityKeys,
-    replies: &mut impl Iterator<Item = Value>,
-) -> Result<Option<E>> {
-    match decode_read(E::DESC, keys, replies)? {
-        None => Ok(None),
-        Some(row) => entity_from_row(pk, keys, row).map(Some),
-    }
-}
-
 /// The entity of a stored row; an error names the field and the key that
 /// holds it.
 pub(crate) fn entity_from_row<E: crate::Entity>(

@@ -12,6 +12,7 @@ mod maintenance;
 pub mod migrate;
 pub mod query;
 pub(crate) mod relation;
+mod rows;
 pub(crate) mod timeline;
 mod update;
 
@@ -62,6 +63,8 @@ pub struct Store<C = ConnectionManager> {
     write_retries: usize,
     /// A replica the reads go to, and the scripts sent to it.
     replica: Option<(C, script::Sent)>,
+    /// Records kept in memory, invalidated by Redis.
+    near: Option<crate::near::NearCache>,
 }
 
 /// The entity types a store has seen with entities that have a TTL: their
@@ -104,6 +107,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             expiring: ExpiringTypes::default(),
             write_retries: 0,
             replica: None,
+            near: None,
         }
     }
 
@@ -127,6 +131,32 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub fn with_read_replica(mut self, replica: C) -> Self {
         self.replica = Some((replica, script::Sent::default()));
         self
+    }
+
+    /// The same store answering `get`, `get_many` and the reading of
+    /// records by queries and `top` from `near` when it holds them (for the
+    /// types it caches); see [`crate::near::NearCache`]. Misses are read
+    /// over the near cache's own connection, from the primary (not from a
+    /// replica), so that Redis tracks them.
+    pub fn with_near_cache(mut self, near: crate::near::NearCache) -> Self {
+        self.near = Some(near);
+        self
+    }
+
+    /// The near cache, if the store has one.
+    pub fn near_cache(&self) -> Option<&crate::near::NearCache> {
+        self.near.as_ref()
+    }
+
+    /// Drops the near-cache records of entities a write touched, as soon as
+    /// the write is answered (whatever its outcome), so that this store
+    /// reads its own writes without waiting for Redis' invalidation.
+    fn forget<'p>(&self, plans: impl IntoIterator<Item = &'p WritePlan>) {
+        if let Some(near) = &self.near {
+            for p in plans {
+                near.shared.invalidate(p.keys.base.as_bytes());
+            }
+        }
     }
 
     /// The connection reads go to: the replica, if any.
@@ -191,7 +221,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     async fn write_once(&self, plan: &WritePlan) -> Result<bool> {
-        match script::invoke::<Value, _>(&mut self.conn.clone(), &self.sent, &plan.call()).await {
+        let reply =
+            script::invoke::<Value, _>(&mut self.conn.clone(), &self.sent, &plan.call()).await;
+        self.forget([plan]);
+        match reply {
             Ok(v) => plan.outcome(v),
             Err(e) => Err(plan.server_error(e)),
         }
@@ -233,9 +266,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 many => write::batch_call(many),
             })
             .collect();
-        let replies = script::invoke_all(&mut self.conn.clone(), &self.sent, &calls)
-            .await
-            .map_err(|e| Error::redis(plans[0].key(), e))?;
+        let replies = script::invoke_all(&mut self.conn.clone(), &self.sent, &calls).await;
+        self.forget(plans);
+        let replies = replies.map_err(|e| Error::redis(plans[0].key(), e))?;
         let mut out = Vec::with_capacity(plans.len());
         for (group, reply) in groups.iter().zip(replies) {
             match (group, reply) {
@@ -315,14 +348,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Loads the entity with `pk` (one round trip), `None` if there is none.
     pub async fn get<E: Entity>(&self, pk: &E::Pk) -> Result<Option<E>> {
         let keys = EntityKeys::of::<E>(&self.ns, pk);
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        read::read(E::DESC, &keys, &mut pipe);
-        let replies: Vec<Value> = pipe
-            .query_async(&mut self.reader())
-            .await
-            .map_err(|e| Error::redis(&keys.base, e))?;
-        read::decode::<E>(pk, &keys, &mut replies.into_iter())
+        let record = self.rows(E::DESC, std::slice::from_ref(&keys)).await?;
+        match record.into_iter().next().unwrap_or(Ok(None))? {
+            None => Ok(None),
+            Some(row) => read::entity_from_row(pk, &keys, row).map(Some),
+        }
     }
 
     /// Loads many entities in one round trip, in the order of `pks`
@@ -361,20 +391,15 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .iter()
             .map(|pk| EntityKeys::of::<E>(&self.ns, pk))
             .collect();
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        for k in &keys {
-            read::read(E::DESC, k, &mut pipe);
-        }
-        let replies: Vec<Value> = pipe
-            .query_async(&mut self.reader())
-            .await
-            .map_err(|e| Error::redis(&keys[0].base, e))?;
-        let mut it = replies.into_iter();
+        let records = self.rows(E::DESC, &keys).await?;
         Ok(pks
             .iter()
             .zip(&keys)
-            .map(|(pk, k)| read::decode::<E>(pk, k, &mut it))
+            .zip(records)
+            .map(|((pk, k), record)| match record? {
+                None => Ok(None),
+                Some(row) => read::entity_from_row(pk, k, row).map(Some),
+            })
             .collect())
     }
 

@@ -217,13 +217,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let Some(member) = member else {
             return Ok(None);
         };
-        let (pipe, keys) = query::read_members(E::DESC, &self.ns, std::slice::from_ref(&member));
-        let replies: Vec<Value> = pipe
-            .query_async(&mut self.reader())
-            .await
-            .map_err(|e| Error::redis(&keys[0].base, e))?;
+        let keys = query::member_keys(E::DESC, &self.ns, std::slice::from_ref(&member));
+        let records = self.rows(E::DESC, &keys).await?;
         let (found, repair) =
-            query::finish_unique::<E>(&self.ns, index, v, &member, &keys[0], replies)?;
+            query::finish_unique::<E>(&self.ns, index, v, &member, &keys[0], records)?;
         if let Some(plan) = repair {
             self.write(&plan).await?;
         }
@@ -290,12 +287,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if answer.members.is_empty() {
             return Ok(Vec::new());
         }
-        let (pipe, keys) = query::read_members(E::DESC, &self.ns, &answer.members);
-        let replies: Vec<Value> = pipe
-            .query_async(&mut self.reader())
-            .await
-            .map_err(|e| Error::redis(&keys[0].base, e))?;
-        let (top, repairs) = query::finish_top::<E>(&self.ns, answer, &keys, replies);
+        let keys = query::member_keys(E::DESC, &self.ns, &answer.members);
+        let records = self.rows(E::DESC, &keys).await?;
+        let (top, repairs) = query::finish_top::<E>(&self.ns, answer, &keys, records);
         if clean && !repairs.is_empty() {
             self.write_many(&repairs).await?;
         }
@@ -390,12 +384,9 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
         if members.is_empty() {
             return Ok(Vec::new());
         }
-        let (pipe, keys) = query::read_members(E::DESC, &store.ns, &members);
-        let replies: Vec<Value> = pipe
-            .query_async(&mut store.reader())
-            .await
-            .map_err(|e| Error::redis(&keys[0].base, e))?;
-        let fetched = query::finish_fetch::<E>(&store.ns, &self.spec, &members, &keys, replies);
+        let keys = query::member_keys(E::DESC, &store.ns, &members);
+        let records = store.rows(E::DESC, &keys).await?;
+        let fetched = query::finish_fetch::<E>(&store.ns, &self.spec, &members, &keys, records);
         if !fetched.repairs.is_empty() {
             store.write_many(&fetched.repairs).await?;
         }
