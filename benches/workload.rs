@@ -1015,10 +1015,216 @@ async fn main() {
     }
     report("top 10 with profiles", &a, &b);
 
+    near_cache_steps(&fw, &hand, n_users, scale).await;
+
     let report = store.verify::<User>().await.unwrap();
     println!(
         "\nverify::<User>() after the run: {} entities, {} violations",
         report.entities,
         report.violations.len()
+    );
+}
+
+/// Bytes allocated and not yet freed by this process: what the near cache
+/// holds is measured as the growth of this while it fills.
+static LIVE_BYTES: std::sync::atomic::AtomicIsize = std::sync::atomic::AtomicIsize::new(0);
+
+struct CountingAlloc;
+
+// SAFETY: every call is passed to the system allocator unchanged; only the
+// size is counted.
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        LIVE_BYTES.fetch_add(layout.size() as isize, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: the caller's layout is passed on as given.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        LIVE_BYTES.fetch_sub(layout.size() as isize, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: `ptr` came from `alloc` with this layout.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
+        LIVE_BYTES.fetch_add(
+            new as isize - layout.size() as isize,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        // SAFETY: as for `alloc` and `dealloc`.
+        unsafe { std::alloc::System.realloc(ptr, layout, new) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+/// Zipf-distributed ranks (exponent 1) over `n` items: rank 0 is the
+/// hottest.
+struct Zipf(Vec<f64>);
+
+impl Zipf {
+    fn new(n: usize) -> Zipf {
+        let mut acc = 0.0;
+        let mut cdf: Vec<f64> = (1..=n)
+            .map(|k| {
+                acc += 1.0 / k as f64;
+                acc
+            })
+            .collect();
+        for c in &mut cdf {
+            *c /= acc;
+        }
+        Zipf(cdf)
+    }
+
+    fn sample(&self, rng: &mut Rng) -> usize {
+        let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+        self.0.partition_point(|&c| c < u).min(self.0.len() - 1)
+    }
+}
+
+/// The near cache: reads of a hot set by pk from memory against
+/// hand-written `HGETALL`, a 90/10 read/write mix, and the cache's hit
+/// ratio, invalidation delay and memory per entity.
+async fn near_cache_steps(fw: &Side, hand: &Side, n_users: u64, scale: u64) {
+    use redis_entity::near::{NearCache, NearCacheOptions};
+    let hot = (1_000 / scale).max(10) as usize;
+    let n_ops = 100_000 / scale;
+    let stride = (n_users / hot as u64).max(1);
+    let zipf = Zipf::new(hot);
+    let near = NearCache::connect(
+        &fw.server.url(),
+        NearCacheOptions::default()
+            .max_entries(10_000)
+            .only::<User>(),
+    )
+    .await
+    .unwrap();
+    let store = Store::new(fw.conn.clone()).with_near_cache(near.clone());
+    let store = &store;
+    let hc = &hand.conn;
+    let picks: Vec<u64> = {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        (0..n_ops)
+            .map(|_| zipf.sample(&mut rng) as u64 * stride)
+            .collect()
+    };
+    let picks = &picks;
+    println!(
+        "\nnear cache: {hot} hot users of {n_users}, Zipf-distributed picks, {n_ops} operations per step\n"
+    );
+    println!("| step | redis-entity ops/s | hand-written ops/s | ratio | trips (re) | trips (hand) | server CPU µs/op (re) | (hand) | write call µs (re) | (hand) | write ratio | bytes (re) | bytes (hand) | bytes ratio |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+
+    let before = near.stats();
+    let (a, b) = pair(
+        fw,
+        hand,
+        n_ops,
+        false,
+        |r| async move {
+            for i in r {
+                let id = picks[i as usize];
+                assert!(store.get::<User>(&id).await.unwrap().is_some());
+            }
+        },
+        |r| async move {
+            let mut c = hc.clone();
+            for i in r {
+                let id = picks[i as usize];
+                let f: Vec<(String, String)> = c.hgetall(format!("user:{{{id}}}")).await.unwrap();
+                assert!(parse_user(id, f).is_some());
+            }
+        },
+    )
+    .await;
+    report("get user by pk, hot set (near cache)", &a, &b);
+    let got = near.stats();
+    let hits = |from: &redis_entity::near::NearCacheStats,
+                to: &redis_entity::near::NearCacheStats| {
+        let (h, m) = (to.hits - from.hits, to.misses - from.misses);
+        100.0 * h as f64 / (h + m).max(1) as f64
+    };
+    let read_hits = hits(&before, &got);
+
+    // 90% reads, 10% writes (a new level), the same picks on both sides.
+    let before = near.stats();
+    let (a, b) = pair(
+        fw,
+        hand,
+        n_ops,
+        false,
+        |r| async move {
+            for i in r {
+                let id = picks[i as usize];
+                if i % 10 == 9 {
+                    let mut u = user(id);
+                    u.level = (i % 1000) as i64;
+                    store.save(&u).await.unwrap();
+                } else {
+                    assert!(store.get::<User>(&id).await.unwrap().is_some());
+                }
+            }
+        },
+        |r| async move {
+            let mut c = hc.clone();
+            for i in r {
+                let id = picks[i as usize];
+                if i % 10 == 9 {
+                    let mut u = user(id);
+                    u.level = (i % 1000) as i64;
+                    hand_save_user(&mut c, &u).await;
+                } else {
+                    let f: Vec<(String, String)> =
+                        c.hgetall(format!("user:{{{id}}}")).await.unwrap();
+                    assert!(parse_user(id, f).is_some());
+                }
+            }
+        },
+    )
+    .await;
+    report("90% get / 10% save, hot set (near cache)", &a, &b);
+    let mixed_hits = hits(&before, &near.stats());
+
+    // Invalidation delay: another client changes a cached user; how long
+    // until a reader of this store sees the change.
+    let mut writer = fw
+        .server
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let mut delays = Vec::new();
+    for t in 0..(200 / scale.min(2)) {
+        let id = (t % hot as u64) * stride;
+        store.get::<User>(&id).await.unwrap();
+        let level = 5_000 + t as i64;
+        let () = writer
+            .hset(format!("user:{{{id}}}"), "level", level)
+            .await
+            .unwrap();
+        let start = Instant::now();
+        while store.get::<User>(&id).await.unwrap().unwrap().level != level {}
+        delays.push(start.elapsed().as_secs_f64() * 1e6);
+    }
+    delays.sort_by(f64::total_cmp);
+    let pct = |p: f64| delays[((delays.len() - 1) as f64 * p) as usize];
+
+    // Memory: the growth of this process' heap while the cache fills with
+    // the hot set.
+    near.clear();
+    let live = LIVE_BYTES.load(std::sync::atomic::Ordering::Relaxed);
+    for rank in 0..hot as u64 {
+        store.get::<User>(&(rank * stride)).await.unwrap();
+    }
+    let grown = LIVE_BYTES.load(std::sync::atomic::Ordering::Relaxed) - live;
+    let entries = near.stats().entries.max(1);
+    println!(
+        "\nnear cache: hit ratio {read_hits:.1}% (reads), {mixed_hits:.1}% (90/10 mix); invalidation delay p50 {:.0} µs, p99 {:.0} µs ({} changes by another client); memory {:.0} bytes per cached user ({} users); {:?}",
+        pct(0.5),
+        pct(0.99),
+        delays.len(),
+        grown as f64 / entries as f64,
+        entries,
+        near.stats()
     );
 }

@@ -75,12 +75,14 @@ async fn hot_reads_come_from_memory_until_another_client_writes() {
     assert_eq!((stats.hits, stats.misses, stats.entries), (99, 1, 1));
 
     // Another client renames user 9: the next reads see it within the
-    // invalidation delay, and never the old name afterwards.
+    // invalidation delay, and never the old name afterwards. The reads
+    // never sleep: hits alone must let the invalidation in.
     let _: () = server.conn().hset("user:{9}", "name", "zhang").unwrap();
-    let delay = within(Duration::from_secs(1), async || {
-        store.get::<User>(&9).await.unwrap().unwrap().name == "zhang"
-    })
-    .await;
+    let t = Instant::now();
+    while store.get::<User>(&9).await.unwrap().unwrap().name != "zhang" {
+        assert!(t.elapsed() < Duration::from_secs(1), "still the old name");
+    }
+    let delay = t.elapsed();
     println!("invalidation delay: {delay:?}");
     for _ in 0..100 {
         assert_eq!(store.get::<User>(&9).await.unwrap().unwrap().name, "zhang");
@@ -296,4 +298,26 @@ async fn eight_writers_and_eight_readers_end_with_the_cache_equal_to_redis() {
         let stored = plain.get::<User>(&id).await.unwrap();
         assert_eq!(cached, stored, "user {id}");
     }
+}
+
+#[test]
+fn the_blocking_store_has_a_near_cache_too() {
+    let server = RedisServer::start();
+    let store = redis_entity::blocking::Store::connect(&server.url())
+        .unwrap()
+        .with_near_cache(&server.url(), NearCacheOptions::default())
+        .unwrap();
+    store.save(&user(9, "lisi")).unwrap();
+    let before = server.calls("hgetall");
+    for _ in 0..10 {
+        assert_eq!(store.get::<User>(&9).unwrap().unwrap().name, "lisi");
+    }
+    assert_eq!(server.calls("hgetall") - before, 1);
+    let _: () = server.conn().hset("user:{9}", "name", "zhang").unwrap();
+    let t = Instant::now();
+    while store.get::<User>(&9).unwrap().unwrap().name != "zhang" {
+        assert!(t.elapsed() < Duration::from_secs(1), "still the old name");
+    }
+    let near = store.as_async().near_cache().unwrap();
+    assert!(near.stats().invalidations >= 1);
 }

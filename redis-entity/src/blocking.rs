@@ -112,6 +112,21 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self
     }
 
+    /// The same store with a near cache connected to `url` (see
+    /// [`crate::near::NearCache`]); its connection is driven by this
+    /// store's runtime, so invalidations are taken in at each call.
+    pub fn with_near_cache(
+        mut self,
+        url: &str,
+        options: crate::near::NearCacheOptions,
+    ) -> Result<Self> {
+        let near = self
+            .rt
+            .block_on(crate::near::NearCache::connect(url, options))?;
+        self.inner = self.inner.with_near_cache(near);
+        Ok(self)
+    }
+
     /// The async store this one runs.
     pub fn as_async(&self) -> &crate::Store<C> {
         &self.inner

@@ -46,6 +46,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 .map(|k| read::decode_read(desc, k, &mut it))
                 .collect());
         };
+        // Lets the tracking connection's task take in the invalidations
+        // that have arrived before memory answers: on a single-threaded
+        // runtime (or the blocking store's) it runs only when this task
+        // yields, and a loop of hits would otherwise never yield.
+        tokio::task::yield_now().await;
         let shared = &near.shared;
         let mut out: Vec<Option<Record>> = keys
             .iter()
