@@ -1139,6 +1139,7 @@ async fn near_cache_steps(fw: &Side, hand: &Side, n_users: u64, scale: u64) {
     .await;
     report("get user by pk, hot set (near cache)", &a, &b);
     let got = near.stats();
+    let trips_read = (got.round_trips - before.round_trips) as f64 / n_ops as f64;
     let hits = |from: &redis_entity::near::NearCacheStats,
                 to: &redis_entity::near::NearCacheStats| {
         let (h, m) = (to.hits - from.hits, to.misses - from.misses);
@@ -1184,6 +1185,7 @@ async fn near_cache_steps(fw: &Side, hand: &Side, n_users: u64, scale: u64) {
     .await;
     report("90% get / 10% save, hot set (near cache)", &a, &b);
     let mixed_hits = hits(&before, &near.stats());
+    let trips_mixed = (near.stats().round_trips - before.round_trips) as f64 / n_ops as f64;
 
     // Invalidation delay: another client changes a cached user; how long
     // until a reader of this store sees the change.
@@ -1219,7 +1221,7 @@ async fn near_cache_steps(fw: &Side, hand: &Side, n_users: u64, scale: u64) {
     let grown = LIVE_BYTES.load(std::sync::atomic::Ordering::Relaxed) - live;
     let entries = near.stats().entries.max(1);
     println!(
-        "\nnear cache: hit ratio {read_hits:.1}% (reads), {mixed_hits:.1}% (90/10 mix); invalidation delay p50 {:.0} µs, p99 {:.0} µs ({} changes by another client); memory {:.0} bytes per cached user ({} users); {:?}",
+        "\nnear cache: round trips per op over its connection {trips_read:.3} (reads), {trips_mixed:.3} (90/10 mix; the saves go over it); hit ratio {read_hits:.1}% (reads), {mixed_hits:.1}% (90/10 mix); invalidation delay p50 {:.0} µs, p99 {:.0} µs ({} changes by another client); memory {:.0} bytes per cached user ({} users); {:?}",
         pct(0.5),
         pct(0.99),
         delays.len(),

@@ -66,6 +66,7 @@ async fn hot_reads_come_from_memory_until_another_client_writes() {
     let server = RedisServer::start();
     let (store, near) = cached_store(&server).await;
     store.save(&user(9, "lisi")).await.unwrap();
+    near.clear();
     let before = server.calls("hgetall");
     for _ in 0..100 {
         assert_eq!(store.get::<User>(&9).await.unwrap(), Some(user(9, "lisi")));
@@ -93,9 +94,21 @@ async fn hot_reads_come_from_memory_until_another_client_writes() {
 #[tokio::test]
 async fn a_store_reads_its_own_writes_at_once() {
     let server = RedisServer::start();
-    let (store, _near) = cached_store(&server).await;
+    let (store, near) = cached_store(&server).await;
     store.save(&user(1, "a")).await.unwrap();
+    // The save read the record back in its own round trip (over the
+    // cache's connection): the next read is a hit...
+    let reads = server.calls("hgetall");
     assert_eq!(store.get::<User>(&1).await.unwrap().unwrap().name, "a");
+    assert_eq!(server.calls("hgetall"), reads);
+    assert_eq!((near.stats().hits, near.stats().misses), (1, 0));
+    assert_eq!(near.stats().round_trips, 1, "the save's, none for the hit");
+    // ...and Redis still tracks it: another client's change reaches it.
+    let _: () = server.conn().hset("user:{1}", "name", "z").unwrap();
+    within(Duration::from_secs(1), async || {
+        store.get::<User>(&1).await.unwrap().unwrap().name == "z"
+    })
+    .await;
     for name in ["b", "c", "d"] {
         store.save(&user(1, name)).await.unwrap();
         assert_eq!(store.get::<User>(&1).await.unwrap().unwrap().name, name);
@@ -120,6 +133,7 @@ async fn a_read_that_races_with_an_invalidation_is_not_kept() {
     let server = RedisServer::start();
     let (store, near) = cached_store(&server).await;
     store.save(&user(9, "old")).await.unwrap();
+    near.clear();
     // Between the read of user 9 and its insert into the cache, another
     // client writes it, and its invalidation is processed.
     let url = server.url();
@@ -146,6 +160,33 @@ async fn a_read_that_races_with_an_invalidation_is_not_kept() {
     // ...but did not keep it: the next read sees the write.
     assert_eq!(near.stats().raced, 1);
     assert_eq!(store.get::<User>(&9).await.unwrap().unwrap().name, "new");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_through_that_races_with_another_write_is_not_kept() {
+    let server = RedisServer::start();
+    let (store, near) = cached_store(&server).await;
+    // The save reads user 9 back; before that is kept, another client
+    // renames it and the invalidation is processed.
+    let url = server.url();
+    let counter = near.clone();
+    near.before_insert(move |_| {
+        let seen = counter.stats().invalidations;
+        let mut c = redis::Client::open(url.as_str())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let _: () = c.hset("user:{9}", "name", "other").unwrap();
+        let t = Instant::now();
+        while counter.stats().invalidations == seen {
+            assert!(t.elapsed() < Duration::from_secs(2), "no invalidation");
+            std::thread::yield_now();
+        }
+    });
+    store.save(&user(9, "mine")).await.unwrap();
+    near.before_insert(|_| {});
+    assert_eq!(near.stats().raced, 1);
+    assert_eq!(store.get::<User>(&9).await.unwrap().unwrap().name, "other");
 }
 
 #[tokio::test]
@@ -203,7 +244,7 @@ async fn an_entity_that_expires_is_not_served_after_its_ttl() {
         .unwrap();
     assert!(store.get::<User>(&9).await.unwrap().is_some());
     assert!(store.get::<User>(&9).await.unwrap().is_some());
-    assert_eq!(near.stats().hits, 1);
+    assert_eq!(near.stats().hits, 2, "kept by the write itself");
     tokio::time::sleep(Duration::from_millis(350)).await;
     assert_eq!(store.get::<User>(&9).await.unwrap(), None);
 }
@@ -312,7 +353,7 @@ fn the_blocking_store_has_a_near_cache_too() {
     for _ in 0..10 {
         assert_eq!(store.get::<User>(&9).unwrap().unwrap().name, "lisi");
     }
-    assert_eq!(server.calls("hgetall") - before, 1);
+    assert_eq!(server.calls("hgetall"), before, "kept by the save");
     let _: () = server.conn().hset("user:{9}", "name", "zhang").unwrap();
     let t = Instant::now();
     while store.get::<User>(&9).unwrap().unwrap().name != "zhang" {

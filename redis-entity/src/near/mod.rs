@@ -117,6 +117,9 @@ pub struct NearCacheStats {
     pub drops: u64,
     /// Records read but not kept because an invalidation raced with them.
     pub raced: u64,
+    /// Round trips over the cache's own connection (reads of misses, and
+    /// writes of cached types, which read their entity back).
+    pub round_trips: u64,
     /// Entities held now.
     pub entries: u64,
     /// Their weight now (entities, or bytes with `max_bytes`).
@@ -186,6 +189,7 @@ struct Counters {
     evictions: AtomicU64,
     drops: AtomicU64,
     raced: AtomicU64,
+    round_trips: AtomicU64,
 }
 
 type Records = quick_cache::sync::Cache<
@@ -330,6 +334,11 @@ impl Shared {
         }
     }
 
+    /// Counts a round trip over the tracking connection.
+    pub fn round_trip(&self) {
+        self.counters.round_trips.fetch_add(1, SeqCst);
+    }
+
     /// Drops every record (connection lost, tracking reset, `FLUSHALL`):
     /// reads in flight are not kept either.
     pub fn drop_all(&self) {
@@ -347,6 +356,7 @@ impl Shared {
             evictions: c.evictions.load(SeqCst),
             drops: c.drops.load(SeqCst),
             raced: c.raced.load(SeqCst),
+            round_trips: c.round_trips.load(SeqCst),
             entries: self.records.len() as u64,
             weight: self.records.weight(),
         }

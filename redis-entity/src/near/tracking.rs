@@ -129,9 +129,12 @@ impl Tracking {
             .get_multiplexed_async_connection_with_config(&config)
             .await
             .map_err(|e| Error::redis("", e))?;
+        // NOLOOP: a write sent over this connection (a write-through, see
+        // `Store::write_through`) does not invalidate what it reads back.
         let () = redis::cmd("CLIENT")
             .arg("TRACKING")
             .arg("ON")
+            .arg("NOLOOP")
             .query_async(&mut conn)
             .await
             .map_err(|e| Error::redis("", e))?;
@@ -149,21 +152,42 @@ impl Tracking {
     pub async fn query(&self, pipe: &redis::Pipeline, key: &str) -> Result<Vec<Value>> {
         let mut conn = self.connection().await?;
         let generation = self.generation.load(SeqCst);
-        match pipe.query_async(&mut conn).await {
-            Ok(v) => Ok(v),
-            Err(e) => {
-                let e = Error::redis(key, e);
-                if e.is_connection() {
-                    Pushes {
-                        shared: self.shared.clone(),
-                        generation,
-                        current: self.generation.clone(),
-                    }
-                    .lost();
+        self.shared.round_trip();
+        let reply = pipe.query_async(&mut conn).await;
+        self.check(generation, reply)
+            .map_err(|e| Error::redis(key, e))
+    }
+
+    /// Sends a script call and, after it in the same pipeline, the commands
+    /// `then` adds, over the tracking connection (see `query`).
+    pub async fn invoke_then(
+        &self,
+        sent: &crate::script::Sent,
+        call: &crate::script::Call<'_>,
+        key: &str,
+        then: impl Fn(&mut redis::Pipeline),
+    ) -> Result<(Value, Vec<Value>)> {
+        let mut conn = self.connection().await?;
+        let generation = self.generation.load(SeqCst);
+        self.shared.round_trip();
+        let reply = crate::script::invoke_then(&mut conn, sent, call, then).await;
+        self.check(generation, reply)
+            .map_err(|e| Error::redis(key, e))
+    }
+
+    /// A reply as it is; a connection failure also drops the cache.
+    fn check<T>(&self, generation: u64, reply: redis::RedisResult<T>) -> redis::RedisResult<T> {
+        if let Err(e) = &reply {
+            if e.is_connection_dropped() || e.is_io_error() || e.is_timeout() {
+                Pushes {
+                    shared: self.shared.clone(),
+                    generation,
+                    current: self.generation.clone(),
                 }
-                Err(e)
+                .lost();
             }
         }
+        reply
     }
 
     /// `CLIENT ID` of the tracking connection.

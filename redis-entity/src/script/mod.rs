@@ -257,6 +257,46 @@ pub(crate) async fn invoke<T: FromRedisValue, C: ConnectionLike>(
     reply
 }
 
+/// Sends one call and, in the same pipeline after it, the commands `then`
+/// adds; returns the call's reply (an error reply as `Value::ServerError`)
+/// and the others'. The code goes with it the first time and whenever the
+/// server has lost it (then the whole pipeline is sent again).
+pub(crate) async fn invoke_then<C: ConnectionLike>(
+    conn: &mut C,
+    sent: &Sent,
+    call: &Call<'_>,
+    then: impl Fn(&mut redis::Pipeline),
+) -> RedisResult<(Value, Vec<Value>)> {
+    let unit = call.script.unit();
+    let mut known = sent.contains(unit);
+    loop {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        let load = if known { None } else { call.script.load() };
+        if let Some(l) = &load {
+            // Fails harmlessly when the library is there already.
+            pipe.add_command(l.clone());
+        }
+        // An `EVAL` script's text goes with it when the server may lack it.
+        pipe.add_command(call.command(known || load.is_some()));
+        then(&mut pipe);
+        let mut replies: Vec<Value> = pipe.query_async(conn).await?;
+        if load.is_some() && !replies.is_empty() {
+            replies.remove(0);
+        }
+        if replies.is_empty() {
+            return Err((redis::ErrorKind::UnexpectedReturnType, "no reply").into());
+        }
+        let reply = replies.remove(0);
+        if known && is_missing_value(&reply) {
+            known = false;
+            continue;
+        }
+        sent.insert(unit);
+        return Ok((reply, replies));
+    }
+}
+
 /// Sends many calls in one pipeline (each stays atomic on its own) and
 /// returns one reply per call, errors included as `Value::ServerError`.
 /// Code the server lacks goes in the same pipeline; calls it still answers

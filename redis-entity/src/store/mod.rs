@@ -221,6 +221,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     async fn write_once(&self, plan: &WritePlan) -> Result<bool> {
+        if let Some(near) = self
+            .near
+            .as_ref()
+            .filter(|n| n.shared.caches(plan.desc.type_name))
+        {
+            return self.write_through(near, plan).await;
+        }
         let reply =
             script::invoke::<Value, _>(&mut self.conn.clone(), &self.sent, &plan.call()).await;
         self.forget([plan]);

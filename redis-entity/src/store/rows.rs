@@ -5,8 +5,9 @@
 use super::Store;
 use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
-use crate::near::Cached;
+use crate::near::{Cached, NearCache, Ticket};
 use crate::plan::read;
+use crate::plan::write::WritePlan;
 use crate::schema::entity::{EntityDesc, Row};
 use redis::aio::ConnectionLike;
 use redis::Value;
@@ -69,41 +70,78 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         for &i in &missing {
-            read::read(desc, &keys[i], &mut pipe);
-            for k in keys[i].read_keys() {
-                pipe.cmd("PTTL").arg(k);
-            }
+            read_with_ttl(desc, &keys[i], &mut pipe);
         }
         let sent = Instant::now();
         let replies = near.tracking.query(&pipe, &keys[missing[0]].base).await?;
         let mut it = replies.into_iter();
         for (&i, ticket) in missing.iter().zip(tickets) {
-            let k = &keys[i];
-            let record = read::decode_read(desc, k, &mut it);
-            // The record lives in Redis until its first key with a TTL
-            // expires; measured from before the read, so never later.
-            let deadline = k
-                .read_keys()
-                .filter_map(|_| match it.next() {
-                    Some(Value::Int(ms)) if ms >= 0 => {
-                        Some(sent + Duration::from_millis(ms as u64))
-                    }
-                    _ => None,
-                })
-                .min();
-            if let Ok(row) = &record {
-                let hook = shared.before_insert.read().ok().and_then(|h| h.clone());
-                if let Some(hook) = hook {
-                    hook(&k.base);
-                }
-                shared.insert(
-                    k.base.clone(),
-                    ticket,
-                    Cached::new(&k.base, row.clone(), deadline),
-                );
-            }
-            out[i] = Some(record);
+            out[i] = Some(keep(near, desc, &keys[i], ticket, sent, &mut it));
         }
         Ok(out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect())
     }
+
+    /// A write of an entity of a type the near cache holds: sent over the
+    /// cache's connection, with a read of the entity after it in the same
+    /// round trip, so that the record is kept fresh (tracked again) instead
+    /// of dropped, and the store's next read of it is a hit. The connection
+    /// tracks with `NOLOOP`, so the write's own change does not invalidate
+    /// what it reads back; another client's change after the read does.
+    pub(crate) async fn write_through(&self, near: &NearCache, plan: &WritePlan) -> Result<bool> {
+        let (desc, keys) = (plan.desc, &plan.keys);
+        let ticket = near.shared.ticket(&keys.base);
+        let sent = Instant::now();
+        let (reply, rest) = near
+            .tracking
+            .invoke_then(&self.sent, &plan.call(), plan.key(), |pipe| {
+                read_with_ttl(desc, keys, pipe)
+            })
+            .await
+            .inspect_err(|_| near.shared.invalidate(keys.base.as_bytes()))?;
+        let _ = keep(near, desc, keys, ticket, sent, &mut rest.into_iter());
+        plan.outcome(reply)
+    }
+}
+
+/// The read of an entity and the `PTTL` of each key it reads.
+fn read_with_ttl(desc: &'static EntityDesc, keys: &EntityKeys, pipe: &mut redis::Pipeline) {
+    read::read(desc, keys, pipe);
+    for k in keys.read_keys() {
+        pipe.cmd("PTTL").arg(k);
+    }
+}
+
+/// Takes the replies of [`read_with_ttl`] and keeps the record in the
+/// cache, unless `ticket` says an invalidation came since it was taken.
+fn keep(
+    near: &NearCache,
+    desc: &'static EntityDesc,
+    keys: &EntityKeys,
+    ticket: Ticket,
+    sent: Instant,
+    it: &mut impl Iterator<Item = Value>,
+) -> Record {
+    let record = read::decode_read(desc, keys, it);
+    // The record lives in Redis until its first key with a TTL expires;
+    // measured from before the read, so never later.
+    let deadline = keys
+        .read_keys()
+        .filter_map(|_| match it.next() {
+            Some(Value::Int(ms)) if ms >= 0 => Some(sent + Duration::from_millis(ms as u64)),
+            _ => None,
+        })
+        .min();
+    if let Ok(row) = &record {
+        let shared = &near.shared;
+        let hook = shared.before_insert.read().ok().and_then(|h| h.clone());
+        if let Some(hook) = hook {
+            hook(&keys.base);
+        }
+        shared.insert(
+            keys.base.clone(),
+            ticket,
+            Cached::new(&keys.base, row.clone(), deadline),
+        );
+    }
+    record
 }
