@@ -289,7 +289,7 @@ async fn eight_writers_and_eight_readers_end_with_the_cache_equal_to_redis() {
     let server = RedisServer::start();
     let (store, near) = cached_store(&server).await;
     let plain = Store::connect(&server.url()).await.unwrap();
-    let ids: Vec<u64> = (1..=40).collect();
+    let ids: Vec<u64> = (1..=10).collect();
     store
         .save_all(&ids.iter().map(|&i| user(i, "v0")).collect::<Vec<_>>())
         .await
@@ -307,7 +307,7 @@ async fn eight_writers_and_eight_readers_end_with_the_cache_equal_to_redis() {
         tasks.push(tokio::spawn(async move {
             let mut n = 0u64;
             while Instant::now() < until {
-                let id = (n * 7 + t) % 40 + 1;
+                let id = (n * 7 + t) % 10 + 1;
                 writer.save(&user(id, &format!("w{t}-{n}"))).await.unwrap();
                 n += 1;
             }
@@ -316,10 +316,10 @@ async fn eight_writers_and_eight_readers_end_with_the_cache_equal_to_redis() {
         tasks.push(tokio::spawn(async move {
             let mut n = 0u64;
             while Instant::now() < until {
-                let id = (n * 3 + t) % 40 + 1;
+                let id = (n * 3 + t) % 10 + 1;
                 reader.get::<User>(&id).await.unwrap();
                 if n.is_multiple_of(10) {
-                    reader.get_many::<User>(&[id, id % 40 + 1]).await.unwrap();
+                    reader.get_many::<User>(&[id, id % 10 + 1]).await.unwrap();
                 }
                 n += 1;
             }
@@ -361,4 +361,49 @@ fn the_blocking_store_has_a_near_cache_too() {
     }
     let near = store.as_async().near_cache().unwrap();
     assert!(near.stats().invalidations >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_writes_of_one_entity_through_the_cache_are_kept_in_their_order() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let server = RedisServer::start();
+    let (store, near) = cached_store(&server).await;
+    store.save(&user(9, "zero")).await.unwrap();
+    // The first write's record waits before it is kept until the second
+    // write is done (at most 300 ms): kept in the wrong order, the cache
+    // would hold the first name while Redis holds the second.
+    let (calls, second_done) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (c, d) = (calls.clone(), second_done.clone());
+    near.before_insert(move |_| {
+        if c.fetch_add(1, Ordering::SeqCst) == 0 {
+            let t = Instant::now();
+            while !d.load(Ordering::SeqCst) && t.elapsed() < Duration::from_millis(300) {
+                std::thread::yield_now();
+            }
+        }
+    });
+    let first = {
+        let store = store.clone();
+        tokio::spawn(async move { store.save(&user(9, "first")).await.unwrap() })
+    };
+    while calls.load(Ordering::SeqCst) == 0 {
+        tokio::task::yield_now().await;
+    }
+    let second = {
+        let (store, done) = (store.clone(), second_done.clone());
+        tokio::spawn(async move {
+            store.save(&user(9, "second")).await.unwrap();
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    first.await.unwrap();
+    second.await.unwrap();
+    near.before_insert(|_| {});
+    let stored: String = server.conn().hget("user:{9}", "name").unwrap();
+    assert_eq!(stored, "second");
+    assert_eq!(store.get::<User>(&9).await.unwrap().unwrap().name, "second");
 }

@@ -6,16 +6,24 @@
 //! (quick_cache, weighed by entries or by bytes), the invalidation of a key
 //! and of everything when the connection is lost, and the tickets that keep
 //! a read that raced with an invalidation out of the cache. The tracking
-//! connection that feeds it lives in [`tracking`].
+//! connection that feeds it lives in `near/tracking.rs`.
 //!
 //! **The read/invalidate race.** A miss is read from Redis and then put in
 //! the cache; an invalidation of that key may be processed between the two.
-//! Before sending the read the caller takes a [`Ticket`]: the counter of the
+//! Before sending the read the caller takes a ticket: the counter of the
 //! key's stripe (4,096 stripes, bumped by every invalidation of a key that
 //! hashes there) and the cache's epoch (bumped when the cache is dropped).
 //! The record is inserted, then the ticket checked again; if either counter
 //! moved, the entry is removed. Whatever the interleaving, an invalidation
 //! processed after the ticket was taken leaves no entry behind.
+//!
+//! **Reads and writes of one entity over the cache's connection are taken
+//! one at a time.** That connection tracks with `NOLOOP` (a write-through
+//! does not invalidate what it reads back), so its own operations send it
+//! no invalidations: two of them on one entity could be answered in one
+//! order and kept in the other. Each miss read and each write-through
+//! holds the lock of its key's stripe from before it is sent until its
+//! record is kept; the connection runs them in the order they are sent.
 
 pub(crate) mod tracking;
 
@@ -205,6 +213,8 @@ type Records = quick_cache::sync::Cache<
 pub(crate) struct Shared {
     records: Records,
     stripes: Box<[AtomicU64]>,
+    /// One operation at a time per stripe over the tracking connection.
+    locks: Box<[tokio::sync::Mutex<()>]>,
     epoch: AtomicU64,
     counters: Arc<Counters>,
     only: Vec<&'static str>,
@@ -244,6 +254,7 @@ impl Shared {
                 CountEvictions(counters.clone()),
             ),
             stripes: (0..STRIPES).map(|_| AtomicU64::new(0)).collect(),
+            locks: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
             epoch: AtomicU64::new(0),
             counters,
             only: options.only.clone(),
@@ -279,6 +290,23 @@ impl Shared {
                 None
             }
         }
+    }
+
+    /// The locks of the stripes of `keys`, taken in one order (so that two
+    /// callers never wait for each other), held while their operation is
+    /// sent, answered and its records kept.
+    pub async fn lock<'a>(
+        &'a self,
+        keys: impl Iterator<Item = &'a str>,
+    ) -> Vec<tokio::sync::MutexGuard<'a, ()>> {
+        let mut stripes: Vec<usize> = keys.map(|k| self.stripe(k)).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let mut held = Vec::with_capacity(stripes.len());
+        for s in stripes {
+            held.push(self.locks[s].lock().await);
+        }
+        held
     }
 
     /// Taken before reading `key` from Redis.

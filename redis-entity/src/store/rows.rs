@@ -61,8 +61,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if missing.is_empty() {
             return Ok(out.into_iter().flatten().collect());
         }
-        // Tickets before the read is sent: an invalidation processed after
-        // this keeps the reply out of the cache.
+        // One operation at a time per entity over the cache's connection
+        // (see `near`), then tickets before the read is sent: an
+        // invalidation processed after this keeps the reply out of the cache.
+        let _held = shared
+            .lock(missing.iter().map(|&i| keys[i].base.as_str()))
+            .await;
         let tickets: Vec<_> = missing
             .iter()
             .map(|&i| shared.ticket(&keys[i].base))
@@ -89,6 +93,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// what it reads back; another client's change after the read does.
     pub(crate) async fn write_through(&self, near: &NearCache, plan: &WritePlan) -> Result<bool> {
         let (desc, keys) = (plan.desc, &plan.keys);
+        let _held = near.shared.lock(std::iter::once(keys.base.as_str())).await;
         let ticket = near.shared.ticket(&keys.base);
         let sent = Instant::now();
         let (reply, rest) = near
