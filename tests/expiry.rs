@@ -205,6 +205,60 @@ async fn expire_and_persist_keep_the_shadow_in_step() {
     assert!(server.keys().iter().all(|k| !k.contains("{1}")));
 }
 
+#[tokio::test]
+async fn save_without_ttl_and_update_persist_remove_the_ttl_in_the_same_write() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let mut c = server.conn();
+    let expiring =
+        |c: &mut redis::Connection| -> Vec<String> { c.zrange("session:@expiry", 0, -1).unwrap() };
+    store
+        .save_with_ttl(&session(1, 7, 60_000), Duration::from_secs(60))
+        .await
+        .unwrap();
+    // A plain save keeps the remaining TTL...
+    store.save(&session(1, 8, 60_000)).await.unwrap();
+    assert!(store.ttl::<Session>(&1).await.unwrap().is_some());
+    // ...save_without_ttl removes it, with the shadow and the expiry entry.
+    store.save_without_ttl(&session(1, 9, 0)).await.unwrap();
+    assert_eq!(store.ttl::<Session>(&1).await.unwrap(), None);
+    assert!(expiring(&mut c).is_empty());
+    let shadow: bool = c.exists("session:{1}:@shadow").unwrap();
+    assert!(!shadow);
+    let got = store.get::<Session>(&1).await.unwrap().unwrap();
+    assert_eq!(got.user, 9);
+
+    // update().persist() changes a field and removes the TTL atomically.
+    store
+        .expire::<Session>(&1, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(expiring(&mut c), ["1"]);
+    store
+        .update::<Session>(&1)
+        .set(Session::USER, 10u64)
+        .persist()
+        .exec()
+        .await
+        .unwrap();
+    assert_eq!(store.ttl::<Session>(&1).await.unwrap(), None);
+    assert!(expiring(&mut c).is_empty());
+    assert_eq!(store.find(Session::USER, 10u64).await.unwrap().len(), 1);
+    // The last of ttl() and persist() wins.
+    store
+        .update::<Session>(&1)
+        .persist()
+        .ttl(Duration::from_secs(30))
+        .exec()
+        .await
+        .unwrap();
+    assert!(store.ttl::<Session>(&1).await.unwrap().is_some());
+    // Without a TTL to remove, persist is harmless.
+    store.save_without_ttl(&session(2, 7, 0)).await.unwrap();
+    assert_eq!(store.ttl::<Session>(&2).await.unwrap(), None);
+    assert!(store.verify::<Session>().await.unwrap().is_clean());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn expired_entities_never_appear_while_eight_writers_keep_saving() {
     let server = RedisServer::start();

@@ -165,6 +165,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     blocking! {
         save[E: Entity](entity: &E) -> Result<bool>;
         save_with_ttl[E: Entity](entity: &E, ttl: Duration) -> Result<bool>;
+        save_without_ttl[E: Entity](entity: &E) -> Result<bool>;
         insert[E: Entity](entity: &E) -> Result<()>;
         save_all[E: Entity](entities: &[E]) -> Result<()>;
         get[E: Entity](pk: &E::Pk) -> Result<Option<E>> as get::<E>;

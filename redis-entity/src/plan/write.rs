@@ -56,6 +56,8 @@ pub(crate) struct WritePlan {
     pub keys: EntityKeys,
     /// A TTL to give every key (`None`: keep the remaining one).
     pub ttl: Option<Duration>,
+    /// Remove the entity's TTL instead (`ttl` is then `None`).
+    pub remove_ttl: bool,
     /// Compare-and-set: the document the caller read.
     pub cas: Option<Vec<u8>>,
     /// The `#[version]` the write expects to find stored.
@@ -105,6 +107,7 @@ impl WritePlan {
             ns: ns.to_owned(),
             keys,
             ttl: None,
+            remove_ttl: false,
             cas: None,
             version_expected: None,
             index_values,
@@ -189,6 +192,7 @@ impl WritePlan {
         args.push(self.keys.member.as_bytes().to_vec());
         args.push(match self.ttl {
             Some(t) => ms(t).to_string().into_bytes(),
+            None if self.remove_ttl => b"0".to_vec(),
             None => b"-1".to_vec(),
         });
         args.push(self.cas.clone().unwrap_or_default());

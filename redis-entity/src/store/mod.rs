@@ -324,6 +324,22 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.save_as(entity, false, Some(ttl)).await
     }
 
+    /// Upserts `entity` and removes its TTL, if it had one (it then lives
+    /// until deleted; its index entries leave the expiry bookkeeping).
+    pub async fn save_without_ttl<E: Entity>(&self, entity: &E) -> Result<bool> {
+        let keys = EntityKeys::of_entity(&self.ns, entity);
+        let mut plan = write::save(
+            E::DESC,
+            self.ns.as_str(),
+            keys,
+            &checked_row(entity)?,
+            false,
+            None,
+        );
+        plan.remove_ttl = true;
+        self.write(&plan).await
+    }
+
     /// Creates `entity`; [`Error::AlreadyExists`] (and nothing written) if its key is taken.
     pub async fn insert<E: Entity>(&self, entity: &E) -> Result<()> {
         self.save_as(entity, true, None).await.map(drop)

@@ -21,6 +21,8 @@ pub struct Update<'s, E: Entity, S> {
     pub(crate) member: String,
     pub(crate) ops: Vec<UpdateOp>,
     pub(crate) ttl: Option<Duration>,
+    /// `persist`: remove the entity's TTL.
+    pub(crate) persist: bool,
     /// `if_version`: the stored `#[version]` the update requires.
     pub(crate) version: Option<String>,
     /// The first encoding error; reported by `exec()` so the chain stays fluent.
@@ -35,6 +37,7 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
             member: E::member(pk),
             ops: Vec::new(),
             ttl: None,
+            persist: false,
             version: None,
             error: None,
             _e: PhantomData,
@@ -48,6 +51,7 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
             member: self.member,
             ops: self.ops,
             ttl: self.ttl,
+            persist: self.persist,
             version: self.version,
             error: self.error,
             _e: PhantomData,
@@ -116,6 +120,15 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
     /// Gives the entity a new TTL with this write (otherwise the remaining one is kept).
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = Some(ttl);
+        self.persist = false;
+        self
+    }
+
+    /// Removes the entity's TTL in the same atomic write: it lives until
+    /// deleted (the last of `ttl` and `persist` wins).
+    pub fn persist(mut self) -> Self {
+        self.ttl = None;
+        self.persist = true;
         self
     }
 }
@@ -138,7 +151,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
         write::check_update_scores(E::DESC, &self.ops)?;
         let keys = EntityKeys::new(E::DESC, store.ns.as_str(), self.member);
         if E::DESC.layout != Layout::Json {
-            let plan = write::update(
+            let mut plan = write::update(
                 E::DESC,
                 store.ns.as_str(),
                 keys,
@@ -146,6 +159,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
                 self.ttl,
                 self.version,
             );
+            plan.remove_ttl = self.persist;
             return store.write(&plan).await.map(drop);
         }
         // The json layout keeps one document: read it, change it, and write it
@@ -161,7 +175,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
                 key: keys.base.clone(),
             })?;
             let doc = json::apply_json_ops(E::DESC, &keys.base, &read, &self.ops)?;
-            let plan = write::json_cas(
+            let mut plan = write::json_cas(
                 E::DESC,
                 store.ns.as_str(),
                 keys.clone(),
@@ -170,6 +184,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
                 &self.ops,
                 self.ttl,
             );
+            plan.remove_ttl = self.persist;
             match store.write(&plan).await {
                 Err(Error::Redis { source, .. }) if WritePlan::is_cas_retry(&source) => continue,
                 other => return other.map(drop),

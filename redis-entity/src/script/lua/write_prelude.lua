@@ -11,7 +11,7 @@
 -- Per entity, keys: the entity's keys in the order of T.roles (base, then
 -- strings-layout columns, then #[hash] maps, then the index shadow).
 -- Arguments: request token ('' for none, see `once`), namespace, member, ttl
--- ms to set (-1: keep the remaining TTL),
+-- ms to set (-1: keep the remaining TTL, 0: remove it),
 -- compare-and-set document (''), expected version ('' = no check), one
 -- value per index of T.idx ('' = not known: read it after the write; u =
 -- unchanged by this write; n = None; v.. = the stored form this write gives
@@ -511,6 +511,11 @@ local function finish_ttl(touched, current)
     final_ttl = ttl
     for j = 1, #K do
       if role(j) ~= 'o' and role(j) ~= 's' then redis.call('PEXPIRE', K[j], ttl) end
+    end
+  elseif ttl == 0 then
+    -- Asked to live without a TTL (`save_without_ttl`, `update().persist()`).
+    for j = 1, #K do
+      if role(j) ~= 'o' and role(j) ~= 's' then redis.call('PERSIST', K[j]) end
     end
   elseif existed and old_pttl > 0 then
     final_ttl = old_pttl
