@@ -404,3 +404,55 @@ async fn a_load_slower_than_the_lock_ttl_still_happens_once() {
     let lock: bool = server.conn().exists("cache:{slow}:lock").unwrap();
     assert!(!lock, "the lock was released");
 }
+
+#[tokio::test]
+async fn named_caches_keep_apart_and_clear_empties_one() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let prices = Cache::from_store(&store).named("prices");
+    let stock = Cache::from_store(&store).named("stock");
+    let plain = Cache::from_store(&store);
+    let loads = Loads::default();
+    for (cache, value) in [(&prices, "12.99"), (&stock, "7"), (&plain, "x")] {
+        let got = cache
+            .get_or_load("sku-1", Duration::from_secs(60), || {
+                slow_db(loads.clone(), Some(value.into()), 0)
+            })
+            .await
+            .unwrap();
+        assert_eq!(got.as_deref(), Some(value));
+    }
+    assert_eq!(loads.load(Ordering::SeqCst), 3, "one entry per cache");
+    assert_eq!(prices.key_of("sku-1"), "cache:prices:{sku-1}");
+    let mut keys = server.keys();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "cache:prices:{sku-1}",
+            "cache:stock:{sku-1}",
+            "cache:{sku-1}"
+        ]
+    );
+    // Many entries, more than one SCAN page: all go, the others stay.
+    for i in 0..2500 {
+        let _: () = server
+            .conn()
+            .set(prices.key_of(&format!("k{i}")), "1")
+            .unwrap();
+    }
+    assert_eq!(prices.clear().await.unwrap(), 2501);
+    let mut keys = server.keys();
+    keys.sort();
+    assert_eq!(keys, ["cache:stock:{sku-1}", "cache:{sku-1}"]);
+    assert_eq!(plain.clear().await.unwrap(), 1);
+    assert_eq!(server.keys(), ["cache:stock:{sku-1}"]);
+    // After a clear, the next call loads again.
+    let again = prices
+        .get_or_load("sku-1", Duration::from_secs(60), || {
+            slow_db(loads.clone(), Some("13.49".into()), 0)
+        })
+        .await
+        .unwrap();
+    assert_eq!(again.as_deref(), Some("13.49"));
+}

@@ -527,3 +527,45 @@ async fn verify_and_repair_report_their_progress() {
     );
     assert!(store.verify::<User>().await.unwrap().is_clean());
 }
+
+#[tokio::test]
+async fn relation_membership_and_counts_and_timeline_length_and_ids() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save_all(&users()).await.unwrap();
+    store.relate(&FOLLOWS, &8, &9).await.unwrap();
+    store.relate(&FOLLOWS, &7, &9).await.unwrap();
+    store.relate(&FOLLOWS, &9, &8).await.unwrap();
+    assert!(store.is_related(&FOLLOWS, &8, &9).await.unwrap());
+    assert!(!store.is_related(&FOLLOWS, &9, &7).await.unwrap());
+    assert_eq!(store.related_count(&FOLLOWS, &9).await.unwrap(), 1);
+    assert_eq!(store.related_back_count(&FOLLOWS, &9).await.unwrap(), 2);
+    assert_eq!(store.related_count(&FOLLOWS, &7).await.unwrap(), 1);
+    assert_eq!(store.related_back_count(&FOLLOWS, &7).await.unwrap(), 0);
+
+    for id in 1..=3 {
+        store.save(&post(id, 9)).await.unwrap();
+        store.timeline_push(&PUSHED, &id, &[8]).await.unwrap();
+    }
+    assert_eq!(store.timeline_len(&PUSHED, &8).await.unwrap(), 3);
+    assert_eq!(store.timeline_len(&PUSHED, &7).await.unwrap(), 0);
+    assert_eq!(
+        store.timeline_ids(&PUSHED, &8, 0, 10).await.unwrap(),
+        [3, 2, 1]
+    );
+    assert_eq!(store.timeline_ids(&PUSHED, &8, 1, 1).await.unwrap(), [2]);
+    assert!(store
+        .timeline_ids(&PUSHED, &8, 0, 0)
+        .await
+        .unwrap()
+        .is_empty());
+    // A deleted post still has its entry (the timeline is not rewritten on
+    // delete): its id is listed, the page of posts skips it.
+    store.delete::<Post>(&2).await.unwrap();
+    assert_eq!(
+        store.timeline_ids(&PUSHED, &8, 0, 10).await.unwrap(),
+        [3, 2, 1]
+    );
+    let page = store.timeline(&PUSHED, &8, 0, 10).await.unwrap();
+    assert_eq!(page, [post(3, 9), post(1, 9)]);
+}

@@ -214,6 +214,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         related_back[A: Entity, B: Entity](rel: &Relation<A, B>, b: &B::Pk)
             -> Result<Vec<A::Pk>>;
         mutual[A: Entity](rel: &Relation<A, A>, a: &A::Pk) -> Result<Vec<A::Pk>>;
+        is_related[A: Entity, B: Entity](rel: &Relation<A, B>, a: &A::Pk, b: &B::Pk)
+            -> Result<bool>;
+        related_count[A: Entity, B: Entity](rel: &Relation<A, B>, a: &A::Pk) -> Result<u64>;
+        related_back_count[A: Entity, B: Entity](rel: &Relation<A, B>, b: &B::Pk)
+            -> Result<u64>;
         related_entities[A: Entity, B: Entity](rel: &Relation<A, B>, a: &A::Pk)
             -> Result<Vec<B>>;
         timeline_push[O: Entity, P: Entity](
@@ -227,6 +232,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             rel: &Relation<O, O>,
             author: &O::Pk,
         ) -> Result<usize>;
+        timeline_len[O: Entity, P: Entity](timeline: &Timeline<O, P>, owner: &O::Pk)
+            -> Result<u64>;
+        timeline_ids[O: Entity, P: Entity](
+            timeline: &Timeline<O, P>,
+            owner: &O::Pk,
+            offset: usize,
+            n: usize,
+        ) -> Result<Vec<P::Pk>>;
         timeline[O: Entity, P: Entity](
             timeline: &Timeline<O, P>,
             owner: &O::Pk,

@@ -19,7 +19,7 @@
 //! | all ids | `<ns><prefix>:@ids` | set |
 //! | expiry | `<ns><prefix>:@expiry` | sorted set |
 //! | board bucket | `<ns><prefix>:board:<name>:<bucket>` | sorted set |
-//! | cache entry | `<ns>cache:{<escaped key>}`, its lock `<entry>:lock` | string |
+//! | cache entry | `<ns>cache:{<escaped key>}` (named: `<ns>cache:<name>:{<escaped key>}`), its lock `<entry>:lock` | string |
 
 use crate::schema::entity::{EntityDesc, Layout};
 use crate::schema::escape::escape_into;
@@ -276,11 +276,29 @@ pub(crate) fn board_key(desc: &EntityDesc, ns: &str, name: &str, bucket: &str) -
 }
 
 /// A read-through cache entry: `<ns>cache:{<escaped key>}`.
-pub(crate) fn cache_key(ns: &str, key: &str) -> String {
-    let mut k = format!("{ns}cache:{{");
+pub(crate) fn cache_key(ns: &str, name: &str, key: &str) -> String {
+    let mut k = cache_head(ns, name);
     escape_into(&mut k, key, "");
     k.push('}');
     k
+}
+
+/// What every entry of a cache starts with: `<ns>cache:{` for the unnamed
+/// one, `<ns>cache:<escaped name>:{` for a named one (a name cannot end
+/// where another's entries begin: `:` and braces are escaped).
+fn cache_head(ns: &str, name: &str) -> String {
+    let mut k = format!("{ns}cache:");
+    if !name.is_empty() {
+        escape_into(&mut k, name, "");
+        k.push(':');
+    }
+    k.push('{');
+    k
+}
+
+/// The SCAN pattern of every entry (and lock) of a cache.
+pub(crate) fn cache_scan_pattern(ns: &str, name: &str) -> String {
+    format!("{}*", cache_head(ns, name))
 }
 
 /// The single-loader lock of a cache entry.
@@ -380,7 +398,10 @@ mod tests {
             board_key(&d, "", "weekly", "2026-W48"),
             "user:board:weekly:2026-W48"
         );
-        assert_eq!(cache_key("", "price:{1}"), "cache:{price%3A%7B1%7D}");
+        assert_eq!(cache_key("", "", "price:{1}"), "cache:{price%3A%7B1%7D}");
+        assert_eq!(cache_key("t:", "a:b", "x"), "t:cache:a%3Ab:{x}");
+        assert_eq!(cache_scan_pattern("", ""), "cache:{*");
+        assert_eq!(cache_scan_pattern("", "prices"), "cache:prices:{*");
         assert_eq!(cache_lock_key("cache:{a}"), "cache:{a}:lock");
         assert_eq!(
             register_entry(&d, "", "follows"),

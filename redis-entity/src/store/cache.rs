@@ -77,6 +77,8 @@ impl Default for CacheOptions {
 pub struct Cache<C = ConnectionManager> {
     conn: C,
     ns: Namespace,
+    /// `named`: the cache's own part of the keyspace ("" for the default).
+    name: String,
     options: CacheOptions,
     sent: crate::script::Sent,
 }
@@ -85,6 +87,7 @@ impl<C> std::fmt::Debug for Cache<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Cache")
             .field("namespace", &self.ns)
+            .field("name", &self.name)
             .field("options", &self.options)
             .finish()
     }
@@ -185,6 +188,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         Cache {
             conn,
             ns: Namespace::none(),
+            name: String::new(),
             options: CacheOptions::default(),
             sent: Default::default(),
         }
@@ -195,8 +199,64 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         Cache {
             conn: store.connection(),
             ns: store.namespace().clone(),
+            name: String::new(),
             options: CacheOptions::default(),
             sent: store.sent().clone(),
+        }
+    }
+
+    /// The same cache under a name of its own (`<ns>cache:<name>:{key}`):
+    /// caches with different names never share an entry, and
+    /// [`clear`](Self::clear) of one leaves the others.
+    ///
+    /// ```no_run
+    /// # use redis_entity::{Cache, Store};
+    /// # async fn run(store: Store) -> redis_entity::Result<()> {
+    /// let prices = Cache::from_store(&store).named("prices");
+    /// let p: u64 = prices
+    ///     .get_or_load("sku-1", std::time::Duration::from_secs(60), || async {
+    ///         Ok::<_, std::io::Error>(Some(1299u64))
+    ///     })
+    ///     .await?
+    ///     .unwrap_or(0);
+    /// prices.clear().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = name.to_owned();
+        self
+    }
+
+    /// Deletes every entry of this cache (and its locks): SCAN of its keys,
+    /// `UNLINK` per batch of at most 1,000, so memory stays bounded.
+    /// Returns how many keys were deleted. Other caches, named or not, are
+    /// left alone.
+    pub async fn clear(&self) -> Result<u64> {
+        let pattern = crate::keyspace::cache_scan_pattern(self.ns.as_str(), &self.name);
+        let mut cursor: u64 = 0;
+        let mut deleted = 0;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| Error::redis(&pattern, e))?;
+            if !keys.is_empty() {
+                let n: u64 = redis::cmd("UNLINK")
+                    .arg(&keys)
+                    .query_async(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| Error::redis(&keys[0], e))?;
+                deleted += n;
+            }
+            if next == 0 {
+                return Ok(deleted);
+            }
+            cursor = next;
         }
     }
 
@@ -211,9 +271,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         &self.options
     }
 
-    /// The Redis key of cache entry `key`: `<ns>cache:{<escaped key>}`.
+    /// The Redis key of cache entry `key`: `<ns>cache:{<escaped key>}`, or
+    /// `<ns>cache:<escaped name>:{<escaped key>}` for a named cache.
     pub fn key_of(&self, key: &str) -> String {
-        crate::keyspace::cache_key(self.ns.as_str(), key)
+        crate::keyspace::cache_key(self.ns.as_str(), &self.name, key)
     }
 
     async fn script(&self, keys: [&str; 2], args: &[&[u8]]) -> Result<Value> {

@@ -186,6 +186,51 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok(n > 0)
     }
 
+    /// True when `a` relates to `b` (does 8 follow 9?): `SISMEMBER`, one
+    /// round trip.
+    pub async fn is_related<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+        b: &B::Pk,
+    ) -> Result<bool> {
+        let key = forward_key(rel, &self.ns, a);
+        redis::cmd("SISMEMBER")
+            .arg(&key)
+            .arg(B::member(b))
+            .query_async(&mut self.reader())
+            .await
+            .map_err(|e| Error::redis(&key, e))
+    }
+
+    /// How many `B`s `a` relates to (how many people 8 follows): `SCARD`.
+    pub async fn related_count<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+    ) -> Result<u64> {
+        let key = forward_key(rel, &self.ns, a);
+        redis::cmd("SCARD")
+            .arg(&key)
+            .query_async(&mut self.reader())
+            .await
+            .map_err(|e| Error::redis(&key, e))
+    }
+
+    /// How many `A`s relate to `b` (how many followers 9 has): `SCARD`.
+    pub async fn related_back_count<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        b: &B::Pk,
+    ) -> Result<u64> {
+        let key = reverse_key(rel, &self.ns, b);
+        redis::cmd("SCARD")
+            .arg(&key)
+            .query_async(&mut self.reader())
+            .await
+            .map_err(|e| Error::redis(&key, e))
+    }
+
     /// The pks of the `B`s that `a` relates to (people I follow), one round trip.
     pub async fn related<A: Entity, B: Entity>(
         &self,

@@ -143,6 +143,47 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok(followers.len())
     }
 
+    /// How many entries `owner`'s timeline holds (`LLEN`, one round trip;
+    /// entries of posts deleted since count until `repair` removes them).
+    pub async fn timeline_len<O: Entity, P: Entity>(
+        &self,
+        timeline: &Timeline<O, P>,
+        owner: &O::Pk,
+    ) -> Result<u64> {
+        let key = timeline.key(&self.ns, owner);
+        redis::cmd("LLEN")
+            .arg(&key)
+            .query_async(&mut self.reader())
+            .await
+            .map_err(|e| Error::redis(&key, e))
+    }
+
+    /// The pks of a page of `owner`'s timeline, newest first, without the
+    /// posts (`LRANGE`, one round trip; posts deleted since included).
+    pub async fn timeline_ids<O: Entity, P: Entity>(
+        &self,
+        timeline: &Timeline<O, P>,
+        owner: &O::Pk,
+        offset: usize,
+        n: usize,
+    ) -> Result<Vec<P::Pk>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let key = timeline.key(&self.ns, owner);
+        let members: Vec<String> = redis::cmd("LRANGE")
+            .arg(&key)
+            .arg(offset)
+            .arg(offset.saturating_add(n - 1))
+            .query_async(&mut self.reader())
+            .await
+            .map_err(|e| Error::redis(&key, e))?;
+        Ok(members
+            .iter()
+            .filter_map(|m| query::parse_member::<P>(m))
+            .collect())
+    }
+
     /// A page of `owner`'s timeline with its posts, newest first: `LRANGE`,
     /// then one pipelined read (two round trips). Posts deleted or expired
     /// since are skipped.
