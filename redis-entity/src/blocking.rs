@@ -296,6 +296,12 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
         let store = self.store;
         store.run(self.rebind(&store.inner).count())
     }
+
+    /// See the async `delete`.
+    pub fn delete(self) -> Result<u64> {
+        let store = self.store;
+        store.run(self.rebind(&store.inner).delete())
+    }
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>> {

@@ -13,6 +13,7 @@ pub mod migrate;
 pub mod query;
 pub(crate) mod relation;
 mod rows;
+pub mod scan;
 pub(crate) mod timeline;
 mod update;
 

@@ -4,16 +4,21 @@
 
 use super::{ExpiringTypes, Store};
 use crate::error::{Error, Result};
-use crate::keyspace;
+use crate::keyspace::{self, EntityKeys};
 use crate::plan::query::{self, index_of, index_value, Condition, RangeCondition, SetOp, Spec};
+use crate::plan::write;
 use crate::schema::codec::{Scalar, SortScore};
 use crate::schema::entity::Entity;
 use crate::schema::field::{Field, PrefixIndex, SetIndex, SortedIndex, Unique};
 use crate::script;
+use crate::script::write::WriteOp;
 use redis::aio::ConnectionLike;
 use redis::Value;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
+
+/// How many deletes one pipelined round trip of `Query::delete` carries.
+const DELETE_BATCH: usize = 500;
 
 /// A query being built; see the module docs. `S` is the store it runs on.
 #[must_use = "a query does nothing until `fetch()`, `ids()` or `count()` is called"]
@@ -391,6 +396,51 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
             store.write_many(&fetched.repairs).await?;
         }
         Ok(fetched.entities)
+    }
+
+    /// Deletes every matching entity (and all its index entries), each in
+    /// its own atomic write, in pipelined batches of 500: one round trip for
+    /// the ids, one per batch. Returns how many were deleted. An entity that
+    /// stops matching between the two is deleted all the same (the ids are
+    /// read first); with `limit`, only that page.
+    ///
+    /// ```no_run
+    /// # use redis_entity::{RedisEntity, Store};
+    /// # #[derive(RedisEntity)] struct Session { #[pk] id: u64, #[index] user: u64 }
+    /// # async fn run(store: Store) -> redis_entity::Result<()> {
+    /// let gone = store.query::<Session>().eq(Session::USER, 7u64).delete().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn delete(self) -> Result<u64> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let store = self.store;
+        let members = store
+            .run_query::<E>(&self.spec, false, false)
+            .await?
+            .members;
+        let mut deleted = 0;
+        for chunk in members.chunks(DELETE_BATCH) {
+            let plans: Vec<_> = chunk
+                .iter()
+                .map(|m| {
+                    write::lifecycle(
+                        E::DESC,
+                        store.ns.as_str(),
+                        EntityKeys::new(E::DESC, store.ns.as_str(), m.clone()),
+                        WriteOp::Delete,
+                        None,
+                    )
+                })
+                .collect();
+            for r in store.write_many(&plans).await? {
+                if r? {
+                    deleted += 1;
+                }
+            }
+        }
+        Ok(deleted)
     }
 
     /// The pks of the matching entities as the indexes list them (one round
