@@ -68,6 +68,11 @@ mod script;
 mod seen;
 mod store;
 
+/// The README's examples, compiled as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+
 pub mod admin;
 pub mod blocking;
 pub mod near;
