@@ -136,3 +136,102 @@ async fn the_embedded_command_line() {
         .unwrap()
         .contains("types: User, Book"));
 }
+
+#[allow(dead_code)]
+#[path = "../examples/admin.rs"]
+mod example;
+
+#[tokio::test]
+async fn the_embedded_command_line_speaks_json_for_scripts() {
+    use example::{Customer, Product};
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store
+        .save(&Product {
+            sku: "SKU-1".into(),
+            title: "ruby book".into(),
+            tags: ["books".to_string()].into(),
+            price_cents: 1299,
+        })
+        .await
+        .unwrap();
+    store
+        .save(&Customer {
+            id: 1,
+            email: "a@example.com".into(),
+        })
+        .await
+        .unwrap();
+    let run = |line: &str| {
+        let url = server.url();
+        let line = line.to_owned();
+        async move { example::run(&url, &args(&line)).await.unwrap() }
+    };
+    let out = run("verify --json").await;
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert_eq!(lines[0]["type"], "Product");
+    assert_eq!(lines[0]["entities"], 1);
+    assert_eq!(lines[0]["violations"], serde_json::json!([]));
+    assert_eq!(lines[0]["repaired"], serde_json::Value::Null);
+
+    // A stale tag entry: reported with its kind, and repaired.
+    let _: () = server
+        .conn()
+        .sadd("shop:product:tags:games", "SKU-1")
+        .unwrap();
+    let out = run("verify --repair --json Product").await;
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["violations"][0]["kind"], "StaleEntry", "{v}");
+    assert!(v["violations"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("shop:product:tags:games"));
+    assert_eq!(v["repaired"]["fixed"], 1);
+    assert_eq!(v["repaired"]["left"], serde_json::json!([]));
+
+    let v: serde_json::Value =
+        serde_json::from_str(run("reindex --json Customer").await.trim()).unwrap();
+    assert_eq!(v, serde_json::json!({"type": "Customer", "indexed": 1}));
+    let v: serde_json::Value =
+        serde_json::from_str(run("sweep --json Customer").await.trim()).unwrap();
+    assert_eq!(v, serde_json::json!({"type": "Customer", "swept": 0}));
+    let layouts = run("layouts --json").await;
+    let first: serde_json::Value = serde_json::from_str(layouts.lines().next().unwrap()).unwrap();
+    assert_eq!(first["type"], "Product");
+    assert!(first["keys"].as_array().unwrap().len() > 3, "{first}");
+    assert!(run("help").await.contains("types: Product, Customer"));
+}
+
+#[tokio::test]
+async fn reindex_reports_its_progress() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let users: Vec<User> = (1..=1200)
+        .map(|id| User {
+            id,
+            name: format!("u{id}"),
+            country: "DE".into(),
+        })
+        .collect();
+    store.save_all(&users).await.unwrap();
+    let mut steps = Vec::new();
+    let n = store
+        .reindex_with::<User>(|p| steps.push((p.step, p.done, p.total)))
+        .await
+        .unwrap();
+    assert_eq!(n, 1200);
+    let indexing: Vec<_> = steps.iter().filter(|s| s.0 == "indexing").collect();
+    assert_eq!(
+        indexing,
+        [
+            &("indexing", 500, Some(1200)),
+            &("indexing", 1000, Some(1200)),
+            &("indexing", 1200, Some(1200))
+        ]
+    );
+    assert!(steps.iter().any(|s| s.0 == "scanning entity keys"));
+}

@@ -18,9 +18,13 @@
 //! Commands: `layouts`, `verify [--repair] [TYPE...]`, `reindex [TYPE...]`
 //! (after an index was added: every stored entity is indexed again),
 //! `sweep [--budget N] [TYPE...]`. Without a type, every registered type.
+//! `--json` prints one JSON object per type instead of text, for scripts.
+//! While an operation runs, a progress bar with its rate and time left is
+//! drawn on stderr when stderr is a terminal (feature `progress`, on by
+//! default).
 
 use crate::error::{Error, Result};
-use crate::plan::verify::{Repaired, Report};
+use crate::plan::verify::{Progress, Repaired, Report};
 use crate::schema::entity::Entity;
 use crate::schema::layout::Registry;
 use crate::store::Store;
@@ -30,13 +34,68 @@ use std::pin::Pin;
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// A progress callback, erased.
+type OnProgress<'a> = &'a mut (dyn FnMut(&Progress) + Send);
+
 /// The operations of one registered type, erased over its Rust type.
 struct Ops<C> {
     name: &'static str,
-    verify: for<'a> fn(&'a Store<C>) -> BoxFuture<'a, Result<Report>>,
-    repair: for<'a> fn(&'a Store<C>, &'a Report) -> BoxFuture<'a, Result<Repaired>>,
-    reindex: for<'a> fn(&'a Store<C>) -> BoxFuture<'a, Result<usize>>,
+    verify: for<'a> fn(&'a Store<C>, OnProgress<'a>) -> BoxFuture<'a, Result<Report>>,
+    repair: for<'a> fn(&'a Store<C>, &'a Report, OnProgress<'a>) -> BoxFuture<'a, Result<Repaired>>,
+    reindex: for<'a> fn(&'a Store<C>, OnProgress<'a>) -> BoxFuture<'a, Result<usize>>,
     sweep: for<'a> fn(&'a Store<C>, usize) -> BoxFuture<'a, Result<usize>>,
+}
+
+/// Draws a progress bar for one operation of one type on stderr (nothing
+/// when stderr is not a terminal, or without the `progress` feature).
+struct Bar {
+    #[cfg(feature = "progress")]
+    bar: indicatif::ProgressBar,
+}
+
+impl Bar {
+    fn new(name: &str, operation: &str) -> Bar {
+        #[cfg(feature = "progress")]
+        {
+            let bar =
+                indicatif::ProgressBar::no_length().with_prefix(format!("{name} {operation}"));
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{prefix}: {msg} {wide_bar} {pos}/{len} ({per_sec}, {eta} left)",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            Bar { bar }
+        }
+        #[cfg(not(feature = "progress"))]
+        {
+            let _ = (name, operation);
+            Bar {}
+        }
+    }
+
+    fn update(&self, p: &Progress) {
+        #[cfg(feature = "progress")]
+        {
+            if self.bar.message() != p.step {
+                // A new step: its own count.
+                self.bar.set_message(p.step);
+                self.bar.reset();
+            }
+            match p.total {
+                Some(t) => self.bar.set_length(t as u64),
+                None => self.bar.unset_length(),
+            }
+            self.bar.set_position(p.done as u64);
+        }
+        #[cfg(not(feature = "progress"))]
+        let _ = p;
+    }
+
+    fn finish(self) {
+        #[cfg(feature = "progress")]
+        self.bar.finish_and_clear();
+    }
 }
 
 /// The admin of a set of entity types; see the module docs.
@@ -61,9 +120,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
         self.registry = self.registry.register::<E>()?;
         self.types.push(Ops {
             name: E::DESC.type_name,
-            verify: |s| Box::pin(s.verify::<E>()),
-            repair: |s, r| Box::pin(s.repair::<E>(r)),
-            reindex: |s| Box::pin(s.reindex::<E>()),
+            verify: |s, p| Box::pin(s.verify_with::<E>(p)),
+            repair: |s, r, p| Box::pin(s.repair_with::<E>(r, p)),
+            reindex: |s, p| Box::pin(s.reindex_with::<E>(p)),
             sweep: |s, budget| Box::pin(s.sweep::<E>(budget)),
         });
         Ok(self)
@@ -101,46 +160,109 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
             Some((c, rest)) => (c.as_str(), rest),
             None => ("help", &[][..]),
         };
-        let repair = rest.iter().any(|a| a == "--repair");
-        let mut budget = 10_000;
+        let (mut repair, mut json, mut budget) = (false, false, 10_000);
         let mut names = Vec::new();
         let mut it = rest.iter();
         while let Some(a) = it.next() {
             match a.as_str() {
-                "--repair" => {}
+                "--repair" => repair = true,
+                "--json" => json = true,
                 "--budget" => budget = it.next().and_then(|b| b.parse().ok()).unwrap_or(budget),
                 name => names.push(name),
             }
         }
+        let line = |out: &mut String, v: serde_json::Value| {
+            let _ = writeln!(out, "{v}");
+        };
         match command {
+            "layouts" if json => {
+                for e in self.registry.layouts() {
+                    line(
+                        &mut out,
+                        serde_json::json!({
+                            "type": e.entity,
+                            "layout": format!("{:?}", e.layout).to_lowercase(),
+                            "keys": e.keys.iter().map(|k| serde_json::json!({
+                                "pattern": k.pattern,
+                                "redis_type": format!("{:?}", k.redis_type),
+                                "holds": k.holds,
+                            })).collect::<Vec<_>>(),
+                        }),
+                    );
+                }
+            }
             "layouts" => {
                 let _ = write!(out, "{}", self.registry);
             }
             "verify" => {
                 for t in self.selected(&names)? {
-                    let report = (t.verify)(&self.store).await?;
-                    let _ = write!(out, "{}: {report}", t.name);
-                    if repair && !report.is_clean() {
-                        let repaired = (t.repair)(&self.store, &report).await?;
-                        let _ = write!(out, "{}: repair: {repaired}", t.name);
+                    let bar = Bar::new(t.name, "verify");
+                    let report = (t.verify)(&self.store, &mut |p| bar.update(p)).await;
+                    bar.finish();
+                    let report = report?;
+                    let repaired = if repair && !report.is_clean() {
+                        let bar = Bar::new(t.name, "repair");
+                        let r = (t.repair)(&self.store, &report, &mut |p| bar.update(p)).await;
+                        bar.finish();
+                        Some(r?)
+                    } else {
+                        None
+                    };
+                    if json {
+                        line(
+                            &mut out,
+                            serde_json::json!({
+                                "type": t.name,
+                                "entities": report.entities,
+                                "index_entries": report.index_entries,
+                                "violations": report.violations.iter().map(|v| serde_json::json!({
+                                    "kind": v.kind(),
+                                    "text": v.to_string(),
+                                })).collect::<Vec<_>>(),
+                                "repaired": repaired.as_ref().map(|r| serde_json::json!({
+                                    "fixed": r.fixed,
+                                    "left": r.left.iter().map(|u| serde_json::json!({
+                                        "kind": u.violation.kind(),
+                                        "text": u.violation.to_string(),
+                                        "reason": u.reason,
+                                    })).collect::<Vec<_>>(),
+                                })),
+                            }),
+                        );
+                    } else {
+                        let _ = write!(out, "{}: {report}", t.name);
+                        if let Some(r) = repaired {
+                            let _ = write!(out, "{}: repair: {r}", t.name);
+                        }
                     }
                 }
             }
             "reindex" => {
                 for t in self.selected(&names)? {
-                    let n = (t.reindex)(&self.store).await?;
-                    let _ = writeln!(out, "{}: {n} entities indexed", t.name);
+                    let bar = Bar::new(t.name, "reindex");
+                    let n = (t.reindex)(&self.store, &mut |p| bar.update(p)).await;
+                    bar.finish();
+                    let n = n?;
+                    if json {
+                        line(&mut out, serde_json::json!({"type": t.name, "indexed": n}));
+                    } else {
+                        let _ = writeln!(out, "{}: {n} entities indexed", t.name);
+                    }
                 }
             }
             "sweep" => {
                 for t in self.selected(&names)? {
                     let n = (t.sweep)(&self.store, budget).await?;
-                    let _ = writeln!(out, "{}: {n} expired entities unindexed", t.name);
+                    if json {
+                        line(&mut out, serde_json::json!({"type": t.name, "swept": n}));
+                    } else {
+                        let _ = writeln!(out, "{}: {n} expired entities unindexed", t.name);
+                    }
                 }
             }
             _ => {
                 out.push_str(
-                    "commands: layouts | verify [--repair] [TYPE...] | reindex [TYPE...] | sweep [--budget N] [TYPE...]\n",
+                    "commands: layouts | verify [--repair] [TYPE...] | reindex [TYPE...] | sweep [--budget N] [TYPE...]; add --json for JSON lines\n",
                 );
                 let names: Vec<&str> = self.types.iter().map(|t| t.name).collect();
                 let _ = writeln!(out, "types: {}", names.join(", "));

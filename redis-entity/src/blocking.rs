@@ -269,6 +269,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
     blocking! {
         reindex[E: Entity]() -> Result<usize> as reindex::<E>;
+        reindex_with[E: Entity, P: FnMut(&VerifyProgress) + Send](progress: P) -> Result<usize>
+            as reindex_with::<E>;
     }
 }
 

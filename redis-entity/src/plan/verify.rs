@@ -133,6 +133,26 @@ pub enum Violation {
     },
 }
 
+impl Violation {
+    /// The variant's name (`"StaleEntry"`, ...), for machine-readable reports.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Violation::StaleEntry { .. } => "StaleEntry",
+            Violation::MissingEntry { .. } => "MissingEntry",
+            Violation::StaleSortedEntry { .. } => "StaleSortedEntry",
+            Violation::MissingSortedEntry { .. } => "MissingSortedEntry",
+            Violation::DuplicateUnique { .. } => "DuplicateUnique",
+            Violation::StaleId { .. } => "StaleId",
+            Violation::MissingId { .. } => "MissingId",
+            Violation::OneSidedRelation { .. } => "OneSidedRelation",
+            Violation::DanglingMember { .. } => "DanglingMember",
+            Violation::Leftover { .. } => "Leftover",
+            Violation::Undecodable { .. } => "Undecodable",
+            Violation::Unreadable { .. } => "Unreadable",
+        }
+    }
+}
+
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

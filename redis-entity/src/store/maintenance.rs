@@ -186,6 +186,15 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
     /// entity keys, one pipelined write per 500 entities. Returns how many
     /// entities were indexed.
     pub async fn reindex<E: Entity>(&self) -> Result<usize> {
+        self.reindex_with::<E>(|_| {}).await
+    }
+
+    /// [`reindex`](Self::reindex), calling `progress` after every round
+    /// trip (a SCAN page, then each batch of 500 entities).
+    pub async fn reindex_with<E: Entity>(
+        &self,
+        mut progress: impl FnMut(&Progress) + Send,
+    ) -> Result<usize> {
         let desc = E::DESC;
         let mut members = std::collections::BTreeSet::new();
         let mut cursor: u64 = 0;
@@ -205,6 +214,11 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
             members.extend(keys.iter().filter_map(|k| {
                 crate::keyspace::member_of_key(desc, self.namespace().as_str(), k)
             }));
+            progress(&Progress {
+                step: "scanning entity keys",
+                done: members.len(),
+                total: None,
+            });
             if next == 0 {
                 break;
             }
@@ -212,7 +226,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
         }
         let members: Vec<String> = members.into_iter().collect();
         let mut indexed = 0;
-        for chunk in members.chunks(500) {
+        let mut done = 0;
+        for chunk in members.chunks(BATCH) {
             let plans: Vec<_> = chunk
                 .iter()
                 .map(|m| {
@@ -234,6 +249,12 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
                     Err(e) => return Err(e),
                 }
             }
+            done += chunk.len();
+            progress(&Progress {
+                step: "indexing",
+                done,
+                total: Some(members.len()),
+            });
         }
         Ok(indexed)
     }
