@@ -10,10 +10,10 @@
 use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
 use crate::plan::verify::{Progress as VerifyProgress, Repaired, Report};
-use crate::schema::codec::{MapField, Scalar};
+use crate::schema::codec::MapField;
 use crate::schema::entity::Entity;
 use crate::schema::escape::Namespace;
-use crate::schema::field::{Field, HashField, SetIndex, SortedIndex, Unique};
+use crate::schema::field::{Field, HashField, SetIndex, SortedIndex, UniqueIndex};
 use crate::store::board::Board;
 use crate::store::migrate::{Migration, Progress};
 use crate::store::query::Query;
@@ -186,9 +186,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             field: Field<E, T, Co, K>,
             value: impl Into<K::Value>,
         ) -> Result<Vec<E>>;
-        find_unique[E: Entity, T, Co, X: Scalar](
-            field: Field<E, T, Co, Unique<X>>,
-            value: impl Into<X>,
+        find_unique[E: Entity, T, Co, K: UniqueIndex](
+            field: Field<E, T, Co, K>,
+            value: impl Into<K::Value>,
         ) -> Result<Option<E>>;
         top[E: Entity, T, Co, K: SortedIndex](field: Field<E, T, Co, K>, n: usize)
             -> Result<Vec<(E, f64)>>;

@@ -86,7 +86,7 @@ pub use schema::entity::{
 pub use schema::escape::{KeyPart, Namespace, PaddedKeyPart};
 pub use schema::field::{
     AllowsIncr, Assign, Equality, Field, HashField, Incrementable, NoIndex, Prefix, PrefixIndex,
-    SetIndex, Sorted, SortedIndex, Tags, Unique, ValueKeyed, Writable,
+    SetIndex, Sorted, SortedIndex, Tags, Unique, UniqueIndex, ValueKeyed, Writable,
 };
 pub use schema::layout::{EntityLayout, KeyPattern, RedisType, Registry};
 pub use store::cache::{Cache, CacheOptions};

@@ -64,6 +64,19 @@ impl<X: crate::schema::codec::SortScore> SortedIndex for Sorted<X> {
 }
 impl<X> AllowsIncr for Sorted<X> {}
 
+/// The index kind `find_unique` reads: `#[index(unique)]`.
+#[diagnostic::on_unimplemented(
+    message = "`find_unique` needs a field with `#[index(unique)]`",
+    label = "this field is not unique: query it with `find` or `query().eq(..)` if it has `#[index]`"
+)]
+pub trait UniqueIndex: sealed::Sealed {
+    /// The indexed value type.
+    type Value: crate::schema::codec::Scalar;
+}
+impl<X: crate::schema::codec::Scalar> UniqueIndex for Unique<X> {
+    type Value = X;
+}
+
 /// Index kinds that answer "starts with" (`query().prefix(..)`).
 #[diagnostic::on_unimplemented(
     message = "this field has no prefix index",

@@ -7,15 +7,19 @@ use crate::error::{Error, Result};
 use crate::keyspace::{self, EntityKeys};
 use crate::plan::query::{self, index_of, index_value, Condition, RangeCondition, SetOp, Spec};
 use crate::plan::write;
-use crate::schema::codec::{Scalar, SortScore};
+use crate::schema::codec::SortScore;
 use crate::schema::entity::Entity;
-use crate::schema::field::{Field, PrefixIndex, SetIndex, SortedIndex, Unique};
+use crate::schema::field::{Field, PrefixIndex, SetIndex, SortedIndex, UniqueIndex};
 use crate::script;
 use crate::script::write::WriteOp;
 use redis::aio::ConnectionLike;
 use redis::Value;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
+
+/// The future of a call whose field argument is checked at the call alone.
+pub type Pending<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>>;
 
 /// How many deletes one pipelined round trip of `Query::delete` carries.
 const DELETE_BATCH: usize = 500;
@@ -195,25 +199,40 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// Every `E` whose indexed `field` equals `value` (or, for a tag
     /// relation, has the tag): `query().eq(field, value).fetch()`.
-    pub async fn find<E: Entity, T, Co, K: SetIndex>(
+    pub fn find<E: Entity, T, Co, K: SetIndex>(
         &self,
         field: Field<E, T, Co, K>,
         value: impl Into<K::Value>,
-    ) -> Result<Vec<E>> {
-        self.query::<E>().eq(field, value).fetch().await
+    ) -> Pending<'_, Vec<E>> {
+        Box::pin(self.query::<E>().eq(field, value).fetch())
     }
 
     /// The `E` whose unique `field` holds `value`, if any (two round trips:
     /// the unique key, then the entity, which is checked to still hold it).
-    pub async fn find_unique<E: Entity, T, Co, X: Scalar>(
+    pub fn find_unique<E: Entity, T, Co, K: UniqueIndex>(
         &self,
-        field: Field<E, T, Co, Unique<X>>,
-        value: impl Into<X>,
+        field: Field<E, T, Co, K>,
+        value: impl Into<K::Value>,
+    ) -> Pending<'_, Option<E>> {
+        // The value is encoded here and the future's type names `E` alone,
+        // so that a field of the wrong kind is one error, at the call (an
+        // `async fn` would repeat it for its future and its `.await`).
+        let found = query::index_of(E::DESC, field.name()).map(|index| {
+            (
+                index,
+                query::unique_key(E::DESC, &self.ns, index, &value.into()),
+            )
+        });
+        Box::pin(self.find_unique_at::<E>(found))
+    }
+
+    async fn find_unique_at<E: Entity>(
+        &self,
+        found: Option<(usize, (String, Vec<u8>))>,
     ) -> Result<Option<E>> {
-        let Some(index) = query::index_of(E::DESC, field.name()) else {
+        let Some((index, (key, v))) = found else {
             return Ok(None);
         };
-        let (key, v) = query::unique_key(E::DESC, &self.ns, index, &value.into());
         let member: Option<String> = redis::cmd("GET")
             .arg(&key)
             .query_async(&mut self.reader())
@@ -234,23 +253,32 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// The `n` entities with the highest sorted `field`, with their scores
     /// (a leaderboard with profiles): two round trips, whatever `n`.
-    pub async fn top<E: Entity, T, Co, K: SortedIndex>(
+    pub fn top<E: Entity, T, Co, K: SortedIndex>(
         &self,
         field: Field<E, T, Co, K>,
         n: usize,
-    ) -> Result<Vec<(E, f64)>> {
-        self.top_each(field, n).await?.into_iter().collect()
+    ) -> Pending<'_, Vec<(E, f64)>> {
+        let index = query::index_of(E::DESC, field.name());
+        Box::pin(async move { self.top_at::<E>(index, n).await?.into_iter().collect() })
     }
 
     /// [`top`](Self::top) with a result per entity: a record that does not
     /// decode is an error in its place, naming its key and field, and the
     /// others are still returned.
-    pub async fn top_each<E: Entity, T, Co, K: SortedIndex>(
+    pub fn top_each<E: Entity, T, Co, K: SortedIndex>(
         &self,
         field: Field<E, T, Co, K>,
         n: usize,
+    ) -> Pending<'_, Vec<Result<(E, f64)>>> {
+        Box::pin(self.top_at::<E>(query::index_of(E::DESC, field.name()), n))
+    }
+
+    async fn top_at<E: Entity>(
+        &self,
+        index: Option<usize>,
+        n: usize,
     ) -> Result<Vec<Result<(E, f64)>>> {
-        let Some(index) = query::index_of(E::DESC, field.name()) else {
+        let Some(index) = index else {
             return Ok(Vec::new());
         };
         if n == 0 {
@@ -304,15 +332,24 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// The 0-based rank of the entity by its sorted `field`, highest first
     /// (`ZREVRANK`, one round trip); `None` when it has no value or no entity.
     /// Expired entities are never counted above it.
-    pub async fn rank<E: Entity, T, Co, K: SortedIndex>(
-        &self,
+    pub fn rank<'a, E: Entity, T, Co, K: SortedIndex>(
+        &'a self,
         field: Field<E, T, Co, K>,
         pk: &E::Pk,
+    ) -> Pending<'a, Option<u64>> {
+        let index = query::index_of(E::DESC, field.name());
+        Box::pin(self.rank_at::<E>(index, E::member(pk)))
+    }
+
+    async fn rank_at<E: Entity>(
+        &self,
+        index: Option<usize>,
+        member: String,
     ) -> Result<Option<u64>> {
-        let Some(index) = query::index_of(E::DESC, field.name()) else {
+        let Some(index) = index else {
             return Ok(None);
         };
-        let call = query::rank_call(E::DESC, &self.ns, index, &E::member(pk));
+        let call = query::rank_call(E::DESC, &self.ns, index, &member);
         let reply: Option<u64> = script::invoke(&mut self.reader(), self.reader_sent(), &call)
             .await
             .map_err(|e| {
