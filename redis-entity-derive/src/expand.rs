@@ -5,6 +5,7 @@
 use crate::model::{self, Codec, Column, Entity, Field, IndexKind, Layout, TagPart};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
+use syn::spanned::Spanned;
 use syn::{Ident, LitStr};
 
 /// The runtime's private paths: `::redis_entity::__private`.
@@ -306,6 +307,24 @@ fn read_member_fn(e: &Entity, re: &TokenStream) -> TokenStream {
     }
 }
 
+/// `tokens` with every token at `span` (so that an error about them points
+/// at the user's code, e.g. a field's type, instead of the derive).
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            if let proc_macro2::TokenTree::Group(g) = &t {
+                let mut inner = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                inner.set_span(span);
+                t = proc_macro2::TokenTree::Group(inner);
+            } else {
+                t.set_span(span);
+            }
+            t
+        })
+        .collect()
+}
+
 /// `<Plain as FieldCodec<T>>`-ready codec type of a column.
 fn codec_type(c: &Column, re: &TokenStream) -> TokenStream {
     let base = match c.codec {
@@ -326,7 +345,10 @@ fn to_row_fn(e: &Entity, re: &TokenStream) -> TokenStream {
     let columns = e.columns().map(|(f, c)| {
         let codec = codec_type(c, re);
         let (ty, name, ident) = (f.ty, lit(&f.name), f.ident);
-        quote!(<#codec as #re::FieldCodec<#ty>>::encode(#name, &self.#ident)?)
+        // Spanned at the field's type: a type that cannot be stored is
+        // reported there (once), with the codec trait's hint.
+        let path = respan(quote!(<#codec as #re::FieldCodec<#ty>>::encode), ty.span());
+        quote!(#path(#name, &self.#ident)?)
     });
     let maps = e.maps().map(|f| {
         let ident = f.ident;
@@ -350,8 +372,9 @@ fn from_row_fn(e: &Entity, re: &TokenStream) -> TokenStream {
         let var = format_ident!("__c{}", i);
         let codec = codec_type(c, re);
         let (ty, name) = (f.ty, lit(&f.name));
+        let decode = respan(quote!(<#codec as #re::FieldCodec<#ty>>::decode), ty.span());
         quote! {
-            let #var = <#codec as #re::FieldCodec<#ty>>::decode(
+            let #var = #decode(
                 #name,
                 #re::take(&mut __cols).as_deref(),
             )?;

@@ -13,6 +13,11 @@ use std::hash::Hash;
 use std::marker::PhantomData;
 
 /// A value stored as one Redis string (a hash field, a string key, a key segment).
+#[diagnostic::on_unimplemented(
+    message = "a field of type `{Self}` cannot be stored as one Redis value",
+    label = "add `#[redis(json)]` to this field to store it as one JSON value",
+    note = "`#[redis(json)]` needs serde's `Serialize` and `Deserialize` on `{Self}`; or implement `redis_entity::codec::Scalar` for it"
+)]
 pub trait Scalar: Sized {
     /// Appends the stored form of `self` to `out`.
     fn encode(&self, out: &mut Vec<u8>);
