@@ -34,13 +34,13 @@ fn titles(books: &[Book]) -> Vec<&str> {
 }
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
-    println!("== book_tags (seeds 000, 003): tags as sets, SINTER / SUNION / SDIFF");
+    println!("== book_tags: tags as sets, SINTER / SUNION / SDIFF");
     let store = Store::connect(url).await?;
     println!("{}", Book::layout());
     store.save_all(&books()).await?;
     println!(
         "save_all(4 books)  -> keys {:?}",
-        support::scan_keys(url, "book:*")
+        store.scan_keys("book:*").await?
     );
 
     // select distinct bookid from tag where content='PHP' and content='WEB'  (a self-join in SQL)
@@ -100,6 +100,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    let (url, _server) = support::example_server();
+    // The server to run against: `REDIS_URL`, or a local one.
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

@@ -1,4 +1,4 @@
-//! Seed 002: the three cache problems, each shown without protection and
+//! The three cache problems, each shown without protection and
 //! with redis-entity's `Cache`, with the database loads counted.
 //! Run: `cargo run --example cache`.
 
@@ -26,7 +26,7 @@ impl Database {
     }
 }
 
-/// The naive cache the seed starts from: GET, on a miss query and SET.
+/// The naive cache one starts from: GET, on a miss query and SET.
 async fn naive(
     conn: &mut redis::aio::MultiplexedConnection,
     db: &Database,
@@ -42,7 +42,7 @@ async fn naive(
 }
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
-    println!("== cache (seed 002): penetration, breakdown, avalanche");
+    println!("== cache: penetration, breakdown, avalanche");
     let store = Store::connect(url).await?;
     let cache = Cache::from_store(&store);
     let client = redis::Client::open(url).expect("url");
@@ -138,6 +138,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    let (url, _server) = support::example_server();
+    // The server to run against: `REDIS_URL`, or a local one.
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

@@ -1,4 +1,4 @@
-//! Seed 001: player profiles as hashes, a leaderboard as a sorted set (ZADD,
+//! Player profiles as hashes, a leaderboard as a sorted set (ZADD,
 //! ZINCRBY), the top 10 with their profiles fetched pipelined, a player's
 //! rank, and a weekly board that expires by itself.
 //! Run: `cargo run --example leaderboard`.
@@ -39,9 +39,7 @@ pub fn players() -> Vec<Player> {
 }
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
-    println!(
-        "== leaderboard (seed 001): profiles, ZINCRBY, top 10 with profiles, rank, weekly board"
-    );
+    println!("== leaderboard: profiles, ZINCRBY, top 10 with profiles, rank, weekly board");
     let store = Store::connect(url).await?;
     println!("{}", Player::layout());
     store.save_all(&players()).await?;
@@ -109,6 +107,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    let (url, _server) = support::example_server();
+    // The server to run against: `REDIS_URL`, or a local one.
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

@@ -1,4 +1,4 @@
-//! Seed 001: migrating legacy `User_*_Profile` JSON strings to profile hashes
+//! Migrating legacy `User_*_Profile` JSON strings to profile hashes
 //! with SCAN (never KEYS), in batches, with a dry run, a progress bar, a
 //! resumable cursor, and the sources deleted once their hash is written.
 //! Run: `cargo run --example migrate`.
@@ -80,7 +80,7 @@ fn bar(done: u64, total: u64) -> String {
 }
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
-    println!("== migrate (seed 001): User_*_Profile JSON strings -> profile hashes");
+    println!("== migrate: User_*_Profile JSON strings -> profile hashes");
     let store = Store::connect(url).await?;
     seed_legacy(url, 1000).await;
     let mut c = redis::Client::open(url)
@@ -115,7 +115,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
             println!("  {}", bar(before + p.migrated, dry.migrated));
         })
         .await?;
-    let left: Vec<String> = support::scan_keys(url, "User_*_Profile");
+    let left: Vec<String> = store.scan_keys("User_*_Profile").await?;
     println!(
         "resumed  -> migrated {} more, legacy keys left {left:?} (the broken one: {:?})",
         done.migrated, done.failed
@@ -141,6 +141,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    let (url, _server) = support::example_server();
+    // The server to run against: `REDIS_URL`, or a local one.
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

@@ -1,7 +1,7 @@
-//! Seed 004: multi-condition and "starts with" queries that the seed answers
+//! Security users: multi-condition and "starts with" queries that the key-pattern approach answers
 //! by building keys such as `SU1_县级单位_wangwu_0000000035` and matching
 //! them with KEYS patterns. Here the fields are indexed instead; the pk keeps
-//! the seed's zero-padded id. Run: `cargo run --example pattern_query`.
+//! the legacy zero-padded id. Run: `cargo run --example pattern_query`.
 
 use redis_entity::{RedisEntity, Store};
 
@@ -40,16 +40,16 @@ fn ids(users: &[SecurityUser]) -> Vec<u64> {
 }
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
-    println!("== pattern_query (seed 004): multi-condition and prefix queries without KEYS");
+    println!("== pattern_query: multi-condition and prefix queries without KEYS");
     let store = Store::connect(url).await?;
     println!("{}", SecurityUser::layout());
     store.save_all(&users()).await?;
     println!(
         "save_all(6 users)       -> keys {:?}",
-        support::scan_keys(url, "SU1:{*")
+        store.scan_keys("SU1:{*").await?
     );
 
-    // seed: keys SU1_县级单位_wangwu_*      (both conditions)
+    // with key patterns: KEYS SU1_县级单位_wangwu_*      (both conditions)
     let both = store
         .query::<SecurityUser>()
         .eq(SecurityUser::UNIT_TYPE, "县级单位")
@@ -58,11 +58,11 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
         .await?;
     println!("unit 县级单位, name wangwu -> {:?}", ids(&both));
 
-    // seed: keys SU1_县级单位_*             (one condition)
+    // with key patterns: KEYS SU1_县级单位_*             (one condition)
     let unit = store.find(SecurityUser::UNIT_TYPE, "县级单位").await?;
     println!("unit 县级单位              -> {:?}", ids(&unit));
 
-    // seed: keys SU1_*_wang*_*              (starts with, any unit)
+    // with key patterns: KEYS SU1_*_wang*_*              (starts with, any unit)
     let wang = store
         .query::<SecurityUser>()
         .prefix(SecurityUser::USER_NAME, "wang")
@@ -83,7 +83,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     let page = store.query::<SecurityUser>().limit(2, 2).ids().await?;
     println!("all users, page 2 of 2    -> {page:?}");
 
-    // seed: delete by the unique id part of the key (`*39`)
+    // with key patterns: delete by the unique id part of the key (`*39`)
     store.delete::<SecurityUser>(&39).await?;
     let zhang = store
         .query::<SecurityUser>()
@@ -100,6 +100,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    let (url, _server) = support::example_server();
+    // The server to run against: `REDIS_URL`, or a local one.
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

@@ -1,4 +1,4 @@
-//! Seed 001: a profile cache as one hash per user. HSET one field, HINCRBY,
+//! A profile cache as one hash per user. HSET one field, HINCRBY,
 //! EXPIRE; settings kept in their own hash (`user:1001:settings`); every key
 //! under a tenant prefix (`tenant:42:user:1001:profile`).
 //! Run: `cargo run --example profile`.
@@ -20,7 +20,7 @@ pub struct Profile {
 }
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
-    println!("== profile (seed 001): profile hash, HINCRBY, EXPIRE, settings hash, tenant prefix");
+    println!("== profile: profile hash, HINCRBY, EXPIRE, settings hash, tenant prefix");
     let store = Store::connect(url)
         .await?
         .with_namespace(Namespace::tenant(42));
@@ -35,7 +35,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     store.save(&ada).await?;
     println!(
         "save(Profile 1001)           -> keys {:?}",
-        support::scan_keys(url, "tenant:42:*")
+        store.scan_keys("tenant:42:*").await?
     );
 
     // HSET tenant:42:user:{1001}:profile plan pro ; HINCRBY ... visits 1
@@ -79,7 +79,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     store.delete::<Profile>(&1001).await?;
     println!(
         "delete                       -> keys {:?}\n",
-        support::scan_keys(url, "tenant:42:*")
+        store.scan_keys("tenant:42:*").await?
     );
     Ok(())
 }
@@ -87,6 +87,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    let (url, _server) = support::example_server();
+    // The server to run against: `REDIS_URL`, or a local one.
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

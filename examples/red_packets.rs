@@ -1,11 +1,11 @@
-//! Seed 000 (section 1.2.2): red packets a user can claim in a live program.
+//! Red packets a user can claim in a live program.
 //!
 //! ```sql
 //! select taskId, status from red_package where programId = 1 and uid = 3;
 //! ```
-//! The seed stores `red_package:programId_taskId_uid:1_2_3:status` and answers
+//! The classic layout stores `red_package:programId_taskId_uid:1_2_3:status` and answers
 //! with `keys red_package:...:1_*_3:status`, a scan of the whole keyspace.
-//! Here the composite key keeps the seed's shape and two indexes on pk fields
+//! Here the composite key keeps that shape and two indexes on pk fields
 //! answer the query with one SINTER. Run: `cargo run --example red_packets`.
 
 use redis_entity::{RedisEntity, Store};
@@ -43,13 +43,13 @@ pub fn packages() -> Vec<RedPackage> {
 }
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
-    println!("== red_packets (seed 000): composite key (program_id, task_id, uid), found by index");
+    println!("== red_packets: composite key (program_id, task_id, uid), found by index");
     let store = Store::connect(url).await?;
     println!("{}", RedPackage::layout());
     store.save_all(&packages()).await?;
     println!(
         "save_all(5 packets) -> keys {:?}",
-        support::scan_keys(url, "red_package:*")
+        store.scan_keys("red_package:*").await?
     );
 
     // select taskId,status from red_package where programId=1 and uid=3;
@@ -97,6 +97,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    let (url, _server) = support::example_server();
+    // The server to run against: `REDIS_URL`, or a local one.
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

@@ -1,4 +1,4 @@
-//! The tour: every seed scenario, one after the other, against a private
+//! The tour: every scenario, one after the other, against a private
 //! redis-server (or `$REDIS_URL`). Run: `cargo run --example tour`.
 
 #[path = "book_tags.rs"]
@@ -22,7 +22,8 @@ mod weibo;
 
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    let (url, _server) = support::example_server();
+    // The server to run against: `REDIS_URL`, or a local one.
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     users::run(&url).await?;
     profile::run(&url).await?;
     book_tags::run(&url).await?;

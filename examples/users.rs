@@ -3,13 +3,13 @@
 //! ```sql
 //! select * from user where userid = 9;
 //! ```
-//! becomes one string key per column (`user:userid:9:username`, seed layout,
+//! becomes one string key per column (`user:userid:9:username`, the classic layout,
 //! here with the pk as a hash tag: `user:userid:{9}:username`), or one hash per
 //! user. Run: `cargo run --example users`.
 
 use redis_entity::{RedisEntity, Store};
 
-/// The seed's layout: `set user:userid:9:username lisi`, one key per column.
+/// The classic layout: `set user:userid:9:username lisi`, one key per column.
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(layout = "strings", key = "user:userid:{userid}")]
 pub struct User {
@@ -32,7 +32,7 @@ pub struct UserHash {
 }
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
-    println!("== users (seeds 000, 003): a table row as keys");
+    println!("== users: a table row as keys");
     let store = Store::connect(url).await?;
     let lisi = User {
         userid: 9,
@@ -44,7 +44,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     store.save(&lisi).await?;
     println!(
         "save(User 9)                -> keys {:?}",
-        support::scan_keys(url, "user:userid:*")
+        store.scan_keys("user:userid:*").await?
     );
     // select * from user where userid=9;
     let back = store.get::<User>(&9).await?;
@@ -61,7 +61,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     store.save(&row).await?;
     println!(
         "save(UserHash 9)            -> keys {:?}",
-        support::scan_keys(url, "user:{*")
+        store.scan_keys("user:{*").await?
     );
     // update user set password='222222' where userid=9;
     store
@@ -82,7 +82,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     );
     println!(
         "keys left                   -> {:?}\n",
-        support::scan_keys(url, "user:*")
+        store.scan_keys("user:*").await?
     );
     Ok(())
 }
@@ -90,6 +90,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    let (url, _server) = support::example_server();
+    // The server to run against: `REDIS_URL`, or a local one.
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

@@ -1,5 +1,5 @@
-//! Seed 000 (section 1.3): a Weibo-like model. Users follow users; a new post
-//! is pushed to every follower's timeline. The seed's SQL beside each call.
+//! A Weibo-like model. Users follow users; a new post
+//! is pushed to every follower's timeline. The equivalent SQL beside each call.
 //! Run: `cargo run --example weibo`.
 
 use redis_entity::relation::{Relation, Timeline};
@@ -25,9 +25,9 @@ pub struct Post {
     pub content: String,
 }
 
-/// `follower:followerid:8 -> {9}` and `follower:userid:9 -> {8}` in the seed.
+/// `follower:followerid:8 -> {9}` and `follower:userid:9 -> {8}` in the classic layout.
 pub const FOLLOWS: Relation<User, User> = Relation::many_to_many("following", "followers");
-/// `push:userid:8 -> [1]` in the seed, newest first, the last 1,000.
+/// `push:userid:8 -> [1]` in the classic layout, newest first, the last 1,000.
 pub const PUSHED: Timeline<User, Post> = Timeline::new("pushed", 1000);
 
 pub fn users() -> Vec<User> {
@@ -42,7 +42,7 @@ pub fn users() -> Vec<User> {
 }
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
-    println!("== weibo (seed 000): followers, following, pushed timeline");
+    println!("== weibo: followers, following, pushed timeline");
     let store = Store::connect(url).await?;
     store.save_all(&users()).await?;
     // insert into follower (userid, followerid) values (9, 8), (9, 7), (8, 9);
@@ -98,7 +98,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
         store.related_back(&FOLLOWS, &9).await?,
         store.related(&FOLLOWS, &9).await?
     );
-    println!("keys -> {:?}\n", support::scan_keys(url, "user:*"));
+    println!("keys -> {:?}\n", store.scan_keys("user:*").await?);
     for u in users() {
         store.delete::<User>(&u.userid).await?;
     }
@@ -109,6 +109,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    let (url, _server) = support::example_server();
+    // The server to run against: `REDIS_URL`, or a local one.
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

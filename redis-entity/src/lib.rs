@@ -95,7 +95,7 @@ pub use store::scan::Scan;
 pub use store::{board, cache, migrate};
 pub use store::{ConnectOptions, Store, Update};
 
-/// Relations between entities kept on both sides (seed 000: follows), and
+/// Relations between entities kept on both sides (follows / followed by), and
 /// pushed timelines.
 pub mod relation {
     pub use crate::store::relation::Relation;

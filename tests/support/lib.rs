@@ -233,39 +233,6 @@ pub async fn counted_store(
     (redis_entity::Store::new(conn), trips)
 }
 
-/// The URL to use for examples: `$REDIS_URL` if set, otherwise a private
-/// server started here (returned so the caller keeps it alive).
-pub fn example_server() -> (String, Option<RedisServer>) {
-    match std::env::var("REDIS_URL") {
-        Ok(url) => (url, None),
-        Err(_) => {
-            let s = RedisServer::start();
-            (s.url(), Some(s))
-        }
-    }
-}
-
-/// Keys matching a SCAN `pattern` on the server at `url`, sorted (for
-/// examples, which print the keys they wrote).
-pub fn scan_keys(url: &str, pattern: &str) -> Vec<String> {
-    let mut c = redis::Client::open(url)
-        .and_then(|c| c.get_connection())
-        .expect("connect");
-    let mut keys: Vec<String> = redis::cmd("SCAN")
-        .cursor_arg(0)
-        .arg("MATCH")
-        .arg(pattern)
-        .arg("COUNT")
-        .arg(1000)
-        .clone()
-        .iter(&mut c)
-        .expect("scan")
-        .map(|k: redis::RedisResult<String>| k.expect("key name"))
-        .collect();
-    keys.sort();
-    keys
-}
-
 /// A Redis Cluster of `redis-server` nodes on free ports (no replicas), for
 /// the tests that prove which operations are single-slot.
 pub struct RedisCluster {

@@ -76,7 +76,7 @@ pub enum IndexSource {
     /// A stored column (its position in [`EntityDesc::columns`]).
     Column(usize),
     /// A field of the primary key: fixed for the entity's lifetime, read from
-    /// its member (seed 000's red packets, found by `program_id` and `uid`).
+    /// its member (red packets of a live program, found by `program_id` and `uid`).
     Pk,
 }
 

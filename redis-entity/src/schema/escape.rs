@@ -140,7 +140,7 @@ pub trait KeyPart {
 }
 
 /// An integer pk written zero-padded to a fixed width (`#[redis(pad = 10)]`,
-/// seed 004: `0000000035`), so that keys and members sort in number order.
+/// a legacy id column: `0000000035`), so that keys and members sort in number order.
 pub trait PaddedKeyPart: Sized {
     /// Appends the value padded with zeros to `width` digits.
     fn write_padded(&self, out: &mut String, width: usize);
@@ -224,7 +224,7 @@ impl KeyPart for uuid::Uuid {
 }
 
 /// A tenant prefix applied to every key a [`crate::Store`] touches
-/// (seed 001: `tenant:42:user:1001:profile`).
+/// (a tenant prefix: `tenant:42:user:1001:profile`).
 ///
 /// The constructors that take a name or an id escape it, so that no value
 /// (an id from a request, say) can reach another tenant's keys; the raw one

@@ -174,7 +174,7 @@ impl<X: crate::schema::codec::Scalar> ValueKeyed for Tags<X> {
 }
 
 impl<E: Entity, T, C, K: ValueKeyed> Field<E, T, C, K> {
-    /// The index key of `value` without namespace (seed 000's
+    /// The index key of `value` without namespace (as in the users-by-username scenario,
     /// `user:username:lisi`): `User::USERNAME.key("lisi")`.
     ///
     /// ```

@@ -1,4 +1,4 @@
-//! Time-bucketed leaderboards (seed 001): one sorted set per day or ISO
+//! Time-bucketed leaderboards (weekly boards): one sorted set per day or ISO
 //! week, rotated by EXPIRE, as a first-class API.
 //!
 //! A [`Board`] scores entities of one type; `board_incr` adds to an entity's

@@ -1,5 +1,5 @@
 //! A read-through cache for values that come from elsewhere (a SQL database,
-//! a remote service), with the protections of seed 002:
+//! a remote service), with three protections:
 //!
 //! - **penetration**: a miss is cached as a short-lived null marker, so a
 //!   flood of lookups of a missing id reaches the loader once per marker TTL;

@@ -1,4 +1,4 @@
-//! Moving legacy data into entities (seed 001: `User_*_Profile` JSON strings
+//! Moving legacy data into entities (legacy `User_*_Profile` JSON strings
 //! become profile hashes), with SCAN (never KEYS), batches, a resumable
 //! cursor, a dry run and progress reports.
 //!

@@ -1,8 +1,8 @@
-//! Relations between entities and pushed timelines (seed 000's Weibo).
+//! Relations between entities and pushed timelines (a Weibo-like model).
 //!
 //! A [`Relation<A, B>`] keeps both sides in step in one atomic call:
 //! `<a key>:<name>` holds the members of the `B`s that `a` relates to,
-//! `<b key>:<reverse>` the members of the `A`s related to `b` (seed 000:
+//! `<b key>:<reverse>` the members of the `A`s related to `b` (for follows:
 //! `follower:userid:9 -> {8}` and `follower:followerid:8 -> {9}`). Each
 //! entity also keeps a small register, `<key>:@rel`, naming the sets on the
 //! other side, so that deleting an entity, or sweeping one that expired,
@@ -29,7 +29,7 @@ use std::marker::PhantomData;
 /// ```
 /// use redis_entity::relation::Relation;
 /// # #[derive(redis_entity::RedisEntity)] struct User { #[pk] id: u64, name: String }
-/// // Seed 000: "people I follow" and "people who follow me".
+/// // "People I follow" and "people who follow me".
 /// const FOLLOWS: Relation<User, User> = Relation::many_to_many("following", "followers");
 /// assert_eq!(FOLLOWS.name(), "following");
 /// ```
@@ -64,7 +64,7 @@ impl<A, B> Relation<A, B> {
         }
     }
 
-    /// Each `A` has many `B`s, each `B` at most one `A` (seed 000: a program's
+    /// Each `A` has many `B`s, each `B` at most one `A` (for follows: a program's
     /// red-packet tasks): relating a `B` to a new `A` takes it from the old one.
     pub const fn one_to_many(name: &'static str, reverse: &'static str) -> Self {
         Relation {
@@ -140,7 +140,7 @@ pub(crate) fn call<A: Entity, B: Entity>(
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
-    /// Relates `a` to `b` on both sides in one atomic call (seed 000:
+    /// Relates `a` to `b` on both sides in one atomic call (for follows:
     /// follow); `true` when it was new. [`Error::NotFound`] (naming the
     /// missing entity's key) and nothing written when either does not exist.
     pub async fn relate<A: Entity, B: Entity>(

@@ -1,4 +1,4 @@
-//! Pushed timelines (seed 000, Weibo): a capped list of post members per
+//! Pushed timelines (a Weibo-like feed): a capped list of post members per
 //! owner, newest first, with the push fanned out to followers.
 
 use super::relation::Relation;
@@ -17,7 +17,7 @@ use std::marker::PhantomData;
 /// use redis_entity::relation::Timeline;
 /// # #[derive(redis_entity::RedisEntity)] struct User { #[pk] id: u64, name: String }
 /// # #[derive(redis_entity::RedisEntity)] struct Post { #[pk] id: u64, text: String }
-/// // Seed 000: "posts pushed to me" (`rpush push:userid:8 1`), the newest 1,000.
+/// // "Posts pushed to me" (`rpush push:userid:8 1`), the newest 1,000.
 /// const PUSHED: Timeline<User, Post> = Timeline::new("pushed", 1000);
 /// assert_eq!(PUSHED.cap(), 1000);
 /// ```
@@ -129,7 +129,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// Pushes `post` onto the timelines of everyone related back to `author`
-    /// (seed 000: a new post goes to every follower): one round trip for the
+    /// (a new post goes to every follower): one round trip for the
     /// followers, one per 1,000 of them for the push.
     pub async fn timeline_push_related<O: Entity, P: Entity>(
         &self,

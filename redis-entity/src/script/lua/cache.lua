@@ -1,4 +1,4 @@
--- redis-entity: the read-through cache (seed 002), one script, three modes.
+-- redis-entity: the read-through cache, one script, three modes.
 --
 -- KEYS[1]: the cached value: 'n' (a cached miss) or 'v<soft expiry ms>:<json>'
 -- KEYS[2]: the rebuild lock, holding the token of the one caller that loads
