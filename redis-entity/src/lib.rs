@@ -116,7 +116,116 @@ pub mod codec {
 /// `Store::new`, and raw commands).
 pub use redis;
 
-/// `#[derive(RedisEntity)]`: see the crate docs and `docs/key-layout.md`.
+/// Maps a struct to Redis: `#[derive(RedisEntity)]`.
+///
+/// The derive implements [`Entity`] for the struct and generates, for each
+/// field, a typed handle (`User::EMAIL`, a [`Field`] or [`HashField`]) that
+/// queries and updates take; `User::key(&pk)`, the entity key of a pk; and
+/// `User::layout()`, every key family the type uses. The layout is checked
+/// at compile time: a mistake is one error at the attribute or field that
+/// makes it.
+///
+/// # On the struct
+///
+/// | attribute | meaning |
+/// | --- | --- |
+/// | `#[redis(prefix = "user")]` | the key prefix (default: the type's name in snake_case) |
+/// | `#[redis(key = "user:userid:{id}")]` | a key template; its placeholders are exactly the `#[pk]` fields |
+/// | `#[redis(layout = "hash")]` | `hash` (default: one hash per entity), `strings` (one string key per field) or `json` (one JSON document) |
+/// | `#[hash]` | another spelling of `layout = "hash"` |
+/// | `#[redis(ttl = 3600)]` | a default TTL in seconds for new entities (a save keeps the remaining TTL of an existing one) |
+/// | `#[redis(crate = "::redis_entity")]` | the path to this crate, when it is renamed or re-exported |
+///
+/// ```
+/// use redis_entity::RedisEntity;
+///
+/// #[derive(RedisEntity)]
+/// #[redis(prefix = "user")]
+/// struct User { #[pk] id: u64, name: String }
+/// assert_eq!(User::key(&9), "user:{9}");
+///
+/// // The classic layout: one string key per field, under a template.
+/// #[derive(RedisEntity)]
+/// #[redis(layout = "strings", key = "user:userid:{userid}")]
+/// struct Account { #[pk] userid: u64, username: String }
+/// assert_eq!(Account::key(&9), "user:userid:{9}");
+///
+/// // Sessions that expire an hour after they are created.
+/// #[derive(RedisEntity)]
+/// #[redis(prefix = "session", ttl = 3600)]
+/// struct Session { #[pk] id: String, user: u64 }
+/// ```
+///
+/// # On fields
+///
+/// | attribute | meaning |
+/// | --- | --- |
+/// | `#[pk]` | the primary key: one field, or several for a composite key (a tuple `Pk`); part of the key, not stored again |
+/// | `#[index]` | an equality index (`find`, `query().eq/all/any/none`); on a collection (`BTreeSet`, `Vec`...) a tag relation, one set per element |
+/// | `#[index(unique)]` | a unique index: a second entity with the value is refused (`Error::UniqueViolation`); `find_unique` |
+/// | `#[index(sorted)]` | a sorted set of the number (or date): ranges, ordering, `top`, `rank` |
+/// | `#[index(prefix)]` | "starts with" search, and equality (`query().prefix(..)`) |
+/// | `#[hash]` | a map field (`BTreeMap`/`HashMap`) stored as its own hash, `<entity key>:<field>`, with per-entry access (`hget`, `update().hset/hdel`) |
+/// | `#[version]` | an integer field the store increments on every write; `update().if_version(v)` and saves check it (`Error::VersionConflict`) |
+/// | `#[redis(rename = "n")]` | the name stored in Redis |
+/// | `#[redis(skip)]` | not stored; reads back `Default::default()` |
+/// | `#[redis(default)]` | a missing stored value reads as `Default::default()` instead of an error (for fields added later) |
+/// | `#[redis(json)]` | stored as one JSON value (any serde type; collections and your own structs need it or `#[index]`/`#[hash]`) |
+/// | `#[redis(ttl = 60)]` | `strings` layout, on an `Option` field: that key expires 60 s after each write of it |
+/// | `#[redis(pad = 10)]` | an integer pk written zero-padded in keys (`SU1:{0000000035}`), so keys sort in number order |
+///
+/// `Option<T>` fields store nothing for `None` and are not indexed then;
+/// `Some("")` is stored, and read back as `Some("")`.
+///
+/// ```
+/// use redis_entity::RedisEntity;
+/// use std::collections::{BTreeMap, BTreeSet};
+///
+/// #[derive(RedisEntity)]
+/// #[redis(prefix = "book")]
+/// struct Book {
+///     #[pk]
+///     id: u64,
+///     #[index(prefix)]
+///     title: String,                      // starts-with search
+///     #[index]
+///     tags: BTreeSet<String>,             // book:tags:<tag> -> {ids}
+///     #[index(unique)]
+///     isbn: String,                       // one book per ISBN
+///     #[index(sorted)]
+///     price_cents: i64,                   // ranges, cheapest first
+///     #[hash]
+///     notes: BTreeMap<String, String>,    // book:{1}:notes
+///     #[redis(json)]
+///     authors: Vec<String>,               // one JSON value
+///     #[redis(rename = "pub")]
+///     publisher: Option<String>,          // stored as `pub`, absent when None
+///     #[version]
+///     version: u64,                       // optimistic concurrency
+/// }
+/// assert_eq!(Book::key(&1), "book:{1}");
+/// assert_eq!(Book::TITLE.name(), "title");
+/// assert_eq!(Book::PUBLISHER.name(), "pub");
+/// println!("{}", Book::layout()); // every key family and its Redis type
+///
+/// // A composite key: red packets of a live program, by (program, task, user).
+/// #[derive(RedisEntity)]
+/// #[redis(key = "red_package:{program_id}_{task_id}_{uid}")]
+/// struct RedPackage {
+///     #[pk] #[index] program_id: u64,
+///     #[pk] task_id: u64,
+///     #[pk] #[index] uid: u64,
+///     status: String,
+/// }
+/// assert_eq!(RedPackage::key(&(1, 2, 3)), "red_package:{1_2_3}");
+/// ```
+///
+/// A field of a type the crate cannot store is refused at the field, with
+/// the hint to add `#[redis(json)]`; an index kind the type does not allow
+/// (`sorted` on text, say), a key template that leaves out a `#[pk]`, or two
+/// types whose keys could collide in a [`Registry`] are refused too. The
+/// layout rules and every key family are listed in the repository's
+/// `docs/key-layout.md`.
 #[cfg(feature = "derive")]
 pub use redis_entity_derive::RedisEntity;
 
