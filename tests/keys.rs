@@ -161,6 +161,14 @@ fn layout_lists_every_key_family_with_its_type() {
         [
             ("user:{<id>}".to_string(), "hash".to_string()),
             ("user:{<id>}:settings".to_string(), "hash".to_string()),
+            // Relations, timelines and boards, once the type has any.
+            ("user:{<id>}:<relation>".to_string(), "set".to_string()),
+            ("user:{<id>}:<timeline>".to_string(), "list".to_string()),
+            ("user:{<id>}:@rel".to_string(), "hash".to_string()),
+            (
+                "user:board:<board>:<bucket>".to_string(),
+                "zset".to_string()
+            ),
             ("user:{<id>}:@req:<token>".to_string(), "string".to_string())
         ]
     );
@@ -172,8 +180,37 @@ fn layout_lists_every_key_family_with_its_type() {
             "user:userid:{<id>}",
             "user:userid:{<id>}:username",
             "user:userid:{<id>}:code",
+            "user:userid:{<id>}:<relation>",
+            "user:userid:{<id>}:<timeline>",
+            "user:userid:{<id>}:@rel",
+            // Boards and index keys go under the type's prefix.
+            "user_columns:board:<board>:<bucket>",
             "user:userid:{<id>}:@req:<token>"
         ]
+    );
+    // The pk's own name, whatever it is.
+    assert_eq!(UserAgain::layout().keys[0].pattern, "user:{<id>}");
+    #[derive(RedisEntity)]
+    #[redis(prefix = "product")]
+    struct Product {
+        #[pk]
+        sku: String,
+        #[index]
+        tags: std::collections::BTreeSet<String>,
+    }
+    let patterns: Vec<String> = Product::layout()
+        .keys
+        .iter()
+        .map(|k| k.pattern.clone())
+        .collect();
+    assert_eq!(patterns[0], "product:{<sku>}");
+    assert!(
+        patterns.contains(&"product:{<sku>}:@shadow".to_string()),
+        "{patterns:?}"
+    );
+    assert!(
+        patterns.contains(&"product:@ids".to_string()),
+        "{patterns:?}"
     );
     let text = l.to_string();
     assert!(text.contains("expires 60s after each write"), "{text}");

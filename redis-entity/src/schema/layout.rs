@@ -181,6 +181,28 @@ impl EntityLayout {
                     .into(),
             });
         }
+        // Families that exist once the type takes part in a relation, a
+        // timeline or a board (declared as consts apart from the type).
+        keys.push(KeyPattern {
+            pattern: format!("{base}:<relation>"),
+            redis_type: RedisType::Set,
+            holds: "ids related by a `Relation` (one set per relation name and side)".into(),
+        });
+        keys.push(KeyPattern {
+            pattern: format!("{base}:<timeline>"),
+            redis_type: RedisType::List,
+            holds: "ids pushed to a `Timeline` of this entity, newest first, capped".into(),
+        });
+        keys.push(KeyPattern {
+            pattern: format!("{base}:@rel"),
+            redis_type: RedisType::Hash,
+            holds: "relation register: where the other side of each relation set lives, and each timeline".into(),
+        });
+        keys.push(KeyPattern {
+            pattern: crate::keyspace::board_key(desc, ns.as_str(), "<board>", "<bucket>"),
+            redis_type: RedisType::SortedSet,
+            holds: "ids scored in one bucket (a day, a week) of a `Board`; expires".into(),
+        });
         keys.push(KeyPattern {
             pattern: format!("{base}:@req:<token>"),
             redis_type: RedisType::String,
