@@ -127,6 +127,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok(self)
     }
 
+    /// See [`crate::Store::explain_save`].
+    pub fn explain_save<E: Entity>(&self, entity: &E) -> Result<crate::plan::explain::Explain> {
+        self.inner.explain_save(entity)
+    }
+
     /// The async store this one runs.
     pub fn as_async(&self) -> &crate::Store<C> {
         &self.inner
@@ -299,6 +304,12 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
         store.run(self.rebind(&store.inner).count())
     }
 
+    /// See the async `explain`.
+    pub fn explain(self) -> Result<crate::plan::explain::Explain> {
+        let store = self.store;
+        self.rebind(&store.inner).explain()
+    }
+
     /// See the async `delete`.
     pub fn delete(self) -> Result<u64> {
         let store = self.store;
@@ -311,6 +322,12 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
     pub fn exec(self) -> Result<()> {
         let store = self.store;
         store.run(self.rebind(&store.inner).exec())
+    }
+
+    /// See the async `explain`.
+    pub fn explain(self) -> Result<crate::plan::explain::Explain> {
+        let store = self.store;
+        self.rebind(&store.inner).explain()
     }
 }
 

@@ -80,6 +80,7 @@ pub mod near;
 pub use conn::{CountingConnection, RoundTrips};
 pub use error::{Error, FieldError, FieldErrorKind, Result};
 pub use keyspace::EntityKeys;
+pub use plan::explain::Explain;
 pub use schema::entity::{
     ColumnDesc, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, MapDesc, Row,
 };

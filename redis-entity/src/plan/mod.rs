@@ -9,6 +9,7 @@
 //!   and the checks of fetched entities against the query;
 //! - [`verify`]: the `verify` state machine and its repairs.
 
+pub(crate) mod explain;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub(crate) mod json;

@@ -160,6 +160,27 @@ pub(crate) struct Call<'s> {
 }
 
 impl Call<'_> {
+    /// The command as it is sent once the server has the code (`FCALL name`
+    /// or `EVALSHA sha`, keys, arguments), in words for `explain`: each
+    /// argument as text, long ones cut.
+    pub(crate) fn describe(&self) -> String {
+        self.command(true)
+            .args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(b) => {
+                    let t = String::from_utf8_lossy(b);
+                    if t.chars().count() > 48 {
+                        format!("{}…", t.chars().take(48).collect::<String>())
+                    } else {
+                        t.into_owned()
+                    }
+                }
+                _ => "<cursor>".to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// Adds a key.
     pub(crate) fn key(mut self, k: impl AsRef<[u8]>) -> Self {
         self.keys.push(k.as_ref().to_vec());

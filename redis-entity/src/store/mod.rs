@@ -366,6 +366,32 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.write(&plan).await
     }
 
+    /// What `save(entity)` would send, without sending it: one function
+    /// call, its keys and arguments.
+    ///
+    /// ```
+    /// # use redis_entity::{RedisEntity, Store};
+    /// # #[derive(RedisEntity)] #[redis(prefix = "user")] struct User { #[pk] id: u64, #[index] country: String }
+    /// # fn show(store: &Store) -> redis_entity::Result<()> {
+    /// let plan = store.explain_save(&User { id: 9, country: "DE".into() })?;
+    /// assert_eq!(plan.round_trips.len(), 1);
+    /// assert!(plan.round_trips[0][0].starts_with("FCALL redis_entity_"));
+    /// assert_eq!(plan.keys[0], "user:{9}");
+    /// # Ok(()) }
+    /// ```
+    pub fn explain_save<E: Entity>(&self, entity: &E) -> Result<crate::plan::explain::Explain> {
+        let keys = EntityKeys::of_entity(&self.ns, entity);
+        let plan = write::save(
+            E::DESC,
+            self.ns.as_str(),
+            keys,
+            &checked_row(entity)?,
+            false,
+            None,
+        );
+        Ok(crate::plan::explain::write(&plan))
+    }
+
     /// Creates `entity`; [`Error::AlreadyExists`] (and nothing written) if its key is taken.
     pub async fn insert<E: Entity>(&self, entity: &E) -> Result<()> {
         self.save_as(entity, true, None).await.map(drop)

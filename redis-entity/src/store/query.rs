@@ -405,6 +405,30 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> {
+    /// What `fetch` would send, without sending it: the round trips, the
+    /// command or script call of each, the keys they read.
+    ///
+    /// ```
+    /// # use redis_entity::{RedisEntity, Store};
+    /// # #[derive(RedisEntity)] #[redis(prefix = "book")] struct Book { #[pk] id: u64, #[index] tags: std::collections::BTreeSet<String> }
+    /// # fn show(store: &Store) -> redis_entity::Result<()> {
+    /// let plan = store.query::<Book>().all(Book::TAGS, ["php", "web"]).explain()?;
+    /// assert_eq!(plan.round_trips.len(), 2);
+    /// assert_eq!(plan.round_trips[0][1], "SINTER book:tags:php book:tags:web");
+    /// println!("{plan}");
+    /// # Ok(()) }
+    /// ```
+    pub fn explain(self) -> Result<crate::plan::explain::Explain> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        Ok(crate::plan::explain::query(
+            E::DESC,
+            self.store.namespace(),
+            &self.spec,
+        ))
+    }
+
     /// The matching entities, each checked against the conditions (at most
     /// two round trips; a third removes stale index entries if any were met).
     pub async fn fetch(self) -> Result<Vec<E>> {

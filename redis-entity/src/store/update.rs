@@ -138,6 +138,36 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
 pub(crate) const CAS_ATTEMPTS: usize = 100;
 
 impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>> {
+    /// What `exec` would send, without sending it (the `hash` and `strings`
+    /// layouts: one function call; the `json` layout reads the document
+    /// first, then sends a compare-and-set: see the note).
+    pub fn explain(self) -> Result<crate::plan::explain::Explain> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        write::check_update_scores(E::DESC, &self.ops)?;
+        let store = self.store;
+        let keys = EntityKeys::new(E::DESC, store.ns.as_str(), self.member);
+        let mut plan = write::update(
+            E::DESC,
+            store.ns.as_str(),
+            keys,
+            &self.ops,
+            self.ttl,
+            self.version,
+        );
+        plan.remove_ttl = self.persist;
+        let mut explained = crate::plan::explain::write(&plan);
+        if E::DESC.layout == Layout::Json {
+            explained.notes.push(
+                "json layout: a GET of the document comes first, then a compare-and-set \
+                 call in place of this one, retried if another writer changed it"
+                    .into(),
+            );
+        }
+        Ok(explained)
+    }
+
     /// Sends the update as one atomic write. [`Error::NotFound`] (and nothing
     /// written) when the entity does not exist or has expired.
     pub async fn exec(self) -> Result<()> {

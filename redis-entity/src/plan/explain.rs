@@ -1,0 +1,133 @@
+//! `explain()`: what a query or a write will send, without running it, as
+//! a SQL user reads a plan: the round trips in order, the commands or
+//! script call of each, and the keys they touch.
+
+use crate::keyspace::{self, EntityKeys};
+use crate::plan::query::{self, Spec};
+use crate::plan::write::WritePlan;
+use crate::schema::entity::EntityDesc;
+use crate::schema::escape::Namespace;
+use std::fmt;
+
+/// The plan of a call: see [`crate::Query::explain`],
+/// [`crate::Store::explain_save`] and [`crate::Update::explain`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explain {
+    /// What is explained, in words.
+    pub what: String,
+    /// The round trips in order; each is the commands it pipelines.
+    pub round_trips: Vec<Vec<String>>,
+    /// The keys read or written, as far as they are known before running
+    /// (the records a query fetches depend on its answer).
+    pub keys: Vec<String>,
+    /// What is decided at run time (another path, a round trip that may
+    /// not be needed).
+    pub notes: Vec<String>,
+}
+
+impl fmt::Display for Explain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}: {} round trip(s)", self.what, self.round_trips.len())?;
+        for (i, trip) in self.round_trips.iter().enumerate() {
+            writeln!(f, "  round trip {}:", i + 1)?;
+            for c in trip {
+                writeln!(f, "    {c}")?;
+            }
+        }
+        writeln!(f, "  keys: {}", self.keys.join(", "))?;
+        for n in &self.notes {
+            writeln!(f, "  note: {n}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The plan of a query that fetches its records.
+pub(crate) fn query(desc: &'static EntityDesc, ns: &Namespace, spec: &Spec) -> Explain {
+    let mut notes = Vec::new();
+    let (first, keys) = match query::native_set_command(desc, ns, spec) {
+        Some(native) => {
+            let expiry = keyspace::expiry_key(desc, ns.as_str());
+            let text = words(&native);
+            let named: Vec<String> = text.split(' ').skip(1).map(str::to_owned).collect();
+            notes.push(
+                "when entities of the type can have expired (a TTL), the read-only query \
+                 script runs instead, skipping them"
+                    .into(),
+            );
+            let keys: Vec<String> = std::iter::once(expiry.clone()).chain(named).collect();
+            (vec![format!("ZCARD {expiry}"), text], keys)
+        }
+        None => {
+            let call = query::script_call(desc, ns, spec, false, false);
+            let keys = call
+                .keys
+                .iter()
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .collect();
+            notes.push(
+                "expired entities the script meets are skipped; their index entries are \
+                 removed in one more round trip"
+                    .into(),
+            );
+            (vec![call.describe()], keys)
+        }
+    };
+    // The reads of one record, for a placeholder id.
+    let mut pipe = redis::pipe();
+    crate::plan::read::read(
+        desc,
+        &EntityKeys::new(desc, ns.as_str(), "<id>".into()),
+        &mut pipe,
+    );
+    let fetch: Vec<String> = pipe
+        .cmd_iter()
+        .map(|c| format!("{} (per matching entity, pipelined)", words(c)))
+        .collect();
+    notes.push(
+        "with a near cache, records it holds are not read (the second round trip may \
+         not be needed)"
+            .into(),
+    );
+    Explain {
+        what: format!("query of {}", desc.type_name),
+        round_trips: vec![first, fetch],
+        keys,
+        notes,
+    }
+}
+
+/// A command as text.
+fn words(c: &redis::Cmd) -> String {
+    c.args_iter()
+        .map(|a| match a {
+            redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+            _ => "<cursor>".into(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The plan of one write.
+pub(crate) fn write(plan: &WritePlan) -> Explain {
+    let call = plan.call();
+    let keys: Vec<String> = plan.keys.all().cloned().collect();
+    Explain {
+        what: format!(
+            "{:?} of {} {}",
+            plan.op, plan.desc.type_name, plan.keys.base
+        ),
+        round_trips: vec![vec![call.describe()]],
+        keys,
+        notes: vec![
+            "one atomic function call: it checks every key it will write and the unique \
+             values before its first write, and reads the stored values it needs"
+                .into(),
+            format!(
+                "the index keys it writes are named in the type's function (under {}), \
+                 from the values stored and given",
+                keyspace::index_prefix(plan.desc, &plan.ns, "<field>")
+            ),
+        ],
+    }
+}
