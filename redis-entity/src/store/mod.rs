@@ -10,6 +10,7 @@ pub mod cache;
 pub(crate) mod connect;
 mod maintenance;
 pub mod migrate;
+pub mod observe;
 pub mod query;
 pub(crate) mod relation;
 mod rows;
@@ -66,6 +67,8 @@ pub struct Store<C = ConnectionManager> {
     replica: Option<(C, script::Sent)>,
     /// Records kept in memory, invalidated by Redis.
     near: Option<crate::near::NearCache>,
+    /// What the store has done, for `metrics()`.
+    counters: std::sync::Arc<observe::Counters>,
 }
 
 /// The entity types a store has seen with entities that have a TTL: their
@@ -109,6 +112,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             write_retries: 0,
             replica: None,
             near: None,
+            counters: Default::default(),
         }
     }
 
@@ -239,6 +243,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             match send().await {
                 Err(e) if e.is_connection() && attempt < self.write_retries => {
                     attempt += 1;
+                    self.counters.retried();
                     tokio::time::sleep(retry_delay(attempt)).await;
                 }
                 other => return other,
@@ -247,6 +252,16 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     async fn write_once(&self, plan: &WritePlan) -> Result<bool> {
+        let op = observe::Op::Write {
+            entity: plan.desc.type_name,
+            operation: plan.op,
+            key: plan.key(),
+            n: 1,
+        };
+        op.run(&self.counters, self.write_once_untraced(plan)).await
+    }
+
+    async fn write_once_untraced(&self, plan: &WritePlan) -> Result<bool> {
         if let Some(near) = self
             .near
             .as_ref()
@@ -291,6 +306,21 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     async fn write_many_once(&self, plans: &[WritePlan]) -> Result<Vec<Result<bool>>> {
+        let op = observe::Op::Write {
+            entity: plans[0].desc.type_name,
+            operation: plans[0].op,
+            key: plans[0].key(),
+            n: plans.len(),
+        };
+        let results = op
+            .run(&self.counters, self.write_many_untraced(plans))
+            .await?;
+        self.counters
+            .failed(results.iter().filter(|r| r.is_err()).count());
+        Ok(results)
+    }
+
+    async fn write_many_untraced(&self, plans: &[WritePlan]) -> Result<Vec<Result<bool>>> {
         let groups = batches(plans);
         let calls: Vec<_> = groups
             .iter()

@@ -367,6 +367,22 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         count_only: bool,
         with_scores: bool,
     ) -> Result<query::Answer> {
+        let op = super::observe::Op::Query {
+            entity: E::DESC.type_name,
+        };
+        op.run(
+            &self.counters,
+            self.run_query_untraced::<E>(spec, count_only, with_scores),
+        )
+        .await
+    }
+
+    async fn run_query_untraced<E: Entity>(
+        &self,
+        spec: &query::Spec,
+        count_only: bool,
+        with_scores: bool,
+    ) -> Result<query::Answer> {
         // The common shapes run as one native set command, when nothing of
         // the type can have expired (checked in the same round trip); the
         // script otherwise.

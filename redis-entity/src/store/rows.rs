@@ -24,6 +24,18 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         desc: &'static EntityDesc,
         keys: &[EntityKeys],
     ) -> Result<Vec<Record>> {
+        let op = super::observe::Op::Read {
+            entity: desc.type_name,
+            n: keys.len(),
+        };
+        op.run(&self.counters, self.rows_untraced(desc, keys)).await
+    }
+
+    async fn rows_untraced(
+        &self,
+        desc: &'static EntityDesc,
+        keys: &[EntityKeys],
+    ) -> Result<Vec<Record>> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }

@@ -1,0 +1,168 @@
+//! What a store tells an application about its work: counters it can
+//! export ([`Store::metrics`]), and with the `tracing` feature a span per
+//! operation (entity type, operation, keys, round trips, outcome) at debug
+//! level, for whatever subscriber the application installs.
+
+use super::Store;
+use crate::error::Result;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Counters of a store (and its clones) since it was made; see
+/// [`Store::metrics`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Metrics {
+    /// Entity writes sent (save, insert, update, delete, expire...; one per
+    /// entity in a batch).
+    pub writes: u64,
+    /// Writes that failed (a typed error: nothing was written), outcome
+    /// unknown excepted.
+    pub write_errors: u64,
+    /// Writes whose outcome is unknown (connection lost, timeout).
+    pub unknown_outcomes: u64,
+    /// Writes sent again by `with_write_retries`.
+    pub retries: u64,
+    /// Entity records asked for (get, get_many, query and `top` fetches),
+    /// from Redis or the near cache.
+    pub records_read: u64,
+    /// Queries run (their index part).
+    pub queries: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    writes: AtomicU64,
+    write_errors: AtomicU64,
+    unknown_outcomes: AtomicU64,
+    retries: AtomicU64,
+    records_read: AtomicU64,
+    queries: AtomicU64,
+}
+
+impl Counters {
+    pub fn retried(&self) {
+        self.retries.fetch_add(1, Relaxed);
+    }
+
+    /// Writes of a batch that failed on their own.
+    pub fn failed(&self, n: usize) {
+        self.write_errors.fetch_add(n as u64, Relaxed);
+    }
+
+    fn snapshot(&self) -> Metrics {
+        Metrics {
+            writes: self.writes.load(Relaxed),
+            write_errors: self.write_errors.load(Relaxed),
+            unknown_outcomes: self.unknown_outcomes.load(Relaxed),
+            retries: self.retries.load(Relaxed),
+            records_read: self.records_read.load(Relaxed),
+            queries: self.queries.load(Relaxed),
+        }
+    }
+}
+
+/// One operation of a store: counted, and traced with the `tracing`
+/// feature (which alone reads the names).
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+pub(crate) enum Op<'a> {
+    /// Writes of `n` entities of one type (one round trip); `key` is the
+    /// (first) entity's.
+    Write {
+        entity: &'a str,
+        operation: crate::script::write::WriteOp,
+        key: &'a str,
+        n: usize,
+    },
+    /// Reads of `n` records (0 or 1 round trip: the near cache may answer).
+    Read { entity: &'a str, n: usize },
+    /// The index part of a query (one round trip).
+    Query { entity: &'a str },
+}
+
+impl Op<'_> {
+    /// Runs `work` as this operation.
+    pub async fn run<T, W>(self, counters: &Counters, work: W) -> Result<T>
+    where
+        W: Future<Output = Result<T>>,
+    {
+        #[cfg(feature = "tracing")]
+        let span = match &self {
+            Op::Write {
+                entity,
+                operation,
+                key,
+                n,
+            } => tracing::debug_span!(
+                "redis_entity.write",
+                entity = %entity,
+                operation = ?operation,
+                key = %key,
+                entities = n,
+                round_trips = 1,
+                outcome = tracing::field::Empty,
+            ),
+            Op::Read { entity, n } => tracing::debug_span!(
+                "redis_entity.read",
+                entity = %entity,
+                records = n,
+                outcome = tracing::field::Empty,
+            ),
+            Op::Query { entity } => tracing::debug_span!(
+                "redis_entity.query",
+                entity = %entity,
+                round_trips = 1,
+                outcome = tracing::field::Empty,
+            ),
+        };
+        #[cfg(feature = "tracing")]
+        let result = tracing::Instrument::instrument(work, span.clone()).await;
+        #[cfg(not(feature = "tracing"))]
+        let result = work.await;
+        match &self {
+            Op::Write { n, .. } => {
+                counters.writes.fetch_add(*n as u64, Relaxed);
+                match &result {
+                    Err(e) if e.is_connection() => {
+                        counters.unknown_outcomes.fetch_add(1, Relaxed);
+                    }
+                    Err(_) => {
+                        counters.write_errors.fetch_add(1, Relaxed);
+                    }
+                    Ok(_) => {}
+                }
+            }
+            Op::Read { n, .. } => {
+                counters.records_read.fetch_add(*n as u64, Relaxed);
+            }
+            Op::Query { .. } => {
+                counters.queries.fetch_add(1, Relaxed);
+            }
+        }
+        #[cfg(feature = "tracing")]
+        span.record(
+            "outcome",
+            match &result {
+                Ok(_) => "ok".to_owned(),
+                Err(e) => e.to_string(),
+            }
+            .as_str(),
+        );
+        result
+    }
+}
+
+impl<C> Store<C> {
+    /// What this store (and its clones) has done so far: writes, failed
+    /// writes, writes of unknown outcome, retries, records read, queries.
+    /// Cheap: read them as often as a metrics exporter wants.
+    ///
+    /// ```no_run
+    /// # async fn run(store: redis_entity::Store) {
+    /// let m = store.metrics();
+    /// println!("writes {} (failed {}, unknown {})", m.writes, m.write_errors, m.unknown_outcomes);
+    /// # }
+    /// ```
+    pub fn metrics(&self) -> Metrics {
+        self.counters.snapshot()
+    }
+}
