@@ -92,7 +92,7 @@ pub use schema::field::{
 pub use schema::layout::{EntityLayout, KeyPattern, RedisType, Registry};
 pub use store::cache::{Cache, CacheOptions};
 pub use store::observe::Metrics;
-pub use store::query::Query;
+pub use store::query::{Query, Term};
 pub use store::scan::Scan;
 pub use store::{board, cache, migrate};
 pub use store::{ConnectOptions, Store, Update};

@@ -98,6 +98,9 @@ pub struct Spec {
     pub order: Option<(usize, bool)>,
     /// `limit(offset, n)`.
     pub page: Option<(usize, usize)>,
+    /// `any_of`: each an OR of (index, escaped value) terms on equality or
+    /// tag indexes of different fields, ANDed with the rest.
+    pub unions: Vec<Vec<(usize, Vec<u8>)>>,
 }
 
 /// The one native set command (`SINTER`, `SUNION` or `SDIFF`) that answers
@@ -113,6 +116,16 @@ pub(crate) fn native_set_command(
         return None;
     }
     let (mut all, mut any, mut none) = (Vec::new(), Vec::new(), Vec::new());
+    for u in &spec.unions {
+        if u.is_empty() {
+            return None;
+        }
+        any.push(
+            u.iter()
+                .map(|(i, v)| keyspace::index_key(desc, ns.as_str(), desc.indexes[*i].field, v))
+                .collect::<Vec<_>>(),
+        );
+    }
     for c in &spec.conditions {
         let idx = &desc.indexes[c.index];
         if idx.kind == IndexKind::Prefix || c.op == SetOp::StartsWith {
@@ -166,9 +179,24 @@ pub(crate) fn script_call(
 ) -> crate::script::Call<'static> {
     let (conditions, page) = (&spec.conditions, spec.page);
     let mut keys: Vec<Vec<u8>> = Vec::new();
-    let mut args: Vec<Vec<u8>> = vec![(conditions.len() + spec.ranges.len())
+    let mut args: Vec<Vec<u8>> = vec![(conditions.len() + spec.ranges.len() + spec.unions.len())
         .to_string()
         .into_bytes()];
+    // An OR across fields: the union of their sets (equality and tag
+    // indexes only; `any_of` refuses the others).
+    for u in &spec.unions {
+        args.push(SetOp::Any.name().as_bytes().to_vec());
+        args.push(b"s".to_vec());
+        args.push(u.len().to_string().into_bytes());
+        for (i, v) in u {
+            keys.push(keyspace::index_key(
+                desc,
+                ns.as_str(),
+                desc.indexes[*i].field,
+                v,
+            ));
+        }
+    }
     for r in &spec.ranges {
         args.push(b"all".to_vec());
         args.push(b"r".to_vec());
@@ -640,6 +668,17 @@ pub(crate) fn check(
                 ),
                 SetOp::None => missing = true,
             }
+        }
+    }
+    for u in &spec.unions {
+        let holds = row.is_some_and(|r| {
+            u.iter()
+                .any(|(i, v)| row_entries(desc, member, r, *i).contains(v))
+        });
+        if !holds {
+            // Listed by one of the terms, which the stored value does not
+            // need: each is cleaned only if still stale.
+            entries.extend(u.iter().cloned());
         }
     }
     if row.is_none() || !entries.is_empty() || missing {

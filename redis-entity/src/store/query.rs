@@ -17,6 +17,36 @@ use redis::Value;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 
+/// One term of an OR across fields ([`Query::any_of`]): a field with an
+/// equality index or a tag relation, and a value.
+pub struct Term<E> {
+    field: &'static str,
+    value: Vec<u8>,
+    _e: PhantomData<fn() -> E>,
+}
+
+impl<E> std::fmt::Debug for Term<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Term({} = {})",
+            self.field,
+            String::from_utf8_lossy(&self.value)
+        )
+    }
+}
+
+impl<E: Entity> Term<E> {
+    /// `field` equals `value` (or, for tags, contains it).
+    pub fn eq<T, C, K: SetIndex>(field: Field<E, T, C, K>, value: impl Into<K::Value>) -> Self {
+        Term {
+            field: field.name(),
+            value: index_value(&value.into()),
+            _e: PhantomData,
+        }
+    }
+}
+
 /// The future of a call whose field argument is checked at the call alone.
 pub type Pending<'a, T> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>>;
@@ -63,6 +93,42 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
                 });
             }
         }
+        self
+    }
+
+    /// Entities that match at least one of `terms`, which may name
+    /// different fields (an OR across fields: `author = "knuth" OR tag =
+    /// "algorithms"`), ANDed with the other conditions: one `SUNION` of
+    /// their sets. Each field needs an equality index or a tag relation.
+    ///
+    /// ```no_run
+    /// # use redis_entity::{RedisEntity, Store, Term};
+    /// # #[derive(RedisEntity)] struct Book { #[pk] id: u64, #[index] author: String, #[index] tags: std::collections::BTreeSet<String> }
+    /// # async fn run(store: Store) -> redis_entity::Result<()> {
+    /// let books = store
+    ///     .query::<Book>()
+    ///     .any_of([Term::eq(Book::AUTHOR, "knuth"), Term::eq(Book::TAGS, "algorithms")])
+    ///     .fetch()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn any_of(mut self, terms: impl IntoIterator<Item = Term<E>>) -> Self {
+        let mut union = Vec::new();
+        for t in terms {
+            match index_of(E::DESC, t.field) {
+                Some(i) if E::DESC.indexes[i].kind != crate::schema::entity::IndexKind::Prefix => {
+                    union.push((i, t.value))
+                }
+                _ => {
+                    self.error.get_or_insert(Error::InvalidKey {
+                        segment: t.field.to_owned(),
+                        reason: "`any_of` takes fields with an equality index or a tag \
+                                 relation (not a prefix index)",
+                    });
+                }
+            }
+        }
+        self.spec.unions.push(union);
         self
     }
 
