@@ -887,6 +887,7 @@ mod tests {
                 ranges: vec![],
                 order: Some((RATING_IDX, true)),
                 page: Some((0, 10)),
+                unions: vec![],
             }
         );
     }
@@ -907,6 +908,7 @@ mod tests {
             }],
             order: Some((RATING_IDX, true)),
             page: None,
+            unions: vec![],
         };
         let call = script_call(&USER, &ns(), &spec, false, true);
         assert_eq!(
