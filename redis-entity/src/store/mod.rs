@@ -354,17 +354,26 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok(out)
     }
 
-    async fn save_as<E: Entity>(&self, e: &E, insert: bool, ttl: Option<Duration>) -> Result<bool> {
+    /// The write that saves `e` (an insert with `insert`).
+    fn save_plan<E: Entity>(
+        &self,
+        e: &E,
+        insert: bool,
+        ttl: Option<Duration>,
+    ) -> Result<WritePlan> {
         let keys = EntityKeys::of_entity(&self.ns, e);
-        let plan = write::save(
+        Ok(write::save(
             E::DESC,
             self.ns.as_str(),
             keys,
             &checked_row(e)?,
             insert,
             ttl,
-        );
-        self.write(&plan).await
+        ))
+    }
+
+    async fn save_as<E: Entity>(&self, e: &E, insert: bool, ttl: Option<Duration>) -> Result<bool> {
+        self.write(&self.save_plan(e, insert, ttl)?).await
     }
 
     /// Upserts `entity` (one atomic write, one round trip). An existing
@@ -383,15 +392,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Upserts `entity` and removes its TTL, if it had one (it then lives
     /// until deleted; its index entries leave the expiry bookkeeping).
     pub async fn save_without_ttl<E: Entity>(&self, entity: &E) -> Result<bool> {
-        let keys = EntityKeys::of_entity(&self.ns, entity);
-        let mut plan = write::save(
-            E::DESC,
-            self.ns.as_str(),
-            keys,
-            &checked_row(entity)?,
-            false,
-            None,
-        );
+        let mut plan = self.save_plan(entity, false, None)?;
         plan.remove_ttl = true;
         self.write(&plan).await
     }
@@ -410,16 +411,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// # Ok(()) }
     /// ```
     pub fn explain_save<E: Entity>(&self, entity: &E) -> Result<crate::plan::explain::Explain> {
-        let keys = EntityKeys::of_entity(&self.ns, entity);
-        let plan = write::save(
-            E::DESC,
-            self.ns.as_str(),
-            keys,
-            &checked_row(entity)?,
-            false,
-            None,
-        );
-        Ok(crate::plan::explain::write(&plan))
+        Ok(crate::plan::explain::write(
+            &self.save_plan(entity, false, None)?,
+        ))
     }
 
     /// Creates `entity`; [`Error::AlreadyExists`] (and nothing written) if its key is taken.

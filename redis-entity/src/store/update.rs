@@ -138,6 +138,20 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
 pub(crate) const CAS_ATTEMPTS: usize = 100;
 
 impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>> {
+    /// The in-place write of the `hash` and `strings` layouts.
+    fn plan(&self, keys: EntityKeys) -> write::WritePlan {
+        let mut plan = write::update(
+            E::DESC,
+            self.store.ns.as_str(),
+            keys,
+            &self.ops,
+            self.ttl,
+            self.version.clone(),
+        );
+        plan.remove_ttl = self.persist;
+        plan
+    }
+
     /// What `exec` would send, without sending it (the `hash` and `strings`
     /// layouts: one function call; the `json` layout reads the document
     /// first, then sends a compare-and-set: see the note).
@@ -146,18 +160,8 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
             return Err(e);
         }
         write::check_update_scores(E::DESC, &self.ops)?;
-        let store = self.store;
-        let keys = EntityKeys::new(E::DESC, store.ns.as_str(), self.member);
-        let mut plan = write::update(
-            E::DESC,
-            store.ns.as_str(),
-            keys,
-            &self.ops,
-            self.ttl,
-            self.version,
-        );
-        plan.remove_ttl = self.persist;
-        let mut explained = crate::plan::explain::write(&plan);
+        let keys = EntityKeys::new(E::DESC, self.store.ns.as_str(), self.member.clone());
+        let mut explained = crate::plan::explain::write(&self.plan(keys));
         if E::DESC.layout == Layout::Json {
             explained.notes.push(
                 "json layout: a GET of the document comes first, then a compare-and-set \
@@ -179,18 +183,9 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
             store.expiring.insert(ExpiringTypes::id(E::DESC));
         }
         write::check_update_scores(E::DESC, &self.ops)?;
-        let keys = EntityKeys::new(E::DESC, store.ns.as_str(), self.member);
+        let keys = EntityKeys::new(E::DESC, store.ns.as_str(), self.member.clone());
         if E::DESC.layout != Layout::Json {
-            let mut plan = write::update(
-                E::DESC,
-                store.ns.as_str(),
-                keys,
-                &self.ops,
-                self.ttl,
-                self.version,
-            );
-            plan.remove_ttl = self.persist;
-            return store.write(&plan).await.map(drop);
+            return store.write(&self.plan(keys)).await.map(drop);
         }
         // The json layout keeps one document: read it, change it, and write it
         // back only if nobody changed it meanwhile.
