@@ -277,6 +277,12 @@ where
     (a, b)
 }
 
+/// The header of a table of `report` rows.
+fn table_header() {
+    println!("| step | redis-entity ops/s | hand-written ops/s | ratio | trips (re) | trips (hand) | server CPU µs/op (re) | (hand) | write call µs (re) | (hand) | write ratio | bytes (re) | bytes (hand) | bytes ratio |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+}
+
 fn report(step: &str, fw: &Figures, hand: &Figures) {
     let bytes = |f: &Figures| match f.bytes_per_entity {
         Some(b) => format!("{b:>7.0}"),
@@ -503,8 +509,7 @@ async fn main() {
     );
     println!("ops/s and round trips per op; bytes: Redis used_memory growth per entity; ratio = redis-entity / hand-written\n");
     println!("server CPU: µs of redis-server CPU (INFO cpu) per operation; write call: µs per FCALL (re) or EXEC (hand) from INFO commandstats\n");
-    println!("| step | redis-entity ops/s | hand-written ops/s | ratio | trips (re) | trips (hand) | server CPU µs/op (re) | (hand) | write call µs (re) | (hand) | write ratio | bytes (re) | bytes (hand) | bytes ratio |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    table_header();
 
     // 1. Save users one at a time.
     let (a, b) = pair(
@@ -1112,8 +1117,7 @@ async fn near_cache_steps(fw: &Side, hand: &Side, n_users: u64, scale: u64) {
     println!(
         "\nnear cache: {hot} hot users of {n_users}, Zipf-distributed picks, {n_ops} operations per step\n"
     );
-    println!("| step | redis-entity ops/s | hand-written ops/s | ratio | trips (re) | trips (hand) | server CPU µs/op (re) | (hand) | write call µs (re) | (hand) | write ratio | bytes (re) | bytes (hand) | bytes ratio |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    table_header();
 
     let before = near.stats();
     let (a, b) = pair(

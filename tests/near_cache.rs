@@ -407,3 +407,36 @@ async fn two_writes_of_one_entity_through_the_cache_are_kept_in_their_order() {
     assert_eq!(stored, "second");
     assert_eq!(store.get::<User>(&9).await.unwrap().unwrap().name, "second");
 }
+
+#[tokio::test]
+async fn an_entity_the_server_evicts_is_dropped_from_the_cache() {
+    // A small server that evicts the least recently used keys.
+    let server =
+        RedisServer::start_with(&["--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru"]);
+    let (store, near) = cached_store(&server).await;
+    store.save(&user(9, "lisi")).await.unwrap();
+    near.clear();
+    assert!(store.get::<User>(&9).await.unwrap().is_some());
+    assert_eq!(near.stats().entries, 1);
+    // Another client fills the server until user 9 is evicted (no TTL, so
+    // only the server's invalidation can tell the cache).
+    let mut c = server.conn();
+    let filler = "x".repeat(10_000);
+    let mut i = 0;
+    loop {
+        let _: () = c.set(format!("filler:{i}"), &filler).unwrap();
+        i += 1;
+        if i % 50 == 0 {
+            let left: bool = redis::cmd("EXISTS").arg("user:{9}").query(&mut c).unwrap();
+            if !left {
+                break;
+            }
+        }
+        assert!(i < 10_000, "user 9 was never evicted");
+    }
+    within(Duration::from_secs(1), async || {
+        store.get::<User>(&9).await.unwrap().is_none()
+    })
+    .await;
+    assert!(near.stats().invalidations >= 1);
+}

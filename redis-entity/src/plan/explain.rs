@@ -99,13 +99,7 @@ pub(crate) fn query(desc: &'static EntityDesc, ns: &Namespace, spec: &Spec) -> E
 
 /// A command as text.
 fn words(c: &redis::Cmd) -> String {
-    c.args_iter()
-        .map(|a| match a {
-            redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),
-            _ => "<cursor>".into(),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    crate::script::command_text(c, None)
 }
 
 /// The plan of one write.

@@ -164,21 +164,7 @@ impl Call<'_> {
     /// or `EVALSHA sha`, keys, arguments), in words for `explain`: each
     /// argument as text, long ones cut.
     pub(crate) fn describe(&self) -> String {
-        self.command(true)
-            .args_iter()
-            .map(|a| match a {
-                redis::Arg::Simple(b) => {
-                    let t = String::from_utf8_lossy(b);
-                    if t.chars().count() > 48 {
-                        format!("{}…", t.chars().take(48).collect::<String>())
-                    } else {
-                        t.into_owned()
-                    }
-                }
-                _ => "<cursor>".to_owned(),
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
+        command_text(&self.command(true), Some(48))
     }
 
     /// Adds a key.
@@ -223,6 +209,26 @@ impl Call<'_> {
         }
         c
     }
+}
+
+/// A command as text, its words separated by spaces (for `explain`); with
+/// `cut`, each word longer than that is cut and ends with `…`.
+pub(crate) fn command_text(cmd: &redis::Cmd, cut: Option<usize>) -> String {
+    cmd.args_iter()
+        .map(|a| match a {
+            redis::Arg::Simple(b) => {
+                let t = String::from_utf8_lossy(b);
+                match cut {
+                    Some(n) if t.chars().count() > n => {
+                        format!("{}…", t.chars().take(n).collect::<String>())
+                    }
+                    _ => t.into_owned(),
+                }
+            }
+            _ => "<cursor>".to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The scripts and libraries a connection has sent, so its server has

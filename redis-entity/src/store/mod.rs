@@ -195,6 +195,18 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         EntityKeys::of::<E>(&self.ns, pk)
     }
 
+    /// One read command on the reading connection, its errors named by
+    /// `key` (the one-command reads of relations and timelines).
+    pub(crate) async fn read_cmd<T: redis::FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+        key: &str,
+    ) -> Result<T> {
+        cmd.query_async(&mut self.reader())
+            .await
+            .map_err(|e| Error::redis(key, e))
+    }
+
     /// The keys matching a SCAN `pattern` (glob syntax), sorted: for
     /// looking at what the store wrote (`store.scan_keys("user:*")`). SCAN,
     /// never KEYS: it does not block the server, and costs one round trip

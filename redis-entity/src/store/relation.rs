@@ -195,12 +195,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         b: &B::Pk,
     ) -> Result<bool> {
         let key = forward_key(rel, &self.ns, a);
-        redis::cmd("SISMEMBER")
-            .arg(&key)
-            .arg(B::member(b))
-            .query_async(&mut self.reader())
+        self.read_cmd(redis::cmd("SISMEMBER").arg(&key).arg(B::member(b)), &key)
             .await
-            .map_err(|e| Error::redis(&key, e))
     }
 
     /// How many `B`s `a` relates to (how many people 8 follows): `SCARD`.
@@ -210,11 +206,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         a: &A::Pk,
     ) -> Result<u64> {
         let key = forward_key(rel, &self.ns, a);
-        redis::cmd("SCARD")
-            .arg(&key)
-            .query_async(&mut self.reader())
-            .await
-            .map_err(|e| Error::redis(&key, e))
+        self.read_cmd(redis::cmd("SCARD").arg(&key), &key).await
     }
 
     /// How many `A`s relate to `b` (how many followers 9 has): `SCARD`.
@@ -224,11 +216,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         b: &B::Pk,
     ) -> Result<u64> {
         let key = reverse_key(rel, &self.ns, b);
-        redis::cmd("SCARD")
-            .arg(&key)
-            .query_async(&mut self.reader())
-            .await
-            .map_err(|e| Error::redis(&key, e))
+        self.read_cmd(redis::cmd("SCARD").arg(&key), &key).await
     }
 
     /// The pks of the `B`s that `a` relates to (people I follow), one round trip.

@@ -8,8 +8,7 @@
 
 use super::Store;
 use crate::error::{Error, Result};
-use crate::keyspace::{self, EntityKeys};
-use crate::plan::read;
+use crate::keyspace;
 use crate::schema::entity::Entity;
 use redis::aio::ConnectionLike;
 use std::marker::PhantomData;
@@ -118,26 +117,18 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
         members.dedup();
         self.cursor = next;
         self.done = next == 0;
-        let keys: Vec<EntityKeys> = members
+        // The records of the page, as `get_many_each` reads them; those
+        // deleted since they were listed are left out.
+        let pks: Vec<E::Pk> = members
             .iter()
-            .map(|m| EntityKeys::new(desc, ns, m.clone()))
+            .filter_map(|m| crate::plan::query::parse_member::<E>(m))
             .collect();
-        let records = store.rows(desc, &keys).await?;
-        let mut page = Vec::with_capacity(keys.len());
-        for ((member, k), record) in members.iter().zip(&keys).zip(records) {
-            let row = match record {
-                Ok(Some(row)) => row,
-                Ok(None) => continue,
-                Err(e) => {
-                    page.push(Err(e));
-                    continue;
-                }
-            };
-            match crate::plan::query::parse_member::<E>(member) {
-                Some(pk) => page.push(read::entity_from_row(&pk, k, row)),
-                None => continue,
-            }
-        }
+        let page: Vec<Result<E>> = store
+            .get_many_each::<E>(&pks)
+            .await?
+            .into_iter()
+            .filter_map(Result::transpose)
+            .collect();
         Ok(Some(page))
     }
 }

@@ -151,11 +151,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         owner: &O::Pk,
     ) -> Result<u64> {
         let key = timeline.key(&self.ns, owner);
-        redis::cmd("LLEN")
-            .arg(&key)
-            .query_async(&mut self.reader())
-            .await
-            .map_err(|e| Error::redis(&key, e))
+        self.read_cmd(redis::cmd("LLEN").arg(&key), &key).await
     }
 
     /// The pks of a page of `owner`'s timeline, newest first, without the
@@ -171,13 +167,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             return Ok(Vec::new());
         }
         let key = timeline.key(&self.ns, owner);
-        let members: Vec<String> = redis::cmd("LRANGE")
-            .arg(&key)
-            .arg(offset)
-            .arg(offset.saturating_add(n - 1))
-            .query_async(&mut self.reader())
-            .await
-            .map_err(|e| Error::redis(&key, e))?;
+        let last = offset.saturating_add(n - 1);
+        let members: Vec<String> = self
+            .read_cmd(redis::cmd("LRANGE").arg(&key).arg(offset).arg(last), &key)
+            .await?;
         Ok(members
             .iter()
             .filter_map(|m| query::parse_member::<P>(m))
@@ -194,21 +187,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         offset: usize,
         n: usize,
     ) -> Result<Vec<P>> {
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let key = timeline.key(&self.ns, owner);
-        let members: Vec<String> = redis::cmd("LRANGE")
-            .arg(&key)
-            .arg(offset)
-            .arg(offset + n - 1)
-            .query_async(&mut self.reader())
-            .await
-            .map_err(|e| Error::redis(&key, e))?;
-        let pks: Vec<P::Pk> = members
-            .iter()
-            .filter_map(|m| query::parse_member::<P>(m))
-            .collect();
+        let pks = self.timeline_ids(timeline, owner, offset, n).await?;
         Ok(self
             .get_many::<P>(&pks)
             .await?
