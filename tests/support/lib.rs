@@ -203,7 +203,10 @@ impl RedisServer {
             .expect("scan")
             .map(|k: redis::RedisResult<String>| k.expect("key name"))
             .collect();
+        // SCAN returns a key at least once: twice when the table is
+        // resized during the walk (after many deletes, say).
         keys.sort();
+        keys.dedup();
         keys
     }
 }
