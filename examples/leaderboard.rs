@@ -57,7 +57,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     }
     println!(
         "rank of player 1003 (ZREVRANK) -> {:?}",
-        store.rank(Player::SCORE, &1003).await?
+        store.rank(Player::SCORE, 1003).await?
     );
 
     // Range and order combined with another index.

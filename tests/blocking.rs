@@ -58,7 +58,7 @@ fn blocking_crud_mirrors_async() {
         .unwrap();
     assert_eq!(store.get::<User>(&1).unwrap().unwrap().level, 42);
     assert_eq!(
-        store.hget(User::SETTINGS, &1, "lang").unwrap().as_deref(),
+        store.hget(User::SETTINGS, 1, "lang").unwrap().as_deref(),
         Some("en")
     );
     assert!(store.expire::<User>(&1, Duration::from_secs(50)).unwrap());

@@ -353,7 +353,7 @@ fn blocking_entity_read_through() {
     let loads = Loads::default();
     for _ in 0..5 {
         let p = cache
-            .get_entity_or_load(&store, &3, Duration::from_secs(60), || {
+            .get_entity_or_load(&store, 3, Duration::from_secs(60), || {
                 loads.fetch_add(1, Ordering::SeqCst);
                 Ok::<_, std::io::Error>(Some(Product {
                     id: 3,

@@ -390,8 +390,8 @@ async fn a_leaderboard_read_skips_thousands_of_expired_entries_and_cleans_a_boun
         (20_005 - 100..20_005).contains(&left),
         "{left} entries left after one read"
     );
-    assert_eq!(store.rank(Racer::POINTS, &5).await.unwrap(), Some(0));
-    assert_eq!(store.rank(Racer::POINTS, &1).await.unwrap(), Some(4));
+    assert_eq!(store.rank(Racer::POINTS, 5).await.unwrap(), Some(0));
+    assert_eq!(store.rank(Racer::POINTS, 1).await.unwrap(), Some(4));
     let page = store
         .query::<Racer>()
         .order_desc(Racer::POINTS)

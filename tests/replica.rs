@@ -101,7 +101,7 @@ async fn reads_go_to_the_replica_and_writes_to_the_primary() {
         .map(|(p, _)| p.id)
         .collect();
     assert_eq!(top, [2, 3]);
-    assert_eq!(store.rank(Player::SCORE, &1).await.unwrap(), Some(2));
+    assert_eq!(store.rank(Player::SCORE, 1).await.unwrap(), Some(2));
     // The primary answered none of it; the replica all of it.
     let after = (
         primary.calls("hgetall"),
@@ -123,5 +123,5 @@ async fn reads_go_to_the_replica_and_writes_to_the_primary() {
         .arg(2000)
         .query(&mut primary.conn())
         .unwrap();
-    assert_eq!(store.rank(Player::SCORE, &1).await.unwrap(), Some(0));
+    assert_eq!(store.rank(Player::SCORE, 1).await.unwrap(), Some(0));
 }

@@ -282,8 +282,8 @@ async fn reads_run_during_client_pause_write() {
         store.top(Player::SCORE, 2).await.unwrap(),
         [(player(2, 30), 30.0), (player(3, 20), 20.0)]
     );
-    assert_eq!(store.rank(Player::SCORE, &1).await.unwrap(), Some(2));
-    assert_eq!(store.rank(Player::SCORE, &2).await.unwrap(), Some(0));
+    assert_eq!(store.rank(Player::SCORE, 1).await.unwrap(), Some(2));
+    assert_eq!(store.rank(Player::SCORE, 2).await.unwrap(), Some(0));
     let reads_took = paused_at.elapsed();
 
     // Give the paused save time to reach the server (and to outlast a
@@ -537,7 +537,7 @@ async fn scripts_survive_script_flush_for_reads() {
     trips.take();
     assert_eq!(de().await.unwrap(), 2);
     assert_eq!(trips.take(), 1, "the first call sends the text (EVAL_RO)");
-    assert_eq!(store.rank(Player::SCORE, &1).await.unwrap(), Some(1));
+    assert_eq!(store.rank(Player::SCORE, 1).await.unwrap(), Some(1));
     assert_eq!(trips.take(), 1);
 
     let _: () = redis::cmd("SCRIPT")
@@ -549,9 +549,9 @@ async fn scripts_survive_script_flush_for_reads() {
     assert_eq!(trips.take(), 2, "NOSCRIPT, then EVAL_RO");
     assert_eq!(de().await.unwrap(), 2);
     assert_eq!(trips.take(), 1, "cached again");
-    assert_eq!(store.rank(Player::SCORE, &1).await.unwrap(), Some(1));
+    assert_eq!(store.rank(Player::SCORE, 1).await.unwrap(), Some(1));
     assert_eq!(trips.take(), 2, "rank: NOSCRIPT, then EVAL_RO");
-    assert_eq!(store.rank(Player::SCORE, &2).await.unwrap(), Some(0));
+    assert_eq!(store.rank(Player::SCORE, 2).await.unwrap(), Some(0));
     assert_eq!(trips.take(), 1);
 
     // SCRIPT FLUSH leaves the function libraries alone.

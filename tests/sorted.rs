@@ -260,7 +260,7 @@ async fn top_with_profiles_in_two_round_trips_and_rank_in_one() {
     let (store, trips) = support::counted_store(&server).await;
     store.save_all(&players()).await.unwrap();
     store.top(Player::SCORE, 1).await.unwrap();
-    store.rank(Player::SCORE, &1000).await.unwrap();
+    store.rank(Player::SCORE, 1000).await.unwrap();
     trips.take();
     let top = store.top(Player::SCORE, 10).await.unwrap();
     assert_eq!(trips.take(), 2, "top 10 with profiles");
@@ -268,10 +268,10 @@ async fn top_with_profiles_in_two_round_trips_and_rank_in_one() {
     assert!(top.windows(2).all(|w| w[0].1 >= w[1].1), "best first");
     assert_eq!(top[0].0.name, "ivy");
     assert_eq!(top[0].1, 96.0);
-    assert_eq!(store.rank(Player::SCORE, &1008).await.unwrap(), Some(0));
+    assert_eq!(store.rank(Player::SCORE, 1008).await.unwrap(), Some(0));
     assert_eq!(trips.take(), 1, "rank");
-    assert_eq!(store.rank(Player::SCORE, &1005).await.unwrap(), Some(1));
-    assert_eq!(store.rank(Player::SCORE, &9999).await.unwrap(), None);
+    assert_eq!(store.rank(Player::SCORE, 1005).await.unwrap(), Some(1));
+    assert_eq!(store.rank(Player::SCORE, 9999).await.unwrap(), None);
     // ZINCRBY moves a player up.
     store
         .update::<Player>(&1000)
@@ -279,7 +279,7 @@ async fn top_with_profiles_in_two_round_trips_and_rank_in_one() {
         .exec()
         .await
         .unwrap();
-    assert_eq!(store.rank(Player::SCORE, &1000).await.unwrap(), Some(0));
+    assert_eq!(store.rank(Player::SCORE, 1000).await.unwrap(), Some(0));
     assert_eq!(store.top(Player::SCORE, 1).await.unwrap()[0].0.id, 1000);
     assert!(store.top(Player::SCORE, 0).await.unwrap().is_empty());
 }
@@ -297,8 +297,8 @@ async fn expired_players_are_not_ranked_or_listed() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     let top = store.top(Player::SCORE, 3).await.unwrap();
     assert_eq!(top[0].0.name, "flo", "the expired leader is gone");
-    assert_eq!(store.rank(Player::SCORE, &1005).await.unwrap(), Some(0));
-    assert_eq!(store.rank(Player::SCORE, &1008).await.unwrap(), None);
+    assert_eq!(store.rank(Player::SCORE, 1005).await.unwrap(), Some(0));
+    assert_eq!(store.rank(Player::SCORE, 1008).await.unwrap(), None);
 }
 
 #[tokio::test]

@@ -14,6 +14,7 @@ use crate::schema::codec::MapField;
 use crate::schema::entity::Entity;
 use crate::schema::escape::Namespace;
 use crate::schema::field::{Field, HashField, SetIndex, SortedIndex, UniqueIndex};
+use crate::schema::pk::IntoPk;
 use crate::store::board::Board;
 use crate::store::migrate::{Migration, Progress};
 use crate::store::query::Query;
@@ -149,7 +150,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// Every key of the entity with `pk`, namespaced.
-    pub fn keys_of<E: Entity>(&self, pk: &E::Pk) -> EntityKeys {
+    pub fn keys_of<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> EntityKeys {
         self.inner.keys_of::<E>(pk)
     }
 
@@ -158,8 +159,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// See [`crate::Store::update`].
-    pub fn update<E: Entity>(&self, pk: &E::Pk) -> Update<'_, E, Self> {
-        Update::new(self, pk)
+    pub fn update<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> Update<'_, E, Self> {
+        Update::new(self, &pk.into_pk())
     }
 
     /// See [`crate::Store::query`].
@@ -173,18 +174,18 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         save_without_ttl[E: Entity](entity: &E) -> Result<bool>;
         insert[E: Entity](entity: &E) -> Result<()>;
         save_all[E: Entity](entities: &[E]) -> Result<()>;
-        get[E: Entity](pk: &E::Pk) -> Result<Option<E>> as get::<E>;
-        get_many[E: Entity](pks: &[E::Pk]) -> Result<Vec<Option<E>>> as get_many::<E>;
-        get_many_each[E: Entity](pks: &[E::Pk]) -> Result<Vec<Result<Option<E>>>>
+        get[E: Entity](pk: impl IntoPk<E::Pk>) -> Result<Option<E>> as get::<E>;
+        get_many[E: Entity](pks: impl IntoIterator<Item = impl IntoPk<E::Pk>>) -> Result<Vec<Option<E>>> as get_many::<E>;
+        get_many_each[E: Entity](pks: impl IntoIterator<Item = impl IntoPk<E::Pk>>) -> Result<Vec<Result<Option<E>>>>
             as get_many_each::<E>;
-        exists[E: Entity](pk: &E::Pk) -> Result<bool> as exists::<E>;
-        delete[E: Entity](pk: &E::Pk) -> Result<bool> as delete::<E>;
-        expire[E: Entity](pk: &E::Pk, ttl: Duration) -> Result<bool> as expire::<E>;
-        persist[E: Entity](pk: &E::Pk) -> Result<bool> as persist::<E>;
-        ttl[E: Entity](pk: &E::Pk) -> Result<Option<Duration>> as ttl::<E>;
+        exists[E: Entity](pk: impl IntoPk<E::Pk>) -> Result<bool> as exists::<E>;
+        delete[E: Entity](pk: impl IntoPk<E::Pk>) -> Result<bool> as delete::<E>;
+        expire[E: Entity](pk: impl IntoPk<E::Pk>, ttl: Duration) -> Result<bool> as expire::<E>;
+        persist[E: Entity](pk: impl IntoPk<E::Pk>) -> Result<bool> as persist::<E>;
+        ttl[E: Entity](pk: impl IntoPk<E::Pk>) -> Result<Option<Duration>> as ttl::<E>;
         hget[E: Entity, M: MapField](
             field: HashField<E, M>,
-            pk: &E::Pk,
+            pk: impl IntoPk<E::Pk>,
             key: impl Into<M::Key>,
         ) -> Result<Option<M::Value>>;
         find[E: Entity, T, Co, K: SetIndex](
@@ -199,55 +200,55 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             -> Result<Vec<(E, f64)>>;
         top_each[E: Entity, T, Co, K: SortedIndex](field: Field<E, T, Co, K>, n: usize)
             -> Result<Vec<Result<(E, f64)>>>;
-        rank[E: Entity, T, Co, K: SortedIndex](field: Field<E, T, Co, K>, pk: &E::Pk)
+        rank[E: Entity, T, Co, K: SortedIndex](field: Field<E, T, Co, K>, pk: impl IntoPk<E::Pk>)
             -> Result<Option<u64>>;
-        board_incr[E: Entity](board: &Board<E>, pk: &E::Pk, delta: f64) -> Result<f64>;
+        board_incr[E: Entity](board: &Board<E>, pk: impl IntoPk<E::Pk>, delta: f64) -> Result<f64>;
         board_incr_at[E: Entity](
             board: &Board<E>,
-            pk: &E::Pk,
+            pk: impl IntoPk<E::Pk>,
             delta: f64,
             at: std::time::SystemTime,
         ) -> Result<f64>;
         board_top[E: Entity](board: &Board<E>, n: usize) -> Result<Vec<(E, f64)>>;
         board_top_at[E: Entity](board: &Board<E>, at: std::time::SystemTime, n: usize)
             -> Result<Vec<(E, f64)>>;
-        board_rank[E: Entity](board: &Board<E>, pk: &E::Pk) -> Result<Option<u64>>;
-        relate[A: Entity, B: Entity](rel: &Relation<A, B>, a: &A::Pk, b: &B::Pk) -> Result<bool>;
-        unrelate[A: Entity, B: Entity](rel: &Relation<A, B>, a: &A::Pk, b: &B::Pk)
+        board_rank[E: Entity](board: &Board<E>, pk: impl IntoPk<E::Pk>) -> Result<Option<u64>>;
+        relate[A: Entity, B: Entity](rel: &Relation<A, B>, a: impl IntoPk<A::Pk>, b: impl IntoPk<B::Pk>) -> Result<bool>;
+        unrelate[A: Entity, B: Entity](rel: &Relation<A, B>, a: impl IntoPk<A::Pk>, b: impl IntoPk<B::Pk>)
             -> Result<bool>;
-        related[A: Entity, B: Entity](rel: &Relation<A, B>, a: &A::Pk) -> Result<Vec<B::Pk>>;
-        related_back[A: Entity, B: Entity](rel: &Relation<A, B>, b: &B::Pk)
+        related[A: Entity, B: Entity](rel: &Relation<A, B>, a: impl IntoPk<A::Pk>) -> Result<Vec<B::Pk>>;
+        related_back[A: Entity, B: Entity](rel: &Relation<A, B>, b: impl IntoPk<B::Pk>)
             -> Result<Vec<A::Pk>>;
-        mutual[A: Entity](rel: &Relation<A, A>, a: &A::Pk) -> Result<Vec<A::Pk>>;
-        is_related[A: Entity, B: Entity](rel: &Relation<A, B>, a: &A::Pk, b: &B::Pk)
+        mutual[A: Entity](rel: &Relation<A, A>, a: impl IntoPk<A::Pk>) -> Result<Vec<A::Pk>>;
+        is_related[A: Entity, B: Entity](rel: &Relation<A, B>, a: impl IntoPk<A::Pk>, b: impl IntoPk<B::Pk>)
             -> Result<bool>;
-        related_count[A: Entity, B: Entity](rel: &Relation<A, B>, a: &A::Pk) -> Result<u64>;
-        related_back_count[A: Entity, B: Entity](rel: &Relation<A, B>, b: &B::Pk)
+        related_count[A: Entity, B: Entity](rel: &Relation<A, B>, a: impl IntoPk<A::Pk>) -> Result<u64>;
+        related_back_count[A: Entity, B: Entity](rel: &Relation<A, B>, b: impl IntoPk<B::Pk>)
             -> Result<u64>;
-        related_entities[A: Entity, B: Entity](rel: &Relation<A, B>, a: &A::Pk)
+        related_entities[A: Entity, B: Entity](rel: &Relation<A, B>, a: impl IntoPk<A::Pk>)
             -> Result<Vec<B>>;
         timeline_push[O: Entity, P: Entity](
             timeline: &Timeline<O, P>,
-            post: &P::Pk,
-            owners: &[O::Pk],
+            post: impl IntoPk<P::Pk>,
+            owners: impl IntoIterator<Item = impl IntoPk<O::Pk>>,
         ) -> Result<()>;
         timeline_push_related[O: Entity, P: Entity](
             timeline: &Timeline<O, P>,
-            post: &P::Pk,
+            post: impl IntoPk<P::Pk>,
             rel: &Relation<O, O>,
-            author: &O::Pk,
+            author: impl IntoPk<O::Pk>,
         ) -> Result<usize>;
-        timeline_len[O: Entity, P: Entity](timeline: &Timeline<O, P>, owner: &O::Pk)
+        timeline_len[O: Entity, P: Entity](timeline: &Timeline<O, P>, owner: impl IntoPk<O::Pk>)
             -> Result<u64>;
         timeline_ids[O: Entity, P: Entity](
             timeline: &Timeline<O, P>,
-            owner: &O::Pk,
+            owner: impl IntoPk<O::Pk>,
             offset: usize,
             n: usize,
         ) -> Result<Vec<P::Pk>>;
         timeline[O: Entity, P: Entity](
             timeline: &Timeline<O, P>,
-            owner: &O::Pk,
+            owner: impl IntoPk<O::Pk>,
             offset: usize,
             n: usize,
         ) -> Result<Vec<P>>;
@@ -385,7 +386,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
     pub fn get_entity_or_load<E, F, LE>(
         &self,
         store: &Store<C>,
-        pk: &E::Pk,
+        pk: impl IntoPk<E::Pk>,
         ttl: Duration,
         loader: F,
     ) -> Result<Option<E>>

@@ -90,6 +90,7 @@ pub use schema::field::{
     SetIndex, Sorted, SortedIndex, Tags, Unique, UniqueIndex, ValueKeyed, Writable,
 };
 pub use schema::layout::{EntityLayout, KeyPattern, RedisType, Registry};
+pub use schema::pk::IntoPk;
 pub use store::cache::{Cache, CacheOptions};
 pub use store::observe::Metrics;
 pub use store::query::{Query, Term};

@@ -161,7 +161,7 @@ pub struct Row {
 /// by hand is possible but the derive also checks the layout.
 pub trait Entity: Sized + Send + Sync + 'static {
     /// The primary key: the `#[pk]` field's type, or a tuple for a composite key.
-    type Pk: Send + Sync;
+    type Pk: Clone + Send + Sync;
 
     /// The static description.
     const DESC: &'static EntityDesc;

@@ -15,4 +15,5 @@ pub mod entity;
 pub mod escape;
 pub mod field;
 pub mod layout;
+pub mod pk;
 pub mod update_op;

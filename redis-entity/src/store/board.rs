@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::plan::query;
 use crate::schema::entity::Entity;
 use crate::schema::escape::Namespace;
+use crate::schema::pk::IntoPk;
 use redis::aio::ConnectionLike;
 use std::marker::PhantomData;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -170,9 +171,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn board_incr<E: Entity>(
         &self,
         board: &Board<E>,
-        pk: &E::Pk,
+        pk: impl IntoPk<E::Pk>,
         delta: f64,
     ) -> Result<f64> {
+        let pk = &pk.into_pk();
         self.board_incr_at(board, pk, delta, std::time::SystemTime::now())
             .await
     }
@@ -181,10 +183,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn board_incr_at<E: Entity>(
         &self,
         board: &Board<E>,
-        pk: &E::Pk,
+        pk: impl IntoPk<E::Pk>,
         delta: f64,
         at: std::time::SystemTime,
     ) -> Result<f64> {
+        let pk = &pk.into_pk();
         let key = board.key(&self.ns, at);
         let mut pipe = redis::pipe();
         pipe.atomic()
@@ -238,7 +241,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// The entity's 0-based rank in the current bucket of `board`, best first.
-    pub async fn board_rank<E: Entity>(&self, board: &Board<E>, pk: &E::Pk) -> Result<Option<u64>> {
+    pub async fn board_rank<E: Entity>(
+        &self,
+        board: &Board<E>,
+        pk: impl IntoPk<E::Pk>,
+    ) -> Result<Option<u64>> {
+        let pk = &pk.into_pk();
         let key = board.key(&self.ns, std::time::SystemTime::now());
         redis::cmd("ZREVRANK")
             .arg(&key)

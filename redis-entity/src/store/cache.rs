@@ -31,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
 use crate::schema::entity::Entity;
 use crate::schema::escape::Namespace;
+use crate::schema::pk::IntoPk;
 use crate::store::Store;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::Value;
@@ -464,7 +465,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
     pub async fn get_entity_or_load<E, F, Fut, LE>(
         &self,
         store: &Store<C>,
-        pk: &E::Pk,
+        pk: impl IntoPk<E::Pk>,
         ttl: Duration,
         loader: F,
     ) -> Result<Option<E>>
@@ -474,6 +475,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         Fut: Future<Output = std::result::Result<Option<E>, LE>>,
         LE: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        let pk = &pk.into_pk();
         if let Some(e) = store.get::<E>(pk).await? {
             return Ok(Some(e));
         }

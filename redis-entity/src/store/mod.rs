@@ -28,6 +28,7 @@ use crate::schema::codec::{to_bytes, MapField, Scalar};
 use crate::schema::entity::Entity;
 use crate::schema::escape::Namespace;
 use crate::schema::field::HashField;
+use crate::schema::pk::IntoPk;
 use crate::script::{self, write::WriteOp};
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::Value;
@@ -191,7 +192,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// Every key of the entity with `pk`, namespaced (what `save` writes).
-    pub fn keys_of<E: Entity>(&self, pk: &E::Pk) -> EntityKeys {
+    pub fn keys_of<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> EntityKeys {
+        let pk = &pk.into_pk();
         EntityKeys::of::<E>(&self.ns, pk)
     }
 
@@ -457,7 +459,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// Loads the entity with `pk` (one round trip), `None` if there is none.
-    pub async fn get<E: Entity>(&self, pk: &E::Pk) -> Result<Option<E>> {
+    pub async fn get<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> Result<Option<E>> {
+        let pk = &pk.into_pk();
         let keys = EntityKeys::of::<E>(&self.ns, pk);
         let record = self.rows(E::DESC, std::slice::from_ref(&keys)).await?;
         match record.into_iter().next().unwrap_or(Ok(None))? {
@@ -472,7 +475,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// A stored record that does not decode fails the whole call with its
     /// precise error (key and field), as `get` of it would:
     /// [`get_many_each`](Self::get_many_each) returns the others too.
-    pub async fn get_many<E: Entity>(&self, pks: &[E::Pk]) -> Result<Vec<Option<E>>> {
+    pub async fn get_many<E: Entity>(
+        &self,
+        pks: impl IntoIterator<Item = impl IntoPk<E::Pk>>,
+    ) -> Result<Vec<Option<E>>> {
         self.get_many_each::<E>(pks).await?.into_iter().collect()
     }
 
@@ -494,7 +500,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn get_many_each<E: Entity>(&self, pks: &[E::Pk]) -> Result<Vec<Result<Option<E>>>> {
+    pub async fn get_many_each<E: Entity>(
+        &self,
+        pks: impl IntoIterator<Item = impl IntoPk<E::Pk>>,
+    ) -> Result<Vec<Result<Option<E>>>> {
+        let pks: Vec<E::Pk> = pks.into_iter().map(IntoPk::into_pk).collect();
         if pks.is_empty() {
             return Ok(Vec::new());
         }
@@ -515,7 +525,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// True when an entity with `pk` is stored (one `EXISTS`).
-    pub async fn exists<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
+    pub async fn exists<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> Result<bool> {
+        let pk = &pk.into_pk();
         let keys = EntityKeys::of::<E>(&self.ns, pk);
         let n: u64 = exists_cmd(E::DESC, &keys)
             .query_async(&mut self.reader())
@@ -525,7 +536,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// Deletes the entity and every key it owns; `false` if there was none.
-    pub async fn delete<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
+    pub async fn delete<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> Result<bool> {
+        let pk = &pk.into_pk();
         let keys = EntityKeys::of::<E>(&self.ns, pk);
         self.write(&write::lifecycle(
             E::DESC,
@@ -538,18 +550,21 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// Starts an in-place update of the entity with `pk`.
-    pub fn update<E: Entity>(&self, pk: &E::Pk) -> Update<'_, E, Self> {
+    pub fn update<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> Update<'_, E, Self> {
+        let pk = &pk.into_pk();
         Update::new(self, pk)
     }
 
     /// Gives every key of the entity a TTL; `false` if there is no such entity.
-    pub async fn expire<E: Entity>(&self, pk: &E::Pk, ttl: Duration) -> Result<bool> {
+    pub async fn expire<E: Entity>(&self, pk: impl IntoPk<E::Pk>, ttl: Duration) -> Result<bool> {
+        let pk = &pk.into_pk();
         self.expiring.insert(ExpiringTypes::id(E::DESC));
         self.lifecycle::<E>(pk, WriteOp::Expire, Some(ttl)).await
     }
 
     /// Removes the TTL of every key of the entity; `false` if there is no such entity.
-    pub async fn persist<E: Entity>(&self, pk: &E::Pk) -> Result<bool> {
+    pub async fn persist<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> Result<bool> {
+        let pk = &pk.into_pk();
         self.lifecycle::<E>(pk, WriteOp::Persist, None).await
     }
 
@@ -571,7 +586,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// The remaining TTL of the entity: `None` when it has none or does not exist.
-    pub async fn ttl<E: Entity>(&self, pk: &E::Pk) -> Result<Option<Duration>> {
+    pub async fn ttl<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> Result<Option<Duration>> {
+        let pk = &pk.into_pk();
         let keys = EntityKeys::of::<E>(&self.ns, pk);
         let cmd = ttl_cmd(E::DESC, &keys);
         let ms: Vec<i64> = cmd
@@ -585,9 +601,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn hget<E: Entity, M: MapField>(
         &self,
         field: HashField<E, M>,
-        pk: &E::Pk,
+        pk: impl IntoPk<E::Pk>,
         key: impl Into<M::Key>,
     ) -> Result<Option<M::Value>> {
+        let pk = &pk.into_pk();
         let keys = EntityKeys::of::<E>(&self.ns, pk);
         let map_key = &keys.maps[field.map()];
         let raw: Option<Vec<u8>> = redis::cmd("HGET")

@@ -10,6 +10,7 @@ use crate::plan::write;
 use crate::schema::codec::SortScore;
 use crate::schema::entity::Entity;
 use crate::schema::field::{Field, PrefixIndex, SetIndex, SortedIndex, UniqueIndex};
+use crate::schema::pk::IntoPk;
 use crate::script;
 use crate::script::write::WriteOp;
 use redis::aio::ConnectionLike;
@@ -401,8 +402,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub fn rank<'a, E: Entity, T, Co, K: SortedIndex>(
         &'a self,
         field: Field<E, T, Co, K>,
-        pk: &E::Pk,
+        pk: impl IntoPk<E::Pk>,
     ) -> Pending<'a, Option<u64>> {
+        let pk = &pk.into_pk();
         let index = query::index_of(E::DESC, field.name());
         Box::pin(self.rank_at::<E>(index, E::member(pk)))
     }

@@ -20,6 +20,7 @@ use crate::keyspace;
 use crate::plan::query;
 use crate::schema::entity::{Entity, EntityDesc};
 use crate::schema::escape::Namespace;
+use crate::schema::pk::IntoPk;
 use crate::script;
 use redis::aio::ConnectionLike;
 use std::marker::PhantomData;
@@ -146,9 +147,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn relate<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
-        a: &A::Pk,
-        b: &B::Pk,
+        a: impl IntoPk<A::Pk>,
+        b: impl IntoPk<B::Pk>,
     ) -> Result<bool> {
+        let a = &a.into_pk();
+        let b = &b.into_pk();
         self.relation_call(rel, a, b, true).await
     }
 
@@ -157,9 +160,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn unrelate<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
-        a: &A::Pk,
-        b: &B::Pk,
+        a: impl IntoPk<A::Pk>,
+        b: impl IntoPk<B::Pk>,
     ) -> Result<bool> {
+        let a = &a.into_pk();
+        let b = &b.into_pk();
         self.relation_call(rel, a, b, false).await
     }
 
@@ -191,9 +196,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn is_related<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
-        a: &A::Pk,
-        b: &B::Pk,
+        a: impl IntoPk<A::Pk>,
+        b: impl IntoPk<B::Pk>,
     ) -> Result<bool> {
+        let a = &a.into_pk();
+        let b = &b.into_pk();
         let key = forward_key(rel, &self.ns, a);
         self.read_cmd(redis::cmd("SISMEMBER").arg(&key).arg(B::member(b)), &key)
             .await
@@ -203,8 +210,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn related_count<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
-        a: &A::Pk,
+        a: impl IntoPk<A::Pk>,
     ) -> Result<u64> {
+        let a = &a.into_pk();
         let key = forward_key(rel, &self.ns, a);
         self.read_cmd(redis::cmd("SCARD").arg(&key), &key).await
     }
@@ -213,8 +221,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn related_back_count<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
-        b: &B::Pk,
+        b: impl IntoPk<B::Pk>,
     ) -> Result<u64> {
+        let b = &b.into_pk();
         let key = reverse_key(rel, &self.ns, b);
         self.read_cmd(redis::cmd("SCARD").arg(&key), &key).await
     }
@@ -223,8 +232,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn related<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
-        a: &A::Pk,
+        a: impl IntoPk<A::Pk>,
     ) -> Result<Vec<B::Pk>> {
+        let a = &a.into_pk();
         let key = forward_key(rel, &self.ns, a);
         self.members_of::<B>(&redis::cmd("SMEMBERS").arg(&key).clone(), &key)
             .await
@@ -234,8 +244,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn related_back<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
-        b: &B::Pk,
+        b: impl IntoPk<B::Pk>,
     ) -> Result<Vec<A::Pk>> {
+        let b = &b.into_pk();
         let key = reverse_key(rel, &self.ns, b);
         self.members_of::<A>(&redis::cmd("SMEMBERS").arg(&key).clone(), &key)
             .await
@@ -243,7 +254,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// For a relation of a type to itself: the pks related both ways with
     /// `a` (mutual follows), by SINTER, one round trip.
-    pub async fn mutual<A: Entity>(&self, rel: &Relation<A, A>, a: &A::Pk) -> Result<Vec<A::Pk>> {
+    pub async fn mutual<A: Entity>(
+        &self,
+        rel: &Relation<A, A>,
+        a: impl IntoPk<A::Pk>,
+    ) -> Result<Vec<A::Pk>> {
+        let a = &a.into_pk();
         let (fwd, back) = (forward_key(rel, &self.ns, a), reverse_key(rel, &self.ns, a));
         self.members_of::<A>(&redis::cmd("SINTER").arg(&fwd).arg(&back).clone(), &fwd)
             .await
@@ -254,8 +270,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn related_entities<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
-        a: &A::Pk,
+        a: impl IntoPk<A::Pk>,
     ) -> Result<Vec<B>> {
+        let a = &a.into_pk();
         let pks = self.related(rel, a).await?;
         Ok(self
             .get_many::<B>(&pks)

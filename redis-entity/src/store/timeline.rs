@@ -8,6 +8,7 @@ use crate::keyspace;
 use crate::plan::query;
 use crate::schema::entity::Entity;
 use crate::schema::escape::Namespace;
+use crate::schema::pk::IntoPk;
 use redis::aio::ConnectionLike;
 use std::marker::PhantomData;
 
@@ -61,10 +62,11 @@ impl<O, P> Timeline<O, P> {
     }
 
     /// The list of `owner` (`<owner key>:<name>`).
-    pub fn key(&self, ns: &Namespace, owner: &O::Pk) -> String
+    pub fn key(&self, ns: &Namespace, owner: impl IntoPk<O::Pk>) -> String
     where
         O: Entity,
     {
+        let owner = &owner.into_pk();
         keyspace::sub_key(
             &keyspace::entity_key(O::DESC, ns.as_str(), &O::member(owner)),
             self.name,
@@ -109,11 +111,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn timeline_push<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
-        post: &P::Pk,
-        owners: &[O::Pk],
+        post: impl IntoPk<P::Pk>,
+        owners: impl IntoIterator<Item = impl IntoPk<O::Pk>>,
     ) -> Result<()> {
+        let post = &post.into_pk();
         let member = P::member(post);
         let entry = keyspace::timeline_entry(P::DESC, self.ns.as_str());
+        let owners: Vec<O::Pk> = owners.into_iter().map(IntoPk::into_pk).collect();
         for chunk in owners.chunks(PUSH_BATCH) {
             let keys: Vec<String> = chunk
                 .iter()
@@ -134,10 +138,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn timeline_push_related<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
-        post: &P::Pk,
+        post: impl IntoPk<P::Pk>,
         rel: &Relation<O, O>,
-        author: &O::Pk,
+        author: impl IntoPk<O::Pk>,
     ) -> Result<usize> {
+        let post = &post.into_pk();
+        let author = &author.into_pk();
         let followers = self.related_back(rel, author).await?;
         self.timeline_push(timeline, post, &followers).await?;
         Ok(followers.len())
@@ -148,8 +154,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn timeline_len<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
-        owner: &O::Pk,
+        owner: impl IntoPk<O::Pk>,
     ) -> Result<u64> {
+        let owner = &owner.into_pk();
         let key = timeline.key(&self.ns, owner);
         self.read_cmd(redis::cmd("LLEN").arg(&key), &key).await
     }
@@ -159,10 +166,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn timeline_ids<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
-        owner: &O::Pk,
+        owner: impl IntoPk<O::Pk>,
         offset: usize,
         n: usize,
     ) -> Result<Vec<P::Pk>> {
+        let owner = &owner.into_pk();
         if n == 0 {
             return Ok(Vec::new());
         }
@@ -183,10 +191,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub async fn timeline<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
-        owner: &O::Pk,
+        owner: impl IntoPk<O::Pk>,
         offset: usize,
         n: usize,
     ) -> Result<Vec<P>> {
+        let owner = &owner.into_pk();
         let pks = self.timeline_ids(timeline, owner, offset, n).await?;
         Ok(self
             .get_many::<P>(&pks)
