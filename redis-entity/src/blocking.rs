@@ -163,6 +163,20 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Update::new(self, &pk.into_pk())
     }
 
+    /// See [`crate::Store::scan`].
+    pub fn scan<E: Entity>(&self, count: usize) -> Scan<'_, E, C> {
+        self.scan_from(0, count)
+    }
+
+    /// See [`crate::Store::scan_from`].
+    pub fn scan_from<E: Entity>(&self, cursor: u64, count: usize) -> Scan<'_, E, C> {
+        Scan {
+            store: self,
+            inner: self.inner.scan_from(cursor, count),
+            page: Vec::new().into_iter(),
+        }
+    }
+
     /// See [`crate::Store::query`].
     pub fn query<E: Entity>(&self) -> Query<'_, E, Self> {
         Query::new(self)
@@ -280,7 +294,22 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
     }
 }
 
-impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> {
+impl<'s, C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'s, E, Store<C>> {
+    /// See the async [`scan`](crate::Query::scan).
+    pub fn scan(self, count: usize) -> Scan<'s, E, C> {
+        self.scan_from(0, count)
+    }
+
+    /// See the async [`scan_from`](crate::Query::scan_from).
+    pub fn scan_from(self, cursor: u64, count: usize) -> Scan<'s, E, C> {
+        let store = self.store;
+        Scan {
+            store,
+            inner: self.rebind(&store.inner).scan_from(cursor, count),
+            page: Vec::new().into_iter(),
+        }
+    }
+
     /// See the async `fetch`.
     pub fn fetch(self) -> Result<Vec<E>> {
         let store = self.store;
@@ -404,5 +433,60 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
     /// See [`crate::Cache::invalidate`].
     pub fn invalidate(&self, store: &Store<C>, key: &str) -> Result<()> {
         store.run(self.inner.invalidate(key))
+    }
+}
+
+/// A walk over every stored `E`, or every `E` a query matches (see
+/// [`crate::Scan`]): page by page with [`next_page`](Self::next_page), or
+/// entity by entity as an iterator, which reads a page when it needs one.
+///
+/// ```no_run
+/// # use redis_entity::RedisEntity;
+/// # #[derive(RedisEntity)] struct User { #[pk] id: u64, name: String }
+/// # fn run(store: redis_entity::blocking::Store) -> redis_entity::Result<()> {
+/// for user in store.scan::<User>(500) {
+///     println!("{}", user?.name);
+/// }
+/// # Ok(()) }
+/// ```
+pub struct Scan<'s, E, C> {
+    store: &'s Store<C>,
+    inner: crate::Scan<'s, E, C>,
+    /// What is left of the page the iterator is on.
+    page: std::vec::IntoIter<Result<E>>,
+}
+
+impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
+    /// See [`crate::Scan::cursor`]. While iterating, entities of the page
+    /// already read may be left: resume from a page boundary.
+    pub fn cursor(&self) -> u64 {
+        self.inner.cursor()
+    }
+
+    /// See [`crate::Scan::next_page`].
+    pub fn next_page(&mut self) -> Result<Option<Vec<Result<E>>>> {
+        self.store.run(self.inner.next_page())
+    }
+}
+
+impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Iterator for Scan<'_, E, C> {
+    type Item = Result<E>;
+
+    /// The next entity; a failed page read is one error, after which the
+    /// walk ends.
+    fn next(&mut self) -> Option<Result<E>> {
+        loop {
+            if let Some(e) = self.page.next() {
+                return Some(e);
+            }
+            match self.next_page() {
+                Ok(Some(page)) => self.page = page.into_iter(),
+                Ok(None) => return None,
+                Err(e) => {
+                    self.inner.stop();
+                    return Some(Err(e));
+                }
+            }
+        }
     }
 }

@@ -132,6 +132,13 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A query asked for something the call cannot do (a stream of a query
+    /// with `order_*` or `limit`, which cursors cannot honour).
+    #[error("invalid query: {reason}")]
+    InvalidQuery {
+        /// Why.
+        reason: &'static str,
+    },
     /// A namespace or key segment that would break the key layout.
     #[error("invalid key segment {segment:?}: {reason}")]
     InvalidKey {

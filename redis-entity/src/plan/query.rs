@@ -65,7 +65,7 @@ pub struct RangeCondition {
 }
 
 impl RangeCondition {
-    fn contains(&self, score: f64) -> bool {
+    pub(crate) fn contains(&self, score: f64) -> bool {
         (match self.min {
             Bound::Included(m) => score >= m,
             Bound::Excluded(m) => score > m,

@@ -2,6 +2,7 @@
 //! ranges, order, pages) and the store's reads through indexes (`find`,
 //! `find_unique`, `top`, `rank`). Planning is in [`crate::plan::query`].
 
+use super::scan::Scan;
 use super::{ExpiringTypes, Store};
 use crate::error::{Error, Result};
 use crate::keyspace::{self, EntityKeys};
@@ -488,7 +489,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 }
 
-impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> {
+impl<'s, C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'s, E, Store<C>> {
     /// What `fetch` would send, without sending it: the round trips, the
     /// command or script call of each, the keys they read.
     ///
@@ -586,6 +587,38 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'_, E, Store<C>> 
             }
         }
         Ok(deleted)
+    }
+
+    /// Walks the matching entities a page of about `count` at a time with a
+    /// cursor, in bounded memory, whatever their number: `SSCAN` of the set
+    /// of the first `eq`/`all` value, else `ZSCAN` of the first range's
+    /// sorted index, else `SSCAN` of every id of the type; each candidate is
+    /// read and checked against the whole query, so a page holds only
+    /// matches (and may be empty while the walk goes on). Two round trips a
+    /// page. Unordered: a query with `order_*` or `limit` is refused with
+    /// [`Error::InvalidQuery`] (use `fetch` for a page in order).
+    ///
+    /// ```no_run
+    /// # use redis_entity::{RedisEntity, Store};
+    /// # #[derive(RedisEntity)] struct Order { #[pk] id: u64, #[index] status: String }
+    /// # async fn run(store: Store) -> redis_entity::Result<()> {
+    /// let mut open = store.query::<Order>().eq(Order::STATUS, "open").scan(500);
+    /// while let Some(page) = open.next_page().await? {
+    ///     for order in page {
+    ///         println!("{}", order?.id);
+    ///     }
+    ///     // `open.cursor()` resumes later with `scan_from` on the same query.
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn scan(self, count: usize) -> Scan<'s, E, C> {
+        self.scan_from(0, count)
+    }
+
+    /// [`scan`](Self::scan) resumed at a cursor given by [`Scan::cursor`]
+    /// of a walk of the same query (0 starts over).
+    pub fn scan_from(self, cursor: u64, count: usize) -> Scan<'s, E, C> {
+        Scan::of_query(self.store, self.spec, self.error, cursor, count)
     }
 
     /// The pks of the matching entities as the indexes list them (one round

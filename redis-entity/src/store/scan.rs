@@ -1,5 +1,8 @@
-//! Walking every entity of a type in pages, with a cursor: `SSCAN` of the
-//! set of all ids for an indexed type, `SCAN` of the entity keys otherwise.
+//! Walking every entity of a type, or every entity a query matches, in
+//! pages, with a cursor: `SSCAN` of the set of all ids for an indexed type,
+//! `SCAN` of the entity keys otherwise; for a query, `SSCAN` of the index set
+//! of one of its `eq`/`all` values, or `ZSCAN` of the sorted index of its
+//! range, or of the set of all ids, each page checked against the whole query.
 //! Memory stays bounded by the page, and each page costs the same whatever
 //! the position (no rereading of what came before, as paging by offset
 //! does). Like every Redis cursor, an entity stored or deleted during the
@@ -8,13 +11,15 @@
 
 use super::Store;
 use crate::error::{Error, Result};
-use crate::keyspace;
-use crate::schema::entity::Entity;
+use crate::keyspace::{self, EntityKeys};
+use crate::plan::query::{self, Check, RangeCondition, SetOp, Spec};
+use crate::schema::entity::{Entity, EntityDesc, IndexKind};
+use crate::schema::escape::Namespace;
 use redis::aio::ConnectionLike;
 use std::marker::PhantomData;
 
-/// A walk over every stored `E`, a page at a time; see
-/// [`Store::scan`].
+/// A walk over every stored `E`, or every `E` a query matches, a page at a
+/// time; see [`Store::scan`] and [`Query::scan`](crate::Query::scan).
 ///
 /// ```no_run
 /// # use redis_entity::{RedisEntity, Store};
@@ -35,15 +40,104 @@ pub struct Scan<'s, E, C> {
     cursor: u64,
     count: usize,
     done: bool,
+    source: Source,
+    /// The query each candidate is checked against (empty for a whole type:
+    /// every stored entity matches).
+    filter: Spec,
+    /// A query's error, returned by the first page.
+    error: Option<Error>,
     _e: PhantomData<fn() -> E>,
+}
+
+/// Where the candidates of a page come from.
+#[derive(Debug, Clone)]
+enum Source {
+    /// `SCAN MATCH` of the entity keys (types without indexes).
+    Keys,
+    /// `SSCAN` of a set of members: the ids set or one index set.
+    Set(Vec<u8>),
+    /// `ZSCAN` of a sorted index, keeping the members whose score is in range.
+    Sorted(String, RangeCondition),
+}
+
+impl Source {
+    /// The smallest source known to hold every match of `spec` without a
+    /// round trip to measure: an `eq`/`all` value's set, else the range's
+    /// sorted index, else every id of the type.
+    fn for_query(desc: &'static EntityDesc, ns: &Namespace, spec: &Spec) -> Self {
+        let ns = ns.as_str();
+        let set_condition = spec.conditions.iter().find(|c| {
+            c.op == SetOp::All
+                && matches!(
+                    desc.indexes[c.index].kind,
+                    IndexKind::Equality | IndexKind::Tags
+                )
+        });
+        if let Some(v) = set_condition.and_then(|c| c.values.first().map(|v| (c, v))) {
+            let field = desc.indexes[v.0.index].field;
+            return Source::Set(keyspace::index_key(desc, ns, field, v.1));
+        }
+        if let Some(r) = spec.ranges.first() {
+            let field = desc.indexes[r.index].field;
+            return Source::Sorted(keyspace::index_zset(desc, ns, field), r.clone());
+        }
+        Source::Set(keyspace::ids_key(desc, ns).into_bytes())
+    }
+
+    /// Every stored entity of the type.
+    fn for_type(desc: &'static EntityDesc, ns: &Namespace) -> Self {
+        // An indexed type keeps the set of its ids; others are found by
+        // their keys.
+        if desc.indexes.is_empty() {
+            Source::Keys
+        } else {
+            Source::Set(keyspace::ids_key(desc, ns.as_str()).into_bytes())
+        }
+    }
 }
 
 impl<E, C> std::fmt::Debug for Scan<'_, E, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Scan")
             .field("cursor", &self.cursor)
+            .field("source", &self.source)
             .field("done", &self.done)
             .finish()
+    }
+}
+
+impl<'s, E: Entity, C> Scan<'s, E, C> {
+    pub(crate) fn of_query(
+        store: &'s Store<C>,
+        spec: Spec,
+        error: Option<Error>,
+        cursor: u64,
+        count: usize,
+    ) -> Self {
+        let error = error.or_else(|| {
+            (spec.order.is_some() || spec.page.is_some()).then_some(Error::InvalidQuery {
+                reason: "a scan walks a cursor in Redis' order: drop order_asc/order_desc and limit, or use fetch",
+            })
+        });
+        Scan {
+            source: Source::for_query(E::DESC, &store.ns, &spec),
+            filter: spec,
+            error,
+            ..Scan::new(store, Source::Keys, cursor, count)
+        }
+    }
+
+    fn new(store: &'s Store<C>, source: Source, cursor: u64, count: usize) -> Self {
+        Scan {
+            store,
+            cursor,
+            count: count.max(1),
+            done: false,
+            source,
+            filter: Spec::default(),
+            error: None,
+            _e: PhantomData,
+        }
     }
 }
 
@@ -57,78 +151,105 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// Resumes a walk at a cursor given by [`Scan::cursor`] (0 starts over).
     pub fn scan_from<E: Entity>(&self, cursor: u64, count: usize) -> Scan<'_, E, C> {
-        Scan {
-            store: self,
-            cursor,
-            count: count.max(1),
-            done: false,
-            _e: PhantomData,
-        }
+        Scan::new(self, Source::for_type(E::DESC, &self.ns), cursor, count)
     }
 }
 
 impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
-    /// Where the walk is: give it to [`Store::scan_from`] to go on later.
-    /// 0 once the walk is over.
+    /// Ends the walk: the next page is `None`.
+    pub(crate) fn stop(&mut self) {
+        self.done = true;
+    }
+
+    /// Where the walk is: give it to [`Store::scan_from`] (or the query's
+    /// [`scan_from`](crate::Query::scan_from)) to go on later. 0 once the
+    /// walk is over.
     pub fn cursor(&self) -> u64 {
         self.cursor
     }
 
     /// The next page: one round trip for the cursor, one for the records;
-    /// `None` when the walk is over. Entities deleted since they were listed
-    /// are left out; a record that does not decode is an error in its place.
+    /// `None` when the walk is over. Entities deleted since they were listed,
+    /// and for a query those that do not match it, are left out; a record
+    /// that does not decode is an error in its place. A page may be empty
+    /// while the walk goes on.
     pub async fn next_page(&mut self) -> Result<Option<Vec<Result<E>>>> {
+        if let Some(e) = self.error.take() {
+            self.done = true;
+            return Err(e);
+        }
         if self.done {
             return Ok(None);
         }
         let (store, desc) = (self.store, E::DESC);
         let ns = store.namespace().as_str();
-        // An indexed type keeps the set of its ids; others are found by
-        // their keys.
-        let (cmd, key) = if desc.indexes.is_empty() {
-            let mut c = redis::cmd("SCAN");
-            let pattern = keyspace::entity_scan_pattern(desc, ns);
-            c.arg(self.cursor)
-                .arg("MATCH")
-                .arg(&pattern)
-                .arg("COUNT")
-                .arg(self.count);
-            (c, pattern)
-        } else {
-            let ids = keyspace::ids_key(desc, ns);
-            let mut c = redis::cmd("SSCAN");
-            c.arg(&ids).arg(self.cursor).arg("COUNT").arg(self.count);
-            (c, ids)
+        let (cmd, key) = match &self.source {
+            Source::Keys => {
+                let pattern = keyspace::entity_scan_pattern(desc, ns);
+                let mut c = redis::cmd("SCAN");
+                c.arg(self.cursor).arg("MATCH").arg(&pattern);
+                (c, pattern)
+            }
+            Source::Set(set) => {
+                let mut c = redis::cmd("SSCAN");
+                c.arg(set).arg(self.cursor);
+                (c, String::from_utf8_lossy(set).into_owned())
+            }
+            Source::Sorted(zset, _) => {
+                let mut c = redis::cmd("ZSCAN");
+                c.arg(zset).arg(self.cursor);
+                (c, zset.clone())
+            }
         };
+        let mut cmd = cmd;
+        cmd.arg("COUNT").arg(self.count);
         let (next, found): (u64, Vec<String>) = cmd
             .query_async(&mut store.reader())
             .await
             .map_err(|e| Error::redis(&key, e))?;
-        let mut members: Vec<String> = if desc.indexes.is_empty() {
+        let mut members: Vec<String> = match &self.source {
             // Sub keys (columns, maps, relation sets) name their entity too.
-            found
+            Source::Keys => found
                 .iter()
                 .filter_map(|k| keyspace::member_of_key(desc, ns, k))
-                .collect()
-        } else {
-            found
+                .collect(),
+            Source::Set(_) => found,
+            // Member, score pairs: a member out of range is not read at all.
+            Source::Sorted(_, range) => found
+                .chunks_exact(2)
+                .filter(|p| query::parse_score(&p[1]).is_some_and(|s| range.contains(s)))
+                .map(|p| p[0].clone())
+                .collect(),
         };
         members.sort();
         members.dedup();
         self.cursor = next;
         self.done = next == 0;
-        // The records of the page, as `get_many_each` reads them; those
-        // deleted since they were listed are left out.
-        let pks: Vec<E::Pk> = members
-            .iter()
-            .filter_map(|m| crate::plan::query::parse_member::<E>(m))
-            .collect();
-        let page: Vec<Result<E>> = store
-            .get_many_each::<E>(&pks)
-            .await?
-            .into_iter()
-            .filter_map(Result::transpose)
-            .collect();
+        if members.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let keys: Vec<EntityKeys> = query::member_keys(desc, &store.ns, &members);
+        let records = store.rows(desc, &keys).await?;
+        let mut page = Vec::with_capacity(members.len());
+        for ((member, k), record) in members.iter().zip(&keys).zip(records) {
+            let row = match record {
+                Ok(row) => row,
+                Err(e) => {
+                    page.push(Err(e));
+                    continue;
+                }
+            };
+            // Gone since it was listed, or (for a query) not a match.
+            if !matches!(
+                query::check(desc, &self.filter, member, row.as_ref()),
+                Check::Match
+            ) {
+                continue;
+            }
+            if let (Some(row), Some(pk)) = (row, query::parse_member::<E>(member)) {
+                page.push(crate::plan::read::entity_from_row(&pk, k, row));
+            }
+        }
         Ok(Some(page))
     }
 }
