@@ -22,9 +22,9 @@ struct Order {
 fn order(id: u64) -> Order {
     Order {
         id,
-        status: if id % 2 == 0 { "open" } else { "paid" }.into(),
+        status: if id.is_multiple_of(2) { "open" } else { "paid" }.into(),
         total: (id % 300) as f64,
-        tags: if id % 5 == 0 {
+        tags: if id.is_multiple_of(5) {
             BTreeSet::from(["gift".to_string()])
         } else {
             BTreeSet::new()
