@@ -38,14 +38,14 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
         store.scan_keys("tenant:42:*").await?
     );
 
-    // HSET tenant:42:user:{1001}:profile plan pro ; HINCRBY ... visits 1
+    // HSET tenant:42:user:1001:profile plan pro ; HINCRBY ... visits 1
     store
         .update::<Profile>(&1001)
         .set(Profile::PLAN, Some("pro".to_string()))
         .incr(Profile::VISITS, 1)
         .exec()
         .await?;
-    // HSET tenant:42:user:{1001}:profile:settings lang en
+    // HSET tenant:42:user:1001:profile:settings lang en
     store
         .update::<Profile>(&1001)
         .hset(Profile::SETTINGS, "lang", "en")

@@ -3,9 +3,8 @@
 //! ```sql
 //! select * from user where userid = 9;
 //! ```
-//! becomes one string key per column (`user:userid:9:username`, the classic layout,
-//! here with the pk as a hash tag: `user:userid:{9}:username`), or one hash per
-//! user. Run: `cargo run --example users`.
+//! becomes one string key per column (`user:userid:9:username`, the classic
+//! layout), or one hash per user. Run: `cargo run --example users`.
 
 use redis_entity::{RedisEntity, Store};
 
@@ -20,7 +19,7 @@ pub struct User {
     pub email: String,
 }
 
-/// The same table as one hash per user (`HGETALL user:{9}`).
+/// The same table as one hash per user (`HGETALL user:9`).
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(prefix = "user")]
 pub struct UserHash {
@@ -61,7 +60,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     store.save(&row).await?;
     println!(
         "save(UserHash 9)            -> keys {:?}",
-        store.scan_keys("user:{*").await?
+        store.scan_keys("user:[0-9]*").await?
     );
     // update user set password='222222' where userid=9;
     store

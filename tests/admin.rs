@@ -83,7 +83,7 @@ async fn the_embedded_command_line() {
 
     let layouts = admin.run(&args("layouts")).await.unwrap();
     assert!(
-        layouts.contains("user:{<id>}") && layouts.contains("book:title"),
+        layouts.contains("user:<id>") && layouts.contains("book:@title"),
         "{layouts}"
     );
 
@@ -108,7 +108,7 @@ async fn the_embedded_command_line() {
         "{clean}"
     );
 
-    let _: () = server.conn().sadd("user:country:FR", 1).unwrap();
+    let _: () = server.conn().sadd("user:@country:FR", 1).unwrap();
     let out = admin.run(&args("verify --repair User")).await.unwrap();
     assert!(
         out.contains("1 violations") && out.contains("User: repair: 1 fixed, 0 left"),
@@ -181,7 +181,7 @@ async fn the_embedded_command_line_speaks_json_for_scripts() {
     // A stale tag entry: reported with its kind, and repaired.
     let _: () = server
         .conn()
-        .sadd("shop:product:tags:games", "SKU-1")
+        .sadd("shop:product:@tags:games", "SKU-1")
         .unwrap();
     let out = run("verify --repair --json Product").await;
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
@@ -189,7 +189,7 @@ async fn the_embedded_command_line_speaks_json_for_scripts() {
     assert!(v["violations"][0]["text"]
         .as_str()
         .unwrap()
-        .contains("shop:product:tags:games"));
+        .contains("shop:product:@tags:games"));
     assert_eq!(v["repaired"]["fixed"], 1);
     assert_eq!(v["repaired"]["left"], serde_json::json!([]));
 

@@ -39,7 +39,7 @@ fn blocking_crud_mirrors_async() {
     let server = RedisServer::start();
     let store = Store::connect(&server.url()).unwrap();
     assert!(store.save(&user(1)).unwrap());
-    assert_eq!(server.keys(), ["user:{1}", "user:{1}:settings"]);
+    assert_eq!(server.keys(), ["user:1", "user:1:settings"]);
     assert_eq!(store.get::<User>(&1).unwrap(), Some(user(1)));
     assert!(matches!(
         store.insert(&user(1)),
@@ -85,7 +85,7 @@ fn blocking_crud_mirrors_async() {
         .exec()
         .unwrap();
     assert_eq!(store.get::<Doc>(&"a:b".to_string()).unwrap().unwrap().n, 3);
-    assert!(server.keys().contains(&"doc:{a%3Ab}".to_string()));
+    assert!(server.keys().contains(&"doc:a%3Ab".to_string()));
 }
 
 #[test]
@@ -109,5 +109,5 @@ fn blocking_round_trips_and_namespace() {
     assert_eq!(trips.take(), 1);
     store.save_all(&[user(2), user(3), user(4)]).unwrap();
     assert_eq!(trips.take(), 1);
-    assert!(server.keys().iter().all(|k| k.starts_with("shop:user:{")));
+    assert!(server.keys().iter().all(|k| k.starts_with("shop:user:")));
 }

@@ -25,10 +25,10 @@ async fn seeded(server: &RedisServer) -> Store {
 async fn tag_sets_are_written_per_tag() {
     let server = RedisServer::start();
     seeded(&server).await;
-    let mut web: Vec<u64> = server.conn().smembers("book:tags:WEB").unwrap();
+    let mut web: Vec<u64> = server.conn().smembers("book:@tags:WEB").unwrap();
     web.sort();
     assert_eq!(web, [5, 6]);
-    let stored: String = server.conn().hget("book:{5}", "tags").unwrap();
+    let stored: String = server.conn().hget("book:5", "tags").unwrap();
     assert_eq!(stored, "PHP:WEB", "the tag list as stored in the hash");
 }
 
@@ -139,9 +139,9 @@ async fn removing_a_tag_removes_the_book_from_its_set() {
     let mut b = books()[0].clone();
     b.tags = BTreeSet::from(["PHP".to_string(), "NEW".to_string()]);
     store.save(&b).await.unwrap();
-    let web: Vec<u64> = server.conn().smembers("book:tags:WEB").unwrap();
+    let web: Vec<u64> = server.conn().smembers("book:@tags:WEB").unwrap();
     assert_eq!(web, [6]);
-    let new: Vec<u64> = server.conn().smembers("book:tags:NEW").unwrap();
+    let new: Vec<u64> = server.conn().smembers("book:@tags:NEW").unwrap();
     assert_eq!(new, [5]);
     store
         .update::<Book>(&5)
@@ -150,8 +150,8 @@ async fn removing_a_tag_removes_the_book_from_its_set() {
         .await
         .unwrap();
     let keys = server.keys();
-    assert!(!keys.contains(&"book:tags:PHP".to_string()), "{keys:?}");
-    assert!(!keys.contains(&"book:tags:NEW".to_string()), "{keys:?}");
+    assert!(!keys.contains(&"book:@tags:PHP".to_string()), "{keys:?}");
+    assert!(!keys.contains(&"book:@tags:NEW".to_string()), "{keys:?}");
 }
 
 #[tokio::test]
@@ -160,17 +160,17 @@ async fn a_stale_entry_is_never_returned_and_is_cleaned() {
     let store = seeded(&server).await;
     let mut c = server.conn();
     // Plant stale entries: book 7 is not tagged WEB, book 99 does not exist.
-    let _: () = c.sadd("book:tags:WEB", 7).unwrap();
-    let _: () = c.sadd("book:tags:WEB", 99).unwrap();
-    let _: () = c.sadd("book:tags:WEB", "garbage{").unwrap();
+    let _: () = c.sadd("book:@tags:WEB", 7).unwrap();
+    let _: () = c.sadd("book:@tags:WEB", 99).unwrap();
+    let _: () = c.sadd("book:@tags:WEB", "garbage{").unwrap();
     let web = store.find(Book::TAGS, "WEB").await.unwrap();
     assert_eq!(ids(&web), [5, 6]);
-    let mut left: Vec<String> = c.smembers("book:tags:WEB").unwrap();
+    let mut left: Vec<String> = c.smembers("book:@tags:WEB").unwrap();
     left.sort();
     assert_eq!(left, ["5", "6"], "stale entries removed");
     // A missing entry (book 7 should be excluded by `none` but is not indexed)
     // is not returned either, and the read repairs the index.
-    let _: () = c.srem("book:tags:DATABASE", 7).unwrap();
+    let _: () = c.srem("book:@tags:DATABASE", 7).unwrap();
     let not_db = store
         .query::<Book>()
         .eq(Book::TAGS, "DATABASE")
@@ -178,7 +178,7 @@ async fn a_stale_entry_is_never_returned_and_is_cleaned() {
         .await
         .unwrap();
     assert!(not_db.is_empty());
-    let _: () = c.hset("book:{6}", "tags", "WEB:RUBY:DATABASE").unwrap();
+    let _: () = c.hset("book:6", "tags", "WEB:RUBY:DATABASE").unwrap();
     let no_db = store
         .query::<Book>()
         .eq(Book::TAGS, "WEB")
@@ -191,7 +191,7 @@ async fn a_stale_entry_is_never_returned_and_is_cleaned() {
         [5],
         "6 has DATABASE now though the index missed it"
     );
-    let db: Vec<u64> = c.smembers("book:tags:DATABASE").unwrap();
+    let db: Vec<u64> = c.smembers("book:@tags:DATABASE").unwrap();
     assert_eq!(db, [6], "the missing entry was added back");
 }
 
@@ -256,6 +256,6 @@ async fn numeric_tags_in_a_vec_and_text_pks() {
             .unwrap(),
         vec!["hello:world".to_string()]
     );
-    let members: Vec<String> = server.conn().smembers("post:topics:1").unwrap();
+    let members: Vec<String> = server.conn().smembers("post:@topics:1").unwrap();
     assert_eq!(members, ["hello%3Aworld"]);
 }

@@ -267,7 +267,7 @@ async fn entities_are_read_through_once_and_then_indexed() {
         assert_eq!(t.await.unwrap().map(|p| p.name), Some("tea".to_string()));
     }
     assert_eq!(loads.load(Ordering::SeqCst), 1);
-    let ttl: i64 = server.conn().ttl("product:{7}").unwrap();
+    let ttl: i64 = server.conn().ttl("product:7").unwrap();
     assert!((50..=66).contains(&ttl), "saved with a jittered TTL: {ttl}");
     assert_eq!(
         store.find(Product::CATEGORY, "drinks").await.unwrap().len(),

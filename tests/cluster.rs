@@ -3,7 +3,6 @@
 //! (Indexed entities and batch pipelines are not cluster-ready yet; the last
 //! test pins down that they fail with an error, not silently.)
 
-use redis::cluster::ClusterClient;
 use redis_entity::{Error, RedisEntity, Store};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -49,8 +48,7 @@ fn slot(cluster: &RedisCluster, key: &str) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn single_entity_operations_run_on_a_cluster() {
     let cluster = RedisCluster::start(3);
-    let client = ClusterClient::new(cluster.urls()).unwrap();
-    let store = Store::new(client.get_async_connection().await.unwrap());
+    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
     for id in 0..20u64 {
         let p = Profile {
             id,
@@ -105,8 +103,7 @@ async fn single_entity_operations_run_on_a_cluster() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn indexed_writes_are_refused_with_an_error_not_half_done() {
     let cluster = RedisCluster::start(3);
-    let client = ClusterClient::new(cluster.urls()).unwrap();
-    let store = Store::new(client.get_async_connection().await.unwrap());
+    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
     let err = store
         .save(&Indexed {
             id: 1,

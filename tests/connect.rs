@@ -229,7 +229,7 @@ async fn a_retried_insert_does_not_find_itself() {
     ));
     // The request record is kept for a while, under the entity's key.
     let records: Vec<String> = redis::cmd("KEYS")
-        .arg("meter:{2}:@req:*")
+        .arg("meter:2:@req:*")
         .query(&mut server.conn())
         .unwrap();
     assert_eq!(records.len(), 1, "{records:?}");
@@ -254,7 +254,7 @@ async fn without_retries_a_write_of_unknown_outcome_is_an_error_and_no_token_is_
     assert!(err.is_timeout(), "{err:?}");
     sleeper.join().unwrap();
     let keys: Vec<String> = redis::cmd("KEYS")
-        .arg("meter:{3}:@req:*")
+        .arg("meter:3:@req:*")
         .query(&mut server.conn())
         .unwrap();
     assert!(keys.is_empty());

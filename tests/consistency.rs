@@ -208,13 +208,13 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
 
     let mut c = server.conn();
     // 1. A stale entry: user 1 is not in CN.
-    let _: () = c.sadd("user:country:CN", "1").unwrap();
+    let _: () = c.sadd("user:@country:CN", "1").unwrap();
     // 2. A missing entry: user 2 taken out of its tag set.
-    let _: () = c.srem("user:tags:a", "2").unwrap();
+    let _: () = c.srem("user:@tags:a", "2").unwrap();
     // 3. A unique key without its owner.
-    let _: () = c.set("user:username:ghost", "77").unwrap();
+    let _: () = c.set("user:@username:ghost", "77").unwrap();
     // 4. Two owners of one unique value: user 3 renamed behind the framework's back.
-    let _: () = c.hset("user:{3}", "username", "lisi").unwrap();
+    let _: () = c.hset("user:3", "username", "lisi").unwrap();
     // 5. An id without an entity, and an entity missing from the ids set.
     let _: () = c.sadd("user:@ids", "88").unwrap();
     let _: () = c.srem("user:@ids", "2").unwrap();
@@ -224,35 +224,35 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
     let has = |want: &Violation| v.contains(want);
     assert!(
         has(&Violation::StaleEntry {
-            key: "user:country:CN".into(),
+            key: "user:@country:CN".into(),
             member: "1".into()
         }),
         "{report}"
     );
     assert!(
         has(&Violation::MissingEntry {
-            key: "user:tags:a".into(),
+            key: "user:@tags:a".into(),
             member: "2".into()
         }),
         "{report}"
     );
     assert!(
         has(&Violation::StaleEntry {
-            key: "user:username:ghost".into(),
+            key: "user:@username:ghost".into(),
             member: "77".into()
         }),
         "{report}"
     );
     assert!(
         has(&Violation::DuplicateUnique {
-            key: "user:username:lisi".into(),
+            key: "user:@username:lisi".into(),
             members: vec!["1".into(), "3".into()]
         }),
         "{report}"
     );
     assert!(
         has(&Violation::StaleEntry {
-            key: "user:username:anna".into(),
+            key: "user:@username:anna".into(),
             member: "3".into()
         }),
         "{report}"
@@ -285,12 +285,12 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
     assert_eq!(
         after.violations,
         vec![Violation::DuplicateUnique {
-            key: "user:username:lisi".into(),
+            key: "user:@username:lisi".into(),
             members: vec!["1".into(), "3".into()]
         }],
         "{after}"
     );
-    let _: () = c.hset("user:{3}", "username", "anna").unwrap();
+    let _: () = c.hset("user:3", "username", "anna").unwrap();
     let report = store.verify::<User>().await.unwrap();
     store.repair::<User>(&report).await.unwrap();
     assert!(store.verify::<User>().await.unwrap().is_clean());
@@ -315,8 +315,8 @@ fn blocking_verify_and_repair() {
         "more than one SCAN page and read chunk"
     );
     assert_eq!(report.index_entries, 2400);
-    let _: () = server.conn().srem("member:city:DE", 4).unwrap();
-    let _: () = server.conn().sadd("member:city:DE", 5).unwrap();
+    let _: () = server.conn().srem("member:@city:DE", 4).unwrap();
+    let _: () = server.conn().sadd("member:@city:DE", 5).unwrap();
     let report = store.verify::<Member>().unwrap();
     assert_eq!(report.violations.len(), 2, "{report}");
     assert_eq!(store.repair::<Member>(&report).unwrap().fixed, 2);

@@ -41,17 +41,17 @@ async fn corrupted() -> (RedisServer, Store) {
         .unwrap();
     let mut c = server.conn();
     let () = redis::cmd("HSET")
-        .arg("acct:{2}")
+        .arg("acct:2")
         .arg("score")
         .arg("fast")
         .query(&mut c)
         .unwrap();
     let () = redis::cmd("DEL")
-        .arg("acct:{3}:settings")
+        .arg("acct:3:settings")
         .query(&mut c)
         .unwrap();
     let () = redis::cmd("SET")
-        .arg("acct:{3}:settings")
+        .arg("acct:3:settings")
         .arg("oops")
         .query(&mut c)
         .unwrap();
@@ -60,11 +60,11 @@ async fn corrupted() -> (RedisServer, Store) {
 
 fn is_bad_score(e: &Error) -> bool {
     matches!(e, Error::Decode { key, field: "score", value, .. }
-        if key == "acct:{2}" && value == "fast")
+        if key == "acct:2" && value == "fast")
 }
 
 fn is_bad_settings(e: &Error) -> bool {
-    matches!(e, Error::WrongType { key, .. } if key == "acct:{3}:settings")
+    matches!(e, Error::WrongType { key, .. } if key == "acct:3:settings")
 }
 
 #[tokio::test]
@@ -91,7 +91,7 @@ async fn get_many_each_returns_the_good_records_and_an_error_per_bad_one() {
     assert!(is_bad_settings(&store.get::<Acct>(&3).await.unwrap_err()));
     assert_eq!(
         all.to_string(),
-        "field `score` of `acct:{2}` holds \"fast\", which does not parse: invalid float literal"
+        "field `score` of `acct:2` holds \"fast\", which does not parse: invalid float literal"
     );
 }
 

@@ -38,18 +38,18 @@ async fn a_missing_required_field_names_key_and_field() {
     let server = RedisServer::start();
     let store = Store::connect(&server.url()).await.unwrap();
     store.save(&user()).await.unwrap();
-    let _: () = server.conn().hdel("user:{1}", "username").unwrap();
+    let _: () = server.conn().hdel("user:1", "username").unwrap();
     let err = store.get::<User>(&1).await.unwrap_err();
     match &err {
         Error::MissingField { key, field } => {
-            assert_eq!(key, "user:{1}");
+            assert_eq!(key, "user:1");
             assert_eq!(*field, "username");
         }
         other => panic!("expected MissingField, got {other:?}"),
     }
     assert_eq!(
         err.to_string(),
-        "record at `user:{1}` has no field `username`"
+        "record at `user:1` has no field `username`"
     );
 }
 
@@ -58,13 +58,13 @@ async fn an_unparsable_value_names_key_field_and_value() {
     let server = RedisServer::start();
     let store = Store::connect(&server.url()).await.unwrap();
     store.save(&user()).await.unwrap();
-    let _: () = server.conn().hset("user:{1}", "level", "300").unwrap();
+    let _: () = server.conn().hset("user:1", "level", "300").unwrap();
     let err = store.get::<User>(&1).await.unwrap_err();
     match err {
         Error::Decode {
             key, field, value, ..
         } => {
-            assert_eq!(key, "user:{1}");
+            assert_eq!(key, "user:1");
             assert_eq!(field, "level");
             assert_eq!(value, "300");
         }
@@ -89,10 +89,10 @@ async fn strings_layout_errors_name_the_column_key() {
         })
         .await
         .unwrap();
-    let _: () = server.conn().set("user:userid:{9}:level", "high").unwrap();
+    let _: () = server.conn().set("user:userid:9:level", "high").unwrap();
     match store.get::<Columns>(&9).await.unwrap_err() {
         Error::Decode { key, field, .. } => {
-            assert_eq!(key, "user:userid:{9}:level");
+            assert_eq!(key, "user:userid:9:level");
             assert_eq!(field, "level");
         }
         other => panic!("expected Decode, got {other:?}"),
@@ -103,15 +103,15 @@ async fn strings_layout_errors_name_the_column_key() {
 async fn wrongtype_is_a_typed_error_on_read_and_write() {
     let server = RedisServer::start();
     let store = Store::connect(&server.url()).await.unwrap();
-    let _: () = server.conn().set("user:{1}", "not a hash").unwrap();
+    let _: () = server.conn().set("user:1", "not a hash").unwrap();
     let err = store.get::<User>(&1).await.unwrap_err();
     assert!(
-        matches!(&err, Error::WrongType { key, .. } if key == "user:{1}"),
+        matches!(&err, Error::WrongType { key, .. } if key == "user:1"),
         "{err:?}"
     );
     let err = store.save(&user()).await.unwrap_err();
     assert!(matches!(&err, Error::WrongType { .. }), "{err:?}");
-    let still: String = server.conn().get("user:{1}").unwrap();
+    let still: String = server.conn().get("user:1").unwrap();
     assert_eq!(still, "not a hash", "the failed write changed nothing");
 }
 
@@ -122,7 +122,7 @@ async fn invalid_utf8_is_a_decode_error() {
     store.save(&user()).await.unwrap();
     let _: () = server
         .conn()
-        .hset("user:{1}", "username", &[0xff_u8, 0xfe][..])
+        .hset("user:1", "username", &[0xff_u8, 0xfe][..])
         .unwrap();
     assert!(matches!(
         store.get::<User>(&1).await,
@@ -144,7 +144,7 @@ async fn a_broken_json_document_is_a_decode_error() {
     }
     let server = RedisServer::start();
     let store = Store::connect(&server.url()).await.unwrap();
-    let _: () = server.conn().set("doc:{1}", "{not json").unwrap();
+    let _: () = server.conn().set("doc:1", "{not json").unwrap();
     assert!(matches!(
         store.get::<Doc>(&1).await,
         Err(Error::Decode {
@@ -152,7 +152,7 @@ async fn a_broken_json_document_is_a_decode_error() {
             ..
         })
     ));
-    let _: () = server.conn().set("doc:{1}", r#"{"n": "x"}"#).unwrap();
+    let _: () = server.conn().set("doc:1", r#"{"n": "x"}"#).unwrap();
     assert!(matches!(
         store.get::<Doc>(&1).await,
         Err(Error::Decode { field: "n", .. })

@@ -52,7 +52,7 @@ fn index_keys(server: &RedisServer) -> Vec<String> {
     server
         .keys()
         .into_iter()
-        .filter(|k| !k.contains('{'))
+        .filter(|k| k.starts_with("session:@"))
         .collect()
 }
 
@@ -65,12 +65,12 @@ async fn an_expired_entity_is_never_found_and_its_entries_go() {
         .await
         .unwrap();
     store.save(&session(2, 7, 0)).await.unwrap();
-    let shadow: Vec<(String, String)> = server.conn().hgetall("session:{1}:@shadow").unwrap();
+    let shadow: Vec<(String, String)> = server.conn().hgetall("session:1:@shadow").unwrap();
     assert!(
         !shadow.is_empty(),
         "a TTL'd entity keeps a shadow of its entries"
     );
-    let persistent: bool = server.conn().exists("session:{2}:@shadow").unwrap();
+    let persistent: bool = server.conn().exists("session:2:@shadow").unwrap();
     assert!(!persistent, "an entity without TTL pays nothing");
     tokio::time::sleep(Duration::from_millis(150)).await;
 
@@ -104,12 +104,12 @@ async fn an_expired_entity_is_never_found_and_its_entries_go() {
     // Met by the queries, so every entry of session 1 is gone already.
     let keys = index_keys(&server);
     assert!(
-        !keys.contains(&"session:token:tok1".to_string()),
+        !keys.contains(&"session:@token:tok1".to_string()),
         "{keys:?}"
     );
-    let members: Vec<u64> = server.conn().smembers("session:scopes:read").unwrap();
+    let members: Vec<u64> = server.conn().smembers("session:@scopes:read").unwrap();
     assert_eq!(members, [2]);
-    let devices: Vec<String> = server.conn().zrange("session:device", 0, -1).unwrap();
+    let devices: Vec<String> = server.conn().zrange("session:@device", 0, -1).unwrap();
     assert_eq!(devices, ["phone-2:2"]);
     assert!(store.verify::<Session>().await.unwrap().is_clean());
 }
@@ -139,11 +139,11 @@ async fn sweep_removes_what_no_query_met_within_its_budget() {
     assert_eq!(
         index_keys(&server),
         [
+            "session:@device",
             "session:@ids",
-            "session:device",
-            "session:scopes:read",
-            "session:token:tok100",
-            "session:user:100"
+            "session:@scopes:read",
+            "session:@token:tok100",
+            "session:@user:100"
         ]
     );
 }
@@ -165,12 +165,12 @@ async fn a_recreated_entity_does_not_inherit_old_entries_and_unique_values_free_
     let mut again = session(1, 9, 0);
     again.token = "fresh".into();
     store.insert(&again).await.unwrap();
-    let user7: Vec<u64> = server.conn().smembers("session:user:7").unwrap();
+    let user7: Vec<u64> = server.conn().smembers("session:@user:7").unwrap();
     assert!(user7.is_empty(), "the old entry went with the re-creation");
-    let owner: String = server.conn().get("session:token:tok1").unwrap();
+    let owner: String = server.conn().get("session:@token:tok1").unwrap();
     assert_eq!(owner, "2");
     assert!(store.verify::<Session>().await.unwrap().is_clean());
-    let exists: bool = server.conn().exists("session:{1}:@shadow").unwrap();
+    let exists: bool = server.conn().exists("session:1:@shadow").unwrap();
     assert!(!exists, "no TTL any more, no shadow");
 }
 
@@ -192,14 +192,14 @@ async fn expire_and_persist_keep_the_shadow_in_step() {
         .exec()
         .await
         .unwrap();
-    let shadow: Vec<(String, String)> = server.conn().hgetall("session:{1}:@shadow").unwrap();
+    let shadow: Vec<(String, String)> = server.conn().hgetall("session:1:@shadow").unwrap();
     assert!(shadow.iter().any(|(_, v)| v == "8"), "{shadow:?}");
-    let ttl: i64 = server.conn().ttl("session:{1}:@shadow").unwrap();
+    let ttl: i64 = server.conn().ttl("session:1:@shadow").unwrap();
     assert_eq!(ttl, -1, "the shadow outlives the entity");
     store.persist::<Session>(&1).await.unwrap();
     let expiring: Vec<String> = server.conn().zrange("session:@expiry", 0, -1).unwrap();
     assert!(expiring.is_empty());
-    let exists: bool = server.conn().exists("session:{1}:@shadow").unwrap();
+    let exists: bool = server.conn().exists("session:1:@shadow").unwrap();
     assert!(!exists);
     assert!(store.delete::<Session>(&1).await.unwrap());
     assert!(server.keys().iter().all(|k| !k.contains("{1}")));
@@ -223,7 +223,7 @@ async fn save_without_ttl_and_update_persist_remove_the_ttl_in_the_same_write() 
     store.save_without_ttl(&session(1, 9, 0)).await.unwrap();
     assert_eq!(store.ttl::<Session>(&1).await.unwrap(), None);
     assert!(expiring(&mut c).is_empty());
-    let shadow: bool = c.exists("session:{1}:@shadow").unwrap();
+    let shadow: bool = c.exists("session:1:@shadow").unwrap();
     assert!(!shadow);
     let got = store.get::<Session>(&1).await.unwrap().unwrap();
     assert_eq!(got.user, 9);
@@ -385,7 +385,7 @@ async fn a_leaderboard_read_skips_thousands_of_expired_entries_and_cleans_a_boun
     assert_eq!(ids, [5, 4, 3, 2, 1]);
     // The read removed the entries of at most 100 expired racers; the rest
     // are left to `sweep` (and to later reads).
-    let left: u64 = server.conn().zcard("racer:points").unwrap();
+    let left: u64 = server.conn().zcard("racer:@points").unwrap();
     assert!(
         (20_005 - 100..20_005).contains(&left),
         "{left} entries left after one read"
@@ -410,7 +410,7 @@ async fn a_leaderboard_read_skips_thousands_of_expired_entries_and_cleans_a_boun
         .unwrap();
     assert_eq!(ranged, [2, 3, 4, 5]);
 
-    let left: u64 = server.conn().zcard("racer:points").unwrap();
+    let left: u64 = server.conn().zcard("racer:@points").unwrap();
     let mut swept = 0;
     loop {
         let n = store.sweep::<Racer>(5_000).await.unwrap();
@@ -420,6 +420,6 @@ async fn a_leaderboard_read_skips_thousands_of_expired_entries_and_cleans_a_boun
         swept += n;
     }
     assert_eq!(swept as u64, left - 5);
-    let left: u64 = server.conn().zcard("racer:points").unwrap();
+    let left: u64 = server.conn().zcard("racer:@points").unwrap();
     assert_eq!(left, 5);
 }

@@ -112,14 +112,14 @@ async fn a_write_that_meets_a_wrong_type_changes_nothing() {
         a
     };
     for (what, key, as_string) in [
-        ("new equality set", "acct:country:CN", true),
-        ("old equality set", "acct:country:DE", true),
-        ("new unique key", "acct:username:lisi2", false),
-        ("old unique key", "acct:username:lisi", false),
-        ("new tag set", "acct:tags:b", true),
-        ("old tag set", "acct:tags:a", true),
-        ("sorted index", "acct:score", true),
-        ("prefix index", "acct:title", true),
+        ("new equality set", "acct:@country:CN", true),
+        ("old equality set", "acct:@country:DE", true),
+        ("new unique key", "acct:@username:lisi2", false),
+        ("old unique key", "acct:@username:lisi", false),
+        ("new tag set", "acct:@tags:b", true),
+        ("old tag set", "acct:@tags:a", true),
+        ("sorted index", "acct:@score", true),
+        ("prefix index", "acct:@title", true),
     ] {
         refused(what, key, as_string, |store| async move {
             store.save(&moved()).await.map(drop)
@@ -138,29 +138,24 @@ async fn a_write_that_meets_a_wrong_type_changes_nothing() {
             .map(drop)
     })
     .await;
-    refused(
-        "#[hash] map",
-        "acct:{1}:settings",
-        true,
-        |store| async move {
-            store
-                .update::<Acct>(&1)
-                .hset(Acct::SETTINGS, "font", "mono")
-                .exec()
-                .await
-        },
-    )
+    refused("#[hash] map", "acct:1:settings", true, |store| async move {
+        store
+            .update::<Acct>(&1)
+            .hset(Acct::SETTINGS, "font", "mono")
+            .exec()
+            .await
+    })
     .await;
     refused(
         "delete: equality set",
-        "acct:country:DE",
+        "acct:@country:DE",
         true,
         |store| async move { store.delete::<Acct>(&1).await.map(drop) },
     )
     .await;
     refused(
         "update: new equality set",
-        "acct:country:JP",
+        "acct:@country:JP",
         true,
         |store| async move {
             store
@@ -176,11 +171,11 @@ async fn a_write_that_meets_a_wrong_type_changes_nothing() {
 #[tokio::test]
 async fn the_entity_key_of_the_wrong_type_fails_before_any_write() {
     let (server, store) = fresh().await;
-    plant(&server, "acct:{1}", false);
+    plant(&server, "acct:1", false);
     let before = snapshot(&server);
     let err = store.save(&acct(1, "lisi", "CN")).await.unwrap_err();
     assert!(
-        matches!(&err, Error::WrongType { key, .. } if key == "acct:{1}"),
+        matches!(&err, Error::WrongType { key, .. } if key == "acct:1"),
         "{err:?}"
     );
     assert_eq!(snapshot(&server), before);
@@ -189,10 +184,10 @@ async fn the_entity_key_of_the_wrong_type_fails_before_any_write() {
 #[tokio::test]
 async fn after_the_planted_key_is_gone_the_write_goes_through() {
     let (server, store) = fresh().await;
-    plant(&server, "acct:country:CN", true);
+    plant(&server, "acct:@country:CN", true);
     assert!(store.save(&acct(1, "lisi", "CN")).await.is_err());
     let () = redis::cmd("DEL")
-        .arg("acct:country:CN")
+        .arg("acct:@country:CN")
         .query(&mut server.conn())
         .unwrap();
     store.save(&acct(1, "lisi", "CN")).await.unwrap();
@@ -233,7 +228,7 @@ async fn an_increment_of_a_field_that_is_not_a_number_changes_nothing() {
     store.save(&c).await.unwrap();
     // Another program wrote text into the counter.
     let () = redis::cmd("HSET")
-        .arg("counter:{1}")
+        .arg("counter:1")
         .arg("ratio")
         .arg("n/a")
         .query(&mut server.conn())
@@ -252,7 +247,7 @@ async fn an_increment_of_a_field_that_is_not_a_number_changes_nothing() {
         Error::Decode {
             key, field, value, ..
         } => {
-            assert_eq!((key.as_str(), *field), ("counter:{1}", "ratio"));
+            assert_eq!((key.as_str(), *field), ("counter:1", "ratio"));
             assert!(value.contains("n/a"), "{err}");
         }
         other => panic!("expected Decode naming counter:{{1}} ratio, got {other:?}"),
@@ -314,9 +309,9 @@ async fn verify_and_repair_go_on_past_an_unreadable_entity_and_a_bad_score() {
     let (server, store) = fresh().await;
     store.save(&acct(3, "wang", "JP")).await.unwrap();
     // Entity 2's key now holds a set; entity 3's score is text.
-    plant(&server, "acct:{2}", false);
+    plant(&server, "acct:2", false);
     let () = redis::cmd("HSET")
-        .arg("acct:{3}")
+        .arg("acct:3")
         .arg("score")
         .arg("fast")
         .query(&mut server.conn())
@@ -331,7 +326,7 @@ async fn verify_and_repair_go_on_past_an_unreadable_entity_and_a_bad_score() {
             _ => None,
         })
         .collect();
-    assert_eq!(unreadable, ["acct:{2}"], "{report}");
+    assert_eq!(unreadable, ["acct:2"], "{report}");
     // Its entries are not called stale: the entity is there, unreadable.
     assert!(!report.to_string().contains("lists `2`"), "{report}");
 
@@ -342,19 +337,19 @@ async fn verify_and_repair_go_on_past_an_unreadable_entity_and_a_bad_score() {
     assert!(
         repaired.left.iter().any(|u| matches!(
             &u.violation,
-            redis_entity::verify::Violation::Unreadable { key, .. } if key == "acct:{2}"
+            redis_entity::verify::Violation::Unreadable { key, .. } if key == "acct:2"
         ) && u.reason.contains("another type")),
         "{repaired}"
     );
     let mut c = server.conn();
     let score: Option<f64> = redis::cmd("ZSCORE")
-        .arg("acct:score")
+        .arg("acct:@score")
         .arg("3")
         .query(&mut c)
         .unwrap();
     assert_eq!(score, None);
     let still: bool = redis::cmd("SISMEMBER")
-        .arg("acct:country:FR")
+        .arg("acct:@country:FR")
         .arg("2")
         .query(&mut c)
         .unwrap();
@@ -438,13 +433,13 @@ async fn verify_reports_a_field_that_does_not_decode_with_its_key() {
     }
     let mut c = server.conn();
     let () = redis::cmd("HSET")
-        .arg("counter:{2}")
+        .arg("counter:2")
         .arg("hits")
         .arg("many")
         .query(&mut c)
         .unwrap();
     let () = redis::cmd("HDEL")
-        .arg("counter:{3}")
+        .arg("counter:3")
         .arg("ratio")
         .query(&mut c)
         .map(|_: i64| ())
@@ -463,8 +458,8 @@ async fn verify_reports_a_field_that_does_not_decode_with_its_key() {
     assert_eq!(
         found,
         [
-            ("counter:{2}".to_string(), "hits"),
-            ("counter:{3}".to_string(), "ratio")
+            ("counter:2".to_string(), "hits"),
+            ("counter:3".to_string(), "ratio")
         ],
         "{report}"
     );

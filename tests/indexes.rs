@@ -46,20 +46,20 @@ async fn save_writes_the_entity_and_every_index_entry() {
     assert_eq!(
         server.keys(),
         [
+            "user:9",
+            "user:@country:DE",
             "user:@ids",
-            "user:country:DE",
-            "user:username:lisi",
-            "user:{9}"
+            "user:@username:lisi",
         ]
     );
-    let owner: String = server.conn().get("user:username:lisi").unwrap();
+    let owner: String = server.conn().get("user:@username:lisi").unwrap();
     assert_eq!(owner, "9");
-    assert_eq!(members(&server, "user:country:DE"), ["9"]);
+    assert_eq!(members(&server, "user:@country:DE"), ["9"]);
     assert_eq!(members(&server, "user:@ids"), ["9"]);
     // The typed key builders name exactly the keys written.
-    assert_eq!(User::USERNAME.key("lisi"), "user:username:lisi");
-    assert_eq!(User::COUNTRY.key("DE"), "user:country:DE");
-    assert_eq!(User::key(&9), "user:{9}");
+    assert_eq!(User::USERNAME.key("lisi"), "user:@username:lisi");
+    assert_eq!(User::COUNTRY.key("DE"), "user:@country:DE");
+    assert_eq!(User::key(&9), "user:9");
     for k in [
         User::USERNAME.key("lisi"),
         User::COUNTRY.key("DE"),
@@ -139,7 +139,7 @@ async fn a_freed_unique_value_is_reusable_at_once() {
         .exec()
         .await
         .unwrap();
-    assert!(!server.keys().contains(&"user:username:lisi".to_string()));
+    assert!(!server.keys().contains(&"user:@username:lisi".to_string()));
     store.save(&user(2, "lisi", "CN")).await.unwrap();
     assert_eq!(
         store
@@ -174,12 +174,12 @@ async fn updates_move_index_entries_using_stored_values() {
         .exec()
         .await
         .unwrap();
-    assert_eq!(members(&server, "user:country:DE"), Vec::<String>::new());
-    assert_eq!(members(&server, "user:country:FR"), ["1"]);
+    assert_eq!(members(&server, "user:@country:DE"), Vec::<String>::new());
+    assert_eq!(members(&server, "user:@country:FR"), ["1"]);
     stale.country = Some("IT".into());
     store.save(&stale).await.unwrap();
-    assert!(members(&server, "user:country:FR").is_empty());
-    assert_eq!(members(&server, "user:country:IT"), ["1"]);
+    assert!(members(&server, "user:@country:FR").is_empty());
+    assert_eq!(members(&server, "user:@country:IT"), ["1"]);
     // None is not indexed.
     store
         .update::<User>(&1)
@@ -190,7 +190,7 @@ async fn updates_move_index_entries_using_stored_values() {
     assert!(server
         .keys()
         .iter()
-        .all(|k| !k.starts_with("user:country:")));
+        .all(|k| !k.starts_with("user:@country:")));
     // Some("") is, under its own key.
     store
         .update::<User>(&1)
@@ -198,7 +198,7 @@ async fn updates_move_index_entries_using_stored_values() {
         .exec()
         .await
         .unwrap();
-    assert_eq!(members(&server, "user:country:%_"), ["1"]);
+    assert_eq!(members(&server, "user:@country:%_"), ["1"]);
 }
 
 #[tokio::test]
@@ -213,13 +213,13 @@ async fn delete_removes_every_index_entry() {
     assert_eq!(
         server.keys(),
         [
+            "user:2",
+            "user:@country:DE",
             "user:@ids",
-            "user:country:DE",
-            "user:username:wang",
-            "user:{2}"
+            "user:@username:wang",
         ]
     );
-    assert_eq!(members(&server, "user:country:DE"), ["2"]);
+    assert_eq!(members(&server, "user:@country:DE"), ["2"]);
 }
 
 #[tokio::test]
@@ -229,10 +229,10 @@ async fn index_values_are_escaped_in_keys() {
     store.save(&user(1, "a:b{c}*", "中国")).await.unwrap();
     let keys = server.keys();
     assert!(
-        keys.contains(&"user:username:a%3Ab%7Bc%7D%2A".to_string()),
+        keys.contains(&"user:@username:a%3Ab%7Bc%7D%2A".to_string()),
         "{keys:?}"
     );
-    assert!(keys.contains(&"user:country:中国".to_string()), "{keys:?}");
+    assert!(keys.contains(&"user:@country:中国".to_string()), "{keys:?}");
     assert_eq!(
         store
             .find_unique(User::USERNAME, "a:b{c}*")

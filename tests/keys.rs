@@ -54,7 +54,7 @@ proptest! {
     #[test]
     fn string_pks_round_trip_through_keys(s in tricky()) {
         let key = Tagged::key(&s);
-        let inner = key.strip_prefix("tagged:{").and_then(|k| k.strip_suffix('}')).unwrap();
+        let inner = key.strip_prefix("tagged:").unwrap();
         prop_assert_eq!(String::read_key(inner), Some(s));
     }
 
@@ -69,8 +69,10 @@ proptest! {
 
     #[test]
     fn the_hash_tag_is_the_whole_pk_and_nothing_else(a in (tricky(), tricky(), any::<u64>())) {
-        let key = RedPackage::key(&a);
-        // Redis Cluster hashes the text between the first `{` and the next `}`.
+        // The cluster layout: Redis Cluster hashes the text between the
+        // first `{` and the next `}`.
+        let cluster = redis_entity::Namespace::none().in_layout(redis_entity::KeyLayout::Cluster);
+        let key = redis_entity::EntityKeys::for_pk::<RedPackage>(&cluster, &a).base;
         let open = key.find('{').unwrap();
         let close = key[open..].find('}').unwrap() + open;
         prop_assert_eq!(close, key.len() - 1);
@@ -89,16 +91,16 @@ proptest! {
 fn seed_keys_are_readable() {
     assert_eq!(
         RedPackage::key(&("1".into(), "2".into(), 3)),
-        "red_package:{1_2_3}"
+        "red_package:1_2_3"
     );
     // A separator inside a value is escaped, so `1_2` + `3` differs from `1` + `2_3`.
     assert_eq!(
         RedPackage::key(&("1_2".into(), "3".into(), 4)),
-        "red_package:{1%5F2_3_4}"
+        "red_package:1%5F2_3_4"
     );
-    assert_eq!(Tagged::key(&"李四".into()), "tagged:{李四}");
-    assert_eq!(Tagged::key(&"".into()), "tagged:{%_}");
-    assert_eq!(Tagged::key(&"a:b{c}*".into()), "tagged:{a%3Ab%7Bc%7D%2A}");
+    assert_eq!(Tagged::key(&"李四".into()), "tagged:李四");
+    assert_eq!(Tagged::key(&"".into()), "tagged:%_");
+    assert_eq!(Tagged::key(&"a:b{c}*".into()), "tagged:a%3Ab%7Bc%7D%2A");
 }
 
 #[test]
@@ -159,17 +161,17 @@ fn layout_lists_every_key_family_with_its_type() {
     assert_eq!(
         rows,
         [
-            ("user:{<id>}".to_string(), "hash".to_string()),
-            ("user:{<id>}:settings".to_string(), "hash".to_string()),
+            ("user:<id>".to_string(), "hash".to_string()),
+            ("user:<id>:settings".to_string(), "hash".to_string()),
             // Relations, timelines and boards, once the type has any.
-            ("user:{<id>}:<relation>".to_string(), "set".to_string()),
-            ("user:{<id>}:<timeline>".to_string(), "list".to_string()),
-            ("user:{<id>}:@rel".to_string(), "hash".to_string()),
+            ("user:<id>:<relation>".to_string(), "set".to_string()),
+            ("user:<id>:<timeline>".to_string(), "list".to_string()),
+            ("user:<id>:@rel".to_string(), "hash".to_string()),
             (
-                "user:board:<board>:<bucket>".to_string(),
+                "user:@board:<board>:<bucket>".to_string(),
                 "zset".to_string()
             ),
-            ("user:{<id>}:@req:<token>".to_string(), "string".to_string())
+            ("user:<id>:@req:<token>".to_string(), "string".to_string())
         ]
     );
     let l = UserColumns::layout();
@@ -177,19 +179,19 @@ fn layout_lists_every_key_family_with_its_type() {
     assert_eq!(
         patterns,
         [
-            "user:userid:{<id>}",
-            "user:userid:{<id>}:username",
-            "user:userid:{<id>}:code",
-            "user:userid:{<id>}:<relation>",
-            "user:userid:{<id>}:<timeline>",
-            "user:userid:{<id>}:@rel",
+            "user:userid:<id>",
+            "user:userid:<id>:username",
+            "user:userid:<id>:code",
+            "user:userid:<id>:<relation>",
+            "user:userid:<id>:<timeline>",
+            "user:userid:<id>:@rel",
             // Boards and index keys go under the type's prefix.
-            "user_columns:board:<board>:<bucket>",
-            "user:userid:{<id>}:@req:<token>"
+            "user_columns:@board:<board>:<bucket>",
+            "user:userid:<id>:@req:<token>"
         ]
     );
     // The pk's own name, whatever it is.
-    assert_eq!(UserAgain::layout().keys[0].pattern, "user:{<id>}");
+    assert_eq!(UserAgain::layout().keys[0].pattern, "user:<id>");
     #[derive(RedisEntity)]
     #[redis(prefix = "product")]
     struct Product {
@@ -203,9 +205,9 @@ fn layout_lists_every_key_family_with_its_type() {
         .iter()
         .map(|k| k.pattern.clone())
         .collect();
-    assert_eq!(patterns[0], "product:{<sku>}");
+    assert_eq!(patterns[0], "product:<sku>");
     assert!(
-        patterns.contains(&"product:{<sku>}:@shadow".to_string()),
+        patterns.contains(&"product:<sku>:@shadow".to_string()),
         "{patterns:?}"
     );
     assert!(

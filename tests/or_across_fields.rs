@@ -65,7 +65,7 @@ async fn any_of_unions_terms_of_different_fields() {
     assert_eq!(q().count().await.unwrap(), 3);
     let plan = q().explain().unwrap();
     assert_eq!(
-        plan.round_trips[0][1], "SUNION book:author:knuth book:tags:algorithms",
+        plan.round_trips[0][1], "SUNION book:@author:knuth book:@tags:algorithms",
         "{plan}"
     );
     // ANDed with other conditions: (knuth OR c) AND year range, in the script.
@@ -133,7 +133,7 @@ async fn a_prefix_field_is_refused_and_stale_entries_stay_out() {
 
     // A stale entry: book 4 listed under author knuth.
     let added: i64 = redis::cmd("SADD")
-        .arg("book:author:knuth")
+        .arg("book:@author:knuth")
         .arg(4)
         .query(&mut server.conn())
         .unwrap();

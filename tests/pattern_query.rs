@@ -28,15 +28,15 @@ async fn keys_use_the_padded_id_and_a_lex_sorted_set() {
     assert_eq!(
         server.keys(),
         [
+            "SU1:0000000035",
             "SU1:@ids",
-            "SU1:unit_type:县级单位",
-            "SU1:user_name",
-            "SU1:{0000000035}"
+            "SU1:@unit_type:县级单位",
+            "SU1:@user_name",
         ]
     );
-    let entries: Vec<String> = server.conn().zrange("SU1:user_name", 0, -1).unwrap();
+    let entries: Vec<String> = server.conn().zrange("SU1:@user_name", 0, -1).unwrap();
     assert_eq!(entries, ["wangwu:0000000035"]);
-    assert_eq!(SecurityUser::key(&35), "SU1:{0000000035}");
+    assert_eq!(SecurityUser::key(&35), "SU1:0000000035");
     assert_eq!(
         store.get::<SecurityUser>(&35).await.unwrap(),
         Some(users()[0].clone())
@@ -140,7 +140,7 @@ async fn renames_and_deletes_move_prefix_entries() {
         .unwrap();
     assert_eq!(wang, [36, 37]);
     store.delete::<SecurityUser>(&36).await.unwrap();
-    let entries: Vec<String> = server.conn().zrange("SU1:user_name", 0, -1).unwrap();
+    let entries: Vec<String> = server.conn().zrange("SU1:@user_name", 0, -1).unwrap();
     assert!(
         !entries.iter().any(|e| e.ends_with(":0000000036")),
         "{entries:?}"
@@ -158,13 +158,13 @@ async fn stale_prefix_entries_are_dropped_cleaned_and_verified() {
     let store = seeded(&server).await;
     let mut c = server.conn();
     // A stale entry: 38 is lisi, but the index also says wangzz.
-    let _: () = c.zadd("SU1:user_name", "wangzz:0000000038", 0).unwrap();
+    let _: () = c.zadd("SU1:@user_name", "wangzz:0000000038", 0).unwrap();
     let report = store.verify::<SecurityUser>().await.unwrap();
     // Named by the sorted set that holds it, with the value it lists.
     assert_eq!(
         report.violations,
         [redis_entity::verify::Violation::StaleSortedEntry {
-            key: "SU1:user_name".into(),
+            key: "SU1:@user_name".into(),
             member: "0000000038".into(),
             value: "wangzz".into(),
         }],
@@ -177,7 +177,7 @@ async fn stale_prefix_entries_are_dropped_cleaned_and_verified() {
         .await
         .unwrap();
     assert_eq!(ids(&wang), [35, 36, 37]);
-    let entries: Vec<String> = c.zrange("SU1:user_name", 0, -1).unwrap();
+    let entries: Vec<String> = c.zrange("SU1:@user_name", 0, -1).unwrap();
     assert!(
         !entries.contains(&"wangzz:0000000038".to_string()),
         "cleaned: {entries:?}"
@@ -188,11 +188,11 @@ async fn stale_prefix_entries_are_dropped_cleaned_and_verified() {
     );
     assert!(store.verify::<SecurityUser>().await.unwrap().is_clean());
     // The same fault planted again is what repair removes.
-    let _: () = c.zadd("SU1:user_name", "wangzz:0000000038", 0).unwrap();
+    let _: () = c.zadd("SU1:@user_name", "wangzz:0000000038", 0).unwrap();
     let report = store.verify::<SecurityUser>().await.unwrap();
     let repaired = store.repair::<SecurityUser>(&report).await.unwrap();
     assert_eq!((repaired.fixed, repaired.left.len()), (1, 0), "{repaired}");
-    let entries: Vec<String> = c.zrange("SU1:user_name", 0, -1).unwrap();
+    let entries: Vec<String> = c.zrange("SU1:@user_name", 0, -1).unwrap();
     assert!(!entries.contains(&"wangzz:0000000038".to_string()));
     assert!(store.verify::<SecurityUser>().await.unwrap().is_clean());
 }

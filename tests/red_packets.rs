@@ -17,14 +17,14 @@ async fn composite_keys_and_pk_indexes_are_written() {
     assert_eq!(
         server.keys(),
         [
+            "red_package:1_2_3",
             "red_package:@ids",
-            "red_package:program_id:1",
-            "red_package:status:0",
-            "red_package:uid:3",
-            "red_package:{1_2_3}"
+            "red_package:@program_id:1",
+            "red_package:@status:0",
+            "red_package:@uid:3",
         ]
     );
-    let m: Vec<String> = server.conn().smembers("red_package:uid:3").unwrap();
+    let m: Vec<String> = server.conn().smembers("red_package:@uid:3").unwrap();
     assert_eq!(m, ["1_2_3"]);
 }
 

@@ -44,8 +44,8 @@ async fn follow_keeps_both_sides_in_one_round_trip() {
     store.relate(&FOLLOWS, &9, &8).await.unwrap();
     store.relate(&FOLLOWS, &7, &9).await.unwrap();
     // The seed's two sets: who 8 follows, who follows 9.
-    assert_eq!(members(&server, "user:userid:{8}:following"), [9]);
-    assert_eq!(members(&server, "user:userid:{9}:followers"), [7, 8]);
+    assert_eq!(members(&server, "user:userid:8:following"), [9]);
+    assert_eq!(members(&server, "user:userid:9:followers"), [7, 8]);
     trips.take();
     assert_eq!(store.related(&FOLLOWS, &9).await.unwrap(), [8]);
     assert_eq!(store.related_back(&FOLLOWS, &9).await.unwrap(), [7, 8]);
@@ -60,8 +60,8 @@ async fn follow_keeps_both_sides_in_one_round_trip() {
         .collect();
     assert_eq!(followed, ["lisi"]);
     assert!(store.unrelate(&FOLLOWS, &8, &9).await.unwrap());
-    assert_eq!(members(&server, "user:userid:{9}:followers"), [7]);
-    assert!(members(&server, "user:userid:{8}:following").is_empty());
+    assert_eq!(members(&server, "user:userid:9:followers"), [7]);
+    assert!(members(&server, "user:userid:8:following").is_empty());
     assert!(!store.unrelate(&FOLLOWS, &8, &9).await.unwrap());
 }
 
@@ -229,7 +229,7 @@ async fn a_post_is_pushed_to_every_follower_and_read_back_with_its_posts() {
     for id in 1..=3 {
         store.timeline_push(&SHORT, &id, &[7]).await.unwrap();
     }
-    let len: usize = server.conn().llen("user:userid:{7}:short").unwrap();
+    let len: usize = server.conn().llen("user:userid:7:short").unwrap();
     assert_eq!(len, 2);
 }
 
@@ -275,12 +275,12 @@ async fn verify_checks_both_sides_of_every_relation() {
     store.relate(&FOLLOWS, &7, &9).await.unwrap();
     assert!(store.verify::<User>().await.unwrap().is_clean());
     // Plant half a relation: 9 no longer lists 8 as a follower.
-    let _: () = server.conn().srem("user:userid:{9}:followers", 8).unwrap();
+    let _: () = server.conn().srem("user:userid:9:followers", 8).unwrap();
     let report = store.verify::<User>().await.unwrap();
     assert_eq!(
         report.violations,
         vec![redis_entity::verify::Violation::OneSidedRelation {
-            key: "user:userid:{8}:following".into(),
+            key: "user:userid:8:following".into(),
             member: "9".into()
         }],
         "{report}"
@@ -327,7 +327,7 @@ async fn verify_reports_dangling_members_and_leftovers_and_repair_removes_them()
     let own: Vec<String> = server
         .keys()
         .into_iter()
-        .filter(|k| k.starts_with("user:userid:{9}") && !k.ends_with("@rel"))
+        .filter(|k| k.starts_with("user:userid:9") && !k.ends_with("@rel"))
         .filter(|k| !k.ends_with(":followers"))
         .collect();
     assert!(!own.is_empty());
@@ -335,10 +335,10 @@ async fn verify_reports_dangling_members_and_leftovers_and_repair_removes_them()
     assert!(store.delete::<Post>(&1).await.unwrap());
 
     let report = store.verify::<User>().await.unwrap();
-    let presence = "user:userid:{9}:username";
+    let presence = "user:userid:9:username";
     let dangling =
         |owner: &str, name: &str, member: &str, entity: &str| Violation::DanglingMember {
-            key: format!("user:userid:{{{owner}}}:{name}"),
+            key: format!("user:userid:{owner}:{name}"),
             member: member.into(),
             entity: entity.into(),
             owner: owner.into(),
@@ -347,14 +347,14 @@ async fn verify_reports_dangling_members_and_leftovers_and_repair_removes_them()
         Violation::Leftover {
             member: "9".into(),
             keys: vec![
-                "user:userid:{9}:@rel".into(),
-                "user:userid:{9}:followers".into(),
+                "user:userid:9:@rel".into(),
+                "user:userid:9:followers".into(),
             ],
         },
         dangling("7", "following", "9", presence),
         dangling("8", "following", "9", presence),
-        dangling("7", "pushed", "1", "post:postid:{1}:userid"),
-        dangling("8", "pushed", "1", "post:postid:{1}:userid"),
+        dangling("7", "pushed", "1", "post:postid:1:userid"),
+        dangling("8", "pushed", "1", "post:postid:1:userid"),
     ];
     let mut got = report.violations.clone();
     if let Some(Violation::Leftover { keys, .. }) = got.first_mut() {
@@ -377,10 +377,7 @@ async fn verify_reports_dangling_members_and_leftovers_and_repair_removes_them()
             .all(|k| !k.contains("{9}") && !k.contains("{7}:@rel")),
         "{keys:?}"
     );
-    let pushed: Vec<u64> = server
-        .conn()
-        .lrange("user:userid:{8}:pushed", 0, -1)
-        .unwrap();
+    let pushed: Vec<u64> = server.conn().lrange("user:userid:8:pushed", 0, -1).unwrap();
     assert_eq!(pushed, [2]);
     let page = store.timeline(&PUSHED, &8, 0, 10).await.unwrap();
     assert_eq!(page, [post(2, 9)]);
@@ -399,10 +396,7 @@ async fn repair_leaves_a_member_that_came_back_since_the_report() {
     // Post 1 is written again before the repair runs: its entry stays.
     store.save(&post(1, 9)).await.unwrap();
     store.repair::<User>(&report).await.unwrap();
-    let pushed: Vec<u64> = server
-        .conn()
-        .lrange("user:userid:{8}:pushed", 0, -1)
-        .unwrap();
+    let pushed: Vec<u64> = server.conn().lrange("user:userid:8:pushed", 0, -1).unwrap();
     assert_eq!(pushed, [1]);
     assert!(store.verify::<User>().await.unwrap().is_clean());
 }
@@ -500,7 +494,7 @@ async fn verify_and_repair_report_their_progress() {
     let own: Vec<String> = server
         .keys()
         .into_iter()
-        .filter(|k| k == "user:userid:{1}:username" || k == "user:userid:{1}:email")
+        .filter(|k| k == "user:userid:1:username" || k == "user:userid:1:email")
         .collect();
     let _: () = server.conn().del(&own).unwrap();
     let report = store.verify::<User>().await.unwrap();

@@ -68,7 +68,7 @@ async fn the_sorted_set_follows_saves_updates_and_deletes() {
     let server = RedisServer::start();
     let store = seeded(&server).await;
     let mut c = server.conn();
-    let prices: Vec<(String, f64)> = c.zrange_withscores("item:price", 0, -1).unwrap();
+    let prices: Vec<(String, f64)> = c.zrange_withscores("item:@price", 0, -1).unwrap();
     assert_eq!(
         prices,
         [
@@ -80,10 +80,10 @@ async fn the_sorted_set_follows_saves_updates_and_deletes() {
             ("6".into(), 1e9)
         ]
     );
-    let stock: Vec<String> = c.zrange("item:stock", 0, -1).unwrap();
+    let stock: Vec<String> = c.zrange("item:@stock", 0, -1).unwrap();
     assert!(!stock.contains(&"3".to_string()), "None is not indexed");
-    assert_eq!(Item::PRICE.key(), "item:price");
-    let added: f64 = c.zscore("item:added", "2").unwrap();
+    assert_eq!(Item::PRICE.key(), "item:@price");
+    let added: f64 = c.zscore("item:@added", "2").unwrap();
     assert_eq!(
         added, 1_700_000_120_000.0,
         "timestamps score in milliseconds"
@@ -95,7 +95,7 @@ async fn the_sorted_set_follows_saves_updates_and_deletes() {
         .exec()
         .await
         .unwrap();
-    let p: f64 = c.zscore("item:price", "5").unwrap();
+    let p: f64 = c.zscore("item:@price", "5").unwrap();
     assert_eq!(p, 9.5);
     assert_eq!(store.get::<Item>(&5).await.unwrap().unwrap().price, 9.5);
     store
@@ -104,7 +104,7 @@ async fn the_sorted_set_follows_saves_updates_and_deletes() {
         .exec()
         .await
         .unwrap();
-    let s: f64 = c.zscore("item:stock", "3").unwrap();
+    let s: f64 = c.zscore("item:@stock", "3").unwrap();
     assert_eq!(s, 4.0, "incr of a missing number starts at 0");
     store
         .update::<Item>(&3)
@@ -112,10 +112,10 @@ async fn the_sorted_set_follows_saves_updates_and_deletes() {
         .exec()
         .await
         .unwrap();
-    let s: Option<f64> = c.zscore("item:stock", "3").unwrap();
+    let s: Option<f64> = c.zscore("item:@stock", "3").unwrap();
     assert_eq!(s, None);
     store.delete::<Item>(&6).await.unwrap();
-    let n: usize = c.zcard("item:price").unwrap();
+    let n: usize = c.zcard("item:@price").unwrap();
     assert_eq!(n, 5);
     assert!(store.verify::<Item>().await.unwrap().is_clean());
 }
@@ -224,7 +224,7 @@ async fn nan_is_refused_before_anything_is_written() {
         matches!(err, Error::Encode { field: "price", .. }),
         "{err:?}"
     );
-    assert!(!server.keys().contains(&"item:{9}".to_string()));
+    assert!(!server.keys().contains(&"item:9".to_string()));
     let err = store
         .update::<Item>(&1)
         .set(Item::PRICE, f64::NAN)
@@ -233,7 +233,7 @@ async fn nan_is_refused_before_anything_is_written() {
         .unwrap_err();
     assert!(matches!(err, Error::Encode { .. }), "{err:?}");
     // An increment that fails on the stored data changes nothing either.
-    let _: () = server.conn().hset("item:{2}", "stock", "many").unwrap();
+    let _: () = server.conn().hset("item:2", "stock", "many").unwrap();
     let err = store
         .update::<Item>(&2)
         .set(Item::TAGS, BTreeSet::from(["z".to_string()]))
@@ -242,12 +242,12 @@ async fn nan_is_refused_before_anything_is_written() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Decode { key, field: "stock", .. } if key == "item:{2}"),
+        matches!(&err, Error::Decode { key, field: "stock", .. } if key == "item:2"),
         "{err:?}"
     );
     let tags: BTreeSet<String> = store.get::<Item>(&1).await.unwrap().unwrap().tags;
     assert_eq!(tags, BTreeSet::from(["a".to_string()]));
-    let z: bool = server.conn().exists("item:tags:z").unwrap();
+    let z: bool = server.conn().exists("item:@tags:z").unwrap();
     assert!(
         !z,
         "the tag change before the failing increment did not happen"
@@ -379,8 +379,8 @@ async fn verify_names_the_sorted_set_of_a_wrong_score_and_repair_rewrites_it() {
         .unwrap();
     let mut c = server.conn();
     // Item 1 listed at 99 instead of 1.5; item 9 does not exist.
-    let _: () = c.zadd("item:price", "1", 99.0).unwrap();
-    let _: () = c.zadd("item:stock", "9", 4.0).unwrap();
+    let _: () = c.zadd("item:@price", "1", 99.0).unwrap();
+    let _: () = c.zadd("item:@stock", "9", 4.0).unwrap();
     let report = store.verify::<Item>().await.unwrap();
     let mut got = report.violations.clone();
     got.sort_by_key(|v| v.to_string());
@@ -388,17 +388,17 @@ async fn verify_names_the_sorted_set_of_a_wrong_score_and_repair_rewrites_it() {
         got,
         [
             Violation::MissingSortedEntry {
-                key: "item:price".into(),
+                key: "item:@price".into(),
                 member: "1".into(),
                 value: "1.5".into(),
             },
             Violation::StaleSortedEntry {
-                key: "item:price".into(),
+                key: "item:@price".into(),
                 member: "1".into(),
                 value: "99".into(),
             },
             Violation::StaleSortedEntry {
-                key: "item:stock".into(),
+                key: "item:@stock".into(),
                 member: "9".into(),
                 value: "4".into(),
             },
@@ -417,12 +417,12 @@ async fn verify_names_the_sorted_set_of_a_wrong_score_and_repair_rewrites_it() {
     }
     assert!(report
         .to_string()
-        .contains("stale entry: `item:price` lists `1` with `99`, which it does not hold"));
+        .contains("stale entry: `item:@price` lists `1` with `99`, which it does not hold"));
     let repaired = store.repair::<Item>(&report).await.unwrap();
     assert_eq!((repaired.fixed, repaired.left.len()), (3, 0), "{repaired}");
-    let p: f64 = c.zscore("item:price", "1").unwrap();
+    let p: f64 = c.zscore("item:@price", "1").unwrap();
     assert_eq!(p, 1.5);
-    let gone: Option<f64> = c.zscore("item:stock", "9").unwrap();
+    let gone: Option<f64> = c.zscore("item:@stock", "9").unwrap();
     assert_eq!(gone, None);
     assert!(store.verify::<Item>().await.unwrap().is_clean());
 }

@@ -107,7 +107,7 @@ async fn every_operation_is_a_span_with_its_entity_keys_and_outcome() {
     let save = &spans[0].1;
     assert_eq!(field(save, "entity"), "Book");
     assert_eq!(field(save, "operation"), "Save");
-    assert_eq!(field(save, "key"), "book:{1}");
+    assert_eq!(field(save, "key"), "book:1");
     assert_eq!(field(save, "round_trips"), "1");
     assert_eq!(field(save, "outcome"), "ok");
     let insert = &spans[1].1;

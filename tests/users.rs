@@ -45,22 +45,22 @@ async fn strings_layout_writes_the_seed_keys_and_reads_them_back() {
     assert_eq!(
         server.keys(),
         [
-            "user:userid:{9}:email",
-            "user:userid:{9}:password",
-            "user:userid:{9}:username"
+            "user:userid:9:email",
+            "user:userid:9:password",
+            "user:userid:9:username"
         ]
     );
     let mut c = server.conn();
-    let name: String = c.get("user:userid:{9}:username").unwrap();
+    let name: String = c.get("user:userid:9:username").unwrap();
     assert_eq!(name, "lisi");
-    let password: String = c.get("user:userid:{9}:password").unwrap();
+    let password: String = c.get("user:userid:9:password").unwrap();
     assert_eq!(password, "111111");
 
     assert_eq!(store.get::<User>(&9).await.unwrap(), Some(lisi()));
     assert_eq!(store.get::<User>(&10).await.unwrap(), None);
     assert!(store.exists::<User>(&9).await.unwrap());
     assert!(!store.exists::<User>(&10).await.unwrap());
-    assert_eq!(User::key(&9), "user:userid:{9}");
+    assert_eq!(User::key(&9), "user:userid:9");
 }
 
 #[tokio::test]
@@ -73,7 +73,7 @@ async fn strings_layout_removes_the_column_of_a_none_field() {
     assert!(!store.save(&no_mail).await.unwrap(), "second save updates");
     assert_eq!(
         server.keys(),
-        ["user:userid:{9}:password", "user:userid:{9}:username"]
+        ["user:userid:9:password", "user:userid:9:username"]
     );
     assert_eq!(store.get::<User>(&9).await.unwrap(), Some(no_mail));
 }
@@ -89,8 +89,8 @@ async fn hash_layout_keeps_a_user_in_one_hash() {
         email: None,
     };
     store.save(&row).await.unwrap();
-    assert_eq!(server.keys(), ["user:{9}"]);
-    let stored: Vec<(String, String)> = server.conn().hgetall("user:{9}").unwrap();
+    assert_eq!(server.keys(), ["user:9"]);
+    let stored: Vec<(String, String)> = server.conn().hgetall("user:9").unwrap();
     let mut stored = stored;
     stored.sort();
     assert_eq!(
@@ -112,7 +112,7 @@ async fn insert_refuses_a_taken_key_and_changes_nothing() {
     other.username = "zhangsan".into();
     let err = store.insert(&other).await.unwrap_err();
     assert!(
-        matches!(&err, Error::AlreadyExists { key } if key == "user:userid:{9}"),
+        matches!(&err, Error::AlreadyExists { key } if key == "user:userid:9"),
         "{err:?}"
     );
     assert_eq!(store.get::<User>(&9).await.unwrap(), Some(lisi()));
@@ -164,7 +164,7 @@ async fn update_changes_columns_without_reading_and_fails_on_missing() {
     let u = store.get::<User>(&9).await.unwrap().unwrap();
     assert_eq!(u.password, "222222");
     assert_eq!(u.email, None);
-    assert!(!server.keys().contains(&"user:userid:{9}:email".to_string()));
+    assert!(!server.keys().contains(&"user:userid:9:email".to_string()));
 
     let err = store
         .update::<User>(&10)

@@ -231,7 +231,9 @@ fn write_own_member_fn(e: &Entity, re: &TokenStream) -> TokenStream {
 
 /// Appends the member to `out`, given `__p0..` bound to pk references.
 fn write_member_body(e: &Entity, re: &TokenStream) -> TokenStream {
-    let extra = lit(&e.key.separators);
+    // `@` too: no member starts with it, so the standalone layout's index
+    // families (`user:@country:DE`) are never an entity key.
+    let extra = lit(&format!("{}@", e.key.separators));
     e.key
         .tag
         .iter()

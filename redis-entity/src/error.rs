@@ -139,6 +139,16 @@ pub enum Error {
         /// Why.
         reason: &'static str,
     },
+    /// The keyspace was written in the other key layout (its marker,
+    /// `@redis-entity:layout`, names it): move it with the admin tooling,
+    /// or connect with the matching constructor.
+    #[error("the keyspace is in the {found} key layout, this store writes the {expected} layout")]
+    LayoutMismatch {
+        /// The layout the marker names.
+        found: String,
+        /// The store's layout.
+        expected: &'static str,
+    },
     /// A namespace or key segment that would break the key layout.
     #[error("invalid key segment {segment:?}: {reason}")]
     InvalidKey {

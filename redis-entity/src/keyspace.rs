@@ -22,7 +22,7 @@
 //! | cache entry | `<ns>cache:{<escaped key>}` (named: `<ns>cache:<name>:{<escaped key>}`), its lock `<entry>:lock` | string |
 
 use crate::schema::entity::{EntityDesc, Layout};
-use crate::schema::escape::escape_into;
+use crate::schema::escape::{escape_into, KeyLayout, Namespace};
 
 /// The suffix of an entity's relation register: per relation set or
 /// timeline it owns, how to find the other side.
@@ -36,27 +36,67 @@ pub(crate) const REQUEST_SUFFIX: &str = ":@req:";
 /// How long a request record is kept: longer than any retry waits.
 pub(crate) const REQUEST_WINDOW_MS: u64 = 60_000;
 
+/// The key recording which [`KeyLayout`] wrote the keyspace: a string,
+/// `standalone` or `cluster`. No entity or index key starts with `@`.
+pub(crate) const LAYOUT_MARKER: &str = "@redis-entity:layout";
+
 /// The name of an entity's index shadow under its key.
 const SHADOW: &str = "@shadow";
 
-/// The entity key of `member`: `<ns><head>{<member>}<tail>`.
-pub(crate) fn entity_key(desc: &EntityDesc, ns: &str, member: &str) -> String {
-    let mut k = String::with_capacity(
-        ns.len() + desc.key_head.len() + member.len() + desc.key_tail.len() + 2,
-    );
-    k.push_str(ns);
-    k.push_str(desc.key_head);
-    k.push('{');
+/// The text of every entity key of the type before the member: `<ns><head>`,
+/// and in the cluster layout the hash tag's `{`.
+pub(crate) fn owner_head(desc: &EntityDesc, ns: &Namespace) -> String {
+    let mut h = String::with_capacity(ns.as_str().len() + desc.key_head.len() + 1);
+    h.push_str(ns.as_str());
+    h.push_str(desc.key_head);
+    if tagged(ns) {
+        h.push('{');
+    }
+    h
+}
+
+/// The text of every entity key of the type after the member: the
+/// template's tail, after the hash tag's `}` in the cluster layout.
+pub(crate) fn owner_tail(desc: &EntityDesc, ns: &Namespace) -> String {
+    if tagged(ns) {
+        format!("}}{}", desc.key_tail)
+    } else {
+        desc.key_tail.to_owned()
+    }
+}
+
+/// True in the cluster layout: entity keys carry a hash tag.
+fn tagged(ns: &Namespace) -> bool {
+    ns.layout() == KeyLayout::Cluster
+}
+
+/// The segment that starts the name of the type's index families: `@` in
+/// the standalone layout, where an entity key `<prefix>:<member>` sits beside
+/// them and no member starts with `@` (members escape it); nothing in the
+/// cluster layout, where entity keys hold a brace and index keys never do.
+fn family_mark(ns: &Namespace) -> &'static str {
+    if tagged(ns) {
+        ""
+    } else {
+        "@"
+    }
+}
+
+/// The entity key of `member`: `<ns><head><member><tail>` (`user:9`), with
+/// the member in a hash tag in the cluster layout (`user:{9}`).
+pub(crate) fn entity_key(desc: &EntityDesc, ns: &Namespace, member: &str) -> String {
+    let tail = owner_tail(desc, ns);
+    let mut k = owner_head(desc, ns);
+    k.reserve(member.len() + tail.len());
     k.push_str(member);
-    k.push('}');
-    k.push_str(desc.key_tail);
+    k.push_str(&tail);
     k
 }
 
-/// The entity key of `pk` without namespace: what `User::key(&9)`, which
-/// the derive generates, returns.
+/// The entity key of `pk` in the standalone layout without namespace: what
+/// `User::key(&9)`, which the derive generates, returns (`user:9`).
 pub fn entity_key_of<E: crate::Entity>(pk: &E::Pk) -> String {
-    entity_key(E::DESC, "", &E::member(pk))
+    entity_key(E::DESC, &Namespace::none(), &E::member(pk))
 }
 
 /// A key under an entity's key: a strings-layout column, a `#[hash]` map, a
@@ -74,18 +114,11 @@ pub(crate) fn relation_register(entity_key: &str) -> String {
     format!("{entity_key}{RELATION_REGISTER_SUFFIX}")
 }
 
-/// The text before the member in every entity key of the type
-/// (`<ns><head>{`): with a member and a presence suffix, a key whose
-/// existence means that entity exists.
-pub(crate) fn owner_head(desc: &EntityDesc, ns: &str) -> String {
-    format!("{ns}{}{{", desc.key_head)
-}
-
 /// The suffixes that, after [`owner_head`] and a member, name the keys whose
 /// existence means the entity exists: the entity key, and in the `strings`
 /// layout every column without a TTL of its own.
-pub(crate) fn presence_suffixes(desc: &EntityDesc) -> Vec<String> {
-    let tail = format!("}}{}", desc.key_tail);
+pub(crate) fn presence_suffixes(desc: &EntityDesc, ns: &Namespace) -> Vec<String> {
+    let tail = owner_tail(desc, ns);
     let mut out = vec![tail.clone()];
     if desc.layout == Layout::Strings {
         for c in desc.columns.iter().filter(|c| c.ttl.is_none()) {
@@ -98,7 +131,7 @@ pub(crate) fn presence_suffixes(desc: &EntityDesc) -> Vec<String> {
 /// A key of the entity with `member` that exists while the entity does and
 /// carries its TTL: the entity key, or in the `strings` layout its first
 /// required column without a TTL of its own.
-pub(crate) fn ttl_key(desc: &EntityDesc, ns: &str, member: &str) -> String {
+pub(crate) fn ttl_key(desc: &EntityDesc, ns: &Namespace, member: &str) -> String {
     let base = entity_key(desc, ns, member);
     match (
         desc.layout,
@@ -110,33 +143,35 @@ pub(crate) fn ttl_key(desc: &EntityDesc, ns: &str, member: &str) -> String {
 }
 
 /// The prefix of the keys of an equality, tag or unique index:
-/// `<ns><prefix>:<field>:` (followed by the escaped value).
-pub(crate) fn index_prefix(desc: &EntityDesc, ns: &str, field: &str) -> String {
-    format!("{ns}{}:{field}:", desc.prefix)
+/// `<ns><prefix>:@<field>:` (followed by the escaped value; no `@` in the
+/// cluster layout).
+pub(crate) fn index_prefix(desc: &EntityDesc, ns: &Namespace, field: &str) -> String {
+    format!("{}:", index_zset(desc, ns, field))
 }
 
 /// The key of an equality, tag or unique index for an escaped value.
-pub(crate) fn index_key(desc: &EntityDesc, ns: &str, field: &str, escaped: &[u8]) -> Vec<u8> {
+pub(crate) fn index_key(desc: &EntityDesc, ns: &Namespace, field: &str, escaped: &[u8]) -> Vec<u8> {
     let mut k = index_prefix(desc, ns, field).into_bytes();
     k.extend_from_slice(escaped);
     k
 }
 
-/// The sorted set of a prefix or sorted index: `<ns><prefix>:<field>`.
-pub(crate) fn index_zset(desc: &EntityDesc, ns: &str, field: &str) -> String {
-    format!("{ns}{}:{field}", desc.prefix)
+/// The sorted set of a prefix or sorted index: `<ns><prefix>:@<field>`
+/// (no `@` in the cluster layout).
+pub(crate) fn index_zset(desc: &EntityDesc, ns: &Namespace, field: &str) -> String {
+    format!("{}{}:{}{field}", ns.as_str(), desc.prefix, family_mark(ns))
 }
 
 /// The set of the members of every stored entity of an indexed type (the
 /// universe of a query with only `none` conditions, and what `verify` walks).
-pub(crate) fn ids_key(desc: &EntityDesc, ns: &str) -> String {
-    format!("{ns}{}:@ids", desc.prefix)
+pub(crate) fn ids_key(desc: &EntityDesc, ns: &Namespace) -> String {
+    format!("{}{}:@ids", ns.as_str(), desc.prefix)
 }
 
 /// The sorted set of members that have a TTL, scored by expiry time in
 /// milliseconds: what `sweep` walks.
-pub(crate) fn expiry_key(desc: &EntityDesc, ns: &str) -> String {
-    format!("{ns}{}:@expiry", desc.prefix)
+pub(crate) fn expiry_key(desc: &EntityDesc, ns: &Namespace) -> String {
+    format!("{}{}:@expiry", ns.as_str(), desc.prefix)
 }
 
 /// The keys of one entity, namespaced.
@@ -159,7 +194,7 @@ pub struct EntityKeys {
 
 impl EntityKeys {
     /// The keys of the entity with `member`.
-    pub(crate) fn new(desc: &EntityDesc, ns: &str, member: String) -> Self {
+    pub(crate) fn new(desc: &EntityDesc, ns: &Namespace, member: String) -> Self {
         let base = entity_key(desc, ns, &member);
         let columns = match desc.layout {
             Layout::Strings => desc
@@ -188,16 +223,33 @@ impl EntityKeys {
             .chain(self.maps.iter().map(String::as_str))
     }
 
+    /// The keys of the entity with pk `pk` under `ns`, in the namespace's
+    /// key layout (what [`crate::Store::keys_of`] gives for the store's).
+    ///
+    /// ```
+    /// use redis_entity::{EntityKeys, KeyLayout, Namespace, RedisEntity};
+    /// #[derive(RedisEntity)]
+    /// struct User { #[pk] id: u64, #[hash] settings: std::collections::BTreeMap<String, String> }
+    ///
+    /// let one_server = EntityKeys::for_pk::<User>(&Namespace::none(), 9);
+    /// assert_eq!((one_server.base.as_str(), one_server.maps[0].as_str()), ("user:9", "user:9:settings"));
+    /// let cluster = EntityKeys::for_pk::<User>(&Namespace::none().in_layout(KeyLayout::Cluster), 9);
+    /// assert_eq!(cluster.base, "user:{9}");
+    /// ```
+    pub fn for_pk<E: crate::Entity>(ns: &crate::Namespace, pk: impl crate::IntoPk<E::Pk>) -> Self {
+        Self::of::<E>(ns, &pk.into_pk())
+    }
+
     /// The keys of the entity with pk `pk`.
     pub(crate) fn of<E: crate::Entity>(ns: &crate::Namespace, pk: &E::Pk) -> Self {
-        Self::new(E::DESC, ns.as_str(), E::member(pk))
+        Self::new(E::DESC, ns, E::member(pk))
     }
 
     /// The keys of `entity`.
     pub(crate) fn of_entity<E: crate::Entity>(ns: &crate::Namespace, entity: &E) -> Self {
         let mut m = String::new();
         entity.write_own_member(&mut m);
-        Self::new(E::DESC, ns.as_str(), m)
+        Self::new(E::DESC, ns, m)
     }
 
     /// Every key, in script order: base, columns, maps, shadow.
@@ -211,20 +263,39 @@ impl EntityKeys {
 
 /// The SCAN pattern of every entity key of the type (and the keys under
 /// them). Literals of layouts and namespaces never contain glob characters.
-pub(crate) fn entity_scan_pattern(desc: &EntityDesc, ns: &str) -> String {
-    format!("{}*", owner_head(desc, ns))
+pub(crate) fn entity_scan_pattern(desc: &EntityDesc, ns: &Namespace) -> String {
+    // In the standalone layout the type's index families sit beside the
+    // entity keys under `<prefix>:@`; no member starts with `@`.
+    let first = if tagged(ns) { "" } else { "[^@]" };
+    format!("{}{first}*", owner_head(desc, ns))
 }
 
 /// The SCAN pattern of the keys of an equality, tag or unique index.
-pub(crate) fn index_scan_pattern(desc: &EntityDesc, ns: &str, field: &str) -> String {
+pub(crate) fn index_scan_pattern(desc: &EntityDesc, ns: &Namespace, field: &str) -> String {
     format!("{}*", index_prefix(desc, ns, field))
 }
 
-/// The member inside an entity key, if the key is one of the type's.
-pub(crate) fn member_of_key(desc: &EntityDesc, ns: &str, key: &str) -> Option<String> {
+/// The member inside an entity key (or a key under it), if the key is one
+/// of the type's: what follows the head up to the tail. A member holds no
+/// `:` and no brace (escaped), and never starts with `@` (escaped too), which
+/// is what the index families of the standalone layout start with.
+pub(crate) fn member_of_key(desc: &EntityDesc, ns: &Namespace, key: &str) -> Option<String> {
     let rest = key.strip_prefix(&owner_head(desc, ns))?;
-    let end = rest.find('}')?;
-    Some(rest[..end].to_owned())
+    let tail = owner_tail(desc, ns);
+    let member = if tagged(ns) {
+        &rest[..rest.find('}')?]
+    } else {
+        // The member's segment ends at the first `:`; a tail that does not
+        // start with one begins inside that segment.
+        let segment = rest.split(':').next().unwrap_or_default();
+        segment.strip_suffix(tail.split(':').next().unwrap_or_default())?
+    };
+    let after = &rest[member.len()..];
+    let valid = !member.is_empty()
+        && !member.starts_with('@')
+        && after.starts_with(tail.as_str())
+        && (after.len() == tail.len() || after[tail.len()..].starts_with(':'));
+    valid.then(|| member.to_owned())
 }
 
 /// `head \n tail \n name \n presence`: how the other side of a relation
@@ -232,18 +303,19 @@ pub(crate) fn member_of_key(desc: &EntityDesc, ns: &str, key: &str) -> Option<St
 /// suffix after the entity key of the key whose existence means the entity
 /// exists ([`ttl_key`]; empty but for the `strings` layout), so that
 /// `verify` can tell a member whose entity is gone.
-pub(crate) fn register_entry(desc: &EntityDesc, ns: &str, name: &str) -> String {
+pub(crate) fn register_entry(desc: &EntityDesc, ns: &Namespace, name: &str) -> String {
     format!(
-        "{ns}{}\n{}\n{name}\n{}",
-        desc.key_head,
-        desc.key_tail,
+        "{}\n{}\n{name}\n{}",
+        owner_head(desc, ns),
+        owner_tail(desc, ns),
         presence_suffix(desc)
     )
 }
 
-/// The entity key of `member` from the head and tail of a register entry.
+/// The entity key of `member` from the head and tail of a register entry
+/// (which hold the hash tag's braces in the cluster layout).
 pub(crate) fn key_from_entry(head: &str, member: &str, tail: &str) -> String {
-    format!("{head}{{{member}}}{tail}")
+    format!("{head}{member}{tail}")
 }
 
 /// The first line of a timeline's entry in its owner's relation register.
@@ -254,11 +326,11 @@ pub(crate) const TIMELINE_MARK: &str = "@list";
 /// `@list \n head \n tail \n presence`: a timeline's entry in its owner's
 /// relation register, naming the type of the members it lists (so that
 /// `verify` can find entries whose entity is gone).
-pub(crate) fn timeline_entry(member_desc: &EntityDesc, ns: &str) -> String {
+pub(crate) fn timeline_entry(member_desc: &EntityDesc, ns: &Namespace) -> String {
     format!(
-        "{TIMELINE_MARK}\n{ns}{}\n{}\n{}",
-        member_desc.key_head,
-        member_desc.key_tail,
+        "{TIMELINE_MARK}\n{}\n{}\n{}",
+        owner_head(member_desc, ns),
+        owner_tail(member_desc, ns),
         presence_suffix(member_desc)
     )
 }
@@ -266,13 +338,20 @@ pub(crate) fn timeline_entry(member_desc: &EntityDesc, ns: &str) -> String {
 /// What [`ttl_key`] adds after the entity key: `""`, or `:<column>` in the
 /// `strings` layout.
 pub(crate) fn presence_suffix(desc: &EntityDesc) -> String {
-    let key = ttl_key(desc, "", "");
-    key[entity_key(desc, "", "").len()..].to_owned()
+    let ns = Namespace::none();
+    let key = ttl_key(desc, &ns, "");
+    key[entity_key(desc, &ns, "").len()..].to_owned()
 }
 
-/// A bucket of a time-bucketed board: `<ns><prefix>:board:<name>:<bucket>`.
-pub(crate) fn board_key(desc: &EntityDesc, ns: &str, name: &str, bucket: &str) -> String {
-    format!("{ns}{}:board:{name}:{bucket}", desc.prefix)
+/// A bucket of a time-bucketed board: `<ns><prefix>:@board:<name>:<bucket>`
+/// (no `@` in the cluster layout).
+pub(crate) fn board_key(desc: &EntityDesc, ns: &Namespace, name: &str, bucket: &str) -> String {
+    format!(
+        "{}{}:{}board:{name}:{bucket}",
+        ns.as_str(),
+        desc.prefix,
+        family_mark(ns)
+    )
 }
 
 /// A read-through cache entry: `<ns>cache:{<escaped key>}`.
@@ -351,91 +430,169 @@ mod tests {
         }
     }
 
+    /// A namespace from its literal prefix, in the standalone layout.
+    fn sa(prefix: &str) -> Namespace {
+        Namespace::trusted_prefix(prefix).unwrap()
+    }
+
+    /// The same in the cluster layout.
+    fn cl(prefix: &str) -> Namespace {
+        sa(prefix).in_layout(KeyLayout::Cluster)
+    }
+
     #[test]
     fn entity_keys_follow_the_template_and_the_namespace() {
         let d = desc(Layout::Strings);
-        let keys = EntityKeys::new(&d, "tenant:42:", "9".into());
-        assert_eq!(keys.base, "tenant:42:user:userid:{9}");
+        let keys = EntityKeys::new(&d, &sa("tenant:42"), "9".into());
+        assert_eq!(keys.base, "tenant:42:user:userid:9");
         assert_eq!(
             keys.columns,
             [
-                "tenant:42:user:userid:{9}:username",
-                "tenant:42:user:userid:{9}:code"
+                "tenant:42:user:userid:9:username",
+                "tenant:42:user:userid:9:code"
             ]
         );
         assert_eq!(
             keys.shadow.as_deref(),
-            Some("tenant:42:user:userid:{9}:@shadow")
+            Some("tenant:42:user:userid:9:@shadow")
         );
         assert_eq!(
             relation_register(&keys.base),
-            "tenant:42:user:userid:{9}:@rel"
+            "tenant:42:user:userid:9:@rel"
         );
-        assert_eq!(ttl_key(&d, "", "9"), "user:userid:{9}:username");
+        assert_eq!(ttl_key(&d, &sa(""), "9"), "user:userid:9:username");
         assert_eq!(
-            member_of_key(&d, "tenant:42:", &keys.base).as_deref(),
+            member_of_key(&d, &sa("tenant:42"), &keys.base).as_deref(),
             Some("9")
         );
-        assert_eq!(member_of_key(&d, "", &keys.base), None);
+        assert_eq!(
+            member_of_key(&d, &sa("tenant:42"), &keys.columns[0]).as_deref(),
+            Some("9")
+        );
+        assert_eq!(member_of_key(&d, &sa(""), &keys.base), None);
+
+        // The cluster layout puts the member in a hash tag.
+        let keys = EntityKeys::new(&d, &cl("tenant:42"), "9".into());
+        assert_eq!(keys.base, "tenant:42:user:userid:{9}");
+        assert_eq!(keys.columns[0], "tenant:42:user:userid:{9}:username");
+        assert_eq!(
+            member_of_key(&d, &cl("tenant:42"), &keys.columns[0]).as_deref(),
+            Some("9")
+        );
     }
 
     #[test]
     fn index_and_type_keys() {
         let d = desc(Layout::Hash);
-        assert_eq!(index_key(&d, "", "country", b"DE"), b"user:country:DE");
-        assert_eq!(index_zset(&d, "t:", "country"), "t:user:country");
-        assert_eq!(ids_key(&d, ""), "user:@ids");
-        assert_eq!(expiry_key(&d, ""), "user:@expiry");
-        assert_eq!(owner_head(&d, ""), "user:userid:{");
-        assert_eq!(presence_suffixes(&d), ["}"]);
+        let root = &sa("");
+        assert_eq!(index_key(&d, root, "country", b"DE"), b"user:@country:DE");
+        assert_eq!(index_zset(&d, &sa("t"), "country"), "t:user:@country");
+        assert_eq!(ids_key(&d, root), "user:@ids");
+        assert_eq!(expiry_key(&d, root), "user:@expiry");
+        assert_eq!(owner_head(&d, root), "user:userid:");
+        assert_eq!(presence_suffixes(&d, root), [""]);
         assert_eq!(
-            presence_suffixes(&desc(Layout::Strings)),
+            presence_suffixes(&desc(Layout::Strings), root),
+            ["", ":username"]
+        );
+        assert_eq!(entity_scan_pattern(&d, root), "user:userid:[^@]*");
+        assert_eq!(index_scan_pattern(&d, root, "country"), "user:@country:*");
+        assert_eq!(
+            board_key(&d, root, "weekly", "2026-W48"),
+            "user:@board:weekly:2026-W48"
+        );
+        assert_eq!(
+            register_entry(&d, root, "follows"),
+            "user:userid:\n\nfollows\n"
+        );
+        assert_eq!(timeline_entry(&d, &sa("t")), "@list\nt:user:userid:\n\n");
+        // No member is an index family: members never start with `@`.
+        assert_eq!(member_of_key(&d, root, "user:userid:@x"), None);
+
+        // The cluster layout: braces around the member, none in index keys.
+        let c = &cl("");
+        assert_eq!(index_key(&d, c, "country", b"DE"), b"user:country:DE");
+        assert_eq!(index_zset(&d, c, "score"), "user:score");
+        assert_eq!(ids_key(&d, c), "user:@ids");
+        assert_eq!(owner_head(&d, c), "user:userid:{");
+        assert_eq!(
+            presence_suffixes(&desc(Layout::Strings), c),
             ["}", "}:username"]
         );
-        assert_eq!(entity_scan_pattern(&d, ""), "user:userid:{*");
-        assert_eq!(index_scan_pattern(&d, "", "country"), "user:country:*");
+        assert_eq!(entity_scan_pattern(&d, c), "user:userid:{*");
+        assert_eq!(board_key(&d, c, "w", "1"), "user:board:w:1");
         assert_eq!(
-            board_key(&d, "", "weekly", "2026-W48"),
-            "user:board:weekly:2026-W48"
+            register_entry(&d, c, "follows"),
+            "user:userid:{\n}\nfollows\n"
         );
+
         assert_eq!(cache_key("", "", "price:{1}"), "cache:{price%3A%7B1%7D}");
         assert_eq!(cache_key("t:", "a:b", "x"), "t:cache:a%3Ab:{x}");
         assert_eq!(cache_scan_pattern("", ""), "cache:{*");
         assert_eq!(cache_scan_pattern("", "prices"), "cache:prices:{*");
         assert_eq!(cache_lock_key("cache:{a}"), "cache:{a}:lock");
-        assert_eq!(
-            register_entry(&d, "", "follows"),
-            "user:userid:\n\nfollows\n"
-        );
-        assert_eq!(timeline_entry(&d, "t:"), "@list\nt:user:userid:\n\n");
     }
 
     #[test]
-    fn a_key_tail_follows_the_hash_tag() {
+    fn a_key_tail_follows_the_member() {
         let d = EntityDesc {
             key_pattern: "user:{<id>}:profile",
             key_head: "user:",
             key_tail: ":profile",
             ..desc(Layout::Hash)
         };
-        assert_eq!(entity_key(&d, "t:", "9"), "t:user:{9}:profile");
-        assert_eq!(presence_suffixes(&d), ["}:profile"]);
+        let t = &sa("t");
+        assert_eq!(entity_key(&d, t, "9"), "t:user:9:profile");
+        assert_eq!(presence_suffixes(&d, t), [":profile"]);
         assert_eq!(
-            member_of_key(&d, "t:", "t:user:{9}:profile").as_deref(),
+            member_of_key(&d, t, "t:user:9:profile").as_deref(),
             Some("9")
         );
-        assert_eq!(member_of_key(&d, "t:", "t:order:{9}"), None);
-        assert_eq!(member_of_key(&d, "t:", "t:user:{9"), None);
         assert_eq!(
-            register_entry(&d, "t:", "follows"),
+            member_of_key(&d, t, "t:user:9:profile:settings").as_deref(),
+            Some("9")
+        );
+        assert_eq!(member_of_key(&d, t, "t:order:9"), None);
+        assert_eq!(member_of_key(&d, t, "t:user:9"), None, "no tail");
+        assert_eq!(member_of_key(&d, t, "t:user:9:profilex"), None);
+        assert_eq!(
+            register_entry(&d, t, "follows"),
             "t:user:\n:profile\nfollows\n"
         );
+
+        let c = &cl("t");
+        assert_eq!(entity_key(&d, c, "9"), "t:user:{9}:profile");
+        assert_eq!(presence_suffixes(&d, c), ["}:profile"]);
+        assert_eq!(
+            member_of_key(&d, c, "t:user:{9}:profile").as_deref(),
+            Some("9")
+        );
+        assert_eq!(member_of_key(&d, c, "t:user:{9"), None);
+        assert_eq!(
+            register_entry(&d, c, "follows"),
+            "t:user:{\n}:profile\nfollows\n"
+        );
+
+        // A tail that does not start with `:` begins inside the member's segment.
+        let d = EntityDesc {
+            key_pattern: "doc{<id>}x",
+            key_head: "doc",
+            key_tail: "x",
+            ..desc(Layout::Hash)
+        };
+        assert_eq!(entity_key(&d, t, "7"), "t:doc7x");
+        assert_eq!(member_of_key(&d, t, "t:doc7x").as_deref(), Some("7"));
+        assert_eq!(
+            member_of_key(&d, t, "t:doc7x:settings").as_deref(),
+            Some("7")
+        );
+        assert_eq!(member_of_key(&d, t, "t:doc7"), None);
     }
 
     #[test]
     fn the_ttl_key_is_one_that_lives_as_long_as_the_entity() {
-        assert_eq!(ttl_key(&desc(Layout::Hash), "", "9"), "user:userid:{9}");
-        assert_eq!(ttl_key(&desc(Layout::Json), "", "9"), "user:userid:{9}");
+        assert_eq!(ttl_key(&desc(Layout::Hash), &sa(""), "9"), "user:userid:9");
+        assert_eq!(ttl_key(&desc(Layout::Json), &sa(""), "9"), "user:userid:9");
         // Strings without a required column lacking its own TTL: the marker.
         const OPTIONAL: &[ColumnDesc] = &[ColumnDesc {
             name: "code",
@@ -447,12 +604,12 @@ mod tests {
             columns: OPTIONAL,
             ..desc(Layout::Strings)
         };
-        assert_eq!(ttl_key(&d, "t:", "9"), "t:user:userid:{9}");
+        assert_eq!(ttl_key(&d, &sa("t"), "9"), "t:user:userid:9");
         assert_eq!(presence_suffix(&d), "");
         assert_eq!(presence_suffix(&desc(Layout::Hash)), "");
         // A required column: the entity exists while it does.
         assert_eq!(presence_suffix(&desc(Layout::Strings)), ":username");
         // A column without a TTL of its own still shows that the entity exists.
-        assert_eq!(presence_suffixes(&d), ["}", "}:code"]);
+        assert_eq!(presence_suffixes(&d, &sa("")), ["", ":code"]);
     }
 }

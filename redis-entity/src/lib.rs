@@ -17,14 +17,14 @@
 //!     email: Option<String>,
 //!     level: i64,
 //!     #[hash]
-//!     settings: BTreeMap<String, String>, // its own hash: user:{9}:settings
+//!     settings: BTreeMap<String, String>, // its own hash: user:9:settings
 //! }
 //!
 //! # async fn run() -> redis_entity::Result<()> {
 //! let store = Store::connect("redis://127.0.0.1/").await?;
 //! let lisi = User { id: 9, username: "lisi".into(), email: None, level: 1, settings: BTreeMap::new() };
-//! store.save(&lisi).await?;                                       // HSET user:{9} username lisi level 1
-//! store.update::<User>(&9).incr(User::LEVEL, 1).exec().await?;   // HINCRBY user:{9} level 1
+//! store.save(&lisi).await?;                                       // HSET user:9 username lisi level 1
+//! store.update::<User>(&9).incr(User::LEVEL, 1).exec().await?;   // HINCRBY user:9 level 1
 //! assert_eq!(store.get::<User>(&9).await?.unwrap().level, 2);
 //! println!("{}", User::layout());                                 // every key family and its type
 //! # Ok(()) }
@@ -84,7 +84,7 @@ pub use plan::explain::Explain;
 pub use schema::entity::{
     ColumnDesc, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, MapDesc, Row,
 };
-pub use schema::escape::{KeyPart, Namespace, PaddedKeyPart};
+pub use schema::escape::{KeyLayout, KeyPart, Namespace, PaddedKeyPart};
 pub use schema::field::{
     AllowsIncr, Assign, Equality, Field, HashField, Incrementable, NoIndex, Prefix, PrefixIndex,
     SetIndex, Sorted, SortedIndex, Tags, Unique, UniqueIndex, ValueKeyed, Writable,
@@ -145,13 +145,13 @@ pub use redis;
 /// #[derive(RedisEntity)]
 /// #[redis(prefix = "user")]
 /// struct User { #[pk] id: u64, name: String }
-/// assert_eq!(User::key(&9), "user:{9}");
+/// assert_eq!(User::key(&9), "user:9");
 ///
 /// // The classic layout: one string key per field, under a template.
 /// #[derive(RedisEntity)]
 /// #[redis(layout = "strings", key = "user:userid:{userid}")]
 /// struct Account { #[pk] userid: u64, username: String }
-/// assert_eq!(Account::key(&9), "user:userid:{9}");
+/// assert_eq!(Account::key(&9), "user:userid:9");
 ///
 /// // Sessions that expire an hour after they are created.
 /// #[derive(RedisEntity)]
@@ -192,13 +192,13 @@ pub use redis;
 ///     #[index(prefix)]
 ///     title: String,                      // starts-with search
 ///     #[index]
-///     tags: BTreeSet<String>,             // book:tags:<tag> -> {ids}
+///     tags: BTreeSet<String>,             // book:@tags:<tag> -> {ids}
 ///     #[index(unique)]
 ///     isbn: String,                       // one book per ISBN
 ///     #[index(sorted)]
 ///     price_cents: i64,                   // ranges, cheapest first
 ///     #[hash]
-///     notes: BTreeMap<String, String>,    // book:{1}:notes
+///     notes: BTreeMap<String, String>,    // book:1:notes
 ///     #[redis(json)]
 ///     authors: Vec<String>,               // one JSON value
 ///     #[redis(rename = "pub")]
@@ -206,7 +206,7 @@ pub use redis;
 ///     #[version]
 ///     version: u64,                       // optimistic concurrency
 /// }
-/// assert_eq!(Book::key(&1), "book:{1}");
+/// assert_eq!(Book::key(&1), "book:1");
 /// assert_eq!(Book::TITLE.name(), "title");
 /// assert_eq!(Book::PUBLISHER.name(), "pub");
 /// println!("{}", Book::layout()); // every key family and its Redis type
@@ -220,7 +220,7 @@ pub use redis;
 ///     #[pk] #[index] uid: u64,
 ///     status: String,
 /// }
-/// assert_eq!(RedPackage::key(&(1, 2, 3)), "red_package:{1_2_3}");
+/// assert_eq!(RedPackage::key(&(1, 2, 3)), "red_package:1_2_3");
 /// ```
 ///
 /// A field of a type the crate cannot store is refused at the field, with

@@ -62,21 +62,21 @@ const _: () = {
         };
         fn write_member(pk: &Self::Pk, out: &mut ::re::__private::String) {
             let (__p0, __p1, __p2) = pk;
-            ::re::__private::KeyPart::write_key(__p0, out, "_");
+            ::re::__private::KeyPart::write_key(__p0, out, "_@");
             out.push_str("_");
-            ::re::__private::KeyPart::write_key(__p1, out, "_");
+            ::re::__private::KeyPart::write_key(__p1, out, "_@");
             out.push_str("_");
-            ::re::__private::KeyPart::write_key(__p2, out, "_");
+            ::re::__private::KeyPart::write_key(__p2, out, "_@");
         }
         fn write_own_member(&self, out: &mut ::re::__private::String) {
             let __p0 = &self.program_id;
             let __p1 = &self.task_id;
             let __p2 = &self.uid;
-            ::re::__private::KeyPart::write_key(__p0, out, "_");
+            ::re::__private::KeyPart::write_key(__p0, out, "_@");
             out.push_str("_");
-            ::re::__private::KeyPart::write_key(__p1, out, "_");
+            ::re::__private::KeyPart::write_key(__p1, out, "_@");
             out.push_str("_");
-            ::re::__private::KeyPart::write_key(__p2, out, "_");
+            ::re::__private::KeyPart::write_key(__p2, out, "_@");
         }
         fn read_member(member: &str) -> ::re::__private::core::option::Option<Self::Pk> {
             let __rest: &str = member;

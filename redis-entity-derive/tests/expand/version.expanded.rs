@@ -47,11 +47,11 @@ const _: () = {
         };
         fn write_member(pk: &Self::Pk, out: &mut ::redis_entity::__private::String) {
             let __p0 = pk;
-            ::redis_entity::__private::KeyPart::write_key(__p0, out, "");
+            ::redis_entity::__private::KeyPart::write_key(__p0, out, "@");
         }
         fn write_own_member(&self, out: &mut ::redis_entity::__private::String) {
             let __p0 = &self.id;
-            ::redis_entity::__private::KeyPart::write_key(__p0, out, "");
+            ::redis_entity::__private::KeyPart::write_key(__p0, out, "@");
         }
         fn read_member(
             member: &str,

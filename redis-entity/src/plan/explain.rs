@@ -47,7 +47,7 @@ pub(crate) fn query(desc: &'static EntityDesc, ns: &Namespace, spec: &Spec) -> E
     let mut notes = Vec::new();
     let (first, keys) = match query::native_set_command(desc, ns, spec) {
         Some(native) => {
-            let expiry = keyspace::expiry_key(desc, ns.as_str());
+            let expiry = keyspace::expiry_key(desc, ns);
             let text = words(&native);
             let named: Vec<String> = text.split(' ').skip(1).map(str::to_owned).collect();
             notes.push(
@@ -75,11 +75,7 @@ pub(crate) fn query(desc: &'static EntityDesc, ns: &Namespace, spec: &Spec) -> E
     };
     // The reads of one record, for a placeholder id.
     let mut pipe = redis::pipe();
-    crate::plan::read::read(
-        desc,
-        &EntityKeys::new(desc, ns.as_str(), "<id>".into()),
-        &mut pipe,
-    );
+    crate::plan::read::read(desc, &EntityKeys::new(desc, ns, "<id>".into()), &mut pipe);
     let fetch: Vec<String> = pipe
         .cmd_iter()
         .map(|c| format!("{} (per matching entity, pipelined)", words(c)))

@@ -176,7 +176,7 @@ pub(crate) static ACCOUNT: EntityDesc = EntityDesc {
 
 /// The keys of `member`, without namespace.
 pub(crate) fn keys(desc: &EntityDesc, member: &str) -> EntityKeys {
-    EntityKeys::new(desc, "", member.to_owned())
+    EntityKeys::new(desc, &crate::Namespace::none(), member.to_owned())
 }
 
 /// Bytes of a text.
@@ -222,27 +222,27 @@ pub(crate) fn server_error(line: &str) -> redis::Value {
 /// The keys of the fixtures, in the order the write functions take them.
 #[test]
 fn every_key_in_script_order() {
-    let user = EntityKeys::new(&USER, "", "9".into());
+    let user = EntityKeys::new(&USER, &crate::Namespace::none(), "9".into());
     let all: Vec<&str> = user.all().map(String::as_str).collect();
-    assert_eq!(all, ["user:{9}", "user:{9}:prefs", "user:{9}:@shadow"]);
+    assert_eq!(all, ["user:9", "user:9:prefs", "user:9:@shadow"]);
     assert!(user.columns.is_empty());
 
-    let session = EntityKeys::new(&SESSION, "", "s1".into());
+    let session = EntityKeys::new(&SESSION, &crate::Namespace::none(), "s1".into());
     let all: Vec<&str> = session.all().map(String::as_str).collect();
     assert_eq!(
         all,
         [
-            "session:{s1}",
-            "session:{s1}:user",
-            "session:{s1}:code",
-            "session:{s1}:hits",
-            "session:{s1}:rev",
-            "session:{s1}:@shadow"
+            "session:s1",
+            "session:s1:user",
+            "session:s1:code",
+            "session:s1:hits",
+            "session:s1:rev",
+            "session:s1:@shadow"
         ]
     );
 
     // Without indexes there is no shadow.
-    let doc = EntityKeys::new(&DOC, "", "d1".into());
+    let doc = EntityKeys::new(&DOC, &crate::Namespace::none(), "d1".into());
     assert_eq!(doc.shadow, None);
-    assert_eq!(doc.maps, ["doc:{d1}:notes"]);
+    assert_eq!(doc.maps, ["doc:d1:notes"]);
 }

@@ -122,7 +122,7 @@ pub(crate) fn native_set_command(
         }
         any.push(
             u.iter()
-                .map(|(i, v)| keyspace::index_key(desc, ns.as_str(), desc.indexes[*i].field, v))
+                .map(|(i, v)| keyspace::index_key(desc, ns, desc.indexes[*i].field, v))
                 .collect::<Vec<_>>(),
         );
     }
@@ -134,7 +134,7 @@ pub(crate) fn native_set_command(
         let keys: Vec<Vec<u8>> = c
             .values
             .iter()
-            .map(|v| keyspace::index_key(desc, ns.as_str(), idx.field, v))
+            .map(|v| keyspace::index_key(desc, ns, idx.field, v))
             .collect();
         match c.op {
             SetOp::All => all.extend(keys),
@@ -189,21 +189,14 @@ pub(crate) fn script_call(
         args.push(b"s".to_vec());
         args.push(u.len().to_string().into_bytes());
         for (i, v) in u {
-            keys.push(keyspace::index_key(
-                desc,
-                ns.as_str(),
-                desc.indexes[*i].field,
-                v,
-            ));
+            keys.push(keyspace::index_key(desc, ns, desc.indexes[*i].field, v));
         }
     }
     for r in &spec.ranges {
         args.push(b"all".to_vec());
         args.push(b"r".to_vec());
         args.push(b"1".to_vec());
-        keys.push(
-            keyspace::index_zset(desc, ns.as_str(), desc.indexes[r.index].field).into_bytes(),
-        );
+        keys.push(keyspace::index_zset(desc, ns, desc.indexes[r.index].field).into_bytes());
         args.push(score_bound(r.min, "-inf"));
         args.push(score_bound(r.max, "+inf"));
     }
@@ -214,7 +207,7 @@ pub(crate) fn script_call(
             // Entries are `escaped value:member`; escaped values have no ':'.
             args.push(b"z".to_vec());
             args.push(c.values.len().to_string().into_bytes());
-            let zset = keyspace::index_zset(desc, ns.as_str(), idx.field).into_bytes();
+            let zset = keyspace::index_zset(desc, ns, idx.field).into_bytes();
             for v in &c.values {
                 keys.push(zset.clone());
                 let (min, max) = match c.op {
@@ -230,7 +223,7 @@ pub(crate) fn script_call(
                 args.push(max);
             }
         } else {
-            let prefix = keyspace::index_prefix(desc, ns.as_str(), idx.field);
+            let prefix = keyspace::index_prefix(desc, ns, idx.field);
             args.push(b"s".to_vec());
             args.push(c.values.len().to_string().into_bytes());
             for v in &c.values {
@@ -240,7 +233,7 @@ pub(crate) fn script_call(
             }
         }
     }
-    keys.push(keyspace::ids_key(desc, ns.as_str()).into_bytes());
+    keys.push(keyspace::ids_key(desc, ns).into_bytes());
     // A whole result is sorted by the caller (cheaper than Lua's sort); a
     // page must be cut from the sorted result on the server.
     args.push(match (page, desc.numeric_pk) {
@@ -256,16 +249,14 @@ pub(crate) fn script_call(
     };
     args.push(offset.to_string().into_bytes());
     args.push(limit.to_string().into_bytes());
-    args.push(keyspace::expiry_key(desc, ns.as_str()).into_bytes());
-    args.push(keyspace::owner_head(desc, ns.as_str()).into_bytes());
-    let suffixes = keyspace::presence_suffixes(desc);
+    args.push(keyspace::expiry_key(desc, ns).into_bytes());
+    args.push(keyspace::owner_head(desc, ns).into_bytes());
+    let suffixes = keyspace::presence_suffixes(desc, ns);
     args.push(suffixes.len().to_string().into_bytes());
     args.extend(suffixes.into_iter().map(String::into_bytes));
     match spec.order {
         Some((index, desc_order)) => {
-            args.push(
-                keyspace::index_zset(desc, ns.as_str(), desc.indexes[index].field).into_bytes(),
-            );
+            args.push(keyspace::index_zset(desc, ns, desc.indexes[index].field).into_bytes());
             args.push(if desc_order {
                 b"desc".to_vec()
             } else {
@@ -360,15 +351,11 @@ pub(crate) fn rank_call(
 ) -> crate::script::Call<'static> {
     let mut call = crate::script::RANK
         .call()
-        .key(keyspace::index_zset(
-            desc,
-            ns.as_str(),
-            desc.indexes[index].field,
-        ))
-        .key(keyspace::expiry_key(desc, ns.as_str()))
+        .key(keyspace::index_zset(desc, ns, desc.indexes[index].field))
+        .key(keyspace::expiry_key(desc, ns))
         .arg(member)
-        .arg(keyspace::owner_head(desc, ns.as_str()));
-    for s in keyspace::presence_suffixes(desc) {
+        .arg(keyspace::owner_head(desc, ns));
+    for s in keyspace::presence_suffixes(desc, ns) {
         call = call.arg(s);
     }
     call
@@ -462,8 +449,8 @@ pub(crate) fn sweep_plans(
     ghosts
         .iter()
         .map(|m| {
-            let keys = EntityKeys::new(desc, ns.as_str(), m.clone());
-            plan::lifecycle(desc, ns.as_str(), keys, WriteOp::Sweep, None)
+            let keys = EntityKeys::new(desc, ns, m.clone());
+            plan::lifecycle(desc, ns, keys, WriteOp::Sweep, None)
         })
         .collect()
 }
@@ -476,7 +463,7 @@ pub(crate) fn parse_reply(
     reply: Value,
 ) -> Result<Answer> {
     let bad = |detail: String| Error::UnexpectedReply {
-        key: keyspace::ids_key(desc, ""),
+        key: keyspace::ids_key(desc, &Namespace::none()),
         detail,
     };
     let Value::Array(mut items) = reply else {
@@ -697,11 +684,11 @@ pub(crate) fn repair_plan(
     entries: &[(usize, Vec<u8>)],
     missing: bool,
 ) -> WritePlan {
-    let keys = EntityKeys::new(desc, ns.as_str(), member.to_owned());
+    let keys = EntityKeys::new(desc, ns, member.to_owned());
     if missing {
-        return plan::lifecycle(desc, ns.as_str(), keys, WriteOp::Reindex, None);
+        return plan::lifecycle(desc, ns, keys, WriteOp::Reindex, None);
     }
-    plan::clean(desc, ns.as_str(), keys, entries)
+    plan::clean(desc, ns, keys, entries)
 }
 
 /// What `fetch` does with the replies of the page read.
@@ -770,7 +757,7 @@ pub(crate) fn member_keys(
 ) -> Vec<EntityKeys> {
     members
         .iter()
-        .map(|m| EntityKeys::new(desc, ns.as_str(), m.clone()))
+        .map(|m| EntityKeys::new(desc, ns, m.clone()))
         .collect()
 }
 
@@ -781,7 +768,7 @@ pub(crate) fn unique_key<V: crate::schema::codec::Scalar>(
     index: usize,
     value: &V,
 ) -> (String, Vec<u8>) {
-    let prefix = keyspace::index_prefix(desc, ns.as_str(), desc.indexes[index].field);
+    let prefix = keyspace::index_prefix(desc, ns, desc.indexes[index].field);
     let v = index_value(value);
     let mut key = prefix.into_bytes();
     key.extend_from_slice(&v);
@@ -914,12 +901,12 @@ mod tests {
         assert_eq!(
             texts(&call.keys),
             [
-                "t:user:rating",
-                "t:user:country:DE",
-                "t:user:country:FR",
-                "t:user:email",
-                "t:user:email",
-                "t:user:tags:php",
+                "t:user:@rating",
+                "t:user:@country:DE",
+                "t:user:@country:FR",
+                "t:user:@email",
+                "t:user:@email",
+                "t:user:@tags:php",
                 "t:user:@ids",
             ]
         );
@@ -931,7 +918,7 @@ mod tests {
             b"(an\xff",
             b"[ann@x:",
             b"(ann@x:\xff",
-            b"t:user:{",
+            b"t:user:",
             b"desc",
         ] {
             assert!(
@@ -949,7 +936,7 @@ mod tests {
             ..Spec::default()
         };
         let call = script_call(&USER, &Namespace::none(), &spec, true, false);
-        assert_eq!(texts(&call.keys), ["user:email", "user:@ids"]);
+        assert_eq!(texts(&call.keys), ["user:@email", "user:@ids"]);
         assert!(call.args.iter().any(|a| a == b"-"));
         assert!(call.args.iter().any(|a| a == b"+"));
         assert!(!call.args.iter().any(|a| a.starts_with(b"[%_")));
@@ -958,8 +945,8 @@ mod tests {
     #[test]
     fn the_rank_call_names_the_sorted_set_and_the_expiry_set() {
         let call = rank_call(&USER, &ns(), RATING_IDX, "9");
-        assert_eq!(texts(&call.keys), ["t:user:rating", "t:user:@expiry"]);
-        assert_eq!(texts(&call.args), ["9", "t:user:{", "}"]);
+        assert_eq!(texts(&call.keys), ["t:user:@rating", "t:user:@expiry"]);
+        assert_eq!(texts(&call.args), ["9", "t:user:", ""]);
     }
 
     #[test]
@@ -1138,7 +1125,7 @@ mod tests {
         let entries = vec![(COUNTRY_IDX, b("FR"))];
         let clean = repair_plan(&USER, &ns(), "9", &entries, false);
         assert_eq!(clean.op, WriteOp::Clean);
-        assert_eq!(clean.keys.base, "t:user:{9}");
+        assert_eq!(clean.keys.base, "t:user:9");
         assert_eq!(clean.stale, entries);
         let reindex = repair_plan(&USER, &ns(), "9", &entries, true);
         assert_eq!(reindex.op, WriteOp::Reindex);
@@ -1150,13 +1137,13 @@ mod tests {
             .map(|p| (p.op, p.keys.member.as_str()))
             .collect();
         assert_eq!(got, [(WriteOp::Sweep, "3"), (WriteOp::Sweep, "4")]);
-        assert_eq!(sweeps[0].ns, "t:");
+        assert_eq!(sweeps[0].ns.as_str(), "t:");
     }
 
     #[test]
     fn the_unique_key_of_a_value_is_escaped() {
         let (key, value) = unique_key(&USER, &ns(), 0, &"a:b".to_owned());
-        assert_eq!(key, "t:user:username:a%3Ab");
+        assert_eq!(key, "t:user:@username:a%3Ab");
         assert_eq!(value, b("a%3Ab"));
     }
 
@@ -1164,6 +1151,6 @@ mod tests {
     fn the_page_read_names_each_member() {
         let keys = member_keys(&ACCOUNT, &ns(), &["1".into(), "2".into()]);
         let bases: Vec<&str> = keys.iter().map(|k| k.base.as_str()).collect();
-        assert_eq!(bases, ["t:account:{1}", "t:account:{2}"]);
+        assert_eq!(bases, ["t:account:1", "t:account:2"]);
     }
 }

@@ -181,22 +181,22 @@ mod tests {
     fn read_commands_per_layout() {
         assert_eq!(
             read_commands(&USER, "9"),
-            [["HGETALL", "user:{9}"], ["HGETALL", "user:{9}:prefs"]]
+            [["HGETALL", "user:9"], ["HGETALL", "user:9:prefs"]]
         );
         assert_eq!(
             read_commands(&SESSION, "s1"),
             [vec![
                 "MGET",
-                "session:{s1}",
-                "session:{s1}:user",
-                "session:{s1}:code",
-                "session:{s1}:hits",
-                "session:{s1}:rev"
+                "session:s1",
+                "session:s1:user",
+                "session:s1:code",
+                "session:s1:hits",
+                "session:s1:rev"
             ]]
         );
         assert_eq!(
             read_commands(&DOC, "d1"),
-            [["GET", "doc:{d1}"], ["HGETALL", "doc:{d1}:notes"]]
+            [["GET", "doc:d1"], ["HGETALL", "doc:d1:notes"]]
         );
     }
 
@@ -275,7 +275,7 @@ mod tests {
 
         match decode(&DOC, "d1", vec![bulk("{not json"), Value::Nil]) {
             Err(Error::Decode { key, field, .. }) => {
-                assert_eq!((&*key, field), ("doc:{d1}", "(document)"))
+                assert_eq!((&*key, field), ("doc:d1", "(document)"))
             }
             other => panic!("{other:?}"),
         }
@@ -305,31 +305,31 @@ mod tests {
     fn a_wrong_reply_is_a_typed_error_naming_the_key() {
         let wrongtype = || server_error("WRONGTYPE Operation against a key");
         match decode(&USER, "9", vec![wrongtype(), Value::Nil]) {
-            Err(Error::WrongType { key, .. }) => assert_eq!(key, "user:{9}"),
+            Err(Error::WrongType { key, .. }) => assert_eq!(key, "user:9"),
             other => panic!("{other:?}"),
         }
         match decode(&USER, "9", vec![flat(&["username", "ann"]), wrongtype()]) {
-            Err(Error::WrongType { key, .. }) => assert_eq!(key, "user:{9}:prefs"),
+            Err(Error::WrongType { key, .. }) => assert_eq!(key, "user:9:prefs"),
             other => panic!("{other:?}"),
         }
         match decode(&USER, "9", vec![Value::Int(1), Value::Nil]) {
-            Err(Error::UnexpectedReply { key, .. }) => assert_eq!(key, "user:{9}"),
+            Err(Error::UnexpectedReply { key, .. }) => assert_eq!(key, "user:9"),
             other => panic!("{other:?}"),
         }
         match decode(&SESSION, "s1", vec![wrongtype()]) {
-            Err(Error::WrongType { key, .. }) => assert_eq!(key, "session:{s1}"),
+            Err(Error::WrongType { key, .. }) => assert_eq!(key, "session:s1"),
             other => panic!("{other:?}"),
         }
         match decode(&SESSION, "s1", vec![Value::Int(3)]) {
-            Err(Error::UnexpectedReply { key, .. }) => assert_eq!(key, "session:{s1}"),
+            Err(Error::UnexpectedReply { key, .. }) => assert_eq!(key, "session:s1"),
             other => panic!("{other:?}"),
         }
         match decode(&DOC, "d1", vec![wrongtype(), Value::Nil]) {
-            Err(Error::WrongType { key, .. }) => assert_eq!(key, "doc:{d1}"),
+            Err(Error::WrongType { key, .. }) => assert_eq!(key, "doc:d1"),
             other => panic!("{other:?}"),
         }
         match decode(&DOC, "d1", vec![Value::Array(vec![]), Value::Nil]) {
-            Err(Error::UnexpectedReply { key, .. }) => assert_eq!(key, "doc:{d1}"),
+            Err(Error::UnexpectedReply { key, .. }) => assert_eq!(key, "doc:d1"),
             other => panic!("{other:?}"),
         }
     }
@@ -378,7 +378,7 @@ mod decoding_never_panics {
         #[test]
         fn on_arbitrary_replies(replies in prop::collection::vec(reply(), 0..4)) {
             for desc in [&USER, &SESSION, &DOC, &ACCOUNT] {
-                let keys = EntityKeys::new(desc, "", "1".into());
+                let keys = EntityKeys::new(desc, &crate::Namespace::none(), "1".into());
                 let _ = decode_read(desc, &keys, &mut replies.clone().into_iter());
             }
         }

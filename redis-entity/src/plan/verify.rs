@@ -300,7 +300,7 @@ impl Expected {
     ) {
         self.members.insert(member.to_owned());
         for i in 0..desc.indexes.len() {
-            let prefix = crate::keyspace::index_prefix(desc, ns.as_str(), desc.indexes[i].field);
+            let prefix = crate::keyspace::index_prefix(desc, ns, desc.indexes[i].field);
             for e in query::row_entries(desc, member, row, i) {
                 let mut key = prefix.clone().into_bytes();
                 key.extend_from_slice(&e);
@@ -331,7 +331,7 @@ pub(crate) fn add_prefix_entries(
     entries: Vec<Vec<u8>>,
     actual: &mut Actual,
 ) {
-    let prefix = crate::keyspace::index_prefix(desc, ns.as_str(), desc.indexes[index].field);
+    let prefix = crate::keyspace::index_prefix(desc, ns, desc.indexes[index].field);
     for entry in entries {
         let Some(sep) = entry.iter().position(|&b| b == b':') else {
             continue;
@@ -360,10 +360,10 @@ fn sorted_entry(
     if !matches!(idx.kind, IndexKind::Sorted | IndexKind::Prefix) {
         return None;
     }
-    let prefix = crate::keyspace::index_prefix(desc, ns.as_str(), idx.field);
+    let prefix = crate::keyspace::index_prefix(desc, ns, idx.field);
     let value = key.strip_prefix(prefix.as_bytes())?;
     Some((
-        crate::keyspace::index_zset(desc, ns.as_str(), idx.field),
+        crate::keyspace::index_zset(desc, ns, idx.field),
         String::from_utf8_lossy(value).into_owned(),
     ))
 }
@@ -470,7 +470,7 @@ pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report
         match v {
             Violation::StaleEntry { key, member } => {
                 let found = desc.indexes.iter().enumerate().find_map(|(i, idx)| {
-                    let prefix = crate::keyspace::index_prefix(desc, ns.as_str(), idx.field);
+                    let prefix = crate::keyspace::index_prefix(desc, ns, idx.field);
                     key.strip_prefix(&prefix)
                         .map(|e| (i, e.as_bytes().to_vec()))
                 });
@@ -479,9 +479,10 @@ pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report
                 entry.1.push(at);
             }
             Violation::StaleSortedEntry { key, member, value } => {
-                let found = desc.indexes.iter().position(|idx| {
-                    crate::keyspace::index_zset(desc, ns.as_str(), idx.field) == *key
-                });
+                let found = desc
+                    .indexes
+                    .iter()
+                    .position(|idx| crate::keyspace::index_zset(desc, ns, idx.field) == *key);
                 let entry = stale.entry(member.clone()).or_default();
                 entry
                     .0
@@ -505,7 +506,7 @@ pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report
                 entity,
                 owner,
             } => {
-                let owner_key = crate::keyspace::entity_key(desc, ns.as_str(), owner);
+                let owner_key = crate::keyspace::entity_key(desc, ns, owner);
                 let name = key
                     .strip_prefix(&owner_key)
                     .and_then(|n| n.strip_prefix(':'))
@@ -521,10 +522,10 @@ pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report
                 out.removals.push((call, at));
             }
             Violation::Leftover { member, keys } => {
-                let entity = EntityKeys::new(desc, ns.as_str(), member.clone());
-                let presence = crate::keyspace::ttl_key(desc, ns.as_str(), member);
+                let entity = EntityKeys::new(desc, ns, member.clone());
+                let presence = crate::keyspace::ttl_key(desc, ns, member);
                 out.writes.push((
-                    plan::lifecycle(desc, ns.as_str(), entity, WriteOp::Sweep, None),
+                    plan::lifecycle(desc, ns, entity, WriteOp::Sweep, None),
                     vec![at],
                 ));
                 for k in keys {
@@ -551,16 +552,13 @@ pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report
         }
     }
     for (m, (entries, at)) in stale {
-        let keys = EntityKeys::new(desc, ns.as_str(), m);
-        out.writes
-            .push((plan::clean(desc, ns.as_str(), keys, &entries), at));
+        let keys = EntityKeys::new(desc, ns, m);
+        out.writes.push((plan::clean(desc, ns, keys, &entries), at));
     }
     for (m, at) in reindex {
-        let keys = EntityKeys::new(desc, ns.as_str(), m);
-        out.writes.push((
-            plan::lifecycle(desc, ns.as_str(), keys, WriteOp::Reindex, None),
-            at,
-        ));
+        let keys = EntityKeys::new(desc, ns, m);
+        out.writes
+            .push((plan::lifecycle(desc, ns, keys, WriteOp::Reindex, None), at));
     }
     out
 }
@@ -758,28 +756,24 @@ impl<'a> Verifier<'a> {
             Step::ScanEntities { cursor } => scan_cmd(
                 &mut pipe,
                 *cursor,
-                &crate::keyspace::entity_scan_pattern(desc, ns.as_str()),
+                &crate::keyspace::entity_scan_pattern(desc, ns),
             ),
             Step::ReadEntities { offset } => {
                 let end = (offset + CHUNK).min(self.members.len());
                 for m in &self.members[*offset..end] {
-                    crate::plan::read::read(
-                        desc,
-                        &EntityKeys::new(desc, ns.as_str(), m.clone()),
-                        &mut pipe,
-                    );
+                    crate::plan::read::read(desc, &EntityKeys::new(desc, ns, m.clone()), &mut pipe);
                 }
             }
             Step::ScanIndex { index, cursor } => {
                 let idx = &desc.indexes[*index];
                 if idx.kind == IndexKind::Prefix {
                     pipe.cmd("ZRANGE")
-                        .arg(crate::keyspace::index_zset(desc, ns.as_str(), idx.field))
+                        .arg(crate::keyspace::index_zset(desc, ns, idx.field))
                         .arg(0)
                         .arg(-1);
                 } else if idx.kind == IndexKind::Sorted {
                     pipe.cmd("ZRANGE")
-                        .arg(crate::keyspace::index_zset(desc, ns.as_str(), idx.field))
+                        .arg(crate::keyspace::index_zset(desc, ns, idx.field))
                         .arg(0)
                         .arg(-1)
                         .arg("WITHSCORES");
@@ -787,11 +781,7 @@ impl<'a> Verifier<'a> {
                     scan_cmd(
                         &mut pipe,
                         *cursor,
-                        &crate::keyspace::index_scan_pattern(
-                            desc,
-                            ns.as_str(),
-                            desc.indexes[*index].field,
-                        ),
+                        &crate::keyspace::index_scan_pattern(desc, ns, desc.indexes[*index].field),
                     );
                 }
             }
@@ -805,14 +795,13 @@ impl<'a> Verifier<'a> {
                 }
             }
             Step::ReadIds => {
-                pipe.cmd("SMEMBERS")
-                    .arg(crate::keyspace::ids_key(desc, ns.as_str()));
+                pipe.cmd("SMEMBERS").arg(crate::keyspace::ids_key(desc, ns));
             }
             Step::ReadRegisters { offset } => {
                 let end = (offset + CHUNK).min(self.live.len());
                 for m in &self.live[*offset..end] {
                     pipe.cmd("HGETALL").arg(crate::keyspace::relation_register(
-                        &crate::keyspace::entity_key(desc, ns.as_str(), m),
+                        &crate::keyspace::entity_key(desc, ns, m),
                     ));
                 }
             }
@@ -863,7 +852,7 @@ impl<'a> Verifier<'a> {
             Step::ScanEntities { .. } => {
                 let (cursor, keys) = scan_reply(first());
                 for k in keys {
-                    if let Some(m) = crate::keyspace::member_of_key(desc, ns.as_str(), &k) {
+                    if let Some(m) = crate::keyspace::member_of_key(desc, ns, &k) {
                         self.keys_of.entry(m).or_default().push(k);
                     }
                 }
@@ -882,7 +871,7 @@ impl<'a> Verifier<'a> {
                 let end = (offset + CHUNK).min(self.members.len());
                 let mut it = replies.into_iter();
                 for m in &self.members[offset..end] {
-                    let keys = EntityKeys::new(desc, ns.as_str(), m.clone());
+                    let keys = EntityKeys::new(desc, ns, m.clone());
                     let scanned = self.keys_of.remove(m).unwrap_or_default();
                     match crate::plan::read::decode_read(desc, &keys, &mut it) {
                         Ok(Some(row)) => {
@@ -932,7 +921,7 @@ impl<'a> Verifier<'a> {
                 let end = (offset + CHUNK).min(self.live.len());
                 for (m, v) in self.live[offset..end].iter().zip(replies) {
                     let flat: Vec<String> = list(v).into_iter().filter_map(text).collect();
-                    let owner_key = crate::keyspace::entity_key(desc, ns.as_str(), m);
+                    let owner_key = crate::keyspace::entity_key(desc, ns, m);
                     for pair in flat.chunks(2) {
                         let key = crate::keyspace::sub_key(&owner_key, &pair[0]);
                         let entry = pair.get(1).map(String::as_str).unwrap_or("");
@@ -1058,7 +1047,7 @@ impl<'a> Verifier<'a> {
             }
             Step::Done => {
                 return Err(Error::UnexpectedReply {
-                    key: crate::keyspace::ids_key(desc, ns.as_str()),
+                    key: crate::keyspace::ids_key(desc, ns),
                     detail: "verify fed after it finished".into(),
                 })
             }
@@ -1155,10 +1144,18 @@ mod tests {
                     let cursor: usize = cmd[1].parse().unwrap();
                     assert_eq!((cmd[2].as_str(), cmd[4].as_str()), ("MATCH", "COUNT"));
                     let head = cmd[3].strip_suffix('*').expect("a prefix pattern");
+                    // `<head>[^@]*`: entity keys beside the `@` families.
+                    let (head, not_at) = match head.strip_suffix("[^@]") {
+                        Some(h) => (h, true),
+                        None => (head, false),
+                    };
                     let all: Vec<&str> = self
                         .0
                         .keys()
-                        .filter(|k| k.starts_with(head))
+                        .filter(|k| {
+                            k.strip_prefix(head)
+                                .is_some_and(|r| !(not_at && (r.is_empty() || r.starts_with('@'))))
+                        })
                         .map(String::as_str)
                         .collect();
                     let end = (cursor + 1).min(all.len());
@@ -1217,11 +1214,11 @@ mod tests {
     /// Two accounts and every entry they need.
     fn clean_store() -> Vec<(&'static str, Stored)> {
         vec![
-            ("account:{1}", account("a@x", "DE")),
-            ("account:{2}", account("b@x", "DE")),
-            ("account:email:a@x", Stored::Text("1")),
-            ("account:email:b@x", Stored::Text("2")),
-            ("account:country:DE", members(&["1", "2"])),
+            ("account:1", account("a@x", "DE")),
+            ("account:2", account("b@x", "DE")),
+            ("account:@email:a@x", Stored::Text("1")),
+            ("account:@email:b@x", Stored::Text("2")),
+            ("account:@country:DE", members(&["1", "2"])),
             ("account:@ids", members(&["1", "2"])),
         ]
     }
@@ -1256,34 +1253,34 @@ mod tests {
             [
                 ("SCAN", "0"),
                 ("SCAN", "1"),
-                ("HGETALL", "account:{1}"),
-                ("HGETALL", "account:{2}"),
-                ("HGETALL", "account:{1}:@rel"),
-                ("HGETALL", "account:{2}:@rel"),
+                ("HGETALL", "account:1"),
+                ("HGETALL", "account:2"),
+                ("HGETALL", "account:1:@rel"),
+                ("HGETALL", "account:2:@rel"),
                 ("SCAN", "0"),
                 ("SCAN", "1"),
-                ("GET", "account:email:a@x"),
-                ("GET", "account:email:b@x"),
+                ("GET", "account:@email:a@x"),
+                ("GET", "account:@email:b@x"),
                 ("SCAN", "0"),
-                ("SMEMBERS", "account:country:DE"),
+                ("SMEMBERS", "account:@country:DE"),
                 ("SMEMBERS", "account:@ids"),
             ]
         );
-        assert_eq!(sent[0][3], "account:{*");
-        assert_eq!(sent[6][3], "account:email:*");
-        assert_eq!(sent[10][3], "account:country:*");
+        assert_eq!(sent[0][3], "account:[^@]*");
+        assert_eq!(sent[6][3], "account:@email:*");
+        assert_eq!(sent[10][3], "account:@country:*");
     }
 
     #[test]
     fn the_namespace_prefixes_every_key_read() {
         let store = vec![
-            ("t:account:{1}", account("a@x", "DE")),
-            ("t:account:email:a@x", Stored::Text("1")),
-            ("t:account:country:DE", members(&["1"])),
+            ("t:account:1", account("a@x", "DE")),
+            ("t:account:@email:a@x", Stored::Text("1")),
+            ("t:account:@country:DE", members(&["1"])),
             ("t:account:@ids", members(&["1"])),
             // Another namespace's keys are not this one's.
-            ("account:{2}", account("b@x", "DE")),
-            ("account:country:DE", members(&["2"])),
+            ("account:2", account("b@x", "DE")),
+            ("account:@country:DE", members(&["2"])),
         ];
         let (report, sent) = Fake::new(store).verify(&Namespace::new("t"));
         assert!(report.is_clean(), "{report}");
@@ -1296,13 +1293,13 @@ mod tests {
     #[test]
     fn an_entry_for_a_value_the_entity_does_not_hold_is_stale() {
         let mut store = clean_store();
-        store.push(("account:country:FR", members(&["1"])));
+        store.push(("account:@country:FR", members(&["1"])));
         let ns = Namespace::none();
         let (report, _) = Fake::new(store).verify(&ns);
         assert_eq!(
             report.violations,
             [Violation::StaleEntry {
-                key: "account:country:FR".into(),
+                key: "account:@country:FR".into(),
                 member: "1".into(),
             }]
         );
@@ -1315,12 +1312,12 @@ mod tests {
 
     #[test]
     fn an_entry_for_a_missing_entity_is_stale() {
-        let store = with(clean_store(), "account:email:c@x", Stored::Text("3"));
+        let store = with(clean_store(), "account:@email:c@x", Stored::Text("3"));
         let (report, _) = store.verify(&Namespace::none());
         assert_eq!(
             report.violations,
             [Violation::StaleEntry {
-                key: "account:email:c@x".into(),
+                key: "account:@email:c@x".into(),
                 member: "3".into(),
             }]
         );
@@ -1331,13 +1328,13 @@ mod tests {
 
     #[test]
     fn an_entity_absent_from_its_entry_is_missing() {
-        let store = with(clean_store(), "account:country:DE", members(&["1"]));
+        let store = with(clean_store(), "account:@country:DE", members(&["1"]));
         let ns = Namespace::none();
         let (report, _) = store.verify(&ns);
         assert_eq!(
             report.violations,
             [Violation::MissingEntry {
-                key: "account:country:DE".into(),
+                key: "account:@country:DE".into(),
                 member: "2".into(),
             }]
         );
@@ -1352,14 +1349,14 @@ mod tests {
     #[test]
     fn two_owners_of_one_unique_value_are_reported_and_left_alone() {
         let mut store = clean_store();
-        store.retain(|(k, _)| *k != "account:{2}" && *k != "account:email:b@x");
-        store.push(("account:{2}", account("a@x", "DE")));
+        store.retain(|(k, _)| *k != "account:2" && *k != "account:@email:b@x");
+        store.push(("account:2", account("a@x", "DE")));
         let ns = Namespace::none();
         let (report, _) = Fake::new(store).verify(&ns);
         assert_eq!(
             report.violations,
             [Violation::DuplicateUnique {
-                key: "account:email:a@x".into(),
+                key: "account:@email:a@x".into(),
                 members: vec!["1".into(), "2".into()],
             }]
         );
@@ -1402,9 +1399,9 @@ mod tests {
         // An expired entity's shadow outlives it until swept; a request
         // record expires on its own.
         let mut store = clean_store();
-        store.push(("account:{5}:@shadow", Stored::Hash(vec![("2", "DE")])));
-        store.push(("account:{5}:@req:abc", Stored::Text("1")));
-        store.push(("account:{6}:@req:abc", Stored::Text("1")));
+        store.push(("account:5:@shadow", Stored::Hash(vec![("2", "DE")])));
+        store.push(("account:5:@req:abc", Stored::Text("1")));
+        store.push(("account:6:@req:abc", Stored::Text("1")));
         let ns = Namespace::none();
         let (report, _) = Fake::new(store).verify(&ns);
         assert_eq!(report.entities, 2);
@@ -1412,7 +1409,7 @@ mod tests {
             report.violations,
             [Violation::Leftover {
                 member: "5".into(),
-                keys: vec!["account:{5}:@shadow".into()],
+                keys: vec!["account:5:@shadow".into()],
             }]
         );
         // Swept (indexes and relations, both sides), then the keys removed
@@ -1425,7 +1422,7 @@ mod tests {
             .collect();
         assert_eq!(got, [(WriteOp::Sweep, "5")]);
         let removal = &plan.removals[0].0;
-        assert_eq!(removal.keys, [b("account:{5}"), b("account:{5}:@shadow")]);
+        assert_eq!(removal.keys, [b("account:5"), b("account:5:@shadow")]);
         assert_eq!(removal.args, [b("key")]);
     }
 
@@ -1433,18 +1430,18 @@ mod tests {
     fn a_member_whose_entity_is_gone_dangles() {
         let mut store = clean_store();
         store.push((
-            "account:{1}:@rel",
+            "account:1:@rel",
             Stored::Hash(vec![
                 ("follows", "account:\n\nfollowers\n"),
                 ("feed", "@list\npost:\n\n"),
             ]),
         ));
-        store.push(("account:{1}:follows", members(&["2", "9"])));
-        store.push(("account:{2}:followers", members(&["1"])));
+        store.push(("account:1:follows", members(&["2", "9"])));
+        store.push(("account:2:followers", members(&["1"])));
         // Entity 9 is gone but its reverse set lists 1 back.
-        store.push(("account:{9}:followers", members(&["1"])));
-        store.push(("account:{1}:feed", Stored::List(vec!["7", "8", "7"])));
-        store.push(("post:{8}", Stored::Hash(vec![("text", "hi")])));
+        store.push(("account:9:followers", members(&["1"])));
+        store.push(("account:1:feed", Stored::List(vec!["7", "8", "7"])));
+        store.push(("post:8", Stored::Hash(vec![("text", "hi")])));
         let ns = Namespace::none();
         let (report, _) = Fake::new(store).verify(&ns);
         let dangling = |key: &str, member: &str, entity: &str| Violation::DanglingMember {
@@ -1458,10 +1455,10 @@ mod tests {
             [
                 Violation::Leftover {
                     member: "9".into(),
-                    keys: vec!["account:{9}:followers".into()],
+                    keys: vec!["account:9:followers".into()],
                 },
-                dangling("account:{1}:follows", "9", "account:{9}"),
-                dangling("account:{1}:feed", "7", "post:{7}"),
+                dangling("account:1:follows", "9", "account:9"),
+                dangling("account:1:feed", "7", "post:7"),
             ],
             "{report}"
         );
@@ -1469,11 +1466,7 @@ mod tests {
         let removal = &plan.removals[1].0;
         assert_eq!(
             removal.keys,
-            [
-                b("account:{9}"),
-                b("account:{1}:follows"),
-                b("account:{1}:@rel")
-            ]
+            [b("account:9"), b("account:1:follows"), b("account:1:@rel")]
         );
         assert_eq!(removal.args, [b("member"), b("9"), b("follows")]);
         assert_eq!(plan.removals.len(), 3);
@@ -1483,26 +1476,26 @@ mod tests {
     fn half_a_relation_is_one_sided() {
         let mut store = clean_store();
         store.push((
-            "account:{1}:@rel",
+            "account:1:@rel",
             Stored::Hash(vec![("follows", "account:\n\nfollowers\n")]),
         ));
-        store.push(("account:{1}:follows", members(&["2"])));
-        store.push(("account:{2}:followers", members(&[])));
+        store.push(("account:1:follows", members(&["2"])));
+        store.push(("account:2:followers", members(&[])));
         let (report, sent) = Fake::new(store).verify(&Namespace::none());
         assert!(sent.contains(&vec![
             "SISMEMBER".to_owned(),
-            "account:{2}:followers".to_owned(),
+            "account:2:followers".to_owned(),
             "1".to_owned()
         ]));
         let one_sided = Violation::OneSidedRelation {
-            key: "account:{1}:follows".into(),
+            key: "account:1:follows".into(),
             member: "2".into(),
         };
         assert_eq!(report.violations, [one_sided]);
         let plan = repairs(&ACCOUNT, &Namespace::none(), &report);
         assert_eq!(
             plan.one_sided,
-            [("account:{1}:follows".into(), "2".into(), 0)]
+            [("account:1:follows".into(), "2".into(), 0)]
         );
     }
 

@@ -12,6 +12,7 @@ use crate::keyspace::EntityKeys;
 use crate::plan::json::json_document;
 use crate::schema::entity::{EntityDesc, IndexSource, Layout, Row};
 use crate::schema::escape::escape_bytes_into;
+use crate::schema::escape::Namespace;
 pub(crate) use crate::schema::update_op::UpdateOp;
 use crate::script::{self, write::WriteOp, Call};
 use redis::Value;
@@ -51,7 +52,7 @@ pub(crate) struct WritePlan {
     /// The entity type.
     pub desc: &'static EntityDesc,
     /// The namespace prefix of every key.
-    pub ns: String,
+    pub ns: Namespace,
     /// The entity's keys.
     pub keys: EntityKeys,
     /// A TTL to give every key (`None`: keep the remaining one).
@@ -85,7 +86,7 @@ fn ms(d: Duration) -> u64 {
 impl WritePlan {
     /// A plan that changes nothing yet: indexed pk fields carry their fixed
     /// value, every other indexed field is unknown.
-    fn new(op: WriteOp, desc: &'static EntityDesc, ns: &str, keys: EntityKeys) -> Self {
+    fn new(op: WriteOp, desc: &'static EntityDesc, ns: &Namespace, keys: EntityKeys) -> Self {
         let index_values = desc
             .indexes
             .iter()
@@ -104,7 +105,7 @@ impl WritePlan {
         WritePlan {
             op,
             desc,
-            ns: ns.to_owned(),
+            ns: ns.clone(),
             keys,
             ttl: None,
             remove_ttl: false,
@@ -188,7 +189,7 @@ impl WritePlan {
     pub(crate) fn args(&self) -> Vec<Vec<u8>> {
         let mut args = Vec::with_capacity(6 + self.index_values.len() + 3 * self.commands.len());
         args.push(self.token.clone().unwrap_or_default().into_bytes());
-        args.push(self.ns.as_bytes().to_vec());
+        args.push(self.ns.as_str().as_bytes().to_vec());
         args.push(self.keys.member.as_bytes().to_vec());
         args.push(match self.ttl {
             Some(t) => ms(t).to_string().into_bytes(),
@@ -225,7 +226,7 @@ impl WritePlan {
 
     /// The call of the type's write script for this plan.
     pub(crate) fn call(&self) -> Call<'static> {
-        let mut call = script::write::script(self.desc, self.op, false).call();
+        let mut call = script::write::script(self.desc, self.ns.layout(), self.op, false).call();
         call.keys = self.keys.all().map(|k| k.as_bytes().to_vec()).collect();
         call.args = self.args();
         call
@@ -328,7 +329,7 @@ impl WritePlan {
 /// a result per plan, in order.
 pub(crate) fn batch_call(plans: &[WritePlan]) -> Call<'static> {
     let first = &plans[0];
-    let mut call = script::write::script(first.desc, first.op, true).call();
+    let mut call = script::write::script(first.desc, first.ns.layout(), first.op, true).call();
     for p in plans {
         debug_assert!(std::ptr::eq(p.desc, first.desc) && p.op == first.op);
         let before = call.keys.len();
@@ -389,7 +390,7 @@ pub(crate) fn check_update_scores(desc: &EntityDesc, ops: &[UpdateOp]) -> Result
 /// stores the next.
 pub(crate) fn save(
     desc: &'static EntityDesc,
-    ns: &str,
+    ns: &Namespace,
     keys: EntityKeys,
     row: &Row,
     insert: bool,
@@ -465,7 +466,7 @@ pub(crate) fn save(
 /// not need it, in the same atomic step that reads the stored value.
 pub(crate) fn clean(
     desc: &'static EntityDesc,
-    ns: &str,
+    ns: &Namespace,
     keys: EntityKeys,
     entries: &[(usize, Vec<u8>)],
 ) -> WritePlan {
@@ -479,7 +480,7 @@ pub(crate) fn clean(
 /// `ttl`) or persist.
 pub(crate) fn lifecycle(
     desc: &'static EntityDesc,
-    ns: &str,
+    ns: &Namespace,
     keys: EntityKeys,
     op: WriteOp,
     ttl: Option<Duration>,
@@ -494,7 +495,7 @@ pub(crate) fn lifecycle(
 /// `expected_version`, first checks that the stored version is that one.
 pub(crate) fn update(
     desc: &'static EntityDesc,
-    ns: &str,
+    ns: &Namespace,
     keys: EntityKeys,
     ops: &[UpdateOp],
     ttl: Option<Duration>,
@@ -557,7 +558,7 @@ pub(crate) fn update(
 /// `read` is the document the caller read, `doc` the new one.
 pub(crate) fn json_cas(
     desc: &'static EntityDesc,
-    ns: &str,
+    ns: &Namespace,
     keys: EntityKeys,
     read: Vec<u8>,
     doc: Vec<u8>,
@@ -624,14 +625,14 @@ mod tests {
     fn save_of_a_hash_sets_present_columns_and_deletes_absent_ones() {
         let plan = save(
             &USER,
-            "",
+            &crate::Namespace::none(),
             keys(&USER, "9"),
             &user_row(None, Some("3")),
             false,
             None,
         );
         assert_eq!(plan.op, WriteOp::Save);
-        assert_eq!(plan.keys.base, "user:{9}");
+        assert_eq!(plan.keys.base, "user:9");
         assert_eq!(plan.ttl, None);
         assert_eq!(plan.cas, None);
         // The stored version is expected, the next one is written.
@@ -651,8 +652,8 @@ mod tests {
                 cmd("HREPLACE", 1, &["theme", "dark"]),
             ]
         );
-        assert_eq!(key_of(&plan, &plan.commands[0]), "user:{9}");
-        assert_eq!(key_of(&plan, &plan.commands[2]), "user:{9}:prefs");
+        assert_eq!(key_of(&plan, &plan.commands[0]), "user:9");
+        assert_eq!(key_of(&plan, &plan.commands[2]), "user:9:prefs");
         assert_eq!(
             plan.index_values,
             [
@@ -671,7 +672,7 @@ mod tests {
     fn save_without_a_stored_version_checks_none() {
         let plan = save(
             &USER,
-            "",
+            &crate::Namespace::none(),
             keys(&USER, "9"),
             &user_row(Some("ann@x"), None),
             false,
@@ -689,10 +690,24 @@ mod tests {
     fn insert_is_a_create_only_save_with_its_ttl() {
         let ttl = Some(Duration::from_secs(30));
         let row = user_row(None, Some("0"));
-        let insert = save(&USER, "t:", keys(&USER, "9"), &row, true, ttl);
-        let upsert = save(&USER, "t:", keys(&USER, "9"), &row, false, ttl);
+        let insert = save(
+            &USER,
+            &crate::Namespace::trusted_prefix("t").unwrap(),
+            keys(&USER, "9"),
+            &row,
+            true,
+            ttl,
+        );
+        let upsert = save(
+            &USER,
+            &crate::Namespace::trusted_prefix("t").unwrap(),
+            keys(&USER, "9"),
+            &row,
+            false,
+            ttl,
+        );
         assert_eq!(insert.op, WriteOp::Insert);
-        assert_eq!(insert.ns, "t:");
+        assert_eq!(insert.ns.as_str(), "t:");
         assert_eq!(insert.ttl, ttl);
         assert_eq!(insert.commands, upsert.commands);
         assert_eq!(insert.index_values, upsert.index_values);
@@ -702,7 +717,14 @@ mod tests {
     fn sorted_value_without_a_score_gives_no_entry() {
         let mut row = user_row(None, None);
         row.columns[RATING] = Some(b("high"));
-        let plan = save(&USER, "", keys(&USER, "9"), &row, false, None);
+        let plan = save(
+            &USER,
+            &crate::Namespace::none(),
+            keys(&USER, "9"),
+            &row,
+            false,
+            None,
+        );
         assert_eq!(plan.index_values[RATING], IndexValue::Absent);
     }
 
@@ -711,7 +733,7 @@ mod tests {
         let k = keys(&SESSION, "s1");
         let plan = save(
             &SESSION,
-            "",
+            &crate::Namespace::none(),
             k.clone(),
             &row(&[Some("ann"), None, Some("3"), Some("1")], &[]),
             false,
@@ -730,10 +752,10 @@ mod tests {
         assert_eq!(
             written,
             [
-                "session:{s1}:user",
-                "session:{s1}:code",
-                "session:{s1}:hits",
-                "session:{s1}:rev"
+                "session:s1:user",
+                "session:s1:code",
+                "session:s1:hits",
+                "session:s1:rev"
             ]
         );
         assert_eq!(plan.version_expected.as_deref(), Some("1"));
@@ -742,7 +764,7 @@ mod tests {
         // A column with a TTL of its own carries it, in milliseconds.
         let plan = save(
             &SESSION,
-            "",
+            &crate::Namespace::none(),
             k,
             &row(&[Some("ann"), Some("x"), Some("3"), None], &[]),
             false,
@@ -757,7 +779,7 @@ mod tests {
     fn save_of_json_writes_one_document_and_its_maps() {
         let plan = save(
             &DOC,
-            "",
+            &crate::Namespace::none(),
             keys(&DOC, "d1"),
             &row(&[Some("\"Hi\""), None], &[&[("n1", "first")]]),
             false,
@@ -770,7 +792,7 @@ mod tests {
                 cmd("HREPLACE", 1, &["n1", "first"]),
             ]
         );
-        assert_eq!(key_of(&plan, &plan.commands[1]), "doc:{d1}:notes");
+        assert_eq!(key_of(&plan, &plan.commands[1]), "doc:d1:notes");
         assert!(plan.index_values.is_empty());
     }
 
@@ -800,7 +822,14 @@ mod tests {
                 value: None,
             },
         ];
-        let plan = update(&USER, "", keys(&USER, "9"), &ops, None, Some("4".into()));
+        let plan = update(
+            &USER,
+            &crate::Namespace::none(),
+            keys(&USER, "9"),
+            &ops,
+            None,
+            Some("4".into()),
+        );
         assert_eq!(plan.op, WriteOp::Update);
         assert_eq!(plan.version_expected.as_deref(), Some("4"));
         assert_eq!(
@@ -834,7 +863,14 @@ mod tests {
             col: VERSION,
             value: Some(b("10")),
         }];
-        let plan = update(&USER, "", keys(&USER, "9"), &set, None, None);
+        let plan = update(
+            &USER,
+            &crate::Namespace::none(),
+            keys(&USER, "9"),
+            &set,
+            None,
+            None,
+        );
         assert_eq!(plan.commands, [cmd("HSET", 0, &["version", "10"])]);
         assert_eq!(plan.version_expected, None);
 
@@ -843,7 +879,14 @@ mod tests {
             delta: b("5"),
             float: false,
         }];
-        let plan = update(&USER, "", keys(&USER, "9"), &incr, None, None);
+        let plan = update(
+            &USER,
+            &crate::Namespace::none(),
+            keys(&USER, "9"),
+            &incr,
+            None,
+            None,
+        );
         assert_eq!(plan.commands, [cmd("HINCRBY", 0, &["version", "5"])]);
     }
 
@@ -865,7 +908,14 @@ mod tests {
             },
         ];
         let ttl = Some(Duration::from_millis(1500));
-        let plan = update(&SESSION, "", keys(&SESSION, "s1"), &ops, ttl, None);
+        let plan = update(
+            &SESSION,
+            &crate::Namespace::none(),
+            keys(&SESSION, "s1"),
+            &ops,
+            ttl,
+            None,
+        );
         assert_eq!(plan.ttl, ttl);
         assert_eq!(
             plan.commands,
@@ -880,10 +930,10 @@ mod tests {
         assert_eq!(
             written,
             [
-                "session:{s1}:hits",
-                "session:{s1}:rev",
-                "session:{s1}:code",
-                "session:{s1}:user"
+                "session:s1:hits",
+                "session:s1:rev",
+                "session:s1:code",
+                "session:s1:user"
             ]
         );
         assert_eq!(plan.index_values, [IndexValue::Absent]);
@@ -893,7 +943,14 @@ mod tests {
             delta: b("0.5"),
             float: true,
         }];
-        let plan = update(&SESSION, "", keys(&SESSION, "s1"), &float, None, None);
+        let plan = update(
+            &SESSION,
+            &crate::Namespace::none(),
+            keys(&SESSION, "s1"),
+            &float,
+            None,
+            None,
+        );
         assert_eq!(plan.commands[0], cmd("INCRBYFLOAT", 3, &["0.5"]));
     }
 
@@ -912,7 +969,7 @@ mod tests {
         let ttl = Some(Duration::from_secs(5));
         let plan = json_cas(
             &DOC,
-            "",
+            &crate::Namespace::none(),
             keys(&DOC, "d1"),
             b("{\"title\":\"Old\"}"),
             b("{\"title\":\"New\"}"),
@@ -935,7 +992,7 @@ mod tests {
     #[test]
     fn clean_carries_the_stale_entries_and_writes_no_data() {
         let entries = vec![(COUNTRY, b("DE")), (TAGS, b("php"))];
-        let plan = clean(&USER, "", keys(&USER, "9"), &entries);
+        let plan = clean(&USER, &crate::Namespace::none(), keys(&USER, "9"), &entries);
         assert_eq!(plan.op, WriteOp::Clean);
         assert_eq!(plan.stale, entries);
         assert!(plan.commands.is_empty());
@@ -952,10 +1009,16 @@ mod tests {
             (WriteOp::Reindex, None),
             (WriteOp::Sweep, None),
         ] {
-            let plan = lifecycle(&USER, "t:", keys(&USER, "9"), op, ttl);
+            let plan = lifecycle(
+                &USER,
+                &crate::Namespace::trusted_prefix("t").unwrap(),
+                keys(&USER, "9"),
+                op,
+                ttl,
+            );
             assert_eq!(plan.op, op);
             assert_eq!(plan.ttl, ttl);
-            assert_eq!(plan.ns, "t:");
+            assert_eq!(plan.ns.as_str(), "t:");
             assert!(plan.commands.is_empty(), "{op:?}");
             assert!(plan.stale.is_empty(), "{op:?}");
             assert_eq!(plan.cas, None);
@@ -965,14 +1028,20 @@ mod tests {
     #[test]
     fn an_indexed_pk_field_is_given_its_escaped_value() {
         // Member `a%3Ab_7`: shop `a:b`, n 7.
-        let plan = lifecycle(&ORDER, "", keys(&ORDER, "a%3Ab_7"), WriteOp::Delete, None);
+        let plan = lifecycle(
+            &ORDER,
+            &crate::Namespace::none(),
+            keys(&ORDER, "a%3Ab_7"),
+            WriteOp::Delete,
+            None,
+        );
         assert_eq!(
             plan.index_values,
             [IndexValue::Value(b("a%3Ab")), IndexValue::Unknown]
         );
         let plan = save(
             &ORDER,
-            "",
+            &crate::Namespace::none(),
             keys(&ORDER, "acme_8"),
             &row(&[Some("paid")], &[]),
             false,
@@ -983,7 +1052,13 @@ mod tests {
             [IndexValue::Value(b("acme")), IndexValue::Value(b("paid"))]
         );
         // A member that does not parse has no value for the field.
-        let plan = lifecycle(&ORDER, "", keys(&ORDER, "nonsense"), WriteOp::Sweep, None);
+        let plan = lifecycle(
+            &ORDER,
+            &crate::Namespace::none(),
+            keys(&ORDER, "nonsense"),
+            WriteOp::Sweep,
+            None,
+        );
         assert_eq!(plan.index_values[0], IndexValue::Absent);
     }
 
@@ -1050,7 +1125,7 @@ mod tests {
         let plans = [
             save(
                 &SESSION,
-                "",
+                &crate::Namespace::none(),
                 keys(&SESSION, "s1"),
                 &row(&[Some("ann"), None, Some("1"), None], &[]),
                 false,
@@ -1058,7 +1133,7 @@ mod tests {
             ),
             save(
                 &SESSION,
-                "",
+                &crate::Namespace::none(),
                 keys(&SESSION, "s2"),
                 &row(&[Some("bob"), Some("c"), Some("2"), Some("7")], &[]),
                 false,
@@ -1085,7 +1160,13 @@ mod tests {
         // unchanged, n None, v.. value), then the data commands (name, 1-based key
         // position, argument count, arguments), then clean's
         // (1-based index, escaped value) pairs.
-        let mut plan = lifecycle(&ACCOUNT, "t:", keys(&ACCOUNT, "9"), WriteOp::Update, None);
+        let mut plan = lifecycle(
+            &ACCOUNT,
+            &crate::Namespace::trusted_prefix("t").unwrap(),
+            keys(&ACCOUNT, "9"),
+            WriteOp::Update,
+            None,
+        );
         plan.ttl = Some(Duration::from_millis(1500));
         plan.cas = Some(b("{}"));
         plan.version_expected = Some("3".into());
@@ -1101,7 +1182,13 @@ mod tests {
         .collect();
         assert_eq!(plan.args(), expected);
 
-        let mut plan = lifecycle(&ACCOUNT, "", keys(&ACCOUNT, "9"), WriteOp::Delete, None);
+        let mut plan = lifecycle(
+            &ACCOUNT,
+            &crate::Namespace::none(),
+            keys(&ACCOUNT, "9"),
+            WriteOp::Delete,
+            None,
+        );
         assert_eq!(
             plan.args(),
             [b(""), b(""), b("9"), b("-1"), b(""), b(""), b(""), b("")]
@@ -1119,7 +1206,7 @@ mod tests {
     fn script_errors_become_typed_errors_naming_the_key() {
         let plan = update(
             &USER,
-            "",
+            &crate::Namespace::none(),
             keys(&USER, "9"),
             &[UpdateOp::Set {
                 col: USERNAME,
@@ -1129,11 +1216,11 @@ mod tests {
             Some("3".into()),
         );
         match plan.outcome(server_error("ENTITY_EXISTS entity already stored")) {
-            Err(Error::AlreadyExists { key }) => assert_eq!(key, "user:{9}"),
+            Err(Error::AlreadyExists { key }) => assert_eq!(key, "user:9"),
             other => panic!("{other:?}"),
         }
         match plan.outcome(server_error("ENTITY_NOT_FOUND no entity stored")) {
-            Err(Error::NotFound { key }) => assert_eq!(key, "user:{9}"),
+            Err(Error::NotFound { key }) => assert_eq!(key, "user:9"),
             other => panic!("{other:?}"),
         }
         match plan.outcome(server_error("VERSION_CONFLICT 5")) {
@@ -1141,7 +1228,7 @@ mod tests {
                 key,
                 expected,
                 found,
-            }) => assert_eq!((&*key, &*expected, &*found), ("user:{9}", "3", "5")),
+            }) => assert_eq!((&*key, &*expected, &*found), ("user:9", "3", "5")),
             other => panic!("{other:?}"),
         }
         // The script names the 0-based index; the error names its field and
@@ -1153,15 +1240,15 @@ mod tests {
             other => panic!("{other:?}"),
         }
         match plan.outcome(server_error("UNIQUE_VIOLATION 99")) {
-            Err(Error::Redis { key, .. }) => assert_eq!(key, "user:{9}"),
+            Err(Error::Redis { key, .. }) => assert_eq!(key, "user:9"),
             other => panic!("{other:?}"),
         }
         match plan.outcome(server_error("WRONGTYPE Operation against a key")) {
-            Err(Error::WrongType { key, .. }) => assert_eq!(key, "user:{9}"),
+            Err(Error::WrongType { key, .. }) => assert_eq!(key, "user:9"),
             other => panic!("{other:?}"),
         }
         match plan.outcome(Value::Nil) {
-            Err(Error::UnexpectedReply { key, .. }) => assert_eq!(key, "user:{9}"),
+            Err(Error::UnexpectedReply { key, .. }) => assert_eq!(key, "user:9"),
             other => panic!("{other:?}"),
         }
         assert!(plan.outcome(Value::Int(1)).unwrap());

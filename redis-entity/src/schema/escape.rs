@@ -243,6 +243,48 @@ impl KeyPart for uuid::Uuid {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Namespace {
     prefix: String,
+    /// Which of the two key layouts the store this namespace belongs to
+    /// writes (set by the store, not by the caller).
+    layout: KeyLayout,
+}
+
+/// The two key layouts of one schema (see `docs/key-layout.md`).
+///
+/// - [`Standalone`](KeyLayout::Standalone), for one server: keys exactly as
+///   the struct names them, no braces: `user:9`, `user:9:settings`,
+///   `user:userid:9:username`; the type's index families live under literal
+///   `@` segments no member can spell (`user:@country:DE`, `user:@ids`).
+/// - [`Cluster`](KeyLayout::Cluster), for Redis Cluster: every key of one
+///   entity carries its hash tag (`user:{9}`, `user:{9}:settings`), so a
+///   write of one entity is one script on one slot.
+///
+/// A keyspace records which layout wrote it; a store refuses the other.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum KeyLayout {
+    /// One server (or a replica set): the specification's keys.
+    #[default]
+    Standalone,
+    /// Redis Cluster: the framework's hash tags.
+    Cluster,
+}
+
+impl KeyLayout {
+    /// How the layout is recorded in a keyspace's layout marker.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyLayout::Standalone => "standalone",
+            KeyLayout::Cluster => "cluster",
+        }
+    }
+
+    /// The layout a marker names.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "standalone" => Some(KeyLayout::Standalone),
+            "cluster" => Some(KeyLayout::Cluster),
+            _ => None,
+        }
+    }
 }
 
 impl Namespace {
@@ -257,7 +299,14 @@ impl Namespace {
         let mut prefix = String::new();
         escape_into(&mut prefix, &name.to_string(), "");
         prefix.push(':');
-        Namespace { prefix }
+        Namespace::prefixed(prefix)
+    }
+
+    fn prefixed(prefix: String) -> Self {
+        Namespace {
+            prefix,
+            layout: KeyLayout::default(),
+        }
     }
 
     /// A literal prefix made of `:`-separated segments, taken as written; a
@@ -287,9 +336,7 @@ impl Namespace {
                 reason: "a namespace may not contain an empty segment",
             });
         }
-        Ok(Namespace {
-            prefix: format!("{literal}:"),
-        })
+        Ok(Namespace::prefixed(format!("{literal}:")))
     }
 
     /// `tenant:<id>:`, with the id escaped like any key value.
@@ -297,7 +344,18 @@ impl Namespace {
         let mut prefix = String::from("tenant:");
         escape_into(&mut prefix, &id.to_string(), "");
         prefix.push(':');
-        Namespace { prefix }
+        Namespace::prefixed(prefix)
+    }
+
+    /// The key layout of the store this namespace is used by.
+    pub fn layout(&self) -> KeyLayout {
+        self.layout
+    }
+
+    /// The same prefix in `layout` (stores set it; see [`KeyLayout`]).
+    pub fn in_layout(mut self, layout: KeyLayout) -> Self {
+        self.layout = layout;
+        self
     }
 
     /// The prefix including its trailing `:` (empty for no namespace).

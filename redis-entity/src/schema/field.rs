@@ -174,8 +174,9 @@ impl<X: crate::schema::codec::Scalar> ValueKeyed for Tags<X> {
 }
 
 impl<E: Entity, T, C, K: ValueKeyed> Field<E, T, C, K> {
-    /// The index key of `value` without namespace (as in the users-by-username scenario,
-    /// `user:username:lisi`): `User::USERNAME.key("lisi")`.
+    /// The index key of `value` in the standalone layout without namespace
+    /// (users by username: `user:@username:lisi`): `User::USERNAME.key("lisi")`.
+    /// The `@` marks the type's own families, which no entity key can spell.
     ///
     /// ```
     /// # use redis_entity::RedisEntity;
@@ -187,8 +188,8 @@ impl<E: Entity, T, C, K: ValueKeyed> Field<E, T, C, K> {
     ///     #[index(unique)]
     ///     username: String,
     /// }
-    /// assert_eq!(User::USERNAME.key("lisi"), "user:username:lisi");
-    /// assert_eq!(User::USERNAME.key("a:b"), "user:username:a%3Ab");
+    /// assert_eq!(User::USERNAME.key("lisi"), "user:@username:lisi");
+    /// assert_eq!(User::USERNAME.key("a:b"), "user:@username:a%3Ab");
     /// ```
     pub fn key(&self, value: impl Into<K::Value>) -> String {
         let mut escaped = Vec::new();
@@ -196,22 +197,23 @@ impl<E: Entity, T, C, K: ValueKeyed> Field<E, T, C, K> {
             &mut escaped,
             &crate::schema::codec::to_bytes(&value.into()),
         );
-        let key = crate::keyspace::index_key(E::DESC, "", self.name, &escaped);
+        let key = crate::keyspace::index_key(E::DESC, &Default::default(), self.name, &escaped);
         String::from_utf8_lossy(&key).into_owned()
     }
 }
 
 impl<E: Entity, T, C, X> Field<E, T, C, Sorted<X>> {
-    /// The sorted set of this sorted index, without namespace (`player:score`).
+    /// The sorted set of this sorted index, in the standalone layout without
+    /// namespace (`player:@score`).
     pub fn key(&self) -> String {
-        crate::keyspace::index_zset(E::DESC, "", self.name)
+        crate::keyspace::index_zset(E::DESC, &Default::default(), self.name)
     }
 }
 
 impl<E: Entity, T, C, X> Field<E, T, C, Prefix<X>> {
     /// The sorted set of this prefix index, without namespace.
     pub fn key(&self) -> String {
-        crate::keyspace::index_zset(E::DESC, "", self.name)
+        crate::keyspace::index_zset(E::DESC, &Default::default(), self.name)
     }
 }
 

@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::schema::entity::{Entity, EntityDesc, IndexKind, Layout};
+use crate::schema::escape::KeyLayout;
 use std::fmt;
 
 /// The Redis data type behind a key.
@@ -35,7 +36,8 @@ impl fmt::Display for RedisType {
 /// One family of keys: a pattern with `<placeholders>`, its type and what it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyPattern {
-    /// For example `user:{<id>}:settings`.
+    /// For example `user:<id>:settings` (`user:{<id>}:settings` in the
+    /// cluster layout).
     pub pattern: String,
     /// The Redis type stored there.
     pub redis_type: RedisType,
@@ -50,6 +52,10 @@ pub struct EntityLayout {
     pub entity: &'static str,
     /// The storage layout.
     pub layout: Layout,
+    /// The key layout these patterns are of.
+    pub key_layout: KeyLayout,
+    /// True when the pk is made of integers only (its members are digits).
+    pub numeric_pk: bool,
     /// The key families.
     pub keys: Vec<KeyPattern>,
     /// The prefix of the index keys.
@@ -59,9 +65,15 @@ pub struct EntityLayout {
 }
 
 impl EntityLayout {
-    /// The layout described by `desc`.
+    /// The key families of `desc` in the standalone layout (one server).
     pub fn of(desc: &EntityDesc) -> Self {
-        let base = desc.key_pattern;
+        Self::of_layout(desc, KeyLayout::Standalone)
+    }
+
+    /// The key families of `desc` in `layout`.
+    pub fn of_layout(desc: &EntityDesc, layout: KeyLayout) -> Self {
+        let pattern = entity_pattern(desc, layout);
+        let base = pattern.as_str();
         let mut keys = Vec::new();
         let fields = |optional_too: bool| {
             desc.columns
@@ -117,13 +129,13 @@ impl EntityLayout {
                 holds: format!("entries of {} ({})", m.name, m.rust_type),
             });
         }
-        let ns = crate::schema::escape::Namespace::none();
+        let ns = &crate::schema::escape::Namespace::none().in_layout(layout);
         for idx in desc.indexes {
             let (pattern, redis_type, holds) = match idx.kind {
                 IndexKind::Equality => (
                     format!(
                         "{}<{}>",
-                        crate::keyspace::index_prefix(desc, ns.as_str(), idx.field),
+                        crate::keyspace::index_prefix(desc, ns, idx.field),
                         idx.field
                     ),
                     RedisType::Set,
@@ -132,7 +144,7 @@ impl EntityLayout {
                 IndexKind::Tags => (
                     format!(
                         "{}<tag>",
-                        crate::keyspace::index_prefix(desc, ns.as_str(), idx.field)
+                        crate::keyspace::index_prefix(desc, ns, idx.field)
                     ),
                     RedisType::Set,
                     format!("ids of the entities tagged so in {}", idx.field),
@@ -140,19 +152,19 @@ impl EntityLayout {
                 IndexKind::Unique => (
                     format!(
                         "{}<{}>",
-                        crate::keyspace::index_prefix(desc, ns.as_str(), idx.field),
+                        crate::keyspace::index_prefix(desc, ns, idx.field),
                         idx.field
                     ),
                     RedisType::String,
                     format!("the id of the one entity with that {}", idx.field),
                 ),
                 IndexKind::Prefix => (
-                    crate::keyspace::index_zset(desc, ns.as_str(), idx.field),
+                    crate::keyspace::index_zset(desc, ns, idx.field),
                     RedisType::SortedSet,
                     format!("<{}>:<id> entries, score 0 (prefix search)", idx.field),
                 ),
                 IndexKind::Sorted => (
-                    crate::keyspace::index_zset(desc, ns.as_str(), idx.field),
+                    crate::keyspace::index_zset(desc, ns, idx.field),
                     RedisType::SortedSet,
                     format!("ids scored by {}", idx.field),
                 ),
@@ -165,12 +177,12 @@ impl EntityLayout {
         }
         if !desc.indexes.is_empty() {
             keys.push(KeyPattern {
-                pattern: crate::keyspace::ids_key(desc, ns.as_str()),
+                pattern: crate::keyspace::ids_key(desc, ns),
                 redis_type: RedisType::Set,
                 holds: "ids of every stored entity".into(),
             });
             keys.push(KeyPattern {
-                pattern: crate::keyspace::expiry_key(desc, ns.as_str()),
+                pattern: crate::keyspace::expiry_key(desc, ns),
                 redis_type: RedisType::SortedSet,
                 holds: "ids of entities with a TTL, scored by expiry time (ms)".into(),
             });
@@ -199,7 +211,7 @@ impl EntityLayout {
             holds: "relation register: where the other side of each relation set lives, and each timeline".into(),
         });
         keys.push(KeyPattern {
-            pattern: crate::keyspace::board_key(desc, ns.as_str(), "<board>", "<bucket>"),
+            pattern: crate::keyspace::board_key(desc, ns, "<board>", "<bucket>"),
             redis_type: RedisType::SortedSet,
             holds: "ids scored in one bucket (a day, a week) of a `Board`; expires".into(),
         });
@@ -212,16 +224,32 @@ impl EntityLayout {
         EntityLayout {
             entity: desc.type_name,
             layout: desc.layout,
+            key_layout: layout,
+            numeric_pk: desc.numeric_pk,
             keys,
             prefix: desc.prefix,
             indexed: !desc.indexes.is_empty(),
         }
     }
 
-    /// The literal text every key of this entity starts with, up to the hash tag.
+    /// The literal text every entity key of this type starts with, up to
+    /// the pk (and its hash tag in the cluster layout).
     pub fn head(&self) -> &str {
         let p = &self.keys[0].pattern;
-        &p[..p.find('{').unwrap_or(p.len())]
+        &p[..p.find(['{', '<']).unwrap_or(p.len())]
+    }
+}
+
+/// The entity key pattern of `desc` in `layout`: the derive writes it with
+/// the hash tag (`user:{<id>}`); the standalone layout has no braces
+/// (`user:<id>`).
+fn entity_pattern(desc: &EntityDesc, layout: KeyLayout) -> String {
+    let p = desc.key_pattern;
+    match (layout, p.find('{'), p.rfind('}')) {
+        (KeyLayout::Standalone, Some(open), Some(close)) if open < close => {
+            format!("{}{}{}", &p[..open], &p[open + 1..close], &p[close + 1..])
+        }
+        _ => p.to_owned(),
     }
 }
 

@@ -13,6 +13,7 @@
 use super::{lua_string, Library, Script};
 use crate::keyspace;
 use crate::schema::entity::{EntityDesc, IndexKind, IndexSource, Layout};
+use crate::schema::escape::{KeyLayout, Namespace};
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 
@@ -100,18 +101,23 @@ const BODIES: [&str; 6] = [
 
 /// The function of `desc`'s library for `op`: one entity per call, or
 /// (`batch`) many entities per call with a result each.
-pub(crate) fn script(desc: &'static EntityDesc, op: WriteOp, batch: bool) -> &'static Script {
+pub(crate) fn script(
+    desc: &'static EntityDesc,
+    layout: KeyLayout,
+    op: WriteOp,
+    batch: bool,
+) -> &'static Script {
     type Functions = HashMap<(WriteOp, bool), &'static Script>;
-    type Registry = HashMap<usize, Functions>;
+    type Registry = HashMap<(usize, KeyLayout), Functions>;
     static LIBRARIES: LazyLock<Mutex<Registry>> = LazyLock::new(Default::default);
     // Keyed by the description's address: two descriptions at one address
     // are the same, and one type seen at two addresses just builds the same
     // library twice.
     let mut libraries = LIBRARIES.lock().unwrap_or_else(|e| e.into_inner());
     let functions = libraries
-        .entry(desc as *const EntityDesc as usize)
+        .entry((desc as *const EntityDesc as usize, layout))
         .or_insert_with(|| {
-            let (library, name) = Library::new(&code(desc));
+            let (library, name) = Library::new(&code(desc, layout));
             let library: &'static Library = Box::leak(Box::new(library));
             let mut functions = Functions::new();
             for op in WriteOp::ALL {
@@ -137,8 +143,8 @@ fn function_name(library: &str, op: WriteOp, batch: bool) -> String {
 /// prelude, bodies, and the registration of one function per operation.
 /// The registered names start with `__LIB__`, which [`Library::new`]
 /// replaces by the library's name.
-pub(crate) fn code(desc: &EntityDesc) -> String {
-    let mut s = header(desc);
+pub(crate) fn code(desc: &EntityDesc, layout: KeyLayout) -> String {
+    let mut s = header(desc, layout);
     s.push_str(include_str!("lua/write_prelude.lua"));
     s.push_str(include_str!("lua/batch.lua"));
     for body in BODIES {
@@ -214,8 +220,9 @@ fn escaped_class() -> String {
 }
 
 /// `local ESCAPED, T = ...`: the type's description in Lua.
-fn header(desc: &EntityDesc) -> String {
+fn header(desc: &EntityDesc, layout: KeyLayout) -> String {
     let q = |s: &str| lua_string(s.as_bytes());
+    let ns = &Namespace::none().in_layout(layout);
     let roles = roles(desc);
     let mut idx = Vec::new();
     for i in desc.indexes {
@@ -225,8 +232,8 @@ fn header(desc: &EntityDesc) -> String {
             (IndexSource::Column(c), _) => (1, desc.columns[c].name.to_owned(), false),
         };
         let key = match i.kind {
-            IndexKind::Prefix | IndexKind::Sorted => keyspace::index_zset(desc, "", i.field),
-            _ => keyspace::index_prefix(desc, "", i.field),
+            IndexKind::Prefix | IndexKind::Sorted => keyspace::index_zset(desc, ns, i.field),
+            _ => keyspace::index_prefix(desc, ns, i.field),
         };
         idx.push(format!(
             "{{ kind = {}, k = {k}, field = {}, pk = {pk}, key = {} }}",
@@ -249,7 +256,7 @@ fn header(desc: &EntityDesc) -> String {
         },
         None => "false".into(),
     };
-    let suffixes = keyspace::presence_suffixes(desc)
+    let suffixes = keyspace::presence_suffixes(desc, ns)
         .iter()
         .map(|s| q(s))
         .collect::<Vec<_>>()
@@ -274,9 +281,9 @@ fn header(desc: &EntityDesc) -> String {
         rel = q(keyspace::RELATION_REGISTER_SUFFIX),
         request = q(keyspace::REQUEST_SUFFIX),
         request_ms = keyspace::REQUEST_WINDOW_MS,
-        ids = q(&keyspace::ids_key(desc, "")),
-        expiry = q(&keyspace::expiry_key(desc, "")),
-        head = q(&keyspace::owner_head(desc, "")),
+        ids = q(&keyspace::ids_key(desc, ns)),
+        expiry = q(&keyspace::expiry_key(desc, ns)),
+        head = q(&keyspace::owner_head(desc, ns)),
         idx = idx.join(", "),
         all = numbers(&|_| true),
         unique = numbers(&|n| desc.indexes[n].kind == IndexKind::Unique),
@@ -305,7 +312,7 @@ mod tests {
 
     #[test]
     fn a_hash_header_describes_keys_indexes_and_version() {
-        let h = header(&USER);
+        let h = header(&USER, KeyLayout::Standalone);
         assert!(h.starts_with("-- redis-entity: the write functions of User.\n"));
         assert_eq!(
             line(&h, "roles"),
@@ -317,16 +324,16 @@ mod tests {
         );
         assert_eq!(
             line(&h, "ids"),
-            r#"ids = "user:@ids", expiry = "user:@expiry", head = "user:{", suffixes = { "}" },"#
+            r#"ids = "user:@ids", expiry = "user:@expiry", head = "user:", suffixes = { "" },"#
         );
         assert_eq!(
             line(&h, "idx"),
             concat!(
-                r#"idx = { { kind = "u", k = 1, field = "username", pk = false, key = "user:username:" }, "#,
-                r#"{ kind = "e", k = 1, field = "country", pk = false, key = "user:country:" }, "#,
-                r#"{ kind = "s", k = 1, field = "rating", pk = false, key = "user:rating" }, "#,
-                r#"{ kind = "p", k = 1, field = "email", pk = false, key = "user:email" }, "#,
-                r#"{ kind = "t", k = 1, field = "tags", pk = false, key = "user:tags:" } },"#,
+                r#"idx = { { kind = "u", k = 1, field = "username", pk = false, key = "user:@username:" }, "#,
+                r#"{ kind = "e", k = 1, field = "country", pk = false, key = "user:@country:" }, "#,
+                r#"{ kind = "s", k = 1, field = "rating", pk = false, key = "user:@rating" }, "#,
+                r#"{ kind = "p", k = 1, field = "email", pk = false, key = "user:@email" }, "#,
+                r#"{ kind = "t", k = 1, field = "tags", pk = false, key = "user:@tags:" } },"#,
             )
         );
         assert_eq!(line(&h, "all"), "all = { 1, 2, 3, 4, 5 }, unique = { 1 },");
@@ -339,16 +346,16 @@ mod tests {
     #[test]
     fn a_strings_header_gives_each_column_its_key_and_role() {
         assert_eq!(roles(&SESSION), "ppopps");
-        let h = header(&SESSION);
+        let h = header(&SESSION, KeyLayout::Standalone);
         assert_eq!(
             line(&h, "roles"),
             r#"roles = "ppopps", shadow = 6, marker = "none","#
         );
         assert!(line(&h, "default_ttl").starts_with("default_ttl = 3600000,"));
-        assert!(line(&h, "ids").ends_with(r#"suffixes = { "}", "}:user", "}:hits", "}:rev" },"#));
+        assert!(line(&h, "ids").ends_with(r#"suffixes = { "", ":user", ":hits", ":rev" },"#));
         assert_eq!(
             line(&h, "idx"),
-            r#"idx = { { kind = "e", k = 2, field = "", pk = false, key = "session:user:" } },"#
+            r#"idx = { { kind = "e", k = 2, field = "", pk = false, key = "session:@user:" } },"#
         );
         assert_eq!(line(&h, "all"), "all = { 1 }, unique = {  },");
         assert_eq!(line(&h, "version"), r#"version = { k = 5, field = "" },"#);
@@ -356,14 +363,14 @@ mod tests {
 
     #[test]
     fn pk_indexes_and_unindexed_types() {
-        let h = header(&ORDER);
+        let h = header(&ORDER, KeyLayout::Standalone);
         assert_eq!(roles(&ORDER), "ps");
         assert!(line(&h, "idx").starts_with(
-            r#"idx = { { kind = "e", k = 1, field = "", pk = true, key = "order:shop:" }, "#
+            r#"idx = { { kind = "e", k = 1, field = "", pk = true, key = "order:@shop:" }, "#
         ));
         assert_eq!(line(&h, "version"), "version = false,");
 
-        let h = header(&DOC);
+        let h = header(&DOC, KeyLayout::Standalone);
         assert_eq!(
             line(&h, "roles"),
             r#"roles = "pd", shadow = false, marker = "none","#
@@ -397,7 +404,7 @@ mod tests {
             let strings = EntityDesc { columns, ..SESSION };
             assert_eq!(marker(&strings), "string");
         }
-        assert!(header(&hash).contains(r#"marker = "hash""#));
+        assert!(header(&hash, KeyLayout::Standalone).contains(r#"marker = "hash""#));
     }
 
     #[test]
@@ -407,7 +414,7 @@ mod tests {
             function_name("lib", WriteOp::Sweep, true),
             "lib_sweep_batch"
         );
-        let code = code(&USER);
+        let code = code(&USER, KeyLayout::Standalone);
         assert_eq!(code.matches("redis.register_function(").count(), 20);
         assert!(code.contains(
             "redis.register_function('__LIB___insert', function(k, a) return once(save, k, a, 1, #a, true) end)"
@@ -419,9 +426,12 @@ mod tests {
         let (_, library) = Library::new(&code);
         for op in WriteOp::ALL {
             for batch in [false, true] {
-                let f = script(&USER, op, batch);
+                let f = script(&USER, KeyLayout::Standalone, op, batch);
                 // One function object per (type, op, form), built once.
-                assert!(std::ptr::eq(f, script(&USER, op, batch)));
+                assert!(std::ptr::eq(
+                    f,
+                    script(&USER, KeyLayout::Standalone, op, batch)
+                ));
                 match &f.kind {
                     super::super::Kind::Function { name, library: l } => {
                         assert_eq!(*name, function_name(&library, op, batch));
@@ -436,7 +446,7 @@ mod tests {
 
     #[test]
     fn the_library_name_follows_the_code() {
-        let name = |d: &EntityDesc| Library::new(&code(d)).1;
+        let name = |d: &EntityDesc| Library::new(&code(d, KeyLayout::Standalone)).1;
         let user = name(&USER);
         assert!(user.starts_with("redis_entity_"), "{user}");
         assert_eq!(user.len(), "redis_entity_".len() + 16);
@@ -474,14 +484,17 @@ mod tests {
             key_head: "a\"b\\c\n]]:",
             ..USER
         };
-        let h = header(&d);
+        let h = header(&d, KeyLayout::Standalone);
         assert!(h.contains(r#"ids = "a\"b\\c\010]]:@ids""#), "{h}");
         assert!(h.contains(&format!(
             "key = {} }}",
-            lua_string(keyspace::index_prefix(&d, "", "username").as_bytes())
+            lua_string(keyspace::index_prefix(&d, &Namespace::none(), "username").as_bytes())
         )));
-        assert!(h.contains(r#"head = "a\"b\\c\010]]:{""#), "{h}");
+        assert!(h.contains(r#"head = "a\"b\\c\010]]:""#), "{h}");
         // No raw newline from a value: the header keeps its shape.
-        assert_eq!(h.lines().count(), header(&USER).lines().count());
+        assert_eq!(
+            h.lines().count(),
+            header(&USER, KeyLayout::Standalone).lines().count()
+        );
     }
 }

@@ -160,7 +160,7 @@ impl<E> Board<E> {
     where
         E: Entity,
     {
-        crate::keyspace::board_key(E::DESC, ns.as_str(), self.name, &self.bucket(at))
+        crate::keyspace::board_key(E::DESC, ns, self.name, &self.bucket(at))
     }
 }
 

@@ -38,7 +38,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             let replies: Vec<Value> = pipe
                 .query_async(&mut self.conn.clone())
                 .await
-                .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, self.ns.as_str()), e))?;
+                .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, &self.ns), e))?;
             v.feed(replies)?;
             progress(&v.progress());
         }
@@ -52,7 +52,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// entities and remove what they meet; a periodic sweep removes the rest,
     /// with no keyspace notifications and no `CONFIG`.
     pub async fn sweep<E: Entity>(&self, budget: usize) -> Result<usize> {
-        let key = keyspace::expiry_key(E::DESC, self.ns.as_str());
+        let key = keyspace::expiry_key(E::DESC, &self.ns);
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
@@ -110,7 +110,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 total: Some(total),
             });
         };
-        let ids = keyspace::ids_key(E::DESC, self.ns.as_str());
+        let ids = keyspace::ids_key(E::DESC, &self.ns);
         // Violation position -> why its fix failed.
         let mut failed: BTreeMap<usize, String> = BTreeMap::new();
         for chunk in plan.writes.chunks(BATCH) {
@@ -202,18 +202,16 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
             let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
                 .arg(cursor)
                 .arg("MATCH")
-                .arg(crate::keyspace::entity_scan_pattern(
-                    desc,
-                    self.namespace().as_str(),
-                ))
+                .arg(crate::keyspace::entity_scan_pattern(desc, self.namespace()))
                 .arg("COUNT")
                 .arg(1000)
                 .query_async(&mut self.connection())
                 .await
                 .map_err(|e| Error::redis(desc.key_head, e))?;
-            members.extend(keys.iter().filter_map(|k| {
-                crate::keyspace::member_of_key(desc, self.namespace().as_str(), k)
-            }));
+            members.extend(
+                keys.iter()
+                    .filter_map(|k| crate::keyspace::member_of_key(desc, self.namespace(), k)),
+            );
             progress(&Progress {
                 step: "scanning entity keys",
                 done: members.len(),
@@ -233,8 +231,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
                 .map(|m| {
                     write::lifecycle(
                         desc,
-                        self.namespace().as_str(),
-                        EntityKeys::new(desc, self.namespace().as_str(), m.clone()),
+                        self.namespace(),
+                        EntityKeys::new(desc, self.namespace(), m.clone()),
                         WriteOp::Reindex,
                         None,
                     )

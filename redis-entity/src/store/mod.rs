@@ -26,7 +26,7 @@ use crate::keyspace::EntityKeys;
 use crate::plan::{read, write, write::WritePlan};
 use crate::schema::codec::{to_bytes, MapField, Scalar};
 use crate::schema::entity::Entity;
-use crate::schema::escape::Namespace;
+use crate::schema::escape::{KeyLayout, Namespace};
 use crate::schema::field::HashField;
 use crate::schema::pk::IntoPk;
 use crate::script::{self, write::WriteOp};
@@ -51,7 +51,7 @@ use std::time::Duration;
 ///
 /// # async fn run() -> redis_entity::Result<()> {
 /// let store = Store::connect("redis://127.0.0.1/").await?;
-/// store.save(&User { id: 9, username: "lisi".into(), level: 1 }).await?;  // HSET user:{9} ...
+/// store.save(&User { id: 9, username: "lisi".into(), level: 1 }).await?;  // HSET user:9 ...
 /// store.update::<User>(&9).incr(User::LEVEL, 1).exec().await?;           // HINCRBY
 /// let u = store.get::<User>(&9).await?.unwrap();
 /// assert_eq!(u.level, 2);
@@ -88,7 +88,27 @@ impl Store<ConnectionManager> {
 
     /// Connects to `url` with `options` (timeouts, reconnection).
     pub async fn connect_with(url: &str, options: ConnectOptions) -> Result<Self> {
-        Ok(Store::new(connect::connect(url, &options).await?))
+        let store = Store::new(connect::connect(url, &options).await?);
+        store.check_layout().await?;
+        Ok(store)
+    }
+}
+
+impl Store<redis::cluster_async::ClusterConnection> {
+    /// Connects to a Redis Cluster given some of its nodes' URLs; the store
+    /// writes the cluster key layout (see [`KeyLayout`]). MOVED and ASK
+    /// redirections and topology changes are followed by the connection.
+    pub async fn connect_cluster<S: AsRef<str>>(urls: &[S]) -> Result<Self> {
+        let urls: Vec<&str> = urls.iter().map(AsRef::as_ref).collect();
+        let first = urls.first().copied().unwrap_or_default().to_owned();
+        let conn = redis::cluster::ClusterClient::new(urls)
+            .map_err(|e| Error::redis(&first, e))?
+            .get_async_connection()
+            .await
+            .map_err(|e| Error::redis(&first, e))?;
+        let store = Store::new(conn).with_key_layout(KeyLayout::Cluster);
+        store.check_layout().await?;
+        Ok(store)
     }
 }
 
@@ -119,8 +139,52 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// The same store with every key under `ns` (a tenant prefix).
     pub fn with_namespace(mut self, ns: Namespace) -> Self {
-        self.ns = ns;
+        self.ns = ns.in_layout(self.ns.layout());
         self
+    }
+
+    /// The same store writing `layout`'s keys: [`KeyLayout::Standalone`]
+    /// (what [`Store::new`] starts with) or [`KeyLayout::Cluster`] (what
+    /// [`Store::connect_cluster`] sets). A store built with `new` over a
+    /// cluster connection needs the cluster layout.
+    pub fn with_key_layout(mut self, layout: KeyLayout) -> Self {
+        self.ns = self.ns.clone().in_layout(layout);
+        self
+    }
+
+    /// The key layout this store writes.
+    pub fn key_layout(&self) -> KeyLayout {
+        self.ns.layout()
+    }
+
+    /// Checks the keyspace's layout marker against this store's layout,
+    /// recording it when there is none (one round trip;
+    /// [`Store::connect`] and [`Store::connect_cluster`] do it). A keyspace
+    /// written in the other layout is refused with
+    /// [`Error::LayoutMismatch`]: reading it would find nothing and
+    /// writing it would mix two layouts. A user that may not write (an ACL
+    /// read-only user, a replica) only reads the marker.
+    pub async fn check_layout(&self) -> Result<()> {
+        let key = crate::keyspace::LAYOUT_MARKER;
+        let ours = self.ns.layout();
+        let mut set = redis::cmd("SET");
+        set.arg(key).arg(ours.name()).arg("NX").arg("GET");
+        let found: Option<String> = match set.query_async(&mut self.conn.clone()).await {
+            Ok(v) => v,
+            Err(e) if matches!(e.code(), Some("READONLY" | "NOPERM")) => redis::cmd("GET")
+                .arg(key)
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| Error::redis(key, e))?,
+            Err(e) => return Err(Error::redis(key, e)),
+        };
+        match found {
+            Some(name) if KeyLayout::from_name(&name) != Some(ours) => Err(Error::LayoutMismatch {
+                found: name,
+                expected: ours.name(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// The namespace applied to every key.
@@ -378,7 +442,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let keys = EntityKeys::of_entity(&self.ns, e);
         Ok(write::save(
             E::DESC,
-            self.ns.as_str(),
+            &self.ns,
             keys,
             &checked_row(e)?,
             insert,
@@ -421,7 +485,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// let plan = store.explain_save(&User { id: 9, country: "DE".into() })?;
     /// assert_eq!(plan.round_trips.len(), 1);
     /// assert!(plan.round_trips[0][0].starts_with("FCALL redis_entity_"));
-    /// assert_eq!(plan.keys[0], "user:{9}");
+    /// assert_eq!(plan.keys[0], "user:9");
     /// # Ok(()) }
     /// ```
     pub fn explain_save<E: Entity>(&self, entity: &E) -> Result<crate::plan::explain::Explain> {
@@ -444,7 +508,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 let keys = EntityKeys::of_entity(&self.ns, e);
                 Ok(write::save(
                     E::DESC,
-                    self.ns.as_str(),
+                    &self.ns,
                     keys,
                     &checked_row(e)?,
                     false,
@@ -541,7 +605,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let keys = EntityKeys::of::<E>(&self.ns, pk);
         self.write(&write::lifecycle(
             E::DESC,
-            self.ns.as_str(),
+            &self.ns,
             keys,
             WriteOp::Delete,
             None,
@@ -576,7 +640,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     ) -> Result<bool> {
         let keys = EntityKeys::of::<E>(&self.ns, pk);
         match self
-            .write(&write::lifecycle(E::DESC, self.ns.as_str(), keys, op, ttl))
+            .write(&write::lifecycle(E::DESC, &self.ns, keys, op, ttl))
             .await
         {
             Ok(_) => Ok(true),

@@ -354,10 +354,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
         // One plain read when no entity of the type has a TTL (nothing can
         // have expired); the query script otherwise.
-        let zset = keyspace::index_zset(E::DESC, self.ns.as_str(), E::DESC.indexes[index].field);
+        let zset = keyspace::index_zset(E::DESC, &self.ns, E::DESC.indexes[index].field);
         let mut pipe = redis::pipe();
         pipe.cmd("ZCARD")
-            .arg(keyspace::expiry_key(E::DESC, self.ns.as_str()));
+            .arg(keyspace::expiry_key(E::DESC, &self.ns));
         pipe.cmd("ZRANGE")
             .arg(&zset)
             .arg(0)
@@ -423,7 +423,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .await
             .map_err(|e| {
                 Error::redis(
-                    &keyspace::index_zset(E::DESC, self.ns.as_str(), E::DESC.indexes[index].field),
+                    &keyspace::index_zset(E::DESC, &self.ns, E::DESC.indexes[index].field),
                     e,
                 )
             })?;
@@ -463,7 +463,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .then(|| query::native_set_command(E::DESC, &self.ns, spec))
             .flatten()
         {
-            let expiry = keyspace::expiry_key(E::DESC, self.ns.as_str());
+            let expiry = keyspace::expiry_key(E::DESC, &self.ns);
             let mut pipe = redis::pipe();
             pipe.cmd("ZCARD").arg(&expiry).add_command(native);
             let (expiring, members): (u64, Vec<String>) = pipe
@@ -478,7 +478,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let call = query::script_call(E::DESC, &self.ns, spec, count_only, with_scores);
         let reply: Value = script::invoke(&mut self.reader(), self.reader_sent(), &call)
             .await
-            .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, self.ns.as_str()), e))?;
+            .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, &self.ns), e))?;
         let answer = query::parse_reply(E::DESC, spec, with_scores, reply)?;
         if !answer.ghosts.is_empty() {
             // Expired entities met on the way: remove all their entries now.
@@ -573,8 +573,8 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'s, E, Store<
                 .map(|m| {
                     write::lifecycle(
                         E::DESC,
-                        store.ns.as_str(),
-                        EntityKeys::new(E::DESC, store.ns.as_str(), m.clone()),
+                        &store.ns,
+                        EntityKeys::new(E::DESC, &store.ns, m.clone()),
                         WriteOp::Delete,
                         None,
                     )

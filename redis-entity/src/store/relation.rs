@@ -89,7 +89,7 @@ impl<A, B> Relation<A, B> {
 
 /// The relation script.
 fn key_of(desc: &EntityDesc, ns: &Namespace, member: &str) -> String {
-    keyspace::entity_key(desc, ns.as_str(), member)
+    keyspace::entity_key(desc, ns, member)
 }
 
 /// The forward set of `a`.
@@ -124,15 +124,16 @@ pub(crate) fn call<A: Entity, B: Entity>(
         bm,
         rel.name.to_owned(),
         rel.reverse.to_owned(),
-        keyspace::register_entry(A::DESC, ns.as_str(), rel.name),
-        keyspace::register_entry(B::DESC, ns.as_str(), rel.reverse),
+        keyspace::register_entry(A::DESC, ns, rel.name),
+        keyspace::register_entry(B::DESC, ns, rel.reverse),
         if rel.one_to_many { "1" } else { "0" }.to_owned(),
-        format!("{}{}", ns.as_str(), A::DESC.key_head), // the Lua adds `{member}` and the tail
-        A::DESC.key_tail.to_owned(),
-        crate::keyspace::ttl_key(A::DESC, ns.as_str(), &A::member(a)),
-        crate::keyspace::expiry_key(A::DESC, ns.as_str()),
-        crate::keyspace::ttl_key(B::DESC, ns.as_str(), &B::member(b)),
-        crate::keyspace::expiry_key(B::DESC, ns.as_str()),
+        // The Lua puts a's previous owner between the two.
+        keyspace::owner_head(A::DESC, ns),
+        keyspace::owner_tail(A::DESC, ns),
+        crate::keyspace::ttl_key(A::DESC, ns, &A::member(a)),
+        crate::keyspace::expiry_key(A::DESC, ns),
+        crate::keyspace::ttl_key(B::DESC, ns, &B::member(b)),
+        crate::keyspace::expiry_key(B::DESC, ns),
     ];
     let mut call = crate::script::RELATION.call();
     call.keys = keys.iter().map(|k| k.as_bytes().to_vec()).collect();

@@ -65,7 +65,6 @@ impl Source {
     /// round trip to measure: an `eq`/`all` value's set, else the range's
     /// sorted index, else every id of the type.
     fn for_query(desc: &'static EntityDesc, ns: &Namespace, spec: &Spec) -> Self {
-        let ns = ns.as_str();
         let set_condition = spec.conditions.iter().find(|c| {
             c.op == SetOp::All
                 && matches!(
@@ -91,7 +90,7 @@ impl Source {
         if desc.indexes.is_empty() {
             Source::Keys
         } else {
-            Source::Set(keyspace::ids_key(desc, ns.as_str()).into_bytes())
+            Source::Set(keyspace::ids_key(desc, ns).into_bytes())
         }
     }
 }
@@ -182,7 +181,7 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
             return Ok(None);
         }
         let (store, desc) = (self.store, E::DESC);
-        let ns = store.namespace().as_str();
+        let ns = store.namespace();
         let (cmd, key) = match &self.source {
             Source::Keys => {
                 let pattern = keyspace::entity_scan_pattern(desc, ns);

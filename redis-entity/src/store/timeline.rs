@@ -68,7 +68,7 @@ impl<O, P> Timeline<O, P> {
     {
         let owner = &owner.into_pk();
         keyspace::sub_key(
-            &keyspace::entity_key(O::DESC, ns.as_str(), &O::member(owner)),
+            &keyspace::entity_key(O::DESC, ns, &O::member(owner)),
             self.name,
         )
     }
@@ -116,12 +116,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     ) -> Result<()> {
         let post = &post.into_pk();
         let member = P::member(post);
-        let entry = keyspace::timeline_entry(P::DESC, self.ns.as_str());
+        let entry = keyspace::timeline_entry(P::DESC, &self.ns);
         let owners: Vec<O::Pk> = owners.into_iter().map(IntoPk::into_pk).collect();
         for chunk in owners.chunks(PUSH_BATCH) {
             let keys: Vec<String> = chunk
                 .iter()
-                .map(|o| keyspace::entity_key(O::DESC, self.ns.as_str(), &O::member(o)))
+                .map(|o| keyspace::entity_key(O::DESC, &self.ns, &O::member(o)))
                 .collect();
             let pipe = push_pipeline(&keys, timeline.name(), &entry, &member, timeline.cap());
             let () = pipe

@@ -142,7 +142,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
     fn plan(&self, keys: EntityKeys) -> write::WritePlan {
         let mut plan = write::update(
             E::DESC,
-            self.store.ns.as_str(),
+            &self.store.ns,
             keys,
             &self.ops,
             self.ttl,
@@ -160,7 +160,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
             return Err(e);
         }
         write::check_update_scores(E::DESC, &self.ops)?;
-        let keys = EntityKeys::new(E::DESC, self.store.ns.as_str(), self.member.clone());
+        let keys = EntityKeys::new(E::DESC, &self.store.ns, self.member.clone());
         let mut explained = crate::plan::explain::write(&self.plan(keys));
         if E::DESC.layout == Layout::Json {
             explained.notes.push(
@@ -183,7 +183,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
             store.expiring.insert(ExpiringTypes::id(E::DESC));
         }
         write::check_update_scores(E::DESC, &self.ops)?;
-        let keys = EntityKeys::new(E::DESC, store.ns.as_str(), self.member.clone());
+        let keys = EntityKeys::new(E::DESC, &store.ns, self.member.clone());
         if E::DESC.layout != Layout::Json {
             return store.write(&self.plan(keys)).await.map(drop);
         }
@@ -202,7 +202,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
             let doc = json::apply_json_ops(E::DESC, &keys.base, &read, &self.ops)?;
             let mut plan = write::json_cas(
                 E::DESC,
-                store.ns.as_str(),
+                &store.ns,
                 keys.clone(),
                 read,
                 doc,

@@ -30,7 +30,7 @@ if ARGV[8] == '1' then
   -- One-to-many: b leaves its previous a.
   for _, old in ipairs(redis.call('SMEMBERS', KEYS[2])) do
     if old ~= a then
-      redis.call('SREM', ARGV[9] .. '{' .. old .. '}' .. ARGV[10] .. ':' .. name, b)
+      redis.call('SREM', ARGV[9] .. old .. ARGV[10] .. ':' .. name, b)
       redis.call('SREM', KEYS[2], old)
     end
   end

@@ -176,7 +176,7 @@ local function unrelate_all()
     local head, tail, other = string.match(flat[j + 1], '^(.-)\n(.-)\n([^\n]*)')
     if head and head ~= '@list' then
       for _, m in ipairs(redis.call('SMEMBERS', own)) do
-        local theirs = head .. '{' .. m .. '}' .. tail
+        local theirs = head .. m .. tail
         redis.call('SREM', theirs .. ':' .. other, member)
         if redis.call('EXISTS', theirs .. ':' .. other) == 0 then
           redis.call('HDEL', theirs .. T.rel, other)
