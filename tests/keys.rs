@@ -141,7 +141,7 @@ struct UserColumns {
     code: Option<String>,
 }
 
-/// Another type under `user:{...}`: its keys could equal `User`'s.
+/// Another type under `user:<pk>`: its keys could equal `User`'s.
 #[derive(RedisEntity)]
 #[redis(prefix = "user")]
 struct UserAgain {
@@ -232,7 +232,24 @@ fn registry_refuses_overlapping_entities() {
         .register::<RedPackage>()
         .unwrap();
     assert_eq!(reg.layouts().len(), 3);
-    let err = reg.register::<UserAgain>().unwrap_err();
+    let err = reg.clone().register::<UserAgain>().unwrap_err();
     assert!(matches!(err, Error::LayoutOverlap { .. }), "{err:?}");
     assert!(err.to_string().contains("UserAgain"), "{err}");
+
+    // Without braces, `user:<text pk>` can spell `user:userid:9`'s head
+    // (pk "userid"): refused; `user:<integer>` cannot (`User` above).
+    let err = Registry::new()
+        .register::<UserColumns>()
+        .unwrap()
+        .register::<Nick>()
+        .unwrap_err();
+    assert!(err.to_string().contains("Nick"), "{err}");
+}
+
+/// A text pk under `user:`.
+#[derive(RedisEntity)]
+#[redis(prefix = "user")]
+struct Nick {
+    #[pk]
+    nick: String,
 }

@@ -94,10 +94,10 @@ fn prefix_is_a_key_segment(e: &Entity, cx: &Ctxt) {
     };
     if p.value.is_empty() {
         cx.error_spanned_by(&p.tokens, "`prefix` may not be empty");
-    } else if let Some(ch) = p.value.chars().find(|ch| "{}*?[]\\%".contains(*ch)) {
+    } else if let Some(ch) = p.value.chars().find(|ch| "{}*?[]\\%@".contains(*ch)) {
         cx.error_spanned_by(
             &p.tokens,
-            format!("`prefix` may not contain `{ch}`: braces are hash tags, `*?[]\\` are SCAN glob syntax, `%` escapes values"),
+            format!("`prefix` may not contain `{ch}`: braces are hash tags, `*?[]\\` are SCAN glob syntax, `%` escapes values, `@` marks the runtime's own keys"),
         );
     } else if p.value.split(':').any(str::is_empty) {
         cx.error_spanned_by(&p.tokens, "`prefix` may not have an empty `:` segment");

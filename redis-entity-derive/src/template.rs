@@ -1,7 +1,8 @@
 //! Key templates: `"user:userid:{id}"`, `"red_package:{program_id}_{task_id}_{uid}"`.
 //!
-//! The placeholders are the pk fields. The rendered key wraps the span from
-//! the first placeholder to the last in one Redis Cluster hash tag
+//! The placeholders are the pk fields. On one server the key is the template
+//! as written (`user:userid:9`, `red_package:1_2_3`); on Redis Cluster the
+//! span from the first placeholder to the last is one hash tag
 //! (`user:userid:{9}`, `red_package:{1_2_3}`), so every key of one entity
 //! lands in one slot, and the tag is fixed by the template, never by a value
 //! (values are escaped and cannot contain braces).
@@ -12,9 +13,10 @@ pub enum Part {
     Field(String),
 }
 
-/// Characters a template literal may not contain: they are glob syntax in
-/// SCAN patterns or the escape character of key values.
-const FORBIDDEN: &str = "*?[]\\%";
+/// Characters a template literal may not contain: glob syntax in SCAN
+/// patterns, the escape character of key values, and `@`, which starts the
+/// names of the runtime's own key families (`user:@ids`, `user:@country:DE`).
+const FORBIDDEN: &str = "*?[]\\%@";
 
 pub fn parse(s: &str) -> Result<Vec<Part>, String> {
     let mut parts = Vec::new();
@@ -46,7 +48,7 @@ pub fn parse(s: &str) -> Result<Vec<Part>, String> {
             '}' => return Err("unmatched `}` in the key template".into()),
             c if FORBIDDEN.contains(c) => {
                 return Err(format!(
-                    "`{c}` may not appear in a key template: it is SCAN glob syntax or the escape character"
+                    "`{c}` may not appear in a key template: it is SCAN glob syntax, the escape character, or (`@`) the mark of the runtime's own keys"
                 ))
             }
             c => lit.push(c),
@@ -105,5 +107,9 @@ mod tests {
         assert!(parse("user:*:{id}").is_err());
         assert!(parse("user:{id").is_err());
         assert!(parse("user:{1d}").is_err());
+        assert!(
+            parse("user:@x:{id}").is_err(),
+            "`@` marks the runtime's keys"
+        );
     }
 }

@@ -56,6 +56,8 @@ pub struct EntityLayout {
     pub key_layout: KeyLayout,
     /// True when the pk is made of integers only (its members are digits).
     pub numeric_pk: bool,
+    /// The entity key pattern in the cluster layout (`user:{<id>}`).
+    pub tagged_pattern: &'static str,
     /// The key families.
     pub keys: Vec<KeyPattern>,
     /// The prefix of the index keys.
@@ -226,6 +228,7 @@ impl EntityLayout {
             layout: desc.layout,
             key_layout: layout,
             numeric_pk: desc.numeric_pk,
+            tagged_pattern: desc.key_pattern,
             keys,
             prefix: desc.prefix,
             indexed: !desc.indexes.is_empty(),
@@ -238,6 +241,25 @@ impl EntityLayout {
         let p = &self.keys[0].pattern;
         &p[..p.find(['{', '<']).unwrap_or(p.len())]
     }
+}
+
+/// True when an entity key of `a` (head, member, tail) can be an entity key
+/// of `b` or a key under one, in the standalone layout: the heads are
+/// equal, or `b`'s head goes on from `a`'s with text a member of `a` can
+/// start with.
+fn heads_meet(a: &EntityLayout, b: &EntityLayout) -> bool {
+    let Some(rest) = b.head().strip_prefix(a.head()) else {
+        return false;
+    };
+    let start = rest.split(':').next().unwrap_or_default();
+    rest.is_empty()
+        || match (a.numeric_pk, start.is_empty()) {
+            // Digits (and a sign) only: a literal with anything else never meets it.
+            (true, false) => start.chars().all(|c| c.is_ascii_digit() || c == '-'),
+            (true, true) => false,
+            // Text: any non-empty segment that does not start with `@`.
+            (false, _) => !start.is_empty() && !start.starts_with('@'),
+        }
 }
 
 /// The entity key pattern of `desc` in `layout`: the derive writes it with
@@ -255,7 +277,11 @@ fn entity_pattern(desc: &EntityDesc, layout: KeyLayout) -> String {
 
 impl fmt::Display for EntityLayout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{} (layout {})", self.entity, self.layout.name())?;
+        let on = match self.key_layout {
+            KeyLayout::Standalone => "one server",
+            KeyLayout::Cluster => "Redis Cluster",
+        };
+        writeln!(f, "{} (layout {}, {on})", self.entity, self.layout.name())?;
         let w = self.keys.iter().map(|k| k.pattern.len()).max().unwrap_or(0);
         for k in &self.keys {
             writeln!(
@@ -266,21 +292,33 @@ impl fmt::Display for EntityLayout {
                 k.holds
             )?;
         }
+        if self.key_layout == KeyLayout::Standalone {
+            writeln!(
+                f,
+                "  on Redis Cluster: {} and every key under it in its hash tag; index families without `@`",
+                self.tagged_pattern
+            )?;
+        }
         Ok(())
     }
 }
 
 /// The entity types of an application. Registering two types whose key
-/// families could produce the same key is an error.
+/// families could produce the same key, in either key layout, is an error.
 ///
-/// Every entity key is its literal head, then `{` and the escaped pk, where
-/// escaping never produces `{` or `}`. Two entity types therefore share an
-/// entity key only if their heads are equal; different heads diverge at the
-/// latest where the shorter one meets its `{`. Index keys have no braces and
-/// live under the prefix: `<prefix>:<field>` and `<prefix>:<field>:<value>`,
-/// where a value has no `:`. Two indexed types can collide when one prefix is
-/// the other's, or the other's followed by `:` and more segments (an
-/// equality key of one can be a sorted set of the other), so that is refused.
+/// Every entity key is its literal head, then the escaped member (in a hash
+/// tag in the cluster layout), then the template's tail; a member holds no
+/// `:`, no brace, and does not start with `@`. In the cluster layout two types
+/// share an entity key only if their heads are equal (they diverge at the
+/// latest where the shorter one meets its `{`). In the standalone layout a
+/// head that is a proper prefix of another's can also meet it: `user:` and
+/// `user:userid:` collide when `userid` could be a member of the first type
+/// (a text pk), not when the first type's pk is an integer (digits only).
+/// Index keys live under the prefix: `<prefix>:@<field>` and
+/// `<prefix>:@<field>:<value>` (no `@` in the cluster layout), where a value
+/// has no `:`. Two indexed types can collide when one prefix is the other's,
+/// or the other's followed by `:` and more segments (an equality key of one
+/// can be a sorted set of the other), so that is refused.
 #[derive(Debug, Default, Clone)]
 pub struct Registry {
     layouts: Vec<EntityLayout>,
@@ -304,7 +342,7 @@ impl Registry {
         if let Some(other) = self
             .layouts
             .iter()
-            .find(|l| l.head() == layout.head() || index_clash(l))
+            .find(|l| heads_meet(l, &layout) || heads_meet(&layout, l) || index_clash(l))
         {
             return Err(Error::LayoutOverlap {
                 first: format!("{} ({})", other.keys[0].pattern, other.entity),

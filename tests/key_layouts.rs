@@ -1,0 +1,243 @@
+//! The two key layouts of one schema: on one server the keys are exactly as
+//! the struct names them; the cluster layout puts each entity's member in a
+//! hash tag. A keyspace records its layout and a store of the other refuses it.
+
+use redis::AsyncCommands;
+use redis_entity::{Error, KeyLayout, RedisEntity, Store};
+use std::collections::BTreeMap;
+use support::{RedisServer, LAYOUT_MARKER};
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "user")]
+struct User {
+    #[pk]
+    id: u64,
+    #[index(unique)]
+    username: String,
+    #[index]
+    country: String,
+    #[index(sorted)]
+    score: f64,
+    #[hash]
+    settings: BTreeMap<String, String>,
+}
+
+/// The classic one-key-per-column table under a template.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(layout = "strings", key = "user:userid:{userid}")]
+struct Account {
+    #[pk]
+    userid: u64,
+    username: String,
+}
+
+/// A text pk that starts with `@`: escaped, so it never meets `user:@...`.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "handle")]
+struct Handle {
+    #[pk]
+    name: String,
+    #[index]
+    owner: u64,
+}
+
+fn lisi() -> User {
+    User {
+        id: 9,
+        username: "lisi".into(),
+        country: "DE".into(),
+        score: 1.5,
+        settings: BTreeMap::from([("theme".into(), "dark".into())]),
+    }
+}
+
+async fn marker(server: &RedisServer) -> Option<String> {
+    let mut c = server
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    c.get(LAYOUT_MARKER).await.unwrap()
+}
+
+#[tokio::test]
+async fn one_server_keys_are_exactly_the_structs() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    assert_eq!(store.key_layout(), KeyLayout::Standalone);
+    store.save(&lisi()).await.unwrap();
+    store
+        .save(&Account {
+            userid: 9,
+            username: "lisi".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        server.keys(),
+        [
+            "user:9",
+            "user:9:settings",
+            "user:@country:DE",
+            "user:@ids",
+            "user:@score",
+            "user:@username:lisi",
+            "user:userid:9:username",
+        ]
+    );
+    assert_eq!(User::key(&9), "user:9");
+    assert_eq!(User::USERNAME.key("lisi"), "user:@username:lisi");
+    assert_eq!(marker(&server).await.as_deref(), Some("standalone"));
+    assert_eq!(
+        store.find_unique(User::USERNAME, "lisi").await.unwrap(),
+        Some(lisi())
+    );
+    assert_eq!(store.find(User::COUNTRY, "DE").await.unwrap(), vec![lisi()]);
+}
+
+#[tokio::test]
+async fn a_member_never_spells_an_index_family() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let h = Handle {
+        name: "@ids".into(),
+        owner: 1,
+    };
+    store.save(&h).await.unwrap();
+    assert_eq!(
+        server.keys(),
+        ["handle:%40ids", "handle:@ids", "handle:@owner:1"]
+    );
+    assert_eq!(store.get::<Handle>("@ids").await.unwrap(), Some(h.clone()));
+    assert_eq!(
+        store
+            .scan::<Handle>(10)
+            .next_page()
+            .await
+            .unwrap()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(store.verify::<Handle>().await.unwrap().is_clean());
+}
+
+#[tokio::test]
+async fn the_cluster_layout_tags_every_key_of_an_entity() {
+    // One server holds the cluster layout too (a one-node cluster's keys).
+    let server = RedisServer::start();
+    let conn = server
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let store = Store::new(conn).with_key_layout(KeyLayout::Cluster);
+    store.check_layout().await.unwrap();
+    store.save(&lisi()).await.unwrap();
+    assert_eq!(
+        server.keys(),
+        [
+            "user:@ids",
+            "user:country:DE",
+            "user:score",
+            "user:username:lisi",
+            "user:{9}",
+            "user:{9}:settings",
+        ]
+    );
+    assert_eq!(store.keys_of::<User>(9).base, "user:{9}");
+    assert_eq!(store.get::<User>(9).await.unwrap(), Some(lisi()));
+    assert_eq!(store.find(User::COUNTRY, "DE").await.unwrap(), vec![lisi()]);
+    assert_eq!(store.rank(User::SCORE, 9).await.unwrap(), Some(0));
+    assert!(store.verify::<User>().await.unwrap().is_clean());
+    assert!(store.delete::<User>(9).await.unwrap());
+    assert!(server.keys().is_empty(), "{:?}", server.keys());
+    assert_eq!(marker(&server).await.as_deref(), Some("cluster"));
+}
+
+#[tokio::test]
+async fn a_store_refuses_a_keyspace_of_the_other_layout() {
+    let server = RedisServer::start();
+    let standalone = Store::connect(&server.url()).await.unwrap();
+    standalone.save(&lisi()).await.unwrap();
+    let conn = server
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let err = Store::new(conn)
+        .with_key_layout(KeyLayout::Cluster)
+        .check_layout()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::LayoutMismatch { found, expected: "cluster" } if found == "standalone"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("standalone key layout"), "{err}");
+
+    // And the other way round, from a fresh keyspace.
+    let other = RedisServer::start();
+    let conn = other
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    Store::new(conn)
+        .with_key_layout(KeyLayout::Cluster)
+        .check_layout()
+        .await
+        .unwrap();
+    let err = Store::connect(&other.url()).await.unwrap_err();
+    assert!(matches!(err, Error::LayoutMismatch { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_read_only_user_checks_the_marker_without_writing_it() {
+    let server = RedisServer::start();
+    // Read commands only: its SET of the marker is refused (NOPERM).
+    let _: () = redis::cmd("ACL")
+        .arg(
+            &[
+                "SETUSER",
+                "reader",
+                "on",
+                ">pw",
+                "~*",
+                "+@read",
+                "+@connection",
+            ][..],
+        )
+        .query(&mut server.conn())
+        .unwrap();
+    let url = server.url().replace("redis://", "redis://reader:pw@");
+    Store::connect(&url).await.unwrap();
+    assert_eq!(marker(&server).await, None, "a reader records nothing");
+
+    let conn = server
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    Store::new(conn)
+        .with_key_layout(KeyLayout::Cluster)
+        .check_layout()
+        .await
+        .unwrap();
+    let err = Store::connect(&url).await.unwrap_err();
+    assert!(matches!(err, Error::LayoutMismatch { .. }), "{err:?}");
+}
+
+#[test]
+fn layout_lists_both_layouts() {
+    let text = User::layout().to_string();
+    assert!(text.contains("user:<id>"), "{text}");
+    assert!(text.contains("user:@country:<country>"), "{text}");
+    assert!(text.contains("Redis Cluster: user:{<id>}"), "{text}");
+    let cluster = redis_entity::EntityLayout::of_layout(
+        <User as redis_entity::Entity>::DESC,
+        KeyLayout::Cluster,
+    );
+    assert_eq!(cluster.keys[0].pattern, "user:{<id>}");
+    assert!(cluster.to_string().contains("user:country:<country>"));
+}
