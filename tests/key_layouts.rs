@@ -122,35 +122,66 @@ async fn a_member_never_spells_an_index_family() {
     assert!(store.verify::<Handle>().await.unwrap().is_clean());
 }
 
+/// Without a unique index (which a cluster cannot shard yet).
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "player", shards = 4)]
+struct Player {
+    #[pk]
+    id: u64,
+    #[index]
+    country: String,
+    #[index(sorted)]
+    score: f64,
+    #[hash]
+    settings: BTreeMap<String, String>,
+}
+
 #[tokio::test]
 async fn the_cluster_layout_tags_every_key_of_an_entity() {
     // One server holds the cluster layout too (a one-node cluster's keys).
     let server = RedisServer::start();
-    let conn = server
-        .client()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let conn = server.client().get_multiplexed_async_connection().await.unwrap();
     let store = Store::new(conn).with_key_layout(KeyLayout::Cluster);
     store.check_layout().await.unwrap();
-    store.save(&lisi()).await.unwrap();
+
+    // A type without indexes: the member is the hash tag.
+    store
+        .save(&Account {
+            userid: 9,
+            username: "lisi".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(server.keys(), ["user:userid:{9}:username"]);
+    assert!(store.delete::<Account>(9).await.unwrap());
+
+    // An indexed type: the entity lives in its shard, whose tag its keys
+    // and the shard's index entries share, spelled as on one server inside.
+    let p = Player {
+        id: 9,
+        country: "DE".into(),
+        score: 1.5,
+        settings: BTreeMap::from([("theme".into(), "dark".into())]),
+    };
+    store.save(&p).await.unwrap();
+    let base = store.keys_of::<Player>(9).base;
+    let tag = base.strip_suffix("player:9").expect("shard space, then the key");
+    assert!(tag.starts_with("{player:") && tag.ends_with("}:"), "{tag}");
     assert_eq!(
         server.keys(),
         [
-            "user:@ids",
-            "user:country:DE",
-            "user:score",
-            "user:username:lisi",
-            "user:{9}",
-            "user:{9}:settings",
+            format!("{tag}player:9"),
+            format!("{tag}player:9:settings"),
+            format!("{tag}player:@country:DE"),
+            format!("{tag}player:@ids"),
+            format!("{tag}player:@score"),
         ]
     );
-    assert_eq!(store.keys_of::<User>(9).base, "user:{9}");
-    assert_eq!(store.get::<User>(9).await.unwrap(), Some(lisi()));
-    assert_eq!(store.find(User::COUNTRY, "DE").await.unwrap(), vec![lisi()]);
-    assert_eq!(store.rank(User::SCORE, 9).await.unwrap(), Some(0));
-    assert!(store.verify::<User>().await.unwrap().is_clean());
-    assert!(store.delete::<User>(9).await.unwrap());
+    assert_eq!(store.get::<Player>(9).await.unwrap(), Some(p.clone()));
+    assert_eq!(store.find(Player::COUNTRY, "DE").await.unwrap(), vec![p]);
+    assert_eq!(store.rank(Player::SCORE, 9).await.unwrap(), Some(0));
+    assert!(store.verify::<Player>().await.unwrap().is_clean());
+    assert!(store.delete::<Player>(9).await.unwrap());
     assert!(server.keys().is_empty(), "{:?}", server.keys());
     assert_eq!(marker(&server).await.as_deref(), Some("cluster"));
 }

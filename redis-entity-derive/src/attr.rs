@@ -46,6 +46,8 @@ pub struct Container {
     pub key: Option<Spanned<String>>,
     pub layout: Option<Spanned<Layout>>,
     pub ttl: Option<Spanned<u64>>,
+    /// `shards = N`: the index shards of the cluster layout.
+    pub shards: Option<Spanned<u64>>,
     pub krate: Option<Spanned<syn::Path>>,
     /// `#[hash]` on the struct: another spelling of `layout = "hash"`.
     pub hash: Option<Spanned<()>>,
@@ -154,6 +156,13 @@ fn container_redis(cx: &Ctxt, c: &mut Container, meta: &ParseNestedMeta) -> syn:
             let (v, lit) = lit_u64(meta)?;
             set_once(cx, &mut c.ttl, v, lit.to_token_stream(), "ttl");
         }
+        "shards" => {
+            let (v, lit) = lit_u64(meta)?;
+            if !(1..=1024).contains(&v) {
+                cx.error_spanned_by(&lit, "`shards` must be between 1 and 1024");
+            }
+            set_once(cx, &mut c.shards, v, lit.to_token_stream(), "shards");
+        }
         "crate" => {
             let s = lit_str(meta)?;
             match s.parse::<syn::Path>() {
@@ -166,7 +175,7 @@ fn container_redis(cx: &Ctxt, c: &mut Container, meta: &ParseNestedMeta) -> syn:
         other => {
             cx.error_spanned_by(
                 &meta.path,
-                format!("unknown attribute `{other}` in `#[redis(...)]` on a struct: expected prefix, key, layout, ttl or crate"),
+                format!("unknown attribute `{other}` in `#[redis(...)]` on a struct: expected prefix, key, layout, ttl, shards or crate"),
             );
             skip_value(meta)?;
         }

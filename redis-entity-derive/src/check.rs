@@ -36,6 +36,7 @@ const FIELD_RULES: &[FieldRule] = &[
     pad_only_on_pk,
     column_ttl_needs_strings_layout,
     rename_is_a_key_segment,
+    index_name_is_not_reserved,
     index_fits_type_and_layout,
     version_is_an_integer_column,
 ];
@@ -275,6 +276,27 @@ fn rename_is_a_key_segment(_: &Entity, f: &Field, cx: &Ctxt) {
         cx.error_spanned_by(&r.tokens, "`rename` may not be empty");
     } else if let Some(ch) = r.value.chars().find(|ch| ":{}*?[]\\%".contains(*ch)) {
         cx.error_spanned_by(&r.tokens, format!("`rename` may not contain `{ch}`: in the strings layout and for `#[hash]` fields the name is part of a key"));
+    } else if r.value.starts_with('@') {
+        cx.error_spanned_by(&r.tokens, "`rename` may not start with `@`: names under an entity key that start with `@` are the runtime's (`@shadow`, `@rel`)");
+    }
+}
+
+/// The index families of a type are `<prefix>:@<field>...` beside
+/// `<prefix>:@ids` and `<prefix>:@expiry`: an index may not be named so.
+fn index_name_is_not_reserved(_: &Entity, f: &Field, cx: &Ctxt) {
+    let (Some(idx), true) = (&f.attrs.index, f.is_stored()) else {
+        return;
+    };
+    let name = f
+        .attrs
+        .rename
+        .as_ref()
+        .map_or(f.name.as_str(), |r| r.value.as_str());
+    if matches!(name, "ids" | "expiry") {
+        cx.error_spanned_by(
+            &idx.tokens,
+            format!("an index on a field stored as `{name}` would share its key with the type's `@{name}` set: rename the field (`#[redis(rename = \"...\")]`)"),
+        );
     }
 }
 

@@ -139,6 +139,10 @@ fn entity_desc(e: &Entity, re: &TokenStream) -> TokenStream {
     let indexes = index_descs(e, re);
     let version = option(re, e.columns().position(|(_, c)| c.version));
     let ttl = option(re, e.ttl);
+    let shards = match e.shards {
+        Some(n) => quote!(#n),
+        None => quote!(#re::DEFAULT_SHARDS),
+    };
     quote! {
         #re::EntityDesc {
             type_name: #type_name,
@@ -155,6 +159,7 @@ fn entity_desc(e: &Entity, re: &TokenStream) -> TokenStream {
             version: #version,
             pk_index_value: __pk_index_value,
             ttl: #ttl,
+            shards: #shards,
         }
     }
 }

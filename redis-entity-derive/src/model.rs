@@ -26,6 +26,8 @@ pub struct Entity<'a> {
     pub layout: Layout,
     /// Expiry of a newly created entity, in seconds.
     pub ttl: Option<u64>,
+    /// `shards = N` (the runtime's default otherwise).
+    pub shards: Option<u16>,
     pub key: Key,
     /// True for a single integer pk: members then sort numerically.
     pub numeric_pk: bool,
@@ -232,6 +234,7 @@ pub fn build<'a>(cx: &Ctxt, input: &'a DeriveInput) -> Option<Entity<'a>> {
         prefix,
         layout,
         ttl: attrs.ttl.as_ref().map(|t| t.value),
+        shards: attrs.shards.as_ref().map(|s| s.value as u16),
         key,
         numeric_pk,
         fields,

@@ -46,9 +46,15 @@ pub fn parse(s: &str) -> Result<Vec<Part>, String> {
                 parts.push(Part::Field(name));
             }
             '}' => return Err("unmatched `}` in the key template".into()),
+            '@' => {
+                return Err(
+                    "`@` may not appear in a key template: it marks the runtime's own keys (`user:@ids`)"
+                        .into(),
+                )
+            }
             c if FORBIDDEN.contains(c) => {
                 return Err(format!(
-                    "`{c}` may not appear in a key template: it is SCAN glob syntax, the escape character, or (`@`) the mark of the runtime's own keys"
+                    "`{c}` may not appear in a key template: it is SCAN glob syntax or the escape character"
                 ))
             }
             c => lit.push(c),

@@ -149,6 +149,14 @@ pub enum Error {
         /// The store's layout.
         expected: &'static str,
     },
+    /// The operation is not available on Redis Cluster yet (unique indexes
+    /// need an owner key per value in its own slot; relations across slots
+    /// need two writes in a documented order).
+    #[error("{what} is not available on Redis Cluster yet")]
+    NotOnCluster {
+        /// What was asked.
+        what: &'static str,
+    },
     /// A namespace or key segment that would break the key layout.
     #[error("invalid key segment {segment:?}: {reason}")]
     InvalidKey {

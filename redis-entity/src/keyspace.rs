@@ -82,9 +82,79 @@ fn family_mark(ns: &Namespace) -> &'static str {
     }
 }
 
+/// True when `desc`'s keys are sharded: an indexed type in the cluster
+/// layout. Each of its entities belongs to one of `desc.shards` index
+/// shards, and its keys and its shard's index entries live under the
+/// shard's [`shard_space`], which shares one hash tag, so that one script
+/// writes the entity and its entries on one slot.
+pub(crate) fn sharded(desc: &EntityDesc, ns: &Namespace) -> bool {
+    ns.layout() == KeyLayout::Cluster && !desc.indexes.is_empty()
+}
+
+/// The shard of `member`: FNV-1a of its text, modulo the type's shards. A
+/// stable function of the member alone, so any client finds the same shard.
+pub(crate) fn shard_of(desc: &EntityDesc, member: &str) -> u16 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in member.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    (h % u32::from(desc.shards.max(1))) as u16
+}
+
+/// The namespace of shard `shard` of an indexed type in the cluster layout:
+/// `<ns>{<prefix>:<shard>}:`, inside which its keys are spelled as on one
+/// server (`{user:3}:user:9`, `{user:3}:user:@country:DE`).
+pub(crate) fn shard_space(desc: &EntityDesc, ns: &Namespace, shard: u16) -> Namespace {
+    Namespace::spelled(
+        format!("{}{{{}:{shard}}}:", ns.as_str(), desc.prefix),
+        KeyLayout::Standalone,
+    )
+}
+
+/// Where the keys of the entity with `member` live: its shard's space for a
+/// sharded type, `ns` itself otherwise.
+pub(crate) fn entity_space(desc: &EntityDesc, ns: &Namespace, member: &str) -> Namespace {
+    if sharded(desc, ns) {
+        shard_space(desc, ns, shard_of(desc, member))
+    } else {
+        ns.clone()
+    }
+}
+
+/// Every space the type's index entries live in: each shard's for a sharded
+/// type, `ns` itself otherwise. A query asks each and merges the answers.
+pub(crate) fn spaces(desc: &EntityDesc, ns: &Namespace) -> Vec<Namespace> {
+    if sharded(desc, ns) {
+        (0..desc.shards.max(1))
+            .map(|s| shard_space(desc, ns, s))
+            .collect()
+    } else {
+        vec![ns.clone()]
+    }
+}
+
+/// The hash tag of `key` as Redis Cluster reads it: the text between the
+/// first `{` and the next `}` when there is some, else the whole key. Keys
+/// with one tag live on one slot.
+pub(crate) fn slot_tag(key: &str) -> &str {
+    if let Some(open) = key.find('{') {
+        if let Some(len) = key[open + 1..].find('}') {
+            if len > 0 {
+                return &key[open + 1..open + 1 + len];
+            }
+        }
+    }
+    key
+}
+
 /// The entity key of `member`: `<ns><head><member><tail>` (`user:9`), with
-/// the member in a hash tag in the cluster layout (`user:{9}`).
+/// the member in a hash tag in the cluster layout (`user:{9}`), or under its
+/// shard's space for an indexed type there (`{user:3}:user:9`).
 pub(crate) fn entity_key(desc: &EntityDesc, ns: &Namespace, member: &str) -> String {
+    if sharded(desc, ns) {
+        return entity_key(desc, &entity_space(desc, ns, member), member);
+    }
     let tail = owner_tail(desc, ns);
     let mut k = owner_head(desc, ns);
     k.reserve(member.len() + tail.len());
@@ -285,10 +355,16 @@ pub(crate) fn member_of_key(desc: &EntityDesc, ns: &Namespace, key: &str) -> Opt
     let member = if tagged(ns) {
         &rest[..rest.find('}')?]
     } else {
-        // The member's segment ends at the first `:`; a tail that does not
-        // start with one begins inside that segment.
-        let segment = rest.split(':').next().unwrap_or_default();
-        segment.strip_suffix(tail.split(':').next().unwrap_or_default())?
+        // A member has as many `:` as the template puts between its pk
+        // fields (values escape theirs), so it spans that many segments
+        // and one more; a tail that does not start with `:` begins inside
+        // the last of them.
+        let segments = member_colons(desc) + 1;
+        let end = rest
+            .match_indices(':')
+            .nth(segments - 1)
+            .map_or(rest.len(), |(i, _)| i);
+        rest[..end].strip_suffix(tail.split(':').next().unwrap_or_default())?
     };
     let after = &rest[member.len()..];
     let valid = !member.is_empty()
@@ -296,6 +372,17 @@ pub(crate) fn member_of_key(desc: &EntityDesc, ns: &Namespace, key: &str) -> Opt
         && after.starts_with(tail.as_str())
         && (after.len() == tail.len() || after[tail.len()..].starts_with(':'));
     valid.then(|| member.to_owned())
+}
+
+/// How many `:` the template puts between the pk fields of a member
+/// (`<prefix>:{<a>:<b>}` has one): the `:` inside the derive's pattern's
+/// hash tag.
+fn member_colons(desc: &EntityDesc) -> usize {
+    let p = desc.key_pattern;
+    match (p.find('{'), p.rfind('}')) {
+        (Some(open), Some(close)) if open < close => p[open..close].matches(':').count(),
+        _ => 0,
+    }
 }
 
 /// `head \n tail \n name \n presence`: how the other side of a relation
@@ -427,6 +514,7 @@ mod tests {
             columns: COLS,
             maps: &[],
             ttl: None,
+            shards: 16,
         }
     }
 
@@ -471,7 +559,9 @@ mod tests {
         );
         assert_eq!(member_of_key(&d, &sa(""), &keys.base), None);
 
-        // The cluster layout puts the member in a hash tag.
+        // The cluster layout puts the member of a type without indexes in
+        // a hash tag.
+        let d = EntityDesc { indexes: &[], ..d };
         let keys = EntityKeys::new(&d, &cl("tenant:42"), "9".into());
         assert_eq!(keys.base, "tenant:42:user:userid:{9}");
         assert_eq!(keys.columns[0], "tenant:42:user:userid:{9}:username");
@@ -479,6 +569,34 @@ mod tests {
             member_of_key(&d, &cl("tenant:42"), &keys.columns[0]).as_deref(),
             Some("9")
         );
+    }
+
+    #[test]
+    fn an_indexed_type_on_a_cluster_lives_in_its_shards() {
+        let d = desc(Layout::Hash);
+        let c = &cl("t");
+        let shard = shard_of(&d, "9");
+        assert!(shard < 16);
+        assert_eq!(shard, shard_of(&d, "9"), "a function of the member");
+        let space = entity_space(&d, c, "9");
+        assert_eq!(space.as_str(), format!("t:{{user:{shard}}}:"));
+        let keys = EntityKeys::new(&d, c, "9".into());
+        assert_eq!(keys.base, format!("t:{{user:{shard}}}:user:userid:9"));
+        // Within a shard, keys are spelled as on one server, under one tag.
+        assert_eq!(
+            index_key(&d, &space, "country", b"DE"),
+            format!("t:{{user:{shard}}}:user:@country:DE").into_bytes()
+        );
+        assert_eq!(ids_key(&d, &space), format!("t:{{user:{shard}}}:user:@ids"));
+        let all = spaces(&d, c);
+        assert_eq!(all.len(), 16);
+        assert!(all.iter().any(|s| s == &space));
+        // Members spread over the shards.
+        let used: std::collections::BTreeSet<u16> =
+            (0..200).map(|m| shard_of(&d, &m.to_string())).collect();
+        assert_eq!(used.len(), 16);
+        // One server, or a type without indexes: one space.
+        assert_eq!(spaces(&d, &sa("t")), [sa("t")]);
     }
 
     #[test]
@@ -561,6 +679,7 @@ mod tests {
         );
 
         let c = &cl("t");
+        let d = EntityDesc { indexes: &[], ..d };
         assert_eq!(entity_key(&d, c, "9"), "t:user:{9}:profile");
         assert_eq!(presence_suffixes(&d, c), ["}:profile"]);
         assert_eq!(
@@ -587,6 +706,26 @@ mod tests {
             Some("7")
         );
         assert_eq!(member_of_key(&d, t, "t:doc7"), None);
+
+        // A composite pk joined by `:` spans as many segments.
+        let d = EntityDesc {
+            key_pattern: "red_package:{<a>:<b>:<c>}",
+            key_head: "red_package:",
+            key_tail: "",
+            ..desc(Layout::Hash)
+        };
+        assert_eq!(
+            member_of_key(&d, t, "t:red_package:1:2:3").as_deref(),
+            Some("1:2:3")
+        );
+        assert_eq!(
+            member_of_key(&d, t, "t:red_package:1:2:3:notes").as_deref(),
+            Some("1:2:3")
+        );
+        assert_eq!(
+            member_of_key(&d, &cl("t"), "t:red_package:{1:2:3}:notes").as_deref(),
+            Some("1:2:3")
+        );
     }
 
     #[test]

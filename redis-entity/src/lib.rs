@@ -83,6 +83,7 @@ pub use keyspace::EntityKeys;
 pub use plan::explain::Explain;
 pub use schema::entity::{
     ColumnDesc, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, MapDesc, Row,
+    DEFAULT_SHARDS,
 };
 pub use schema::escape::{KeyLayout, KeyPart, Namespace, PaddedKeyPart};
 pub use schema::field::{
@@ -244,6 +245,7 @@ pub mod __private {
     };
     pub use crate::schema::entity::{
         ColumnDesc, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, MapDesc, Row,
+        DEFAULT_SHARDS,
     };
     pub use crate::schema::escape::{KeyPart, PaddedKeyPart};
     pub use crate::schema::field::{

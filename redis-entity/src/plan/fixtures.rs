@@ -75,6 +75,7 @@ pub(crate) static USER: EntityDesc = EntityDesc {
     pk_index_value: |_, _| None,
     version: Some(VERSION),
     ttl: None,
+    shards: 16,
 };
 
 /// `Session` (strings layout, `session:{<token>}`): `code` has a TTL of its
@@ -99,6 +100,7 @@ pub(crate) static SESSION: EntityDesc = EntityDesc {
     pk_index_value: |_, _| None,
     version: Some(3),
     ttl: Some(3600),
+    shards: 16,
 };
 
 /// `Doc` (json layout, `doc:{<id>}`) with a `#[hash] notes` map; no indexes.
@@ -120,6 +122,7 @@ pub(crate) static DOC: EntityDesc = EntityDesc {
     pk_index_value: |_, _| None,
     version: None,
     ttl: None,
+    shards: 16,
 };
 
 /// `Order` (hash layout, `order:{<shop>_<n>}`): the pk field `shop` is
@@ -150,6 +153,7 @@ pub(crate) static ORDER: EntityDesc = EntityDesc {
     },
     version: None,
     ttl: None,
+    shards: 16,
 };
 
 /// `Account` (hash layout, `account:{<id>}`): a unique `email` and an
@@ -172,6 +176,7 @@ pub(crate) static ACCOUNT: EntityDesc = EntityDesc {
     pk_index_value: |_, _| None,
     version: None,
     ttl: None,
+    shards: 16,
 };
 
 /// The keys of `member`, without namespace.

@@ -440,6 +440,59 @@ impl Answer {
     }
 }
 
+/// What each shard of a sharded type is asked for `spec`: the first
+/// `offset + n` of its matches in the query's order when there is a page
+/// (the page is cut after the merge), with scores when ordered (to merge).
+pub(crate) fn shard_spec(spec: &Spec) -> Spec {
+    let mut s = spec.clone();
+    s.page = spec.page.map(|(offset, n)| (0, offset.saturating_add(n)));
+    s
+}
+
+/// The answer one server would give for `spec`, from the answers of every
+/// shard to [`shard_spec`] (asked with scores when `spec` is ordered):
+/// totals summed, members merged in the query's order (score, then member
+/// as Redis orders a sorted set's ties; unordered: the members' order),
+/// then the page cut. Scores are kept when `with_scores`.
+pub(crate) fn merge_shards(
+    desc: &'static EntityDesc,
+    spec: &Spec,
+    with_scores: bool,
+    answers: Vec<Answer>,
+) -> Answer {
+    let total = answers.iter().map(|a| a.total).sum();
+    let mut rows: Vec<(String, f64)> = answers
+        .into_iter()
+        .flat_map(|a| {
+            let scores = a.scores.into_iter().chain(std::iter::repeat(f64::NAN));
+            a.members.into_iter().zip(scores).collect::<Vec<_>>()
+        })
+        .collect();
+    match spec.order {
+        Some((_, descending)) => {
+            rows.sort_by(|a, b| OrdF64(a.1).cmp(&OrdF64(b.1)).then_with(|| a.0.cmp(&b.0)));
+            if descending {
+                rows.reverse();
+            }
+        }
+        None => {
+            let mut members: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+            sort_members(desc, &mut members);
+            rows = members.into_iter().map(|m| (m, f64::NAN)).collect();
+        }
+    }
+    if let Some((offset, n)) = spec.page {
+        rows = rows.into_iter().skip(offset).take(n).collect();
+    }
+    let (members, scores): (Vec<String>, Vec<f64>) = rows.into_iter().unzip();
+    Answer {
+        total,
+        members,
+        ghosts: Vec::new(),
+        scores: if with_scores { scores } else { Vec::new() },
+    }
+}
+
 /// The sweep writes for ghosts a query met.
 pub(crate) fn sweep_plans(
     desc: &'static EntityDesc,

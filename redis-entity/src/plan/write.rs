@@ -105,7 +105,8 @@ impl WritePlan {
         WritePlan {
             op,
             desc,
-            ns: ns.clone(),
+            // A sharded type writes within its entity's shard.
+            ns: crate::keyspace::entity_space(desc, ns, &keys.member),
             keys,
             ttl: None,
             remove_ttl: false,

@@ -145,6 +145,10 @@ pub struct EntityDesc {
     pub version: Option<usize>,
     /// Expiry given to a newly created entity, in seconds.
     pub ttl: Option<u64>,
+    /// The index shards of the cluster layout (`#[redis(shards = N)]`,
+    /// [`DEFAULT_SHARDS`] otherwise): an indexed entity's keys and the
+    /// index entries of its shard share one hash tag.
+    pub shards: u16,
 }
 
 /// An entity in its stored form: one optional value per column (`None`:
@@ -156,6 +160,12 @@ pub struct Row {
     /// Map entries, in [`EntityDesc::maps`] order.
     pub maps: Vec<Vec<(Vec<u8>, Vec<u8>)>>,
 }
+
+/// The index shards of an indexed type in the cluster layout unless its
+/// struct says otherwise: enough to spread a type over the masters of a
+/// usual cluster (3 to 8), few enough that a query, which asks every shard,
+/// stays cheap.
+pub const DEFAULT_SHARDS: u16 = 16;
 
 /// A struct mapped to Redis. Implemented by `#[derive(RedisEntity)]`; writing it
 /// by hand is possible but the derive also checks the layout.

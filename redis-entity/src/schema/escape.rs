@@ -347,6 +347,12 @@ impl Namespace {
         Namespace::prefixed(prefix)
     }
 
+    /// A prefix spelled by the keyspace module (an index shard's), taken as
+    /// written.
+    pub(crate) fn spelled(prefix: String, layout: KeyLayout) -> Self {
+        Namespace { prefix, layout }
+    }
+
     /// The key layout of the store this namespace is used by.
     pub fn layout(&self) -> KeyLayout {
         self.layout

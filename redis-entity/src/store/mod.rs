@@ -25,7 +25,7 @@ use crate::error::{Error, FieldError, Result};
 use crate::keyspace::EntityKeys;
 use crate::plan::{read, write, write::WritePlan};
 use crate::schema::codec::{to_bytes, MapField, Scalar};
-use crate::schema::entity::Entity;
+use crate::schema::entity::{Entity, EntityDesc};
 use crate::schema::escape::{KeyLayout, Namespace};
 use crate::schema::field::HashField;
 use crate::schema::pk::IntoPk;
@@ -299,6 +299,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     pub(crate) async fn write(&self, plan: &WritePlan) -> Result<bool> {
+        self.refuse_on_cluster(plan.desc)?;
         if self.write_retries == 0 {
             return self.write_once(plan).await;
         }
@@ -372,10 +373,70 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// result each: consecutive plans of one type and operation go out as
     /// one script call per [`WRITE_BATCH`] entities, all calls in one
     /// pipeline.
+    /// Runs `f` over `items` as one group on one server; on a cluster once
+    /// per hash tag (one slot: what one pipeline or one script may touch
+    /// there), the groups concurrently, and puts the results back in the
+    /// items' order. `f` returns one result per item of its group.
+    pub(crate) async fn per_slot<T, R, F, Fut>(
+        &self,
+        items: &[T],
+        key: impl Fn(&T) -> &str,
+        f: F,
+    ) -> Result<Vec<R>>
+    where
+        T: Clone,
+        F: Fn(Vec<T>) -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<R>>>,
+    {
+        if self.ns.layout() != KeyLayout::Cluster || items.len() < 2 {
+            return f(items.to_vec()).await;
+        }
+        let mut groups: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+        for (i, item) in items.iter().enumerate() {
+            groups
+                .entry(crate::keyspace::slot_tag(key(item)))
+                .or_default()
+                .push(i);
+        }
+        if groups.len() == 1 {
+            return f(items.to_vec()).await;
+        }
+        let groups: Vec<Vec<usize>> = groups.into_values().collect();
+        let replies = futures_util::future::try_join_all(
+            groups
+                .iter()
+                .map(|g| f(g.iter().map(|&i| items[i].clone()).collect())),
+        )
+        .await?;
+        let mut out: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+        for (g, reply) in groups.iter().zip(replies) {
+            for (&i, r) in g.iter().zip(reply) {
+                out[i] = Some(r);
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    /// Refuses what a sharded type cannot do on a cluster yet: a unique
+    /// index kept per shard would let two shards each own a value.
+    pub(crate) fn refuse_on_cluster(&self, desc: &EntityDesc) -> Result<()> {
+        let unique = desc
+            .indexes
+            .iter()
+            .any(|i| i.kind == crate::schema::entity::IndexKind::Unique);
+        if unique && crate::keyspace::sharded(desc, &self.ns) {
+            return Err(Error::NotOnCluster {
+                what: "a unique index",
+            });
+        }
+        Ok(())
+    }
+
     pub(crate) async fn write_many(&self, plans: &[WritePlan]) -> Result<Vec<Result<bool>>> {
         if plans.is_empty() {
             return Ok(Vec::new());
         }
+        self.refuse_on_cluster(plans[0].desc)?;
         if self.write_retries == 0 {
             return self.write_many_once(plans).await;
         }
@@ -399,6 +460,16 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     async fn write_many_untraced(&self, plans: &[WritePlan]) -> Result<Vec<Result<bool>>> {
+        // A batch call or a pipeline touches one slot on a cluster.
+        self.per_slot(
+            plans,
+            |p| p.keys.base.as_str(),
+            |group| async move { self.write_many_on_one_slot(&group).await },
+        )
+        .await
+    }
+
+    async fn write_many_on_one_slot(&self, plans: &[WritePlan]) -> Result<Vec<Result<bool>>> {
         let groups = batches(plans);
         let calls: Vec<_> = groups
             .iter()

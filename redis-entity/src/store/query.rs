@@ -301,6 +301,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let Some((index, (key, v))) = found else {
             return Ok(None);
         };
+        self.refuse_on_cluster(E::DESC)?;
         let member: Option<String> = redis::cmd("GET")
             .arg(&key)
             .query_async(&mut self.reader())
@@ -351,6 +352,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         };
         if n == 0 {
             return Ok(Vec::new());
+        }
+        // A sharded type: each shard's top n, merged.
+        if keyspace::sharded(E::DESC, &self.ns) {
+            let answer = self
+                .run_query::<E>(&query::top_spec(index, n), false, true)
+                .await?;
+            return self.fetch_scored(&answer, true).await;
         }
         // One plain read when no entity of the type has a TTL (nothing can
         // have expired); the query script otherwise.
@@ -418,6 +426,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let Some(index) = index else {
             return Ok(None);
         };
+        if keyspace::sharded(E::DESC, &self.ns) {
+            return self.rank_across_shards::<E>(index, &member).await;
+        }
         let call = query::rank_call(E::DESC, &self.ns, index, &member);
         let reply: Option<u64> = script::invoke(&mut self.reader(), self.reader_sent(), &call)
             .await
@@ -428,6 +439,54 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 )
             })?;
         Ok(reply)
+    }
+
+    /// The rank of `member` over every shard, as `ZREVRANK` over one
+    /// sorted set would give it: the members of every shard with a higher
+    /// score, and those with the same score ordered after it (sorted sets
+    /// order ties by member, `REV` backwards). Two waves of round trips.
+    async fn rank_across_shards<E: Entity>(
+        &self,
+        index: usize,
+        member: &str,
+    ) -> Result<Option<u64>> {
+        let field = E::DESC.indexes[index].field;
+        let own = keyspace::entity_space(E::DESC, &self.ns, member);
+        let own_zset = keyspace::index_zset(E::DESC, &own, field);
+        let score: Option<f64> = redis::cmd("ZSCORE")
+            .arg(&own_zset)
+            .arg(member)
+            .query_async(&mut self.reader())
+            .await
+            .map_err(|e| Error::redis(&own_zset, e))?;
+        let Some(score) = score else {
+            return Ok(None);
+        };
+        let text = crate::schema::codec::score_text(score);
+        let spaces = keyspace::spaces(E::DESC, &self.ns);
+        let counts = futures_util::future::try_join_all(spaces.iter().map(|space| {
+            let zset = keyspace::index_zset(E::DESC, space, field);
+            let text = text.clone();
+            async move {
+                let mut pipe = redis::pipe();
+                pipe.cmd("ZCOUNT")
+                    .arg(&zset)
+                    .arg(format!("({text}"))
+                    .arg("+inf");
+                pipe.cmd("ZRANGE")
+                    .arg(&zset)
+                    .arg(&text)
+                    .arg(&text)
+                    .arg("BYSCORE");
+                let (above, ties): (u64, Vec<String>) = pipe
+                    .query_async(&mut self.reader())
+                    .await
+                    .map_err(|e| Error::redis(&zset, e))?;
+                Ok::<u64, Error>(above + ties.iter().filter(|t| t.as_str() > member).count() as u64)
+            }
+        }))
+        .await?;
+        Ok(Some(counts.into_iter().sum()))
     }
 
     pub(crate) async fn run_query<E: Entity>(
@@ -452,6 +511,31 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         count_only: bool,
         with_scores: bool,
     ) -> Result<query::Answer> {
+        let spaces = keyspace::spaces(E::DESC, &self.ns);
+        if let [one] = spaces.as_slice() {
+            return self.query_in::<E>(one, spec, count_only, with_scores).await;
+        }
+        // Sharded: set algebra in each shard, then the union; ordered
+        // pages merged by score (exactly one server's answer).
+        let shard_spec = query::shard_spec(spec);
+        let scored = with_scores || spec.order.is_some();
+        let answers = futures_util::future::try_join_all(
+            spaces
+                .iter()
+                .map(|space| self.query_in::<E>(space, &shard_spec, count_only, scored)),
+        )
+        .await?;
+        Ok(query::merge_shards(E::DESC, spec, with_scores, answers))
+    }
+
+    /// The query in one space: the store's namespace, or one shard's.
+    async fn query_in<E: Entity>(
+        &self,
+        ns: &crate::schema::escape::Namespace,
+        spec: &query::Spec,
+        count_only: bool,
+        with_scores: bool,
+    ) -> Result<query::Answer> {
         // The common shapes run as one native set command, when nothing of
         // the type can have expired (checked in the same round trip); the
         // script otherwise.
@@ -460,10 +544,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let may_expire =
             E::DESC.ttl.is_some() || self.expiring.contains(ExpiringTypes::id(E::DESC));
         if let Some(native) = (!count_only && !with_scores && !may_expire)
-            .then(|| query::native_set_command(E::DESC, &self.ns, spec))
+            .then(|| query::native_set_command(E::DESC, ns, spec))
             .flatten()
         {
-            let expiry = keyspace::expiry_key(E::DESC, &self.ns);
+            let expiry = keyspace::expiry_key(E::DESC, ns);
             let mut pipe = redis::pipe();
             pipe.cmd("ZCARD").arg(&expiry).add_command(native);
             let (expiring, members): (u64, Vec<String>) = pipe
@@ -475,14 +559,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             }
             self.expiring.insert(ExpiringTypes::id(E::DESC));
         }
-        let call = query::script_call(E::DESC, &self.ns, spec, count_only, with_scores);
+        let call = query::script_call(E::DESC, ns, spec, count_only, with_scores);
         let reply: Value = script::invoke(&mut self.reader(), self.reader_sent(), &call)
             .await
-            .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, &self.ns), e))?;
+            .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, ns), e))?;
         let answer = query::parse_reply(E::DESC, spec, with_scores, reply)?;
         if !answer.ghosts.is_empty() {
             // Expired entities met on the way: remove all their entries now.
-            self.write_many(&query::sweep_plans(E::DESC, &self.ns, &answer.ghosts))
+            self.write_many(&query::sweep_plans(E::DESC, ns, &answer.ghosts))
                 .await?;
         }
         Ok(answer)

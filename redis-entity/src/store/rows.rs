@@ -36,6 +36,20 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         desc: &'static EntityDesc,
         keys: &[EntityKeys],
     ) -> Result<Vec<Record>> {
+        // One pipeline reads one slot on a cluster.
+        self.per_slot(
+            keys,
+            |k| k.base.as_str(),
+            |group| async move { self.rows_on_one_slot(desc, &group).await },
+        )
+        .await
+    }
+
+    async fn rows_on_one_slot(
+        &self,
+        desc: &'static EntityDesc,
+        keys: &[EntityKeys],
+    ) -> Result<Vec<Record>> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }

@@ -41,6 +41,12 @@ pub struct Scan<'s, E, C> {
     count: usize,
     done: bool,
     source: Source,
+    /// Whether `source` is a query's (else the whole type's).
+    of_query: bool,
+    /// The spaces walked one after the other: the store's namespace, or
+    /// each shard's for a sharded type; `shard` is the one being walked.
+    spaces: Vec<Namespace>,
+    shard: usize,
     /// The query each candidate is checked against (empty for a whole type:
     /// every stored entity matches).
     filter: Spec,
@@ -95,6 +101,9 @@ impl Source {
     }
 }
 
+/// Where a sharded walk's cursor keeps the shard.
+const SHARD_SHIFT: u32 = 48;
+
 impl<E, C> std::fmt::Debug for Scan<'_, E, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Scan")
@@ -118,25 +127,51 @@ impl<'s, E: Entity, C> Scan<'s, E, C> {
                 reason: "a scan walks a cursor in Redis' order: drop order_asc/order_desc and limit, or use fetch",
             })
         });
-        Scan {
-            source: Source::for_query(E::DESC, &store.ns, &spec),
+        let mut scan = Scan {
             filter: spec,
             error,
-            ..Scan::new(store, Source::Keys, cursor, count)
-        }
+            of_query: true,
+            ..Scan::new(store, cursor, count)
+        };
+        scan.source = scan.source_of_shard();
+        scan
     }
 
-    fn new(store: &'s Store<C>, source: Source, cursor: u64, count: usize) -> Self {
-        Scan {
+    fn new(store: &'s Store<C>, cursor: u64, count: usize) -> Self {
+        let spaces = keyspace::spaces(E::DESC, &store.ns);
+        // A sharded walk's cursor: the shard above bit 48, the shard's own
+        // cursor below (a set's cursor never reaches 2^48).
+        let shard = ((cursor >> SHARD_SHIFT) as usize).min(spaces.len() - 1);
+        let mut scan = Scan {
             store,
             cursor,
             count: count.max(1),
             done: false,
-            source,
+            source: Source::Keys,
+            of_query: false,
+            spaces,
+            shard,
             filter: Spec::default(),
             error: None,
             _e: PhantomData,
+        };
+        scan.source = scan.source_of_shard();
+        scan
+    }
+
+    /// The source in the space being walked.
+    fn source_of_shard(&self) -> Source {
+        let space = &self.spaces[self.shard];
+        if self.of_query {
+            Source::for_query(E::DESC, space, &self.filter)
+        } else {
+            Source::for_type(E::DESC, space)
         }
+    }
+
+    /// The cursor within the shard being walked.
+    fn inner_cursor(&self) -> u64 {
+        self.cursor & ((1 << SHARD_SHIFT) - 1)
     }
 }
 
@@ -150,7 +185,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// Resumes a walk at a cursor given by [`Scan::cursor`] (0 starts over).
     pub fn scan_from<E: Entity>(&self, cursor: u64, count: usize) -> Scan<'_, E, C> {
-        Scan::new(self, Source::for_type(E::DESC, &self.ns), cursor, count)
+        Scan::new(self, cursor, count)
     }
 }
 
@@ -181,22 +216,23 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
             return Ok(None);
         }
         let (store, desc) = (self.store, E::DESC);
-        let ns = store.namespace();
+        let ns = &self.spaces[self.shard];
+        let inner = self.inner_cursor();
         let (cmd, key) = match &self.source {
             Source::Keys => {
                 let pattern = keyspace::entity_scan_pattern(desc, ns);
                 let mut c = redis::cmd("SCAN");
-                c.arg(self.cursor).arg("MATCH").arg(&pattern);
+                c.arg(inner).arg("MATCH").arg(&pattern);
                 (c, pattern)
             }
             Source::Set(set) => {
                 let mut c = redis::cmd("SSCAN");
-                c.arg(set).arg(self.cursor);
+                c.arg(set).arg(inner);
                 (c, String::from_utf8_lossy(set).into_owned())
             }
             Source::Sorted(zset, _) => {
                 let mut c = redis::cmd("ZSCAN");
-                c.arg(zset).arg(self.cursor);
+                c.arg(zset).arg(inner);
                 (c, zset.clone())
             }
         };
@@ -222,8 +258,20 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
         };
         members.sort();
         members.dedup();
-        self.cursor = next;
-        self.done = next == 0;
+        // The next shard's walk starts when this one's is over.
+        let shard = self.shard as u64;
+        if next == 0 && self.shard + 1 < self.spaces.len() {
+            self.shard += 1;
+            self.source = self.source_of_shard();
+            self.cursor = (self.shard as u64) << SHARD_SHIFT;
+        } else {
+            self.cursor = if next == 0 {
+                0
+            } else {
+                (shard << SHARD_SHIFT) | next
+            };
+            self.done = next == 0;
+        }
         if members.is_empty() {
             return Ok(Some(Vec::new()));
         }
