@@ -140,7 +140,11 @@ struct Player {
 async fn the_cluster_layout_tags_every_key_of_an_entity() {
     // One server holds the cluster layout too (a one-node cluster's keys).
     let server = RedisServer::start();
-    let conn = server.client().get_multiplexed_async_connection().await.unwrap();
+    let conn = server
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
     let store = Store::new(conn).with_key_layout(KeyLayout::Cluster);
     store.check_layout().await.unwrap();
 
@@ -165,7 +169,9 @@ async fn the_cluster_layout_tags_every_key_of_an_entity() {
     };
     store.save(&p).await.unwrap();
     let base = store.keys_of::<Player>(9).base;
-    let tag = base.strip_suffix("player:9").expect("shard space, then the key");
+    let tag = base
+        .strip_suffix("player:9")
+        .expect("shard space, then the key");
     assert!(tag.starts_with("{player:") && tag.ends_with("}:"), "{tag}");
     assert_eq!(
         server.keys(),

@@ -469,8 +469,10 @@ pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report
     for (at, v) in report.violations.iter().enumerate() {
         match v {
             Violation::StaleEntry { key, member } => {
+                // The entity's space: the store's, or its shard's.
+                let space = crate::keyspace::entity_space(desc, ns, member);
                 let found = desc.indexes.iter().enumerate().find_map(|(i, idx)| {
-                    let prefix = crate::keyspace::index_prefix(desc, ns, idx.field);
+                    let prefix = crate::keyspace::index_prefix(desc, &space, idx.field);
                     key.strip_prefix(&prefix)
                         .map(|e| (i, e.as_bytes().to_vec()))
                 });
@@ -479,10 +481,11 @@ pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report
                 entry.1.push(at);
             }
             Violation::StaleSortedEntry { key, member, value } => {
+                let space = crate::keyspace::entity_space(desc, ns, member);
                 let found = desc
                     .indexes
                     .iter()
-                    .position(|idx| crate::keyspace::index_zset(desc, ns, idx.field) == *key);
+                    .position(|idx| crate::keyspace::index_zset(desc, &space, idx.field) == *key);
                 let entry = stale.entry(member.clone()).or_default();
                 entry
                     .0

@@ -10,6 +10,7 @@ use crate::plan::query;
 use crate::plan::verify::{self, Progress, Repaired, Report, Unrepaired};
 use crate::plan::write;
 use crate::schema::entity::Entity;
+use crate::schema::escape::Namespace;
 use crate::script::{self, write::WriteOp};
 use redis::aio::ConnectionLike;
 use redis::Value;
@@ -33,16 +34,31 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         &self,
         mut progress: impl FnMut(&Progress) + Send,
     ) -> Result<Report> {
-        let mut v = verify::Verifier::new(E::DESC, &self.ns).decoding(verify::row_check::<E>);
-        while let Some(pipe) = v.next_request() {
-            let replies: Vec<Value> = pipe
-                .query_async(&mut self.conn.clone())
-                .await
-                .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, &self.ns), e))?;
-            v.feed(replies)?;
-            progress(&v.progress());
+        // Shard after shard for a sharded type: each shard's keys are
+        // spelled as on one server under its hash tag.
+        let mut report = Report {
+            entities: 0,
+            index_entries: 0,
+            violations: Vec::new(),
+        };
+        for space in keyspace::spaces(E::DESC, &self.ns) {
+            let hint = keyspace::ids_key(E::DESC, &space);
+            let mut v = verify::Verifier::new(E::DESC, &space).decoding(verify::row_check::<E>);
+            while let Some(mut pipe) = v.next_request() {
+                route_to(&mut pipe, &space, &hint);
+                let replies: Vec<Value> = pipe
+                    .query_async(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| Error::redis(&hint, e))?;
+                v.feed(replies)?;
+                progress(&v.progress());
+            }
+            let r = v.report();
+            report.entities += r.entities;
+            report.index_entries += r.index_entries;
+            report.violations.extend(r.violations);
         }
-        Ok(v.report())
+        Ok(report)
     }
 
     /// Removes the index entries of entities of `E` that have expired,
@@ -52,7 +68,21 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// entities and remove what they meet; a periodic sweep removes the rest,
     /// with no keyspace notifications and no `CONFIG`.
     pub async fn sweep<E: Entity>(&self, budget: usize) -> Result<usize> {
-        let key = keyspace::expiry_key(E::DESC, &self.ns);
+        let mut swept = 0;
+        for space in keyspace::spaces(E::DESC, &self.ns) {
+            swept += self
+                .sweep_in::<E>(&space, budget.saturating_sub(swept))
+                .await?;
+        }
+        Ok(swept)
+    }
+
+    /// The sweep of one space (the store's, or a shard's).
+    async fn sweep_in<E: Entity>(&self, space: &Namespace, budget: usize) -> Result<usize> {
+        if budget == 0 {
+            return Ok(0);
+        }
+        let key = keyspace::expiry_key(E::DESC, space);
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
@@ -71,7 +101,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             return Ok(0);
         }
         let swept = self
-            .write_many(&query::sweep_plans(E::DESC, &self.ns, &due))
+            .write_many(&query::sweep_plans(E::DESC, space, &due))
             .await?
             .into_iter()
             .filter(|r| matches!(r, Ok(true)))
@@ -197,30 +227,36 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
     ) -> Result<usize> {
         let desc = E::DESC;
         let mut members = std::collections::BTreeSet::new();
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(crate::keyspace::entity_scan_pattern(desc, self.namespace()))
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut self.connection())
-                .await
-                .map_err(|e| Error::redis(desc.key_head, e))?;
-            members.extend(
-                keys.iter()
-                    .filter_map(|k| crate::keyspace::member_of_key(desc, self.namespace(), k)),
-            );
-            progress(&Progress {
-                step: "scanning entity keys",
-                done: members.len(),
-                total: None,
-            });
-            if next == 0 {
-                break;
+        for space in keyspace::spaces(desc, &self.ns) {
+            let hint = keyspace::ids_key(desc, &space);
+            let mut cursor: u64 = 0;
+            loop {
+                let mut pipe = redis::pipe();
+                pipe.cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(keyspace::entity_scan_pattern(desc, &space))
+                    .arg("COUNT")
+                    .arg(1000);
+                route_to(&mut pipe, &space, &hint);
+                let ((next, keys),): ((u64, Vec<String>),) = pipe
+                    .query_async(&mut self.connection())
+                    .await
+                    .map_err(|e| Error::redis(desc.key_head, e))?;
+                members.extend(
+                    keys.iter()
+                        .filter_map(|k| keyspace::member_of_key(desc, &space, k)),
+                );
+                progress(&Progress {
+                    step: "scanning entity keys",
+                    done: members.len(),
+                    total: None,
+                });
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
             }
-            cursor = next;
         }
         let members: Vec<String> = members.into_iter().collect();
         let mut indexed = 0;
@@ -255,5 +291,15 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
             });
         }
         Ok(indexed)
+    }
+}
+
+/// Sends a pipeline of a shard's space to the shard's node on a cluster: a
+/// `SCAN` names no key, and a cluster connection routes a pipeline by its
+/// first command that does, so an ignored `EXISTS` of a key in the shard's
+/// slot goes with it. Nothing is added elsewhere.
+fn route_to(pipe: &mut redis::Pipeline, space: &Namespace, hint: &str) {
+    if space.as_str().contains('{') {
+        pipe.cmd("EXISTS").arg(hint).ignore();
     }
 }
