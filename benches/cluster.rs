@@ -1,0 +1,223 @@
+//! The workload on a 3-master Redis Cluster beside one server, in the same
+//! run: the same structs and calls through `Store::connect_cluster` and
+//! `Store::connect`. Prints ops/s per step for both, the ratio, and the
+//! calls per op a cluster needs (each slot group of a batch is one call;
+//! the groups of one op go out together, so an op costs one wave of
+//! calls); then how a query's cost grows with the number of index shards.
+//!
+//! Run: `cargo bench --bench cluster` (add `-- --quick` for a smaller run).
+//! On 2 shared cores the four servers compete with the client: read the
+//! ratios, not the absolute figures.
+
+use redis_entity::{CountingConnection, RedisEntity, RoundTrips, Store};
+use std::time::Instant;
+use support::{RedisCluster, RedisServer};
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "player")]
+struct Player {
+    #[pk]
+    id: u64,
+    name: String,
+    #[index]
+    country: String,
+    #[index(sorted)]
+    score: f64,
+}
+
+/// The same type with other shard counts, for the query-cost table.
+macro_rules! sharded {
+    ($name:ident, $prefix:literal, $n:literal) => {
+        #[derive(RedisEntity, Debug, Clone, PartialEq)]
+        #[redis(prefix = $prefix, shards = $n)]
+        struct $name {
+            #[pk]
+            id: u64,
+            #[index]
+            country: String,
+        }
+    };
+}
+sharded!(P1, "p1", 1);
+sharded!(P4, "p4", 4);
+sharded!(P16, "p16", 16);
+sharded!(P64, "p64", 64);
+
+const COUNTRIES: [&str; 10] = ["DE", "CN", "FR", "US", "BR", "IN", "JP", "IT", "ES", "MX"];
+
+fn player(id: u64) -> Player {
+    Player {
+        id,
+        name: format!("player {id}"),
+        country: COUNTRIES[(id % 10) as usize].into(),
+        score: ((id * 7919) % 1000) as f64,
+    }
+}
+
+type Counted<C> = Store<CountingConnection<C>>;
+
+/// Runs `op` `n` times; ops/s and calls per op.
+async fn measure<F, Fut>(n: u64, trips: &RoundTrips, mut op: F) -> (f64, f64)
+where
+    F: FnMut(u64) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    trips.take();
+    let start = Instant::now();
+    for i in 0..n {
+        op(i).await;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    (n as f64 / secs, trips.take() as f64 / n as f64)
+}
+
+/// One step on both sides, in alternating order; prints one row.
+macro_rules! step {
+    ($name:expr, $n:expr, $one:expr, $one_trips:expr, $cl:expr, $cl_trips:expr, |$s:ident, $i:ident| $body:expr) => {{
+        let (mut one_ops, mut cl_ops, mut one_calls, mut cl_calls) = (0.0, 0.0, 0.0, 0.0);
+        for round in 0..2 {
+            let run_one = || async {
+                let $s = &$one;
+                measure($n, &$one_trips, |$i| async move { $body }).await
+            };
+            let run_cl = || async {
+                let $s = &$cl;
+                measure($n, &$cl_trips, |$i| async move { $body }).await
+            };
+            let (a, b) = if round == 0 {
+                let a = run_one().await;
+                (a, run_cl().await)
+            } else {
+                let b = run_cl().await;
+                (run_one().await, b)
+            };
+            one_ops += a.0 / 2.0;
+            cl_ops += b.0 / 2.0;
+            one_calls = a.1;
+            cl_calls = b.1;
+        }
+        println!(
+            "{:<34} {:>10.0} {:>10.0} {:>7.2} {:>8.1} {:>8.1}",
+            $name,
+            one_ops,
+            cl_ops,
+            cl_ops / one_ops,
+            one_calls,
+            cl_calls
+        );
+    }};
+}
+
+async fn counted_cluster(
+    cluster: &RedisCluster,
+) -> (Counted<redis::cluster_async::ClusterConnection>, RoundTrips) {
+    let conn = redis::cluster::ClusterClient::new(cluster.urls())
+        .unwrap()
+        .get_async_connection()
+        .await
+        .unwrap();
+    let conn = CountingConnection::new(conn);
+    let trips = conn.counter();
+    let store = Store::new(conn).with_key_layout(redis_entity::KeyLayout::Cluster);
+    store.check_layout().await.unwrap();
+    (store, trips)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let scale = if quick { 1 } else { 5 };
+    let n_players = 2000 * scale;
+    let server = RedisServer::start();
+    let (one, one_trips) = support::counted_store(&server).await;
+    let cluster = RedisCluster::start(3);
+    let (cl, cl_trips) = counted_cluster(&cluster).await;
+    println!(
+        "redis-entity on one server vs a 3-master cluster ({n_players} players, 16 index shards)"
+    );
+    println!(
+        "{:<34} {:>10} {:>10} {:>7} {:>8} {:>8}",
+        "step", "one ops/s", "cluster", "ratio", "calls 1", "calls C"
+    );
+    let all: Vec<Player> = (0..n_players).map(player).collect();
+    let all = &all;
+    step!("save (one entity)", n_players / 4, one, one_trips, cl, cl_trips, |s, i| {
+        s.save(&player(i)).await.unwrap();
+    });
+    step!("save_all (100 entities)", n_players / 100, one, one_trips, cl, cl_trips, |s, i| {
+        let start = (i * 100) as usize;
+        s.save_all(&all[start..start + 100]).await.unwrap();
+    });
+    step!("get", n_players / 2, one, one_trips, cl, cl_trips, |s, i| {
+        s.get::<Player>(i).await.unwrap().unwrap();
+    });
+    step!("get_many (50)", n_players / 100, one, one_trips, cl, cl_trips, |s, i| {
+        let ids: Vec<u64> = (i * 50..i * 50 + 50).collect();
+        assert_eq!(s.get_many::<Player>(&ids).await.unwrap().len(), 50);
+    });
+    step!("find country (1/10 of all)", 20 * scale, one, one_trips, cl, cl_trips, |s, i| {
+        let found = s.find(Player::COUNTRY, COUNTRIES[(i % 10) as usize]).await.unwrap();
+        assert_eq!(found.len() as u64, n_players / 10);
+    });
+    step!("query eq + order + limit 10", 100 * scale, one, one_trips, cl, cl_trips, |s, i| {
+        let page = s
+            .query::<Player>()
+            .eq(Player::COUNTRY, COUNTRIES[(i % 10) as usize])
+            .order_desc(Player::SCORE)
+            .limit(0, 10)
+            .fetch()
+            .await
+            .unwrap();
+        assert_eq!(page.len(), 10);
+    });
+    step!("count eq", 200 * scale, one, one_trips, cl, cl_trips, |s, i| {
+        let n = s
+            .query::<Player>()
+            .eq(Player::COUNTRY, COUNTRIES[(i % 10) as usize])
+            .count()
+            .await
+            .unwrap();
+        assert_eq!(n, n_players / 10);
+    });
+    step!("top 10", 100 * scale, one, one_trips, cl, cl_trips, |s, _i| {
+        assert_eq!(s.top(Player::SCORE, 10).await.unwrap().len(), 10);
+    });
+    step!("rank", 100 * scale, one, one_trips, cl, cl_trips, |s, i| {
+        assert!(s.rank(Player::SCORE, i).await.unwrap().is_some());
+    });
+
+    println!();
+    println!("query cost by index shards on the cluster (count eq over {n_players} entities)");
+    println!("{:<10} {:>10} {:>12}", "shards", "ops/s", "calls/query");
+    macro_rules! by_shards {
+        ($t:ident, $n:literal) => {{
+            let rows: Vec<$t> = (0..n_players)
+                .map(|id| $t {
+                    id,
+                    country: COUNTRIES[(id % 10) as usize].into(),
+                })
+                .collect();
+            for chunk in rows.chunks(500) {
+                cl.save_all(chunk).await.unwrap();
+            }
+            let (ops, calls) = measure(100 * scale, &cl_trips, |i| {
+                let cl = &cl;
+                async move {
+                    let n = cl
+                        .query::<$t>()
+                        .eq($t::COUNTRY, COUNTRIES[(i % 10) as usize])
+                        .count()
+                        .await
+                        .unwrap();
+                    assert_eq!(n, n_players / 10);
+                }
+            })
+            .await;
+            println!("{:<10} {:>10.0} {:>12.1}", $n, ops, calls);
+        }};
+    }
+    by_shards!(P1, 1);
+    by_shards!(P4, 4);
+    by_shards!(P16, 16);
+    by_shards!(P64, 64);
+}
