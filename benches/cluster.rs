@@ -141,47 +141,114 @@ async fn main() {
     );
     let all: Vec<Player> = (0..n_players).map(player).collect();
     let all = &all;
-    step!("save (one entity)", n_players / 4, one, one_trips, cl, cl_trips, |s, i| {
-        s.save(&player(i)).await.unwrap();
-    });
-    step!("save_all (100 entities)", n_players / 100, one, one_trips, cl, cl_trips, |s, i| {
-        let start = (i * 100) as usize;
-        s.save_all(&all[start..start + 100]).await.unwrap();
-    });
-    step!("get", n_players / 2, one, one_trips, cl, cl_trips, |s, i| {
-        s.get::<Player>(i).await.unwrap().unwrap();
-    });
-    step!("get_many (50)", n_players / 100, one, one_trips, cl, cl_trips, |s, i| {
-        let ids: Vec<u64> = (i * 50..i * 50 + 50).collect();
-        assert_eq!(s.get_many::<Player>(&ids).await.unwrap().len(), 50);
-    });
-    step!("find country (1/10 of all)", 20 * scale, one, one_trips, cl, cl_trips, |s, i| {
-        let found = s.find(Player::COUNTRY, COUNTRIES[(i % 10) as usize]).await.unwrap();
-        assert_eq!(found.len() as u64, n_players / 10);
-    });
-    step!("query eq + order + limit 10", 100 * scale, one, one_trips, cl, cl_trips, |s, i| {
-        let page = s
-            .query::<Player>()
-            .eq(Player::COUNTRY, COUNTRIES[(i % 10) as usize])
-            .order_desc(Player::SCORE)
-            .limit(0, 10)
-            .fetch()
-            .await
-            .unwrap();
-        assert_eq!(page.len(), 10);
-    });
-    step!("count eq", 200 * scale, one, one_trips, cl, cl_trips, |s, i| {
-        let n = s
-            .query::<Player>()
-            .eq(Player::COUNTRY, COUNTRIES[(i % 10) as usize])
-            .count()
-            .await
-            .unwrap();
-        assert_eq!(n, n_players / 10);
-    });
-    step!("top 10", 100 * scale, one, one_trips, cl, cl_trips, |s, _i| {
-        assert_eq!(s.top(Player::SCORE, 10).await.unwrap().len(), 10);
-    });
+    step!(
+        "save (one entity)",
+        n_players / 4,
+        one,
+        one_trips,
+        cl,
+        cl_trips,
+        |s, i| {
+            s.save(&player(i)).await.unwrap();
+        }
+    );
+    step!(
+        "save_all (100 entities)",
+        n_players / 100,
+        one,
+        one_trips,
+        cl,
+        cl_trips,
+        |s, i| {
+            let start = (i * 100) as usize;
+            s.save_all(&all[start..start + 100]).await.unwrap();
+        }
+    );
+    step!(
+        "get",
+        n_players / 2,
+        one,
+        one_trips,
+        cl,
+        cl_trips,
+        |s, i| {
+            s.get::<Player>(i).await.unwrap().unwrap();
+        }
+    );
+    step!(
+        "get_many (50)",
+        n_players / 100,
+        one,
+        one_trips,
+        cl,
+        cl_trips,
+        |s, i| {
+            let ids: Vec<u64> = (i * 50..i * 50 + 50).collect();
+            assert_eq!(s.get_many::<Player>(&ids).await.unwrap().len(), 50);
+        }
+    );
+    step!(
+        "find country (1/10 of all)",
+        20 * scale,
+        one,
+        one_trips,
+        cl,
+        cl_trips,
+        |s, i| {
+            let found = s
+                .find(Player::COUNTRY, COUNTRIES[(i % 10) as usize])
+                .await
+                .unwrap();
+            assert_eq!(found.len() as u64, n_players / 10);
+        }
+    );
+    step!(
+        "query eq + order + limit 10",
+        100 * scale,
+        one,
+        one_trips,
+        cl,
+        cl_trips,
+        |s, i| {
+            let page = s
+                .query::<Player>()
+                .eq(Player::COUNTRY, COUNTRIES[(i % 10) as usize])
+                .order_desc(Player::SCORE)
+                .limit(0, 10)
+                .fetch()
+                .await
+                .unwrap();
+            assert_eq!(page.len(), 10);
+        }
+    );
+    step!(
+        "count eq",
+        200 * scale,
+        one,
+        one_trips,
+        cl,
+        cl_trips,
+        |s, i| {
+            let n = s
+                .query::<Player>()
+                .eq(Player::COUNTRY, COUNTRIES[(i % 10) as usize])
+                .count()
+                .await
+                .unwrap();
+            assert_eq!(n, n_players / 10);
+        }
+    );
+    step!(
+        "top 10",
+        100 * scale,
+        one,
+        one_trips,
+        cl,
+        cl_trips,
+        |s, _i| {
+            assert_eq!(s.top(Player::SCORE, 10).await.unwrap().len(), 10);
+        }
+    );
     step!("rank", 100 * scale, one, one_trips, cl, cl_trips, |s, i| {
         assert!(s.rank(Player::SCORE, i).await.unwrap().is_some());
     });

@@ -301,8 +301,8 @@ async fn indexed_entities_are_sharded_and_queries_give_one_servers_answers() {
     }
 }
 
-/// A unique index needs an owner key per value in its own slot: not on a
-/// cluster yet, and refused before anything is written.
+/// A type with a unique index keeps one shard on a cluster (its default):
+/// every entity in one slot, so a unique value is one atomic check.
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 struct Member {
     #[pk]
@@ -311,23 +311,81 @@ struct Member {
     email: String,
 }
 
+/// Asking for more shards with a unique index is refused on a cluster.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(shards = 4)]
+struct Spread {
+    #[pk]
+    id: u64,
+    #[index(unique)]
+    email: String,
+}
+
+const KNOWS: redis_entity::relation::Relation<Member, Member> =
+    redis_entity::relation::Relation::many_to_many("knows", "known_by");
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_unique_index_is_refused_on_a_cluster_with_an_error_not_half_done() {
+async fn a_unique_value_has_exactly_one_owner_on_a_cluster() {
     let cluster = RedisCluster::start(3);
     let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let m = |id: u64, email: &str| Member {
+        id,
+        email: email.into(),
+    };
+    store.save(&m(1, "a@x")).await.unwrap();
+    assert_eq!(
+        store.find_unique(Member::EMAIL, "a@x").await.unwrap(),
+        Some(m(1, "a@x"))
+    );
+    let err = store.save(&m(2, "a@x")).await.unwrap_err();
+    assert!(matches!(err, Error::UniqueViolation { .. }), "{err:?}");
+    assert_eq!(
+        store.get::<Member>(2).await.unwrap(),
+        None,
+        "nothing written"
+    );
+
+    // 16 tasks race for one value: exactly one owns it.
+    let store = std::sync::Arc::new(store);
+    let tasks: Vec<_> = (100..116u64)
+        .map(|id| {
+            let store = store.clone();
+            tokio::spawn(async move { store.save(&m(id, "race@x")).await.is_ok() })
+        })
+        .collect();
+    let mut winners = 0;
+    for t in tasks {
+        winners += usize::from(t.await.unwrap());
+    }
+    assert_eq!(winners, 1);
+    let owner = store
+        .find_unique(Member::EMAIL, "race@x")
+        .await
+        .unwrap()
+        .unwrap();
+    let holders = store
+        .get_many::<Member>((100..116u64).collect::<Vec<_>>())
+        .await
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>();
+    assert_eq!(holders, vec![owner]);
+    assert!(store.verify::<Member>().await.unwrap().is_clean());
+
+    // More shards than one with a unique index, and relations: refused
+    // before anything is written.
     let err = store
-        .save(&Member {
+        .save(&Spread {
             id: 1,
-            email: "a@x".into(),
+            email: "s@x".into(),
         })
         .await
         .unwrap_err();
     assert!(matches!(err, Error::NotOnCluster { .. }), "{err:?}");
-    assert_eq!(
-        store.get::<Member>(1).await.unwrap(),
-        None,
-        "nothing written"
-    );
-    let err = store.find_unique(Member::EMAIL, "a@x").await.unwrap_err();
+    assert_eq!(store.get::<Spread>(1).await.unwrap(), None);
+    let err = store.find_unique(Spread::EMAIL, "s@x").await.unwrap_err();
+    assert!(matches!(err, Error::NotOnCluster { .. }), "{err:?}");
+    let err = store.relate(&KNOWS, 1, 100).await.unwrap_err();
     assert!(matches!(err, Error::NotOnCluster { .. }), "{err:?}");
 }

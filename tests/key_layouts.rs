@@ -270,11 +270,23 @@ fn layout_lists_both_layouts() {
     let text = User::layout().to_string();
     assert!(text.contains("user:<id>"), "{text}");
     assert!(text.contains("user:@country:<country>"), "{text}");
-    assert!(text.contains("Redis Cluster: user:{<id>}"), "{text}");
+    // A unique index keeps the type in one shard (one slot) on a cluster.
+    assert!(
+        text.contains("under its index shard's tag, `{user:<shard>}:` (1 shard)"),
+        "{text}"
+    );
     let cluster = redis_entity::EntityLayout::of_layout(
         <User as redis_entity::Entity>::DESC,
         KeyLayout::Cluster,
     );
-    assert_eq!(cluster.keys[0].pattern, "user:{<id>}");
-    assert!(cluster.to_string().contains("user:country:<country>"));
+    assert_eq!(cluster.keys[0].pattern, "{user:<shard>}:user:<id>");
+    assert!(cluster
+        .to_string()
+        .contains("{user:<shard>}:user:@country:<country>"));
+    let plain = redis_entity::EntityLayout::of_layout(
+        <Account as redis_entity::Entity>::DESC,
+        KeyLayout::Cluster,
+    );
+    assert_eq!(plain.keys[0].pattern, "user:userid:{<userid>}");
+    assert!(Player::layout().to_string().contains("(4 shards)"));
 }

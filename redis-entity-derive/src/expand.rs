@@ -139,9 +139,18 @@ fn entity_desc(e: &Entity, re: &TokenStream) -> TokenStream {
     let indexes = index_descs(e, re);
     let version = option(re, e.columns().position(|(_, c)| c.version));
     let ttl = option(re, e.ttl);
-    let shards = match e.shards {
-        Some(n) => quote!(#n),
-        None => quote!(#re::DEFAULT_SHARDS),
+    // A unique value is checked in one script only when every entity of the
+    // type shares one slot: a type with a unique index has one shard unless
+    // it says otherwise (and then a cluster refuses its writes).
+    let unique = e.columns().any(|(_, c)| {
+        c.index
+            .as_ref()
+            .is_some_and(|i| i.kind == IndexKind::Unique)
+    });
+    let shards = match (e.shards, unique) {
+        (Some(n), _) => quote!(#n),
+        (None, true) => quote!(1u16),
+        (None, false) => quote!(#re::DEFAULT_SHARDS),
     };
     quote! {
         #re::EntityDesc {

@@ -132,7 +132,7 @@ const _: () = {
             version: ::redis_entity::__private::core::option::Option::None,
             pk_index_value: __pk_index_value,
             ttl: ::redis_entity::__private::core::option::Option::None,
-            shards: ::redis_entity::__private::DEFAULT_SHARDS,
+            shards: 1u16,
         };
         fn write_member(pk: &Self::Pk, out: &mut ::redis_entity::__private::String) {
             let __p0 = pk;

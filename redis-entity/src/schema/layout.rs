@@ -56,8 +56,11 @@ pub struct EntityLayout {
     pub key_layout: KeyLayout,
     /// True when the pk is made of integers only (its members are digits).
     pub numeric_pk: bool,
-    /// The entity key pattern in the cluster layout (`user:{<id>}`).
+    /// The entity key pattern of a type without indexes in the cluster
+    /// layout (`user:{<id>}`).
     pub tagged_pattern: &'static str,
+    /// The index shards of the cluster layout.
+    pub shards: u16,
     /// The key families.
     pub keys: Vec<KeyPattern>,
     /// The prefix of the index keys.
@@ -74,6 +77,16 @@ impl EntityLayout {
 
     /// The key families of `desc` in `layout`.
     pub fn of_layout(desc: &EntityDesc, layout: KeyLayout) -> Self {
+        // An indexed type on a cluster: its keys as on one server, under
+        // the tag of the entity's index shard.
+        if layout == KeyLayout::Cluster && !desc.indexes.is_empty() {
+            let mut l = Self::of_layout(desc, KeyLayout::Standalone);
+            for k in &mut l.keys {
+                k.pattern = format!("{{{}:<shard>}}:{}", desc.prefix, k.pattern);
+            }
+            l.key_layout = KeyLayout::Cluster;
+            return l;
+        }
         let pattern = entity_pattern(desc, layout);
         let base = pattern.as_str();
         let mut keys = Vec::new();
@@ -229,6 +242,7 @@ impl EntityLayout {
             key_layout: layout,
             numeric_pk: desc.numeric_pk,
             tagged_pattern: desc.key_pattern,
+            shards: desc.shards,
             keys,
             prefix: desc.prefix,
             indexed: !desc.indexes.is_empty(),
@@ -293,11 +307,21 @@ impl fmt::Display for EntityLayout {
             )?;
         }
         if self.key_layout == KeyLayout::Standalone {
-            writeln!(
-                f,
-                "  on Redis Cluster: {} and every key under it in its hash tag; index families without `@`",
-                self.tagged_pattern
-            )?;
+            if self.indexed {
+                writeln!(
+                    f,
+                    "  on Redis Cluster: every key above under its index shard's tag, `{{{}:<shard>}}:` ({} shard{})",
+                    self.prefix,
+                    self.shards,
+                    if self.shards == 1 { "" } else { "s" }
+                )?;
+            } else {
+                writeln!(
+                    f,
+                    "  on Redis Cluster: {} and every key under it in its hash tag",
+                    self.tagged_pattern
+                )?;
+            }
         }
         Ok(())
     }

@@ -418,15 +418,17 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// Refuses what a sharded type cannot do on a cluster yet: a unique
-    /// index kept per shard would let two shards each own a value.
+    /// index kept per shard would let two shards each own a value, so a
+    /// type with one needs a single shard (its default; a type that asks
+    /// for more is refused before anything is written).
     pub(crate) fn refuse_on_cluster(&self, desc: &EntityDesc) -> Result<()> {
         let unique = desc
             .indexes
             .iter()
             .any(|i| i.kind == crate::schema::entity::IndexKind::Unique);
-        if unique && crate::keyspace::sharded(desc, &self.ns) {
+        if unique && desc.shards > 1 && crate::keyspace::sharded(desc, &self.ns) {
             return Err(Error::NotOnCluster {
-                what: "a unique index",
+                what: "a unique index on a type with more than one shard (`#[redis(shards = 1)]`, the default for such a type, keeps it in one slot)",
             });
         }
         Ok(())

@@ -285,10 +285,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         // The value is encoded here and the future's type names `E` alone,
         // so that a field of the wrong kind is one error, at the call (an
         // `async fn` would repeat it for its future and its `.await`).
+        // A sharded type with a unique index has one shard: the key is there.
+        let space = keyspace::spaces(E::DESC, &self.ns).swap_remove(0);
         let found = query::index_of(E::DESC, field.name()).map(|index| {
             (
                 index,
-                query::unique_key(E::DESC, &self.ns, index, &value.into()),
+                query::unique_key(E::DESC, &space, index, &value.into()),
             )
         });
         Box::pin(self.find_unique_at::<E>(found))

@@ -169,6 +169,18 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.relation_call(rel, a, b, false).await
     }
 
+    /// Refuses relations and timelines on a cluster: their two sides live
+    /// in two slots, which one script cannot write (a documented order of
+    /// two writes is planned).
+    pub(crate) fn refuse_relations_on_cluster(&self) -> Result<()> {
+        if self.ns.layout() == crate::KeyLayout::Cluster {
+            return Err(Error::NotOnCluster {
+                what: "a relation or a timeline",
+            });
+        }
+        Ok(())
+    }
+
     pub(crate) async fn relation_call<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
@@ -176,6 +188,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         b: &B::Pk,
         relate: bool,
     ) -> Result<bool> {
+        self.refuse_relations_on_cluster()?;
         let call = call(rel, &self.ns, a, b, relate);
         let n: i64 = script::invoke(&mut self.conn.clone(), &self.sent, &call)
             .await
