@@ -75,6 +75,15 @@ async fn single_entity_operations_run_on_a_cluster() {
         .map(|id| slot(&cluster, &store.keys_of::<Profile>(&id).base))
         .collect();
     assert!(slots.len() > 1);
+    // Walks of keys go to every master: each SCAN is routed to one.
+    let mut walk = store.scan::<Profile>(5);
+    let mut seen = BTreeSet::new();
+    while let Some(page) = walk.next_page().await.unwrap() {
+        seen.extend(page.into_iter().map(|p| p.unwrap().id));
+    }
+    assert_eq!(seen, (0..20).collect());
+    let keys = store.scan_keys("user:*").await.unwrap();
+    assert_eq!(keys.len(), 40, "20 profiles and their settings: {keys:?}");
     for id in 0..20u64 {
         assert!(store.delete::<Profile>(&id).await.unwrap());
     }

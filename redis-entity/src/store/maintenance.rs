@@ -294,12 +294,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
     }
 }
 
-/// Sends a pipeline of a shard's space to the shard's node on a cluster: a
-/// `SCAN` names no key, and a cluster connection routes a pipeline by its
-/// first command that does, so an ignored `EXISTS` of a key in the shard's
-/// slot goes with it. Nothing is added elsewhere.
+/// Sends a pipeline of a shard's space to the shard's node on a cluster
+/// (see [`super::nodes`]); nothing is added elsewhere.
 fn route_to(pipe: &mut redis::Pipeline, space: &Namespace, hint: &str) {
-    if space.as_str().contains('{') {
-        pipe.cmd("EXISTS").arg(hint).ignore();
-    }
+    super::nodes::route_to(pipe, space.as_str().contains('{').then_some(hint));
 }

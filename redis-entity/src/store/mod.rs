@@ -10,6 +10,7 @@ pub mod cache;
 pub(crate) mod connect;
 mod maintenance;
 pub mod migrate;
+pub(crate) mod nodes;
 pub mod observe;
 pub mod query;
 pub(crate) mod relation;
@@ -279,23 +280,30 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// per 1,000 keys looked at.
     pub async fn scan_keys(&self, pattern: &str) -> Result<Vec<String>> {
         let mut keys = std::collections::BTreeSet::new();
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, found): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(pattern)
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut self.reader())
-                .await
-                .map_err(|e| Error::redis(pattern, e))?;
-            keys.extend(found);
-            if next == 0 {
-                return Ok(keys.into_iter().collect());
+        // On a cluster, every master's keys.
+        for hint in self.node_hints().await? {
+            let mut cursor: u64 = 0;
+            loop {
+                let mut pipe = redis::pipe();
+                pipe.cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(pattern)
+                    .arg("COUNT")
+                    .arg(1000);
+                nodes::route_to(&mut pipe, hint.as_deref());
+                let ((next, found),): ((u64, Vec<String>),) = pipe
+                    .query_async(&mut self.reader())
+                    .await
+                    .map_err(|e| Error::redis(pattern, e))?;
+                keys.extend(found);
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
             }
-            cursor = next;
         }
+        Ok(keys.into_iter().collect())
     }
 
     pub(crate) async fn write(&self, plan: &WritePlan) -> Result<bool> {

@@ -44,9 +44,13 @@ pub struct Scan<'s, E, C> {
     /// Whether `source` is a query's (else the whole type's).
     of_query: bool,
     /// The spaces walked one after the other: the store's namespace, or
-    /// each shard's for a sharded type; `shard` is the one being walked.
+    /// each shard's for a sharded type; `shard` is the one being walked
+    /// (for a type without indexes on a cluster: the master, see `hints`).
     spaces: Vec<Namespace>,
     shard: usize,
+    /// A type without indexes on a cluster: one routing key per master,
+    /// fetched at the first page (`SCAN` walks one master at a time).
+    hints: Option<Vec<Option<String>>>,
     /// The query each candidate is checked against (empty for a whole type:
     /// every stored entity matches).
     filter: Spec,
@@ -141,7 +145,7 @@ impl<'s, E: Entity, C> Scan<'s, E, C> {
         let spaces = keyspace::spaces(E::DESC, &store.ns);
         // A sharded walk's cursor: the shard above bit 48, the shard's own
         // cursor below (a set's cursor never reaches 2^48).
-        let shard = ((cursor >> SHARD_SHIFT) as usize).min(spaces.len() - 1);
+        let shard = (cursor >> SHARD_SHIFT) as usize;
         let mut scan = Scan {
             store,
             cursor,
@@ -151,6 +155,7 @@ impl<'s, E: Entity, C> Scan<'s, E, C> {
             of_query: false,
             spaces,
             shard,
+            hints: None,
             filter: Spec::default(),
             error: None,
             _e: PhantomData,
@@ -161,7 +166,7 @@ impl<'s, E: Entity, C> Scan<'s, E, C> {
 
     /// The source in the space being walked.
     fn source_of_shard(&self) -> Source {
-        let space = &self.spaces[self.shard];
+        let space = &self.spaces[self.shard.min(self.spaces.len() - 1)];
         if self.of_query {
             Source::for_query(E::DESC, space, &self.filter)
         } else {
@@ -216,7 +221,27 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
             return Ok(None);
         }
         let (store, desc) = (self.store, E::DESC);
-        let ns = &self.spaces[self.shard];
+        let ns = &self.spaces[self.shard.min(self.spaces.len() - 1)];
+        // Keys are walked master by master on a cluster; sets and sorted
+        // sets are keys, which the connection routes.
+        let keys_walk = matches!(self.source, Source::Keys);
+        let hint = if keys_walk {
+            if self.hints.is_none() {
+                self.hints = Some(store.node_hints().await?);
+            }
+            let hints = self.hints.as_deref().unwrap_or_default();
+            let Some(hint) = hints.get(self.shard) else {
+                self.done = true;
+                return Ok(None);
+            };
+            hint.clone()
+        } else {
+            None
+        };
+        let parts = match &self.hints {
+            Some(h) if keys_walk => h.len(),
+            _ => self.spaces.len(),
+        };
         let inner = self.inner_cursor();
         let (cmd, key) = match &self.source {
             Source::Keys => {
@@ -238,7 +263,10 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
         };
         let mut cmd = cmd;
         cmd.arg("COUNT").arg(self.count);
-        let (next, found): (u64, Vec<String>) = cmd
+        let mut pipe = redis::pipe();
+        pipe.add_command(cmd);
+        super::nodes::route_to(&mut pipe, hint.as_deref());
+        let ((next, found),): ((u64, Vec<String>),) = pipe
             .query_async(&mut store.reader())
             .await
             .map_err(|e| Error::redis(&key, e))?;
@@ -260,9 +288,11 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
         members.dedup();
         // The next shard's walk starts when this one's is over.
         let shard = self.shard as u64;
-        if next == 0 && self.shard + 1 < self.spaces.len() {
+        if next == 0 && self.shard + 1 < parts {
             self.shard += 1;
-            self.source = self.source_of_shard();
+            if !keys_walk {
+                self.source = self.source_of_shard();
+            }
             self.cursor = (self.shard as u64) << SHARD_SHIFT;
         } else {
             self.cursor = if next == 0 {
