@@ -252,7 +252,13 @@ impl RedisCluster {
     /// Starts `n` (at least 3) cluster-enabled nodes, creates the cluster with
     /// `redis-cli --cluster create` and waits until every slot is served.
     pub fn start(n: usize) -> RedisCluster {
-        let nodes: Vec<RedisServer> = (0..n.max(3))
+        Self::start_with_replicas(n, 0)
+    }
+
+    /// Starts `masters` (at least 3) masters with `replicas` replicas each.
+    pub fn start_with_replicas(masters: usize, replicas: usize) -> RedisCluster {
+        let n = masters.max(3) * (1 + replicas);
+        let nodes: Vec<RedisServer> = (0..n)
             .map(|_| {
                 RedisServer::start_with(&[
                     "--cluster-enabled",
@@ -270,7 +276,7 @@ impl RedisCluster {
             .arg("--cluster")
             .arg("create")
             .args(&addrs)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
@@ -301,5 +307,46 @@ impl RedisCluster {
     /// The nodes.
     pub fn nodes(&self) -> &[RedisServer] {
         &self.nodes
+    }
+
+    /// `(node id, port, is master)` of every node, from `CLUSTER NODES`.
+    pub fn roles(&self) -> Vec<(String, u16, bool)> {
+        let text: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query(&mut self.nodes[0].conn())
+            .expect("CLUSTER NODES");
+        text.lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                let port = f.get(1)?.split(['@', ':']).nth(1)?.parse().ok()?;
+                Some((f[0].to_owned(), port, f.get(2)?.contains("master")))
+            })
+            .collect()
+    }
+
+    /// Moves `slots` slots from the master on `from` to the master on `to`
+    /// with `redis-cli --cluster reshard` (keys migrate one by one while
+    /// clients keep writing: MOVED and ASK redirections).
+    pub fn reshard(&self, from: u16, to: u16, slots: usize) {
+        let roles = self.roles();
+        let id = |port: u16| {
+            roles
+                .iter()
+                .find(|r| r.1 == port)
+                .expect("a node")
+                .0
+                .clone()
+        };
+        let status = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("reshard")
+            .arg(format!("127.0.0.1:{from}"))
+            .args(["--cluster-from", &id(from), "--cluster-to", &id(to)])
+            .args(["--cluster-slots", &slots.to_string(), "--cluster-yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("redis-cli reshards");
+        assert!(status.success(), "redis-cli --cluster reshard failed");
     }
 }

@@ -145,9 +145,10 @@ pub struct EntityDesc {
     pub version: Option<usize>,
     /// Expiry given to a newly created entity, in seconds.
     pub ttl: Option<u64>,
-    /// The index shards of the cluster layout (`#[redis(shards = N)]`,
-    /// [`DEFAULT_SHARDS`] otherwise): an indexed entity's keys and the
-    /// index entries of its shard share one hash tag.
+    /// The index shards of the cluster layout (`#[redis(shards = N)]`; else
+    /// 1 for a type with a unique index, whose values are checked in one
+    /// slot, and [`DEFAULT_SHARDS`] otherwise): an indexed entity's keys
+    /// and the index entries of its shard share one hash tag.
     pub shards: u16,
 }
 
