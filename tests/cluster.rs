@@ -398,3 +398,72 @@ async fn a_unique_value_has_exactly_one_owner_on_a_cluster() {
     let err = store.relate(&KNOWS, 1, 100).await.unwrap_err();
     assert!(matches!(err, Error::NotOnCluster { .. }), "{err:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cache_and_migrations_walk_every_master() {
+    let cluster = RedisCluster::start(3);
+    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+
+    // Cache entries in many slots: `clear` finds them on every master.
+    let cache = redis_entity::Cache::from_store(&store).named("prices");
+    for i in 0..30u64 {
+        let v: Option<u64> = cache
+            .get_or_load(
+                &format!("sku-{i}"),
+                Duration::from_secs(60),
+                || async move { Ok::<_, std::io::Error>(Some(i)) },
+            )
+            .await
+            .unwrap();
+        assert_eq!(v, Some(i));
+    }
+    assert_eq!(store.scan_keys("cache:*").await.unwrap().len(), 30);
+    assert_eq!(cache.clear().await.unwrap(), 30);
+    assert!(store.scan_keys("cache:*").await.unwrap().is_empty());
+
+    // Legacy JSON strings under many slots become profiles, master after
+    // master, and the sources go.
+    let mut c = redis::cluster::ClusterClient::new(cluster.urls())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for id in 0..40u64 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("Legacy_{id}_Profile"))
+            .arg(format!(r#"{{"name":"p{id}","visits":{id}}}"#))
+            .query(&mut c)
+            .unwrap();
+    }
+    let migration = redis_entity::migrate::Migration {
+        batch: 7,
+        delete_source: true,
+        ..redis_entity::migrate::Migration::new("Legacy_*_Profile")
+    };
+    let progress = store
+        .migrate::<Profile, _, _>(
+            &migration,
+            0,
+            |key, raw| {
+                let id: u64 = key.split('_').nth(1).unwrap().parse().unwrap();
+                let v: serde_json::Value =
+                    serde_json::from_slice(raw).map_err(|e| e.to_string())?;
+                Ok(Some(Profile {
+                    id,
+                    name: v["name"].as_str().unwrap().into(),
+                    visits: v["visits"].as_i64().unwrap(),
+                    settings: BTreeMap::new(),
+                }))
+            },
+            |_| {},
+        )
+        .await
+        .unwrap();
+    assert!(progress.done);
+    assert_eq!(
+        (progress.migrated, progress.deleted),
+        (40, 40),
+        "{progress:?}"
+    );
+    assert!(store.scan_keys("Legacy_*").await.unwrap().is_empty());
+    assert_eq!(store.get::<Profile>(39).await.unwrap().unwrap().visits, 39);
+}

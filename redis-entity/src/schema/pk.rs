@@ -20,8 +20,10 @@
 
 use crate::schema::codec::Scalar;
 
-/// A value that names a primary key of type `P`. See the [module
-/// docs](self) for the forms accepted.
+/// A value that names a primary key of type `P`: the pk by value (`9`) or
+/// by reference (`&id`), a `&str` for a `String` pk, and for a composite pk
+/// a tuple of its parts in any of those forms (`(7, "EU")`). Every call that
+/// names one entity takes `impl IntoPk<E::Pk>`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be used as a primary key of type `{P}`",
     label = "expected the pk (`{P}`), a reference to it, or its parts",

@@ -234,31 +234,53 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
     /// left alone.
     pub async fn clear(&self) -> Result<u64> {
         let pattern = crate::keyspace::cache_scan_pattern(self.ns.as_str(), &self.name);
-        let mut cursor: u64 = 0;
         let mut deleted = 0;
-        loop {
-            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(&pattern)
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut self.conn.clone())
-                .await
-                .map_err(|e| Error::redis(&pattern, e))?;
-            if !keys.is_empty() {
-                let n: u64 = redis::cmd("UNLINK")
-                    .arg(&keys)
+        // On a cluster: every master's keys, and one UNLINK per slot (an
+        // entry and its lock share one).
+        let cluster = self.ns.layout() == crate::KeyLayout::Cluster;
+        for hint in super::nodes::node_hints(&mut self.conn.clone(), self.ns.layout()).await? {
+            let mut cursor: u64 = 0;
+            loop {
+                let mut pipe = redis::pipe();
+                pipe.cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(1000);
+                super::nodes::route_to(&mut pipe, hint.as_deref());
+                let ((next, keys),): ((u64, Vec<String>),) = pipe
                     .query_async(&mut self.conn.clone())
                     .await
-                    .map_err(|e| Error::redis(&keys[0], e))?;
-                deleted += n;
+                    .map_err(|e| Error::redis(&pattern, e))?;
+                let mut groups: std::collections::BTreeMap<&str, Vec<&String>> = Default::default();
+                for k in &keys {
+                    let tag = if cluster {
+                        crate::keyspace::slot_tag(k)
+                    } else {
+                        ""
+                    };
+                    groups.entry(tag).or_default().push(k);
+                }
+                let counts = futures_util::future::try_join_all(groups.into_values().map(|g| {
+                    let mut conn = self.conn.clone();
+                    async move {
+                        redis::cmd("UNLINK")
+                            .arg(&g)
+                            .query_async::<u64>(&mut conn)
+                            .await
+                            .map_err(|e| Error::redis(g[0], e))
+                    }
+                }))
+                .await?;
+                deleted += counts.into_iter().sum::<u64>();
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
             }
-            if next == 0 {
-                return Ok(deleted);
-            }
-            cursor = next;
         }
+        Ok(deleted)
     }
 
     /// The same cache with other options.

@@ -75,6 +75,9 @@ impl Progress {
     }
 }
 
+/// Where a cluster-wide walk's cursor keeps the master.
+const NODE_SHIFT: u32 = 48;
+
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Runs one batch of `migration` from `cursor`: SCAN, read, convert,
     /// save (each entity atomic), and delete the sources if asked. `convert`
@@ -89,15 +92,33 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         E: Entity,
         F: FnMut(&str, &[u8]) -> std::result::Result<Option<E>, String>,
     {
-        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
+        // On a cluster the walk goes master after master: the cursor keeps
+        // the master above bit 48 (see `nodes`).
+        let hints = self.node_hints().await?;
+        let node = (cursor >> NODE_SHIFT) as usize;
+        let Some(hint) = hints.get(node) else {
+            return Ok(Progress {
+                done: true,
+                ..Progress::default()
+            });
+        };
+        let mut pipe = redis::pipe();
+        pipe.cmd("SCAN")
+            .arg(cursor & ((1 << NODE_SHIFT) - 1))
             .arg("MATCH")
             .arg(&migration.pattern)
             .arg("COUNT")
-            .arg(migration.batch.max(1))
+            .arg(migration.batch.max(1));
+        super::nodes::route_to(&mut pipe, hint.as_deref());
+        let ((next, keys),): ((u64, Vec<String>),) = pipe
             .query_async(&mut self.conn.clone())
             .await
             .map_err(|e| Error::redis(&migration.pattern, e))?;
+        let next = match next {
+            0 if node + 1 < hints.len() => ((node + 1) as u64) << NODE_SHIFT,
+            0 => 0,
+            n => ((node as u64) << NODE_SHIFT) | n,
+        };
         let mut progress = Progress {
             cursor: next,
             done: next == 0,
@@ -107,15 +128,19 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if keys.is_empty() {
             return Ok(progress);
         }
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        for k in &keys {
-            pipe.cmd("GET").arg(k);
-        }
-        let values: Vec<Value> = pipe
-            .query_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| Error::redis(&keys[0], e))?;
+        // One pipeline per slot on a cluster.
+        let values: Vec<Value> = self
+            .per_slot(&keys, String::as_str, |group| async move {
+                let mut pipe = redis::pipe();
+                pipe.ignore_errors();
+                for k in &group {
+                    pipe.cmd("GET").arg(k);
+                }
+                pipe.query_async(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| Error::redis(&group[0], e))
+            })
+            .await?;
         let mut sources = Vec::new();
         let mut plans = Vec::new();
         for (k, v) in keys.into_iter().zip(values) {
@@ -154,12 +179,19 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
         progress.migrated = written.len() as u64;
         if migration.delete_source && !written.is_empty() {
-            let deleted: u64 = redis::cmd("DEL")
-                .arg(&written)
-                .query_async(&mut self.conn.clone())
-                .await
-                .map_err(|e| Error::redis(&written[0], e))?;
-            progress.deleted = deleted;
+            // One DEL per slot on a cluster, each answering per key.
+            let gone: Vec<bool> = self
+                .per_slot(&written, String::as_str, |group| async move {
+                    let mut pipe = redis::pipe();
+                    for k in &group {
+                        pipe.cmd("DEL").arg(k);
+                    }
+                    pipe.query_async(&mut self.conn.clone())
+                        .await
+                        .map_err(|e| Error::redis(&group[0], e))
+                })
+                .await?;
+            progress.deleted = gone.into_iter().filter(|&d| d).count() as u64;
         }
         Ok(progress)
     }

@@ -59,12 +59,22 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// One key per master whose slot that master serves, in a stable
     /// order; `[None]` for one server (no routing needed).
     pub(crate) async fn node_hints(&self) -> Result<Vec<Option<String>>> {
-        if self.ns.layout() != KeyLayout::Cluster {
+        node_hints(&mut self.conn.clone(), self.ns.layout()).await
+    }
+}
+
+/// [`Store::node_hints`] over any connection.
+pub(crate) async fn node_hints<C: ConnectionLike + Send>(
+    conn: &mut C,
+    layout: KeyLayout,
+) -> Result<Vec<Option<String>>> {
+    {
+        if layout != KeyLayout::Cluster {
             return Ok(vec![None]);
         }
         let reply: Value = redis::cmd("CLUSTER")
             .arg("SLOTS")
-            .query_async(&mut self.conn.clone())
+            .query_async(conn)
             .await
             .map_err(|e| Error::redis("CLUSTER SLOTS", e))?;
         let bad = || Error::UnexpectedReply {
