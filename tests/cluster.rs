@@ -467,3 +467,21 @@ async fn the_cache_and_migrations_walk_every_master() {
     assert!(store.scan_keys("Legacy_*").await.unwrap().is_empty());
     assert_eq!(store.get::<Profile>(39).await.unwrap().unwrap().visits, 39);
 }
+
+#[test]
+fn the_blocking_store_runs_on_a_cluster() {
+    let cluster = RedisCluster::start(3);
+    let store = redis_entity::blocking::Store::connect_cluster(&cluster.urls()).unwrap();
+    let all: Vec<Player> = (1..=30).map(player).collect();
+    store.save_all(&all).unwrap();
+    let mut de: Vec<u64> = store
+        .find(Player::COUNTRY, "DE")
+        .unwrap()
+        .into_iter()
+        .map(|p| p.id)
+        .collect();
+    de.sort();
+    assert_eq!(de, (1..=30).filter(|id| id % 3 == 0).collect::<Vec<_>>());
+    let walked: BTreeSet<u64> = store.scan::<Player>(4).map(|p| p.unwrap().id).collect();
+    assert_eq!(walked, (1..=30).collect());
+}

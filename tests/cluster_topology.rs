@@ -28,6 +28,10 @@ fn runner(id: u64, round: u64) -> Runner {
     }
 }
 
+/// The two tests run one after the other: each starts a cluster and 8
+/// writers, which on a small machine is load enough for one.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 struct Tally {
     ok: AtomicU64,
     failed: AtomicU64,
@@ -73,6 +77,23 @@ fn writers(
         .collect()
 }
 
+/// A store on `cluster` with 300 runners, and an empty tally.
+async fn seeded(
+    cluster: &RedisCluster,
+) -> (
+    Arc<Store<redis::cluster_async::ClusterConnection>>,
+    Arc<Tally>,
+) {
+    let store = Arc::new(Store::connect_cluster(&cluster.urls()).await.unwrap());
+    let seed: Vec<Runner> = (0..300).map(|id| runner(id, 0)).collect();
+    store.save_all(&seed).await.unwrap();
+    let tally = Arc::new(Tally {
+        ok: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+    });
+    (store, tally)
+}
+
 async fn check(store: &Store<redis::cluster_async::ClusterConnection>, tally: &Tally) {
     let (ok, failed) = (
         tally.ok.load(Ordering::Relaxed),
@@ -102,14 +123,9 @@ async fn check(store: &Store<redis::cluster_async::ClusterConnection>, tally: &T
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_go_on_while_slots_move_between_masters() {
+    let _serial = SERIAL.lock().await;
     let cluster = Arc::new(RedisCluster::start(3));
-    let store = Arc::new(Store::connect_cluster(&cluster.urls()).await.unwrap());
-    let seed: Vec<Runner> = (0..300).map(|id| runner(id, 0)).collect();
-    store.save_all(&seed).await.unwrap();
-    let tally = Arc::new(Tally {
-        ok: AtomicU64::new(0),
-        failed: AtomicU64::new(0),
-    });
+    let (store, tally) = seeded(&cluster).await;
     let until = Instant::now() + Duration::from_secs(10);
     let tasks = writers(&store, until, &tally);
     // A third of the slots move from one master to another while they write.
@@ -133,14 +149,9 @@ async fn writes_go_on_while_slots_move_between_masters() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_go_on_while_a_master_fails_over_to_its_replica() {
+    let _serial = SERIAL.lock().await;
     let cluster = RedisCluster::start_with_replicas(3, 1);
-    let store = Arc::new(Store::connect_cluster(&cluster.urls()).await.unwrap());
-    let seed: Vec<Runner> = (0..300).map(|id| runner(id, 0)).collect();
-    store.save_all(&seed).await.unwrap();
-    let tally = Arc::new(Tally {
-        ok: AtomicU64::new(0),
-        failed: AtomicU64::new(0),
-    });
+    let (store, tally) = seeded(&cluster).await;
     let until = Instant::now() + Duration::from_secs(8);
     let tasks = writers(&store, until, &tally);
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -155,15 +166,30 @@ async fn writes_go_on_while_a_master_fails_over_to_its_replica() {
         .iter()
         .find(|n| n.port() == replica)
         .unwrap();
-    let _: () = redis::cmd("CLUSTER")
-        .arg("FAILOVER")
-        .query(&mut node.conn())
-        .unwrap();
-    // The replica takes over within a moment.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !cluster.roles().iter().any(|r| r.1 == replica && r.2) {
+    // The replica takes over once it has caught up with its master (which
+    // pauses its clients meanwhile); its own view says so first. A manual
+    // failover gives up after 5 s (a loaded machine can take longer to
+    // gather the votes): asked again then.
+    let promoted = || {
+        redis::cmd("ROLE")
+            .query::<redis::Value>(&mut node.conn())
+            .map(|v| format!("{v:?}").contains("master"))
+            .unwrap_or(false)
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    'failover: loop {
+        let _: () = redis::cmd("CLUSTER")
+            .arg("FAILOVER")
+            .query(&mut node.conn())
+            .unwrap();
+        let attempt = Instant::now() + Duration::from_secs(6);
+        while Instant::now() < attempt {
+            if promoted() {
+                break 'failover;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         assert!(Instant::now() < deadline, "the replica did not take over");
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     for t in tasks {
         t.await.unwrap();

@@ -51,6 +51,21 @@ fn lisi() -> User {
     }
 }
 
+/// A store of the cluster layout over one server's connection (a one-node
+/// cluster's keys); `check_layout` is its first call.
+async fn cluster_layout_store(
+    server: &RedisServer,
+) -> redis_entity::Result<Store<redis::aio::MultiplexedConnection>> {
+    let conn = server
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let store = Store::new(conn).with_key_layout(KeyLayout::Cluster);
+    store.check_layout().await?;
+    Ok(store)
+}
+
 async fn marker(server: &RedisServer) -> Option<String> {
     let mut c = server
         .client()
@@ -140,13 +155,7 @@ struct Player {
 async fn the_cluster_layout_tags_every_key_of_an_entity() {
     // One server holds the cluster layout too (a one-node cluster's keys).
     let server = RedisServer::start();
-    let conn = server
-        .client()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let store = Store::new(conn).with_key_layout(KeyLayout::Cluster);
-    store.check_layout().await.unwrap();
+    let store = cluster_layout_store(&server).await.unwrap();
 
     // A type without indexes: the member is the hash tag.
     store
@@ -197,16 +206,7 @@ async fn a_store_refuses_a_keyspace_of_the_other_layout() {
     let server = RedisServer::start();
     let standalone = Store::connect(&server.url()).await.unwrap();
     standalone.save(&lisi()).await.unwrap();
-    let conn = server
-        .client()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let err = Store::new(conn)
-        .with_key_layout(KeyLayout::Cluster)
-        .check_layout()
-        .await
-        .unwrap_err();
+    let err = cluster_layout_store(&server).await.unwrap_err();
     assert!(
         matches!(&err, Error::LayoutMismatch { found, expected: "cluster" } if found == "standalone"),
         "{err:?}"
@@ -215,16 +215,7 @@ async fn a_store_refuses_a_keyspace_of_the_other_layout() {
 
     // And the other way round, from a fresh keyspace.
     let other = RedisServer::start();
-    let conn = other
-        .client()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    Store::new(conn)
-        .with_key_layout(KeyLayout::Cluster)
-        .check_layout()
-        .await
-        .unwrap();
+    cluster_layout_store(&other).await.unwrap();
     let err = Store::connect(&other.url()).await.unwrap_err();
     assert!(matches!(err, Error::LayoutMismatch { .. }), "{err:?}");
 }
@@ -251,16 +242,7 @@ async fn a_read_only_user_checks_the_marker_without_writing_it() {
     Store::connect(&url).await.unwrap();
     assert_eq!(marker(&server).await, None, "a reader records nothing");
 
-    let conn = server
-        .client()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    Store::new(conn)
-        .with_key_layout(KeyLayout::Cluster)
-        .check_layout()
-        .await
-        .unwrap();
+    cluster_layout_store(&server).await.unwrap();
     let err = Store::connect(&url).await.unwrap_err();
     assert!(matches!(err, Error::LayoutMismatch { .. }), "{err:?}");
 }

@@ -88,6 +88,16 @@ impl Store<ConnectionManager> {
     }
 }
 
+impl Store<redis::cluster_async::ClusterConnection> {
+    /// Connects to a Redis Cluster given some of its nodes' URLs (see
+    /// [`crate::Store::connect_cluster`]).
+    pub fn connect_cluster<S: AsRef<str>>(urls: &[S]) -> Result<Self> {
+        let rt = runtime()?;
+        let inner = rt.block_on(crate::Store::connect_cluster(urls))?;
+        Ok(Store { rt, inner })
+    }
+}
+
 impl<C> std::fmt::Debug for Store<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("blocking::Store")

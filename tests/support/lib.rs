@@ -258,7 +258,7 @@ impl RedisCluster {
     /// Starts `masters` (at least 3) masters with `replicas` replicas each.
     pub fn start_with_replicas(masters: usize, replicas: usize) -> RedisCluster {
         let n = masters.max(3) * (1 + replicas);
-        let nodes: Vec<RedisServer> = (0..n)
+        let mut nodes: Vec<RedisServer> = (0..n)
             .map(|_| {
                 RedisServer::start_with(&[
                     "--cluster-enabled",
@@ -292,7 +292,14 @@ impl RedisCluster {
                     .unwrap_or(false)
             });
             if ok {
-                return RedisCluster { nodes };
+                let cluster = RedisCluster { nodes };
+                // Replicas are known by gossip, a moment after the slots.
+                let masters = cluster.roles().iter().filter(|r| r.2).count();
+                if masters == n / (1 + replicas) {
+                    return cluster;
+                }
+                let RedisCluster { nodes: back } = cluster;
+                nodes = back;
             }
             assert!(Instant::now() < deadline, "cluster did not become ready");
             std::thread::sleep(Duration::from_millis(100));

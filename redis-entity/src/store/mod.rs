@@ -381,8 +381,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// result each: consecutive plans of one type and operation go out as
     /// one script call per [`WRITE_BATCH`] entities, all calls in one
     /// pipeline.
-    /// Runs `f` over `items` as one group on one server; on a cluster once
-    /// per hash tag (one slot: what one pipeline or one script may touch
+    /// Runs `f` over `items` as one group on one server (callers with a
+    /// borrowed path skip the copy there); on a cluster once per hash tag (one slot: what one pipeline or one script may touch
     /// there), the groups concurrently, and puts the results back in the
     /// items' order. `f` returns one result per item of its group.
     pub(crate) async fn per_slot<T, R, F, Fut>(
@@ -396,7 +396,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         F: Fn(Vec<T>) -> Fut,
         Fut: std::future::Future<Output = Result<Vec<R>>>,
     {
-        if self.ns.layout() != KeyLayout::Cluster || items.len() < 2 {
+        if items.len() < 2 || self.ns.layout() != KeyLayout::Cluster {
             return f(items.to_vec()).await;
         }
         let mut groups: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
@@ -470,6 +470,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     async fn write_many_untraced(&self, plans: &[WritePlan]) -> Result<Vec<Result<bool>>> {
+        if self.ns.layout() != KeyLayout::Cluster {
+            return self.write_many_on_one_slot(plans).await;
+        }
         // A batch call or a pipeline touches one slot on a cluster.
         self.per_slot(
             plans,
