@@ -330,8 +330,9 @@ struct Spread {
     email: String,
 }
 
-const KNOWS: redis_entity::relation::Relation<Member, Member> =
-    redis_entity::relation::Relation::many_to_many("knows", "known_by");
+/// Members and players live in different slots.
+const COACHES: redis_entity::relation::Relation<Member, Player> =
+    redis_entity::relation::Relation::many_to_many("coaches", "coached_by");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unique_value_has_exactly_one_owner_on_a_cluster() {
@@ -382,8 +383,8 @@ async fn a_unique_value_has_exactly_one_owner_on_a_cluster() {
     assert_eq!(holders, vec![owner]);
     assert!(store.verify::<Member>().await.unwrap().is_clean());
 
-    // More shards than one with a unique index, and relations: refused
-    // before anything is written.
+    // More shards than one with a unique index, and a relation across two
+    // slots: refused before anything is written.
     let err = store
         .save(&Spread {
             id: 1,
@@ -395,7 +396,8 @@ async fn a_unique_value_has_exactly_one_owner_on_a_cluster() {
     assert_eq!(store.get::<Spread>(1).await.unwrap(), None);
     let err = store.find_unique(Spread::EMAIL, "s@x").await.unwrap_err();
     assert!(matches!(err, Error::NotOnCluster { .. }), "{err:?}");
-    let err = store.relate(&KNOWS, 1, 100).await.unwrap_err();
+    store.save(&player(5)).await.unwrap();
+    let err = store.relate(&COACHES, 1, 5).await.unwrap_err();
     assert!(matches!(err, Error::NotOnCluster { .. }), "{err:?}");
 }
 
@@ -484,4 +486,79 @@ fn the_blocking_store_runs_on_a_cluster() {
     assert_eq!(de, (1..=30).filter(|id| id % 3 == 0).collect::<Vec<_>>());
     let walked: BTreeSet<u64> = store.scan::<Player>(4).map(|p| p.unwrap().id).collect();
     assert_eq!(walked, (1..=30).collect());
+}
+
+/// A social graph in one slot group: users, their follows, and posts pushed
+/// to followers' timelines, all in `{social:0}`.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "fan", group = "social")]
+struct Fan {
+    #[pk]
+    id: u64,
+    #[index]
+    city: String,
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "note", group = "social")]
+struct Note {
+    #[pk]
+    id: u64,
+    author: u64,
+    text: String,
+}
+
+const FOLLOWS: redis_entity::relation::Relation<Fan, Fan> =
+    redis_entity::relation::Relation::many_to_many("following", "followers");
+const FEED: redis_entity::relation::Timeline<Fan, Note> =
+    redis_entity::relation::Timeline::new("feed", 100);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relations_and_timelines_run_within_a_slot_group() {
+    let cluster = RedisCluster::start(3);
+    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let fan = |id: u64| Fan {
+        id,
+        city: if id.is_multiple_of(2) { "Rome" } else { "Oslo" }.into(),
+    };
+    store
+        .save_all(&(1..=6).map(fan).collect::<Vec<_>>())
+        .await
+        .unwrap();
+    assert!(store.keys_of::<Fan>(3).base.starts_with("{social:0}:fan:3"));
+    for follower in 2..=6u64 {
+        assert!(store.relate(&FOLLOWS, follower, 1).await.unwrap());
+    }
+    assert_eq!(store.related_back_count(&FOLLOWS, 1).await.unwrap(), 5);
+    let note = Note {
+        id: 10,
+        author: 1,
+        text: "hello".into(),
+    };
+    store.save(&note).await.unwrap();
+    assert_eq!(
+        store
+            .timeline_push_related(&FEED, 10, &FOLLOWS, 1)
+            .await
+            .unwrap(),
+        5
+    );
+    assert_eq!(
+        store.timeline(&FEED, 4, 0, 10).await.unwrap(),
+        vec![note.clone()]
+    );
+
+    // Deleting a user takes it out of every relation, in the one script.
+    assert!(store.delete::<Fan>(4).await.unwrap());
+    assert_eq!(store.related_back_count(&FOLLOWS, 1).await.unwrap(), 4);
+    assert!(store.verify::<Fan>().await.unwrap().is_clean());
+    let mut rome: Vec<u64> = store
+        .find(Fan::CITY, "Rome")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|f| f.id)
+        .collect();
+    rome.sort();
+    assert_eq!(rome, vec![2, 6]);
 }

@@ -48,6 +48,8 @@ pub struct Container {
     pub ttl: Option<Spanned<u64>>,
     /// `shards = N`: the index shards of the cluster layout.
     pub shards: Option<Spanned<u64>>,
+    /// `group = "name"`: the cluster slot group the type shares.
+    pub group: Option<Spanned<String>>,
     pub krate: Option<Spanned<syn::Path>>,
     /// `#[hash]` on the struct: another spelling of `layout = "hash"`.
     pub hash: Option<Spanned<()>>,
@@ -156,6 +158,18 @@ fn container_redis(cx: &Ctxt, c: &mut Container, meta: &ParseNestedMeta) -> syn:
             let (v, lit) = lit_u64(meta)?;
             set_once(cx, &mut c.ttl, v, lit.to_token_stream(), "ttl");
         }
+        "group" => {
+            let s = lit_str(meta)?;
+            let v = s.value();
+            if v.is_empty()
+                || !v
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                cx.error_spanned_by(&s, "`group` must be a name of letters, digits, `_` or `-`");
+            }
+            set_once(cx, &mut c.group, v, s.to_token_stream(), "group");
+        }
         "shards" => {
             let (v, lit) = lit_u64(meta)?;
             if !(1..=1024).contains(&v) {
@@ -175,7 +189,7 @@ fn container_redis(cx: &Ctxt, c: &mut Container, meta: &ParseNestedMeta) -> syn:
         other => {
             cx.error_spanned_by(
                 &meta.path,
-                format!("unknown attribute `{other}` in `#[redis(...)]` on a struct: expected prefix, key, layout, ttl, shards or crate"),
+                format!("unknown attribute `{other}` in `#[redis(...)]` on a struct: expected prefix, key, layout, ttl, shards, group or crate"),
             );
             skip_value(meta)?;
         }

@@ -22,6 +22,7 @@ const CONTAINER_RULES: &[EntityRule] = &[
     hash_marker_agrees_with_layout,
     entity_ttl_is_positive,
     prefix_is_a_key_segment,
+    group_is_one_shard,
 ];
 
 const FIELD_RULES: &[FieldRule] = &[
@@ -85,6 +86,15 @@ fn entity_ttl_is_positive(e: &Entity, cx: &Ctxt) {
     if let Some(t) = &e.attrs.ttl {
         if t.value == 0 {
             cx.error_spanned_by(&t.tokens, "`ttl` must be at least 1 second");
+        }
+    }
+}
+
+/// A group is one slot on a cluster: its types have one shard.
+fn group_is_one_shard(e: &Entity, cx: &Ctxt) {
+    if let (Some(_), Some(s)) = (&e.attrs.group, &e.attrs.shards) {
+        if s.value != 1 {
+            cx.error_spanned_by(&s.tokens, "a type in a `group` lives in the group's one slot: `shards` must be 1 (or left out)");
         }
     }
 }

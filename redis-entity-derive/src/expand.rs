@@ -147,10 +147,15 @@ fn entity_desc(e: &Entity, re: &TokenStream) -> TokenStream {
             .as_ref()
             .is_some_and(|i| i.kind == IndexKind::Unique)
     });
-    let shards = match (e.shards, unique) {
+    // A group is one slot: one shard.
+    let shards = match (e.shards, unique || e.group.is_some()) {
         (Some(n), _) => quote!(#n),
         (None, true) => quote!(1u16),
         (None, false) => quote!(#re::DEFAULT_SHARDS),
+    };
+    let group = match &e.group {
+        Some(g) => quote!(#re::core::option::Option::Some(#g)),
+        None => quote!(#re::core::option::Option::None),
     };
     quote! {
         #re::EntityDesc {
@@ -169,6 +174,7 @@ fn entity_desc(e: &Entity, re: &TokenStream) -> TokenStream {
             pk_index_value: __pk_index_value,
             ttl: #ttl,
             shards: #shards,
+            group: #group,
         }
     }
 }

@@ -28,6 +28,8 @@ pub struct Entity<'a> {
     pub ttl: Option<u64>,
     /// `shards = N` (the runtime's default otherwise).
     pub shards: Option<u16>,
+    /// `group = "name"`: on a cluster, the type lives in the group's one slot.
+    pub group: Option<String>,
     pub key: Key,
     /// True for a single integer pk: members then sort numerically.
     pub numeric_pk: bool,
@@ -235,6 +237,7 @@ pub fn build<'a>(cx: &Ctxt, input: &'a DeriveInput) -> Option<Entity<'a>> {
         layout,
         ttl: attrs.ttl.as_ref().map(|t| t.value),
         shards: attrs.shards.as_ref().map(|s| s.value as u16),
+        group: attrs.group.as_ref().map(|g| g.value.clone()),
         key,
         numeric_pk,
         fields,

@@ -88,7 +88,7 @@ fn family_mark(ns: &Namespace) -> &'static str {
 /// shard's [`shard_space`], which shares one hash tag, so that one script
 /// writes the entity and its entries on one slot.
 pub(crate) fn sharded(desc: &EntityDesc, ns: &Namespace) -> bool {
-    ns.layout() == KeyLayout::Cluster && !desc.indexes.is_empty()
+    ns.layout() == KeyLayout::Cluster && (!desc.indexes.is_empty() || desc.group.is_some())
 }
 
 /// The shard of `member`: FNV-1a of its text, modulo the type's shards. A
@@ -104,12 +104,28 @@ pub(crate) fn shard_of(desc: &EntityDesc, member: &str) -> u16 {
 
 /// The namespace of shard `shard` of an indexed type in the cluster layout:
 /// `<ns>{<prefix>:<shard>}:`, inside which its keys are spelled as on one
-/// server (`{user:3}:user:9`, `{user:3}:user:@country:DE`).
+/// server (`{user:3}:user:9`, `{user:3}:user:@country:DE`); for a type in a
+/// group, the group's one slot (`{social:0}:user:9`).
 pub(crate) fn shard_space(desc: &EntityDesc, ns: &Namespace, shard: u16) -> Namespace {
     Namespace::spelled(
-        format!("{}{{{}:{shard}}}:", ns.as_str(), desc.prefix),
+        format!(
+            "{}{{{}:{shard}}}:",
+            ns.as_str(),
+            desc.group.unwrap_or(desc.prefix)
+        ),
         KeyLayout::Standalone,
     )
+}
+
+/// The space of a type whose keys do not depend on the member's shard: a
+/// type of one shard (or one server). What a relation register names for
+/// the other side, where the script spells its keys.
+pub(crate) fn type_space(desc: &EntityDesc, ns: &Namespace) -> Namespace {
+    if sharded(desc, ns) {
+        shard_space(desc, ns, 0)
+    } else {
+        ns.clone()
+    }
 }
 
 /// Where the keys of the entity with `member` live: its shard's space for a
@@ -391,6 +407,7 @@ fn member_colons(desc: &EntityDesc) -> usize {
 /// exists ([`ttl_key`]; empty but for the `strings` layout), so that
 /// `verify` can tell a member whose entity is gone.
 pub(crate) fn register_entry(desc: &EntityDesc, ns: &Namespace, name: &str) -> String {
+    let ns = &type_space(desc, ns);
     format!(
         "{}\n{}\n{name}\n{}",
         owner_head(desc, ns),
@@ -414,6 +431,7 @@ pub(crate) const TIMELINE_MARK: &str = "@list";
 /// relation register, naming the type of the members it lists (so that
 /// `verify` can find entries whose entity is gone).
 pub(crate) fn timeline_entry(member_desc: &EntityDesc, ns: &Namespace) -> String {
+    let ns = &type_space(member_desc, ns);
     format!(
         "{TIMELINE_MARK}\n{}\n{}\n{}",
         owner_head(member_desc, ns),
@@ -515,6 +533,7 @@ mod tests {
             maps: &[],
             ttl: None,
             shards: 16,
+            group: None,
         }
     }
 
@@ -639,9 +658,22 @@ mod tests {
         );
         assert_eq!(entity_scan_pattern(&d, c), "user:userid:{*");
         assert_eq!(board_key(&d, c, "w", "1"), "user:board:w:1");
+        let plain = EntityDesc {
+            indexes: &[],
+            ..desc(Layout::Hash)
+        };
         assert_eq!(
-            register_entry(&d, c, "follows"),
+            register_entry(&plain, c, "follows"),
             "user:userid:{\n}\nfollows\n"
+        );
+        // A type of one shard: its one space.
+        let one = EntityDesc {
+            shards: 1,
+            ..desc(Layout::Hash)
+        };
+        assert_eq!(
+            register_entry(&one, c, "follows"),
+            "{user:0}:user:userid:\n\nfollows\n"
         );
 
         assert_eq!(cache_key("", "", "price:{1}"), "cache:{price%3A%7B1%7D}");

@@ -138,6 +138,8 @@ pub use redis;
 /// | `#[redis(layout = "hash")]` | `hash` (default: one hash per entity), `strings` (one string key per field) or `json` (one JSON document) |
 /// | `#[hash]` | another spelling of `layout = "hash"` |
 /// | `#[redis(ttl = 3600)]` | a default TTL in seconds for new entities (a save keeps the remaining TTL of an existing one) |
+/// | `#[redis(shards = 16)]` | on Redis Cluster, the index shards of an indexed type (default 16; 1 for a type with a unique index) |
+/// | `#[redis(group = "social")]` | on Redis Cluster, the type lives in the group's one slot with the group's other types, so relations and timelines between them stay one script (one shard) |
 /// | `#[redis(crate = "::redis_entity")]` | the path to this crate, when it is renamed or re-exported |
 ///
 /// ```

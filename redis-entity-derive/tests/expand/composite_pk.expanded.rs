@@ -60,6 +60,7 @@ const _: () = {
             pk_index_value: __pk_index_value,
             ttl: ::re::__private::core::option::Option::None,
             shards: ::re::__private::DEFAULT_SHARDS,
+            group: ::re::__private::core::option::Option::None,
         };
         fn write_member(pk: &Self::Pk, out: &mut ::re::__private::String) {
             let (__p0, __p1, __p2) = pk;

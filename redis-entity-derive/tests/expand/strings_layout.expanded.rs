@@ -50,6 +50,7 @@ const _: () = {
             pk_index_value: __pk_index_value,
             ttl: ::redis_entity::__private::core::option::Option::Some(3600u64),
             shards: ::redis_entity::__private::DEFAULT_SHARDS,
+            group: ::redis_entity::__private::core::option::Option::None,
         };
         fn write_member(pk: &Self::Pk, out: &mut ::redis_entity::__private::String) {
             let __p0 = pk;

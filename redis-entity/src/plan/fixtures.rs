@@ -76,6 +76,7 @@ pub(crate) static USER: EntityDesc = EntityDesc {
     version: Some(VERSION),
     ttl: None,
     shards: 16,
+    group: None,
 };
 
 /// `Session` (strings layout, `session:{<token>}`): `code` has a TTL of its
@@ -101,6 +102,7 @@ pub(crate) static SESSION: EntityDesc = EntityDesc {
     version: Some(3),
     ttl: Some(3600),
     shards: 16,
+    group: None,
 };
 
 /// `Doc` (json layout, `doc:{<id>}`) with a `#[hash] notes` map; no indexes.
@@ -123,6 +125,7 @@ pub(crate) static DOC: EntityDesc = EntityDesc {
     version: None,
     ttl: None,
     shards: 16,
+    group: None,
 };
 
 /// `Order` (hash layout, `order:{<shop>_<n>}`): the pk field `shop` is
@@ -154,6 +157,7 @@ pub(crate) static ORDER: EntityDesc = EntityDesc {
     version: None,
     ttl: None,
     shards: 16,
+    group: None,
 };
 
 /// `Account` (hash layout, `account:{<id>}`): a unique `email` and an
@@ -177,6 +181,7 @@ pub(crate) static ACCOUNT: EntityDesc = EntityDesc {
     version: None,
     ttl: None,
     shards: 16,
+    group: None,
 };
 
 /// The keys of `member`, without namespace.

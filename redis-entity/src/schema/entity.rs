@@ -150,6 +150,11 @@ pub struct EntityDesc {
     /// slot, and [`DEFAULT_SHARDS`] otherwise): an indexed entity's keys
     /// and the index entries of its shard share one hash tag.
     pub shards: u16,
+    /// `#[redis(group = "name")]`: on a cluster every entity of the type
+    /// lives in the group's one slot (`{name:0}`), shared with the group's
+    /// other types, so relations and timelines between them stay one
+    /// script; one server ignores it.
+    pub group: Option<&'static str>,
 }
 
 /// An entity in its stored form: one optional value per column (`None`:

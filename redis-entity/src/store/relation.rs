@@ -128,12 +128,12 @@ pub(crate) fn call<A: Entity, B: Entity>(
         keyspace::register_entry(B::DESC, ns, rel.reverse),
         if rel.one_to_many { "1" } else { "0" }.to_owned(),
         // The Lua puts a's previous owner between the two.
-        keyspace::owner_head(A::DESC, ns),
-        keyspace::owner_tail(A::DESC, ns),
+        keyspace::owner_head(A::DESC, &keyspace::type_space(A::DESC, ns)),
+        keyspace::owner_tail(A::DESC, &keyspace::type_space(A::DESC, ns)),
         crate::keyspace::ttl_key(A::DESC, ns, &A::member(a)),
-        crate::keyspace::expiry_key(A::DESC, ns),
+        crate::keyspace::expiry_key(A::DESC, &keyspace::entity_space(A::DESC, ns, &A::member(a))),
         crate::keyspace::ttl_key(B::DESC, ns, &B::member(b)),
-        crate::keyspace::expiry_key(B::DESC, ns),
+        crate::keyspace::expiry_key(B::DESC, &keyspace::entity_space(B::DESC, ns, &B::member(b))),
     ];
     let mut call = crate::script::RELATION.call();
     call.keys = keys.iter().map(|k| k.as_bytes().to_vec()).collect();
@@ -169,16 +169,37 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.relation_call(rel, a, b, false).await
     }
 
-    /// Refuses relations and timelines on a cluster: their two sides live
-    /// in two slots, which one script cannot write (a documented order of
-    /// two writes is planned).
-    pub(crate) fn refuse_relations_on_cluster(&self) -> Result<()> {
-        if self.ns.layout() == crate::KeyLayout::Cluster {
+    /// Refuses a relation or timeline write whose sides live in two slots
+    /// on a cluster, which one script cannot write (types in one `group`
+    /// share one slot; two writes in a documented order are planned for the
+    /// others). `keys`: an entity key of each side.
+    pub(crate) fn refuse_across_slots<'k>(
+        &self,
+        types: [&EntityDesc; 2],
+        mut keys: impl Iterator<Item = &'k str>,
+    ) -> Result<()> {
+        if self.ns.layout() != crate::KeyLayout::Cluster {
+            return Ok(());
+        }
+        // A type of many shards: the script could not spell the other side
+        // of a member of another shard, wherever these two happen to live.
+        if types
+            .iter()
+            .any(|d| d.shards > 1 && keyspace::sharded(d, &self.ns))
+        {
             return Err(Error::NotOnCluster {
-                what: "a relation or a timeline",
+                what: "a relation or a timeline of a type with more than one index shard (`#[redis(group = ...)]` keeps a type in one slot)",
             });
         }
-        Ok(())
+        let Some(first) = keys.next().map(keyspace::slot_tag) else {
+            return Ok(());
+        };
+        if keys.all(|k| keyspace::slot_tag(k) == first) {
+            return Ok(());
+        }
+        Err(Error::NotOnCluster {
+            what: "a relation or a timeline between entities of two slots (types in one `#[redis(group = ...)]` share one)",
+        })
     }
 
     pub(crate) async fn relation_call<A: Entity, B: Entity>(
@@ -188,7 +209,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         b: &B::Pk,
         relate: bool,
     ) -> Result<bool> {
-        self.refuse_relations_on_cluster()?;
+        let (ak, bk) = (
+            key_of(A::DESC, &self.ns, &A::member(a)),
+            key_of(B::DESC, &self.ns, &B::member(b)),
+        );
+        self.refuse_across_slots([A::DESC, B::DESC], [ak.as_str(), bk.as_str()].into_iter())?;
         let call = call(rel, &self.ns, a, b, relate);
         let n: i64 = script::invoke(&mut self.conn.clone(), &self.sent, &call)
             .await

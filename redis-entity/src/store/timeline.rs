@@ -114,7 +114,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         post: impl IntoPk<P::Pk>,
         owners: impl IntoIterator<Item = impl IntoPk<O::Pk>>,
     ) -> Result<()> {
-        self.refuse_relations_on_cluster()?;
         let post = &post.into_pk();
         let member = P::member(post);
         let entry = keyspace::timeline_entry(P::DESC, &self.ns);
@@ -124,6 +123,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 .iter()
                 .map(|o| keyspace::entity_key(O::DESC, &self.ns, &O::member(o)))
                 .collect();
+            let post_key = keyspace::entity_key(P::DESC, &self.ns, &member);
+            self.refuse_across_slots(
+                [O::DESC, P::DESC],
+                std::iter::once(post_key.as_str()).chain(keys.iter().map(String::as_str)),
+            )?;
             let pipe = push_pipeline(&keys, timeline.name(), &entry, &member, timeline.cap());
             let () = pipe
                 .query_async(&mut self.conn.clone())
