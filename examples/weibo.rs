@@ -5,8 +5,10 @@
 use redis_entity::relation::{Relation, Timeline};
 use redis_entity::{RedisEntity, Store};
 
+/// On Redis Cluster, users and posts share one slot (`group`), so a follow
+/// and a push stay one atomic script there too; one server ignores it.
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
-#[redis(layout = "strings", key = "user:userid:{userid}")]
+#[redis(layout = "strings", key = "user:userid:{userid}", group = "weibo")]
 pub struct User {
     #[pk]
     pub userid: u64,
@@ -15,7 +17,7 @@ pub struct User {
 }
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
-#[redis(layout = "strings", key = "post:postid:{postid}")]
+#[redis(layout = "strings", key = "post:postid:{postid}", group = "weibo")]
 pub struct Post {
     #[pk]
     pub postid: u64,

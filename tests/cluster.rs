@@ -4,6 +4,10 @@
 //! script on one slot and queries ask every shard and merge. (Unique
 //! indexes and relations are not cluster-ready yet: refused with an error.)
 
+#[allow(dead_code)]
+#[path = "../examples/weibo.rs"]
+mod weibo;
+
 use redis_entity::{Error, RedisEntity, Store};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -561,4 +565,37 @@ async fn relations_and_timelines_run_within_a_slot_group() {
         .collect();
     rome.sort();
     assert_eq!(rome, vec![2, 6]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_weibo_model_runs_on_a_cluster() {
+    use weibo::{users, Post, User, FOLLOWS, PUSHED};
+    let cluster = RedisCluster::start(3);
+    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    store.save_all(&users()).await.unwrap();
+    assert!(store.relate(&FOLLOWS, 8, 9).await.unwrap());
+    assert!(store.relate(&FOLLOWS, 7, 9).await.unwrap());
+    let post = Post {
+        postid: 1,
+        userid: 9,
+        time: 1_596_338_654_824,
+        content: "hello".into(),
+    };
+    store.save(&post).await.unwrap();
+    assert_eq!(
+        store
+            .timeline_push_related(&PUSHED, 1, &FOLLOWS, 9)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        store.timeline(&PUSHED, 8, 0, 10).await.unwrap(),
+        vec![post.clone()]
+    );
+    assert_eq!(store.find(Post::USERID, 9u64).await.unwrap(), vec![post]);
+    assert!(store.delete::<User>(8).await.unwrap());
+    assert_eq!(store.related_back(&FOLLOWS, 9).await.unwrap(), vec![7]);
+    assert!(store.verify::<User>().await.unwrap().is_clean());
+    assert!(store.verify::<Post>().await.unwrap().is_clean());
 }
