@@ -35,7 +35,7 @@ fn titles(books: &[Book]) -> Vec<&str> {
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== book_tags: tags as sets, SINTER / SUNION / SDIFF");
-    let store = Store::connect(url).await?;
+    let store = Store::connect_any(url).await?;
     println!("{}", Book::layout());
     store.save_all(&books()).await?;
     println!(
@@ -100,7 +100,10 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    // The server to run against: `REDIS_URL`, or a local one.
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
+    // The server to run against: `REDIS_URL`, or a local one; or a Redis
+    // Cluster: `REDIS_CLUSTER_URLS` (node URLs separated by commas).
+    let url = std::env::var("REDIS_CLUSTER_URLS")
+        .or_else(|_| std::env::var("REDIS_URL"))
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

@@ -41,7 +41,7 @@ fn ids(users: &[SecurityUser]) -> Vec<u64> {
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== pattern_query: multi-condition and prefix queries without KEYS");
-    let store = Store::connect(url).await?;
+    let store = Store::connect_any(url).await?;
     println!("{}", SecurityUser::layout());
     store.save_all(&users()).await?;
     println!(
@@ -100,7 +100,10 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    // The server to run against: `REDIS_URL`, or a local one.
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
+    // The server to run against: `REDIS_URL`, or a local one; or a Redis
+    // Cluster: `REDIS_CLUSTER_URLS` (node URLs separated by commas).
+    let url = std::env::var("REDIS_CLUSTER_URLS")
+        .or_else(|_| std::env::var("REDIS_URL"))
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

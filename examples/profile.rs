@@ -21,7 +21,7 @@ pub struct Profile {
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== profile: profile hash, HINCRBY, EXPIRE, settings hash, tenant prefix");
-    let store = Store::connect(url)
+    let store = Store::connect_any(url)
         .await?
         .with_namespace(Namespace::tenant(42));
     println!("{}", Profile::layout());
@@ -69,7 +69,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     );
 
     // Another tenant sees nothing.
-    let other = Store::connect(url)
+    let other = Store::connect_any(url)
         .await?
         .with_namespace(Namespace::tenant(43));
     println!(
@@ -87,7 +87,10 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    // The server to run against: `REDIS_URL`, or a local one.
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
+    // The server to run against: `REDIS_URL`, or a local one; or a Redis
+    // Cluster: `REDIS_CLUSTER_URLS` (node URLs separated by commas).
+    let url = std::env::var("REDIS_CLUSTER_URLS")
+        .or_else(|_| std::env::var("REDIS_URL"))
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

@@ -44,7 +44,7 @@ pub fn packages() -> Vec<RedPackage> {
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== red_packets: composite key (program_id, task_id, uid), found by index");
-    let store = Store::connect(url).await?;
+    let store = Store::connect_any(url).await?;
     println!("{}", RedPackage::layout());
     store.save_all(&packages()).await?;
     println!(
@@ -97,7 +97,10 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    // The server to run against: `REDIS_URL`, or a local one.
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
+    // The server to run against: `REDIS_URL`, or a local one; or a Redis
+    // Cluster: `REDIS_CLUSTER_URLS` (node URLs separated by commas).
+    let url = std::env::var("REDIS_CLUSTER_URLS")
+        .or_else(|_| std::env::var("REDIS_URL"))
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

@@ -45,7 +45,7 @@ pub fn users() -> Vec<User> {
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== weibo: followers, following, pushed timeline");
-    let store = Store::connect(url).await?;
+    let store = Store::connect_any(url).await?;
     store.save_all(&users()).await?;
     // insert into follower (userid, followerid) values (9, 8), (9, 7), (8, 9);
     store.relate(&FOLLOWS, &8, &9).await?; // 8 follows 9
@@ -111,7 +111,10 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    // The server to run against: `REDIS_URL`, or a local one.
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
+    // The server to run against: `REDIS_URL`, or a local one; or a Redis
+    // Cluster: `REDIS_CLUSTER_URLS` (node URLs separated by commas).
+    let url = std::env::var("REDIS_CLUSTER_URLS")
+        .or_else(|_| std::env::var("REDIS_URL"))
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

@@ -530,6 +530,14 @@ async fn relations_and_timelines_run_within_a_slot_group() {
         .await
         .unwrap();
     assert!(store.keys_of::<Fan>(3).base.starts_with("{social:0}:fan:3"));
+    assert!(Note::layout()
+        .to_string()
+        .contains("`social` group's one slot, `{social:0}:`"));
+    let cluster = redis_entity::EntityLayout::of_layout(
+        <Note as redis_entity::Entity>::DESC,
+        redis_entity::KeyLayout::Cluster,
+    );
+    assert_eq!(cluster.keys[0].pattern, "{social:0}:note:<id>");
     for follower in 2..=6u64 {
         assert!(store.relate(&FOLLOWS, follower, 1).await.unwrap());
     }

@@ -59,6 +59,7 @@
 // escaping), the keyspace (the one place that spells a key), plans (pure:
 // keys, commands, script arguments), scripts (Lua and the one way to call
 // it), the store (core CRUD, and one module per feature).
+mod any;
 mod conn;
 mod error;
 mod keyspace;
@@ -77,6 +78,7 @@ pub mod admin;
 pub mod blocking;
 pub mod near;
 
+pub use any::AnyConnection;
 pub use conn::{CountingConnection, RoundTrips};
 pub use error::{Error, FieldError, FieldErrorKind, Result};
 pub use keyspace::EntityKeys;

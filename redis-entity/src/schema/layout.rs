@@ -61,6 +61,8 @@ pub struct EntityLayout {
     pub tagged_pattern: &'static str,
     /// The index shards of the cluster layout.
     pub shards: u16,
+    /// The cluster slot group (`#[redis(group = ...)]`).
+    pub group: Option<&'static str>,
     /// The key families.
     pub keys: Vec<KeyPattern>,
     /// The prefix of the index keys.
@@ -79,10 +81,14 @@ impl EntityLayout {
     pub fn of_layout(desc: &EntityDesc, layout: KeyLayout) -> Self {
         // An indexed type on a cluster: its keys as on one server, under
         // the tag of the entity's index shard.
-        if layout == KeyLayout::Cluster && !desc.indexes.is_empty() {
+        if layout == KeyLayout::Cluster && (!desc.indexes.is_empty() || desc.group.is_some()) {
             let mut l = Self::of_layout(desc, KeyLayout::Standalone);
+            let space = match desc.group {
+                Some(g) => format!("{{{g}:0}}:"),
+                None => format!("{{{}:<shard>}}:", desc.prefix),
+            };
             for k in &mut l.keys {
-                k.pattern = format!("{{{}:<shard>}}:{}", desc.prefix, k.pattern);
+                k.pattern = format!("{space}{}", k.pattern);
             }
             l.key_layout = KeyLayout::Cluster;
             return l;
@@ -243,6 +249,7 @@ impl EntityLayout {
             numeric_pk: desc.numeric_pk,
             tagged_pattern: desc.key_pattern,
             shards: desc.shards,
+            group: desc.group,
             keys,
             prefix: desc.prefix,
             indexed: !desc.indexes.is_empty(),
@@ -307,7 +314,12 @@ impl fmt::Display for EntityLayout {
             )?;
         }
         if self.key_layout == KeyLayout::Standalone {
-            if self.indexed {
+            if let Some(g) = self.group {
+                writeln!(
+                    f,
+                    "  on Redis Cluster: every key above in the `{g}` group's one slot, `{{{g}:0}}:`"
+                )?;
+            } else if self.indexed {
                 writeln!(
                     f,
                     "  on Redis Cluster: every key above under its index shard's tag, `{{{}:<shard>}}:` ({} shard{})",

@@ -362,7 +362,12 @@ local function check_key_types(maps, entries, expiry)
       end
     end
   end
-  if expiry then return type_error(expiry_key, 'zset') end
+  -- The expiry set is touched only where track_expiry touches it (a type
+  -- without indexes only while in a relation): on a cluster it lives in
+  -- another slot than such an entity's keys.
+  if expiry and (#T.idx > 0 or redis.call('EXISTS', rel_key) == 1) then
+    return type_error(expiry_key, 'zset')
+  end
   return nil
 end
 

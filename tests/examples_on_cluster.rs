@@ -1,0 +1,36 @@
+//! The examples that use only the store run unchanged against a 3-master
+//! Redis Cluster (`Store::connect_any` with the nodes' URLs, what
+//! `REDIS_CLUSTER_URLS` gives them).
+
+#[allow(dead_code)]
+#[path = "../examples/book_tags.rs"]
+mod book_tags;
+#[allow(dead_code)]
+#[path = "../examples/pattern_query.rs"]
+mod pattern_query;
+#[allow(dead_code)]
+#[path = "../examples/profile.rs"]
+mod profile;
+#[allow(dead_code)]
+#[path = "../examples/red_packets.rs"]
+mod red_packets;
+#[allow(dead_code)]
+#[path = "../examples/users.rs"]
+mod users;
+#[allow(dead_code)]
+#[path = "../examples/weibo.rs"]
+mod weibo;
+
+use support::RedisCluster;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_examples_run_on_a_cluster() {
+    let cluster = RedisCluster::start(3);
+    let urls = cluster.urls().join(",");
+    users::run(&urls).await.expect("users");
+    profile::run(&urls).await.expect("profile");
+    book_tags::run(&urls).await.expect("book_tags");
+    red_packets::run(&urls).await.expect("red_packets");
+    pattern_query::run(&urls).await.expect("pattern_query");
+    weibo::run(&urls).await.expect("weibo");
+}
