@@ -193,6 +193,29 @@ async fn the_cluster_layout_tags_every_key_of_an_entity() {
         ]
     );
     assert_eq!(store.get::<Player>(9).await.unwrap(), Some(p.clone()));
+    // explain() shows one call per shard in the first round trip.
+    let plan = store
+        .query::<Player>()
+        .eq(Player::COUNTRY, "DE")
+        .explain()
+        .unwrap();
+    assert_eq!(
+        plan.round_trips[0].len(),
+        2 * 4,
+        "ZCARD and SMEMBERS per shard: {plan}"
+    );
+    assert!(
+        plan.round_trips[0]
+            .iter()
+            .any(|c| c.contains(&format!("{tag}player:@country:DE"))),
+        "{plan}"
+    );
+    assert!(
+        plan.notes
+            .iter()
+            .any(|n| n.contains("one call per index shard (4)")),
+        "{plan}"
+    );
     assert_eq!(store.find(Player::COUNTRY, "DE").await.unwrap(), vec![p]);
     assert_eq!(store.rank(Player::SCORE, 9).await.unwrap(), Some(0));
     assert!(store.verify::<Player>().await.unwrap().is_clean());

@@ -45,34 +45,30 @@ impl fmt::Display for Explain {
 /// The plan of a query that fetches its records.
 pub(crate) fn query(desc: &'static EntityDesc, ns: &Namespace, spec: &Spec) -> Explain {
     let mut notes = Vec::new();
-    let (first, keys) = match query::native_set_command(desc, ns, spec) {
-        Some(native) => {
-            let expiry = keyspace::expiry_key(desc, ns);
-            let text = words(&native);
-            let named: Vec<String> = text.split(' ').skip(1).map(str::to_owned).collect();
-            notes.push(
-                "when entities of the type can have expired (a TTL), the read-only query \
-                 script runs instead, skipping them"
-                    .into(),
-            );
-            let keys: Vec<String> = std::iter::once(expiry.clone()).chain(named).collect();
-            (vec![format!("ZCARD {expiry}"), text], keys)
-        }
-        None => {
-            let call = query::script_call(desc, ns, spec, false, false);
-            let keys = call
-                .keys
-                .iter()
-                .map(|k| String::from_utf8_lossy(k).into_owned())
-                .collect();
-            notes.push(
-                "expired entities the script meets are skipped; their index entries are \
-                 removed in one more round trip"
-                    .into(),
-            );
-            (vec![call.describe()], keys)
-        }
+    // A sharded type on a cluster asks every shard in the first round trip.
+    let spaces = keyspace::spaces(desc, ns);
+    let asked = if spaces.len() > 1 {
+        query::shard_spec(spec)
+    } else {
+        spec.clone()
     };
+    let (mut first, mut keys) = (Vec::new(), Vec::new());
+    for space in &spaces {
+        let (trip, named, note) = first_trip(desc, space, &asked);
+        first.extend(trip);
+        keys.extend(named);
+        if notes.is_empty() {
+            notes.push(note.to_owned());
+        }
+    }
+    if spaces.len() > 1 {
+        notes.push(format!(
+            "on the cluster, the first round trip is one call per index shard ({}), sent \
+             together; the answers are merged (sums, unions, ordered pages by score) and \
+             the records read one pipeline per shard",
+            spaces.len()
+        ));
+    }
     // The reads of one record, for a placeholder id.
     let mut pipe = redis::pipe();
     crate::plan::read::read(desc, &EntityKeys::new(desc, ns, "<id>".into()), &mut pipe);
@@ -90,6 +86,43 @@ pub(crate) fn query(desc: &'static EntityDesc, ns: &Namespace, spec: &Spec) -> E
         round_trips: vec![first, fetch],
         keys,
         notes,
+    }
+}
+
+/// The first round trip of a query in one space, the keys it names, and
+/// what may change at run time.
+fn first_trip(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    spec: &Spec,
+) -> (Vec<String>, Vec<String>, &'static str) {
+    match query::native_set_command(desc, ns, spec) {
+        Some(native) => {
+            let expiry = keyspace::expiry_key(desc, ns);
+            let text = words(&native);
+            let named: Vec<String> = text.split(' ').skip(1).map(str::to_owned).collect();
+            let keys: Vec<String> = std::iter::once(expiry.clone()).chain(named).collect();
+            (
+                vec![format!("ZCARD {expiry}"), text],
+                keys,
+                "when entities of the type can have expired (a TTL), the read-only query \
+                 script runs instead, skipping them",
+            )
+        }
+        None => {
+            let call = query::script_call(desc, ns, spec, false, false);
+            let keys = call
+                .keys
+                .iter()
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .collect();
+            (
+                vec![call.describe()],
+                keys,
+                "expired entities the script meets are skipped; their index entries are \
+                 removed in one more round trip",
+            )
+        }
     }
 }
 
