@@ -41,11 +41,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             index_entries: 0,
             violations: Vec::new(),
         };
+        // A shard's SCANs go to its node (see `nodes`).
+        let sharded = keyspace::sharded(E::DESC, &self.ns);
         for space in keyspace::spaces(E::DESC, &self.ns) {
             let hint = keyspace::ids_key(E::DESC, &space);
             let mut v = verify::Verifier::new(E::DESC, &space).decoding(verify::row_check::<E>);
             while let Some(mut pipe) = v.next_request() {
-                route_to(&mut pipe, &space, &hint);
+                super::nodes::route_to(&mut pipe, sharded.then_some(hint.as_str()));
                 let replies: Vec<Value> = pipe
                     .query_async(&mut self.conn.clone())
                     .await
@@ -227,6 +229,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
     ) -> Result<usize> {
         let desc = E::DESC;
         let mut members = std::collections::BTreeSet::new();
+        let sharded = keyspace::sharded(desc, &self.ns);
         for space in keyspace::spaces(desc, &self.ns) {
             let hint = keyspace::ids_key(desc, &space);
             let mut cursor: u64 = 0;
@@ -238,7 +241,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
                     .arg(keyspace::entity_scan_pattern(desc, &space))
                     .arg("COUNT")
                     .arg(1000);
-                route_to(&mut pipe, &space, &hint);
+                super::nodes::route_to(&mut pipe, sharded.then_some(hint.as_str()));
                 let ((next, keys),): ((u64, Vec<String>),) = pipe
                     .query_async(&mut self.connection())
                     .await
@@ -292,10 +295,4 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
         }
         Ok(indexed)
     }
-}
-
-/// Sends a pipeline of a shard's space to the shard's node on a cluster
-/// (see [`super::nodes`]); nothing is added elsewhere.
-fn route_to(pipe: &mut redis::Pipeline, space: &Namespace, hint: &str) {
-    super::nodes::route_to(pipe, space.as_str().contains('{').then_some(hint));
 }

@@ -430,11 +430,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// type with one needs a single shard (its default; a type that asks
     /// for more is refused before anything is written).
     pub(crate) fn refuse_on_cluster(&self, desc: &EntityDesc) -> Result<()> {
+        if desc.shards <= 1 || !crate::keyspace::sharded(desc, &self.ns) {
+            return Ok(());
+        }
         let unique = desc
             .indexes
             .iter()
             .any(|i| i.kind == crate::schema::entity::IndexKind::Unique);
-        if unique && desc.shards > 1 && crate::keyspace::sharded(desc, &self.ns) {
+        if unique {
             return Err(Error::NotOnCluster {
                 what: "a unique index on a type with more than one shard (`#[redis(shards = 1)]`, the default for such a type, keeps it in one slot)",
             });

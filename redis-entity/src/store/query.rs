@@ -286,7 +286,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         // so that a field of the wrong kind is one error, at the call (an
         // `async fn` would repeat it for its future and its `.await`).
         // A sharded type with a unique index has one shard: the key is there.
-        let space = keyspace::spaces(E::DESC, &self.ns).swap_remove(0);
+        let space = keyspace::type_space(E::DESC, &self.ns);
         let found = query::index_of(E::DESC, field.name()).map(|index| {
             (
                 index,
@@ -513,10 +513,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         count_only: bool,
         with_scores: bool,
     ) -> Result<query::Answer> {
-        let spaces = keyspace::spaces(E::DESC, &self.ns);
-        if let [one] = spaces.as_slice() {
-            return self.query_in::<E>(one, spec, count_only, with_scores).await;
+        // One server, or a type of one space: no copy of the namespace.
+        if !keyspace::sharded(E::DESC, &self.ns) {
+            return self
+                .query_in::<E>(&self.ns, spec, count_only, with_scores)
+                .await;
         }
+        let spaces = keyspace::spaces(E::DESC, &self.ns);
         // Sharded: set algebra in each shard, then the union; ordered
         // pages merged by score (exactly one server's answer).
         let shard_spec = query::shard_spec(spec);
