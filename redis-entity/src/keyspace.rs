@@ -94,13 +94,25 @@ pub(crate) fn sharded(desc: &EntityDesc, ns: &Namespace) -> bool {
 /// The shard of `member`: FNV-1a of its text, modulo the type's shards. A
 /// stable function of the member alone, so any client finds the same shard.
 pub(crate) fn shard_of(desc: &EntityDesc, member: &str) -> u16 {
+    shard_among(desc.shards, member)
+}
+
+/// The shard of `member` among `shards` (FNV-1a of its text).
+fn shard_among(shards: u16, member: &str) -> u16 {
     let mut h: u32 = 0x811c_9dc5;
     for b in member.bytes() {
         h ^= u32::from(b);
         h = h.wrapping_mul(0x0100_0193);
     }
-    (h % u32::from(desc.shards.max(1))) as u16
+    (h % u32::from(shards.max(1))) as u16
 }
+
+/// Stands for the shard in the head of a register entry naming a type of
+/// many shards: `<ns>{<prefix>:` SHARD_MARK `<shards>}:<head>`. The key of a
+/// member there depends on the member's shard, which only the client
+/// computes (`key_from_entry`); a script that meets the mark leaves that
+/// side to the client. No namespace, prefix or member holds this byte.
+pub(crate) const SHARD_MARK: char = '\u{1f}';
 
 /// The namespace of shard `shard` of an indexed type in the cluster layout:
 /// `<ns>{<prefix>:<shard>}:`, inside which its keys are spelled as on one
@@ -407,18 +419,46 @@ fn member_colons(desc: &EntityDesc) -> usize {
 /// exists ([`ttl_key`]; empty but for the `strings` layout), so that
 /// `verify` can tell a member whose entity is gone.
 pub(crate) fn register_entry(desc: &EntityDesc, ns: &Namespace, name: &str) -> String {
-    let ns = &type_space(desc, ns);
     format!(
         "{}\n{}\n{name}\n{}",
-        owner_head(desc, ns),
-        owner_tail(desc, ns),
+        entry_head(desc, ns),
+        owner_tail(desc, &type_space(desc, ns)),
         presence_suffix(desc)
     )
 }
 
+/// The head of a register entry naming `desc`'s entity keys: the type's
+/// [`owner_head`], and for a type of many shards its shard space with
+/// [`SHARD_MARK`] and the shard count where the shard goes.
+fn entry_head(desc: &EntityDesc, ns: &Namespace) -> String {
+    if desc.shards > 1 && sharded(desc, ns) {
+        let space = Namespace::spelled(
+            format!(
+                "{}{{{}:{SHARD_MARK}{}}}:",
+                ns.as_str(),
+                desc.group.unwrap_or(desc.prefix),
+                desc.shards
+            ),
+            KeyLayout::Standalone,
+        );
+        return owner_head(desc, &space);
+    }
+    owner_head(desc, &type_space(desc, ns))
+}
+
 /// The entity key of `member` from the head and tail of a register entry
-/// (which hold the hash tag's braces in the cluster layout).
+/// (which hold the hash tag's braces in the cluster layout, and for a type
+/// of many shards the [`SHARD_MARK`] and shard count, replaced here by the
+/// member's shard).
 pub(crate) fn key_from_entry(head: &str, member: &str, tail: &str) -> String {
+    if let Some(at) = head.find(SHARD_MARK) {
+        let rest = &head[at + SHARD_MARK.len_utf8()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if let Ok(shards) = rest[..digits].parse::<u16>() {
+            let shard = shard_among(shards, member);
+            return format!("{}{shard}{}{member}{tail}", &head[..at], &rest[digits..]);
+        }
+    }
     format!("{head}{member}{tail}")
 }
 
@@ -431,11 +471,10 @@ pub(crate) const TIMELINE_MARK: &str = "@list";
 /// relation register, naming the type of the members it lists (so that
 /// `verify` can find entries whose entity is gone).
 pub(crate) fn timeline_entry(member_desc: &EntityDesc, ns: &Namespace) -> String {
-    let ns = &type_space(member_desc, ns);
     format!(
         "{TIMELINE_MARK}\n{}\n{}\n{}",
-        owner_head(member_desc, ns),
-        owner_tail(member_desc, ns),
+        entry_head(member_desc, ns),
+        owner_tail(member_desc, &type_space(member_desc, ns)),
         presence_suffix(member_desc)
     )
 }
@@ -616,6 +655,31 @@ mod tests {
         assert_eq!(used.len(), 16);
         // One server, or a type without indexes: one space.
         assert_eq!(spaces(&d, &sa("t")), [sa("t")]);
+    }
+
+    #[test]
+    fn a_register_entry_of_a_sharded_type_finds_each_members_shard() {
+        let d = desc(Layout::Hash);
+        let c = &cl("t");
+        let entry = register_entry(&d, c, "followers");
+        let mut lines = entry.split('\n');
+        let (head, tail) = (lines.next().unwrap(), lines.next().unwrap());
+        assert_eq!(head, format!("t:{{user:{SHARD_MARK}16}}:user:userid:"));
+        assert_eq!(lines.next(), Some("followers"));
+        for m in ["9", "10", "a%3Ab"] {
+            assert_eq!(
+                key_from_entry(head, m, tail),
+                entity_key(&d, c, m),
+                "the member's own shard"
+            );
+        }
+        // A type of one shard, and one server: the head as the keys spell it.
+        let one = EntityDesc { shards: 1, ..d };
+        assert!(register_entry(&one, c, "f").starts_with("t:{user:0}:user:userid:\n"));
+        let sa_entry = register_entry(&d, &sa("t"), "f");
+        assert!(sa_entry.starts_with("t:user:userid:\n"));
+        assert_eq!(key_from_entry("t:user:userid:", "9", ""), "t:user:userid:9");
+        assert!(timeline_entry(&d, c).contains(SHARD_MARK));
     }
 
     #[test]

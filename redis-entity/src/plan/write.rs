@@ -243,6 +243,11 @@ impl WritePlan {
     pub(crate) fn outcome(&self, reply: Value) -> Result<bool> {
         match reply {
             Value::Int(n) => Ok(n == 1),
+            // A delete or sweep that left other sides to the client
+            // (`store::across`): its number first.
+            Value::Array(items) if matches!(items.first(), Some(Value::Int(_))) => {
+                Ok(matches!(items.first(), Some(Value::Int(1))))
+            }
             Value::ServerError(e) => Err(self.server_error(e.into())),
             other => Err(Error::UnexpectedReply {
                 key: self.key().to_owned(),

@@ -46,12 +46,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         for space in keyspace::spaces(E::DESC, &self.ns) {
             let hint = keyspace::ids_key(E::DESC, &space);
             let mut v = verify::Verifier::new(E::DESC, &space).decoding(verify::row_check::<E>);
-            while let Some(mut pipe) = v.next_request() {
-                super::nodes::route_to(&mut pipe, sharded.then_some(hint.as_str()));
-                let replies: Vec<Value> = pipe
-                    .query_async(&mut self.conn.clone())
-                    .await
-                    .map_err(|e| Error::redis(&hint, e))?;
+            while let Some(pipe) = v.next_request() {
+                let replies = self
+                    .verify_request(pipe, &hint, sharded)
+                    .await?;
                 v.feed(replies)?;
                 progress(&v.progress());
             }
@@ -61,6 +59,61 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             report.violations.extend(r.violations);
         }
         Ok(report)
+    }
+
+    /// Sends one request of `verify`. A `SCAN` goes to the node of `hint`
+    /// (a shard's); on a cluster, a request of keyed commands only is sent
+    /// as one pipeline per slot (the other sides of relations live in
+    /// other slots), its replies put back in order.
+    async fn verify_request(
+        &self,
+        mut pipe: redis::Pipeline,
+        hint: &str,
+        sharded: bool,
+    ) -> Result<Vec<Value>> {
+        let keyed: Option<Vec<(String, redis::Cmd)>> = pipe
+            .cmd_iter()
+            .map(|c| {
+                let mut args = c.args_iter();
+                let name = match args.next()? {
+                    redis::Arg::Simple(n) => n.to_ascii_uppercase(),
+                    _ => return None,
+                };
+                let key = match args.next()? {
+                    redis::Arg::Simple(k) if name != b"SCAN" => {
+                        String::from_utf8_lossy(k).into_owned()
+                    }
+                    _ => return None,
+                };
+                Some((key, c.clone()))
+            })
+            .collect();
+        let keyed = match keyed {
+            Some(k) if self.ns.layout() == crate::KeyLayout::Cluster && !k.is_empty() => k,
+            _ => {
+                super::nodes::route_to(&mut pipe, sharded.then_some(hint));
+                return pipe
+                    .query_async(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| Error::redis(hint, e));
+            }
+        };
+        self.per_slot(
+            &keyed,
+            |(k, _)| k.as_str(),
+            |group| async move {
+                let mut pipe = redis::pipe();
+                pipe.ignore_errors();
+                let key = group[0].0.clone();
+                for (_, c) in group {
+                    pipe.add_command(c);
+                }
+                pipe.query_async::<Vec<Value>>(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| Error::redis(&key, e))
+            },
+        )
+        .await
     }
 
     /// Removes the index entries of entities of `E` that have expired,
@@ -161,10 +214,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             step(chunk.len());
         }
         for chunk in plan.removals.chunks(BATCH) {
-            let calls: Vec<script::Call<'_>> = chunk.iter().map(|(c, _)| c.clone()).collect();
-            let replies = script::invoke_all(&mut self.conn.clone(), &self.sent, &calls)
-                .await
-                .map_err(|e| Error::redis(&ids, e))?;
+            let calls = self.gone_checked(chunk.iter().map(|(c, _)| c.clone())).await?;
+            let replies = self.invoke_per_slot(calls).await?;
             for ((call, at), v) in chunk.iter().zip(replies) {
                 if let Value::ServerError(e) = v {
                     // The key the removal is about: the set, list or leftover key.
@@ -177,15 +228,24 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             step(chunk.len());
         }
         for chunk in plan.one_sided.chunks(BATCH) {
-            let mut pipe = redis::pipe();
-            pipe.ignore_errors();
-            for (key, member, _) in chunk {
-                pipe.cmd("SREM").arg(key).arg(member);
-            }
-            let replies: Vec<Value> = pipe
-                .query_async(&mut self.conn.clone())
-                .await
-                .map_err(|e| Error::redis(&ids, e))?;
+            // One pipeline per slot on a cluster: the sets are of many owners.
+            let ids = &ids;
+            let replies = self
+                .per_slot(
+                    chunk,
+                    |(key, _, _)| key.as_str(),
+                    |group| async move {
+                        let mut pipe = redis::pipe();
+                        pipe.ignore_errors();
+                        for (key, member, _) in &group {
+                            pipe.cmd("SREM").arg(key).arg(member);
+                        }
+                        pipe.query_async::<Vec<Value>>(&mut self.conn.clone())
+                            .await
+                            .map_err(|e| Error::redis(&ids, e))
+                    },
+                )
+                .await?;
             for ((key, _, at), v) in chunk.iter().zip(replies) {
                 if let Value::ServerError(e) = v {
                     failed.entry(*at).or_insert_with(|| {
@@ -209,6 +269,67 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 })
                 .collect(),
         })
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// Repair's removals, ready to send: a removal of a member whose entity
+    /// lives in another slot of a cluster than the set listing it cannot
+    /// check the entity in its script, so the entity is checked here first
+    /// and the removal sent as `gone` (without that key) while it is still
+    /// missing; one that came back needs nothing (an `EXISTS` that is 0
+    /// stands in for it, in its own slot).
+    async fn gone_checked(
+        &self,
+        calls: impl Iterator<Item = script::Call<'static>>,
+    ) -> Result<Vec<script::Call<'static>>> {
+        let calls: Vec<script::Call<'static>> = calls.collect();
+        let text = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
+        let across: Vec<(String, usize)> = calls
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.args.first().map(Vec::as_slice) == Some(b"member".as_slice()))
+            .filter(|(_, c)| {
+                c.keys.len() == 3
+                    && keyspace::slot_tag(&text(&c.keys[0])) != keyspace::slot_tag(&text(&c.keys[1]))
+            })
+            .map(|(i, c)| (text(&c.keys[0]), i))
+            .collect();
+        if across.is_empty() {
+            return Ok(calls);
+        }
+        let exists = self
+            .per_slot(
+                &across,
+                |(k, _)| k.as_str(),
+                |group| async move {
+                    let mut pipe = redis::pipe();
+                    for (k, _) in &group {
+                        pipe.cmd("EXISTS").arg(k);
+                    }
+                    pipe.query_async::<Vec<i64>>(&mut self.conn.clone())
+                        .await
+                        .map_err(|e| Error::redis(&group[0].0, e))
+                },
+            )
+            .await?;
+        let mut calls = calls;
+        for ((entity, i), n) in across.iter().zip(exists) {
+            let c = &calls[*i];
+            calls[*i] = if n == 0 {
+                script::REPAIR
+                    .call()
+                    .key(&c.keys[1])
+                    .key(&c.keys[2])
+                    .arg("gone")
+                    .arg(&c.args[1])
+                    .arg(&c.args[2])
+            } else {
+                // Back since verify looked: the removal would do nothing.
+                script::REPAIR.call().key(entity).key(entity).arg("key")
+            };
+        }
+        Ok(calls)
     }
 }
 

@@ -5,6 +5,7 @@
 //! Every method costs one round trip, except an `update` of the `json` layout
 //! (read, then compare-and-set).
 
+mod across;
 pub mod board;
 pub mod cache;
 pub(crate) mod connect;
@@ -360,7 +361,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             script::invoke::<Value, _>(&mut self.conn.clone(), &self.sent, &plan.call()).await;
         self.forget([plan]);
         match reply {
-            Ok(v) => plan.outcome(v),
+            Ok(v) => {
+                self.unlink_away(&plan.keys.member, &across::away_of(&v))
+                    .await?;
+                plan.outcome(v)
+            }
             Err(e) => Err(plan.server_error(e)),
         }
     }
@@ -498,11 +503,20 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.forget(plans);
         let replies = replies.map_err(|e| Error::redis(plans[0].key(), e))?;
         let mut out = Vec::with_capacity(plans.len());
+        // Other sides that deletes and sweeps left to the client, per member.
+        let mut away: Vec<(String, Vec<(String, String)>)> = Vec::new();
+        let mut outcome = |p: &WritePlan, v: Value| {
+            let left = across::away_of(&v);
+            if !left.is_empty() {
+                away.push((p.keys.member.clone(), left));
+            }
+            p.outcome(v)
+        };
         for (group, reply) in groups.iter().zip(replies) {
             match (group, reply) {
-                ([one], v) => out.push(one.outcome(v)),
+                ([one], v) => out.push(outcome(one, v)),
                 (many, Value::Array(items)) if items.len() == many.len() => {
-                    out.extend(many.iter().zip(items).map(|(p, v)| p.outcome(v)))
+                    out.extend(many.iter().zip(items).map(|(p, v)| outcome(p, v)))
                 }
                 (many, Value::ServerError(e)) => {
                     let e: redis::RedisError = e.into();
@@ -514,6 +528,17 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                         detail: format!("{other:?}"),
                     })
                 })),
+            }
+        }
+        let calls: Vec<_> = away
+            .iter()
+            .flat_map(|(member, left)| across::unlink_calls(member, left))
+            .collect();
+        if !calls.is_empty() {
+            for reply in self.invoke_per_slot(calls).await? {
+                if let Value::ServerError(e) = reply {
+                    return Err(Error::redis(plans[0].key(), e.into()));
+                }
             }
         }
         Ok(out)

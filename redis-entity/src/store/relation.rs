@@ -1,6 +1,8 @@
 //! Relations between entities and pushed timelines (a Weibo-like model).
 //!
-//! A [`Relation<A, B>`] keeps both sides in step in one atomic call:
+//! A [`Relation<A, B>`] keeps both sides in step in one atomic call (on a
+//! cluster, when both sides share a slot; sides in two slots are written one
+//! after the other in the order `across` documents):
 //! `<a key>:<name>` holds the members of the `B`s that `a` relates to,
 //! `<b key>:<reverse>` the members of the `A`s related to `b` (for follows:
 //! `follower:userid:9 -> {8}` and `follower:followerid:8 -> {9}`). Each
@@ -84,6 +86,11 @@ impl<A, B> Relation<A, B> {
     /// The reverse name (`<b key>:<reverse>`).
     pub const fn reverse(&self) -> &'static str {
         self.reverse
+    }
+
+    /// True for a [`one_to_many`](Self::one_to_many) relation.
+    pub const fn is_one_to_many(&self) -> bool {
+        self.one_to_many
     }
 }
 
@@ -169,39 +176,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.relation_call(rel, a, b, false).await
     }
 
-    /// Refuses a relation or timeline write whose sides live in two slots
-    /// on a cluster, which one script cannot write (types in one `group`
-    /// share one slot; two writes in a documented order are planned for the
-    /// others). `keys`: an entity key of each side.
-    pub(crate) fn refuse_across_slots<'k>(
-        &self,
-        types: [&EntityDesc; 2],
-        mut keys: impl Iterator<Item = &'k str>,
-    ) -> Result<()> {
-        if self.ns.layout() != crate::KeyLayout::Cluster {
-            return Ok(());
-        }
-        // A type of many shards: the script could not spell the other side
-        // of a member of another shard, wherever these two happen to live.
-        if types
-            .iter()
-            .any(|d| d.shards > 1 && keyspace::sharded(d, &self.ns))
-        {
-            return Err(Error::NotOnCluster {
-                what: "a relation or a timeline of a type with more than one index shard (`#[redis(group = ...)]` keeps a type in one slot)",
-            });
-        }
-        let Some(first) = keys.next().map(keyspace::slot_tag) else {
-            return Ok(());
-        };
-        if keys.all(|k| keyspace::slot_tag(k) == first) {
-            return Ok(());
-        }
-        Err(Error::NotOnCluster {
-            what: "a relation or a timeline between entities of two slots (types in one `#[redis(group = ...)]` share one)",
-        })
-    }
-
     pub(crate) async fn relation_call<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
@@ -213,7 +187,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             key_of(A::DESC, &self.ns, &A::member(a)),
             key_of(B::DESC, &self.ns, &B::member(b)),
         );
-        self.refuse_across_slots([A::DESC, B::DESC], [ak.as_str(), bk.as_str()].into_iter())?;
+        if !self.one_script([A::DESC, B::DESC], [&ak, &bk]) {
+            return self.relation_across(rel, a, b, relate).await;
+        }
         let call = call(rel, &self.ns, a, b, relate);
         let n: i64 = script::invoke(&mut self.conn.clone(), &self.sent, &call)
             .await

@@ -107,7 +107,8 @@ pub(crate) fn push_pipeline(
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Pushes `post` onto the timeline of every owner, newest first, capped:
-    /// one pipelined round trip per 1,000 owners.
+    /// one pipelined round trip per 1,000 owners (on a cluster, one pipeline
+    /// per slot among them, the slots concurrently).
     pub async fn timeline_push<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
@@ -123,16 +124,24 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 .iter()
                 .map(|o| keyspace::entity_key(O::DESC, &self.ns, &O::member(o)))
                 .collect();
-            let post_key = keyspace::entity_key(P::DESC, &self.ns, &member);
-            self.refuse_across_slots(
-                [O::DESC, P::DESC],
-                std::iter::once(post_key.as_str()).chain(keys.iter().map(String::as_str)),
-            )?;
-            let pipe = push_pipeline(&keys, timeline.name(), &entry, &member, timeline.cap());
-            let () = pipe
-                .query_async(&mut self.conn.clone())
-                .await
-                .map_err(|e| Error::redis(&keys[0], e))?;
+            // Each push touches its owner's keys only: the list and the
+            // register, under the owner's hash tag.
+            self.per_slot(
+                &keys,
+                |k| k.as_str(),
+                |group| {
+                    let pipe =
+                        push_pipeline(&group, timeline.name(), &entry, &member, timeline.cap());
+                    async move {
+                        let () = pipe
+                            .query_async(&mut self.conn.clone())
+                            .await
+                            .map_err(|e| Error::redis(&group[0], e))?;
+                        Ok(vec![(); group.len()])
+                    }
+                },
+            )
+            .await?;
         }
         Ok(())
     }

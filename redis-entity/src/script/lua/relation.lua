@@ -10,7 +10,43 @@
 --       (b has at most one a), a's type head and tail, then for a and for b:
 --       the entity key and the expiry set of its type (an entity with a TTL
 --       is listed there, so that a sweep can take it out of its relations)
-local mode, a, b, name, reverse = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+--
+-- On a cluster, two sides in two slots are written one side per call:
+-- mode 'add' (KEYS[1]: the side's set, KEYS[2]: its register; ARGV: mode,
+-- the member to add, the set's name, its register entry, '1' to take the
+-- set over (one-to-many: the other members leave it and are returned), the
+-- side's entity key, which must exist, its type's expiry set ('' when in
+-- another slot), the side's own member) returns {added, members that
+-- left...}; mode 'drop' (KEYS as for 'add'; ARGV: mode, member, the set's
+-- name) removes one member and returns how many went.
+local mode = ARGV[1]
+if mode == 'drop' then
+  local removed = redis.call('SREM', KEYS[1], ARGV[2])
+  if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('HDEL', KEYS[2], ARGV[3]) end
+  return removed
+end
+if mode == 'add' then
+  local other, name, entry, take, key, expiry, own = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+  if redis.call('EXISTS', key) == 0 then return redis.error_reply('ENTITY_NOT_FOUND ' .. own) end
+  local out = { 0 }
+  if take == '1' then
+    for _, old in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+      if old ~= other then
+        redis.call('SREM', KEYS[1], old)
+        out[#out + 1] = old
+      end
+    end
+  end
+  out[1] = redis.call('SADD', KEYS[1], other)
+  redis.call('HSET', KEYS[2], name, entry)
+  local pttl = redis.call('PTTL', key)
+  if pttl > 0 and expiry ~= '' then
+    local t = redis.call('TIME')
+    redis.call('ZADD', expiry, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + pttl, own)
+  end
+  return out
+end
+local a, b, name, reverse = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 if mode == 'unrelate' then
   local removed = redis.call('SREM', KEYS[1], b)
   redis.call('SREM', KEYS[2], a)

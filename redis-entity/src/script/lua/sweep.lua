@@ -9,8 +9,8 @@ local function sweep(keys, args, first, last)
   local refused = check_key_types(false, 'all', true)
   if refused then return refused end
   unindex_all()
-  unrelate_all()
+  local away = unrelate_all()
   if shadow then redis.call('DEL', shadow) end
   redis.call('ZREM', expiry_key, member)
-  return 1
+  return with_away(1, away)
 end

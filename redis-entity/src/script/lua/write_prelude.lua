@@ -164,9 +164,33 @@ local function begin(keys, args, first)
   end
 end
 
--- Removes the entity from every relation, on both sides.
+-- The hash tag of a key as Redis Cluster reads it.
+local function slot_tag(k)
+  local open = string.find(k, '{', 1, true)
+  if open then
+    local close = string.find(k, '}', open + 1, true)
+    if close and close > open + 1 then return string.sub(k, open + 1, close - 1) end
+  end
+  return k
+end
+
+-- Whether this script may write `head .. m .. tail`: always on one server
+-- (where keys carry no hash tag, or the namespace's one); on a cluster
+-- (every key has a tag: `user:{9}`, `{user:3}:user:9`) only a key of this
+-- entity's slot, and never one whose head holds the shard mark (byte 31:
+-- its shard is the client's to compute).
+local function local_side(head, theirs)
+  if string.find(head, '\31', 1, true) then return false end
+  if not string.find(K[1], '{', 1, true) then return true end
+  return slot_tag(theirs) == slot_tag(K[1])
+end
+
+-- Removes the entity from every relation, on both sides. Returns the other
+-- sides this script cannot reach (in other slots of a cluster) as a flat
+-- list of register entry, member pairs, for the client to clean.
 local function unrelate_all()
-  if member == '' then return end
+  local away = {}
+  if member == '' then return away end
   local flat = redis.call('HGETALL', rel_key)
   for j = 1, #flat, 2 do
     local own = K[1] .. ':' .. flat[j]
@@ -177,15 +201,28 @@ local function unrelate_all()
     if head and head ~= '@list' then
       for _, m in ipairs(redis.call('SMEMBERS', own)) do
         local theirs = head .. m .. tail
-        redis.call('SREM', theirs .. ':' .. other, member)
-        if redis.call('EXISTS', theirs .. ':' .. other) == 0 then
-          redis.call('HDEL', theirs .. T.rel, other)
+        if local_side(head, theirs) then
+          redis.call('SREM', theirs .. ':' .. other, member)
+          if redis.call('EXISTS', theirs .. ':' .. other) == 0 then
+            redis.call('HDEL', theirs .. T.rel, other)
+          end
+        else
+          away[#away + 1] = flat[j + 1]; away[#away + 1] = m
         end
       end
     end
     redis.call('DEL', own)
   end
   redis.call('DEL', rel_key)
+  return away
+end
+
+-- A delete's or sweep's reply: `n`, or `{n, entry, member, ...}` when other
+-- sides in other slots are left to the client.
+local function with_away(n, away)
+  if #away == 0 then return n end
+  table.insert(away, 1, n)
+  return away
 end
 
 -- Keeps the shadow and the expiry set in step with the entity's TTL.
@@ -550,8 +587,12 @@ local function once(run, keys, args, first, last, ...)
   local done = redis.call('GET', key)
   if done then return tonumber(done) end
   local outcome = run(keys, args, first, last, ...)
-  if type(outcome) == 'number' then
-    redis.call('SET', key, outcome, 'PX', T.request_ms)
+  -- A delete that leaves other sides to the client records its number: a
+  -- retry does not clean them again (verify reports what is left).
+  local n = outcome
+  if type(outcome) == 'table' and type(outcome[1]) == 'number' then n = outcome[1] end
+  if type(n) == 'number' then
+    redis.call('SET', key, n, 'PX', T.request_ms)
   end
   return outcome
 end

@@ -1,0 +1,278 @@
+//! Relations whose two sides live in two slots of a cluster (types of many
+//! index shards, or two types in different slots): no one script can write
+//! both, so each side is its own atomic call, in an order that leaves only
+//! states `verify` reports and `repair` fixes.
+//!
+//! - relate: the owner's side first (`a`'s forward set; fails if `a` does
+//!   not exist), then `b`'s reverse set (fails if `b` does not exist, and
+//!   the owner's side is taken back). For a one-to-many relation the second
+//!   call takes `b`'s reverse set over and names `b`'s previous owners,
+//!   whose forward sets lose `b` in a third wave.
+//! - unrelate: the owner's side first, then the other.
+//! - delete or sweep of an entity: its own script removes it from every
+//!   other side in its slot and returns the others, cleaned here per slot.
+//!
+//! A crash between two calls leaves one side listing a member whose side
+//! does not list it back ([`crate::verify::Violation::OneSidedRelation`]),
+//! or a member whose entity is gone (`DanglingMember`); `repair` removes
+//! the listed half, which is what the interrupted call would have ended in
+//! for an unrelate or a delete, and undoes an interrupted relate.
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::keyspace;
+use crate::schema::entity::{Entity, EntityDesc};
+use crate::schema::escape::{KeyLayout, Namespace};
+use crate::script::{self, Call};
+use redis::aio::ConnectionLike;
+use redis::Value;
+
+use super::relation::Relation;
+
+/// The call adding `other` to one side's set `name` of the entity
+/// `member` (key `entity`): refused with `ENTITY_NOT_FOUND` when that entity
+/// does not exist; with `take`, the other members leave the set and are
+/// returned (one-to-many: `b` has one owner).
+fn add_call(
+    desc: &EntityDesc,
+    ns: &Namespace,
+    member: &str,
+    name: &str,
+    entry: &str,
+    other: &str,
+    take: bool,
+) -> Call<'static> {
+    let entity = keyspace::entity_key(desc, ns, member);
+    let expiry = keyspace::expiry_key(desc, &keyspace::entity_space(desc, ns, member));
+    // A type whose expiry set lives in another slot (one without indexes
+    // on a cluster) is not tracked there: its relations outlive its TTL
+    // until it is deleted.
+    let expiry = if keyspace::slot_tag(&expiry) == keyspace::slot_tag(&entity) {
+        expiry
+    } else {
+        String::new()
+    };
+    script::RELATION
+        .call()
+        .key(keyspace::sub_key(&entity, name))
+        .key(keyspace::relation_register(&entity))
+        .arg("add")
+        .arg(other)
+        .arg(name)
+        .arg(entry)
+        .arg(if take { "1" } else { "0" })
+        .arg(keyspace::ttl_key(desc, ns, member))
+        .arg(expiry)
+        .arg(member)
+}
+
+/// The call removing `member` from the set `name` under the entity key
+/// `entity` (and the set's register entry when it empties).
+pub(crate) fn drop_call(entity: &str, name: &str, member: &str) -> Call<'static> {
+    script::RELATION
+        .call()
+        .key(keyspace::sub_key(entity, name))
+        .key(keyspace::relation_register(entity))
+        .arg("drop")
+        .arg(member)
+        .arg(name)
+}
+
+/// An `add` call's reply: whether the member was new, and the members that
+/// left the set.
+fn added_and_left(reply: Value) -> (i64, Vec<String>) {
+    let Value::Array(items) = reply else {
+        return (0, Vec::new());
+    };
+    let added = match items.first() {
+        Some(Value::Int(n)) => *n,
+        _ => 0,
+    };
+    let left = items
+        .iter()
+        .skip(1)
+        .filter_map(|v| match v {
+            Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            _ => None,
+        })
+        .collect();
+    (added, left)
+}
+
+/// The other sides a delete or sweep script left to the client: its reply
+/// `{n, entry, member, ...}` as (register entry, member) pairs; none for a
+/// plain number.
+pub(crate) fn away_of(reply: &Value) -> Vec<(String, String)> {
+    let Value::Array(items) = reply else {
+        return Vec::new();
+    };
+    let text = |v: &Value| match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    };
+    items[1..]
+        .chunks(2)
+        .filter_map(|p| Some((text(p.first()?)?, text(p.get(1)?)?)))
+        .collect()
+}
+
+/// The calls that take `member` (of an entity deleted or swept) out of the
+/// other sides in `away`.
+pub(crate) fn unlink_calls(member: &str, away: &[(String, String)]) -> Vec<Call<'static>> {
+    away.iter()
+        .filter_map(|(entry, m)| {
+            let mut lines = entry.split('\n');
+            let (head, tail, other) = (lines.next()?, lines.next()?, lines.next()?);
+            let theirs = keyspace::key_from_entry(head, m, tail);
+            Some(drop_call(&theirs, other, member))
+        })
+        .collect()
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// True when one script writes both sides of a relation of `a` and `b`:
+    /// always on one server; on a cluster when they share a slot and
+    /// neither type has many shards (the one-to-many script spells a
+    /// previous owner's key with its type's one space).
+    pub(crate) fn one_script(&self, types: [&EntityDesc; 2], keys: [&str; 2]) -> bool {
+        if self.ns.layout() != KeyLayout::Cluster {
+            return true;
+        }
+        let many = types
+            .iter()
+            .any(|d| d.shards > 1 && keyspace::sharded(d, &self.ns));
+        !many && keyspace::slot_tag(keys[0]) == keyspace::slot_tag(keys[1])
+    }
+
+    /// Sends `calls`, one pipeline per slot, the slots concurrently; the
+    /// replies in the calls' order (error replies as `Value::ServerError`).
+    pub(crate) async fn invoke_per_slot(&self, calls: Vec<Call<'static>>) -> Result<Vec<Value>> {
+        let first_key = |c: &Call<'static>| -> String {
+            c.keys
+                .first()
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .unwrap_or_default()
+        };
+        let keyed: Vec<(String, usize)> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (first_key(c), i))
+            .collect();
+        let calls = &calls;
+        self.per_slot(
+            &keyed,
+            |(k, _)| k.as_str(),
+            |group| async move {
+                let own: Vec<Call<'_>> = group.iter().map(|(_, i)| calls[*i].clone()).collect();
+                let key = group.first().map(|(k, _)| k.clone()).unwrap_or_default();
+                script::invoke_all(&mut self.conn.clone(), &self.sent, &own)
+                    .await
+                    .map_err(|e| Error::redis(&key, e))
+            },
+        )
+        .await
+    }
+
+    /// Takes the entity `member` out of the other sides a delete or sweep
+    /// of it could not reach (one round trip per slot, concurrently).
+    pub(crate) async fn unlink_away(&self, member: &str, away: &[(String, String)]) -> Result<()> {
+        if away.is_empty() {
+            return Ok(());
+        }
+        for reply in self.invoke_per_slot(unlink_calls(member, away)).await? {
+            if let Value::ServerError(e) = reply {
+                let e: redis::RedisError = e.into();
+                return Err(Error::redis(&away[0].1, e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Relates (or unrelates) `a` and `b` whose sides live in two slots:
+    /// one call per side in the order of the module's description.
+    pub(crate) async fn relation_across<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        a: &A::Pk,
+        b: &B::Pk,
+        relate: bool,
+    ) -> Result<bool> {
+        let ns = &self.ns;
+        let (am, bm) = (A::member(a), B::member(b));
+        let (ak, bk) = (
+            keyspace::entity_key(A::DESC, ns, &am),
+            keyspace::entity_key(B::DESC, ns, &bm),
+        );
+        let conn = &mut self.conn.clone();
+        if !relate {
+            let removed: i64 = script::invoke(conn, &self.sent, &drop_call(&ak, rel.name(), &bm))
+                .await
+                .map_err(|e| Error::redis(&ak, e))?;
+            let _: i64 = script::invoke(conn, &self.sent, &drop_call(&bk, rel.reverse(), &am))
+                .await
+                .map_err(|e| Error::redis(&bk, e))?;
+            return Ok(removed > 0);
+        }
+        let not_found = |key: &str, e: redis::RedisError| match e.code() {
+            Some("ENTITY_NOT_FOUND") => Error::NotFound {
+                key: key.to_owned(),
+            },
+            _ => Error::redis(key, e),
+        };
+        let forward = add_call(
+            A::DESC,
+            ns,
+            &am,
+            rel.name(),
+            &keyspace::register_entry(B::DESC, ns, rel.reverse()),
+            &bm,
+            false,
+        );
+        let (added, _) = added_and_left(
+            script::invoke(conn, &self.sent, &forward)
+                .await
+                .map_err(|e| not_found(&ak, e))?,
+        );
+        let reverse = add_call(
+            B::DESC,
+            ns,
+            &bm,
+            rel.reverse(),
+            &keyspace::register_entry(A::DESC, ns, rel.name()),
+            &am,
+            rel.is_one_to_many(),
+        );
+        let previous: Vec<String> =
+            match script::invoke::<Value, _>(conn, &self.sent, &reverse).await {
+                Ok(reply) => added_and_left(reply).1,
+                Err(e) => {
+                    let err = not_found(&bk, e);
+                    // `b` is missing: take back what the first call added.
+                    if added > 0 && matches!(err, Error::NotFound { .. }) {
+                        let _: i64 =
+                            script::invoke(conn, &self.sent, &drop_call(&ak, rel.name(), &bm))
+                                .await
+                                .map_err(|e| Error::redis(&ak, e))?;
+                    }
+                    return Err(err);
+                }
+            };
+        // One-to-many: `b` left its previous owners; their sets lose it.
+        let calls: Vec<Call<'static>> = previous
+            .iter()
+            .map(|old| {
+                let owner = keyspace::entity_key(A::DESC, ns, old);
+                drop_call(&owner, rel.name(), &bm)
+            })
+            .collect();
+        if !calls.is_empty() {
+            for reply in self.invoke_per_slot(calls).await? {
+                if let Value::ServerError(e) = reply {
+                    return Err(Error::redis(&bk, e.into()));
+                }
+            }
+        }
+        Ok(added > 0)
+    }
+}

@@ -1,0 +1,277 @@
+//! Relations and timelines whose two sides live in different slots of a
+//! 3-master cluster (types of many index shards): each side is one atomic
+//! call, owner first; deletes and sweeps clean the other sides per slot;
+//! what an interrupted pair of calls leaves is reported by `verify` and
+//! fixed by `repair`.
+
+use redis::AsyncCommands;
+use redis_entity::relation::{Relation, Timeline};
+use redis_entity::verify::Violation;
+use redis_entity::{Error, RedisEntity, Store};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use support::RedisCluster;
+
+/// Sharded (an index, 8 shards): members of one relation live in many slots.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "fan", shards = 8)]
+struct Fan {
+    #[pk]
+    id: u64,
+    #[index]
+    city: String,
+}
+
+/// Another sharded type, for a relation between two types.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "club", shards = 4)]
+struct Club {
+    #[pk]
+    id: u64,
+    #[index]
+    league: String,
+}
+
+/// Without indexes: one hash tag per entity (`note:{7}`).
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "note")]
+struct Note {
+    #[pk]
+    id: u64,
+    text: String,
+}
+
+const FOLLOWS: Relation<Fan, Fan> = Relation::many_to_many("following", "followers");
+/// Each fan plays for at most one club.
+const SQUAD: Relation<Club, Fan> = Relation::one_to_many("squad", "club");
+const FEED: Timeline<Fan, Note> = Timeline::new("feed", 50);
+
+fn fan(id: u64) -> Fan {
+    Fan {
+        id,
+        city: if id.is_multiple_of(2) { "Rome" } else { "Oslo" }.into(),
+    }
+}
+
+fn club(id: u64) -> Club {
+    Club {
+        id,
+        league: "A".into(),
+    }
+}
+
+fn sorted(mut v: Vec<u64>) -> Vec<u64> {
+    v.sort();
+    v
+}
+
+async fn started() -> (RedisCluster, Store<redis::cluster_async::ClusterConnection>) {
+    let cluster = RedisCluster::start(3);
+    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    store
+        .save_all(&(1..=12).map(fan).collect::<Vec<_>>())
+        .await
+        .unwrap();
+    (cluster, store)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relations_between_shards_keep_both_sides() {
+    let (_cluster, store) = started().await;
+    let tags: BTreeSet<String> = (1..=12u64)
+        .map(|id| store.keys_of::<Fan>(id).base.split('}').next().unwrap().to_owned())
+        .collect();
+    assert!(tags.len() > 3, "the fans live in many slots: {tags:?}");
+
+    // Everyone follows 1; 1 follows the even ones.
+    for id in 2..=12u64 {
+        assert!(store.relate(&FOLLOWS, id, 1).await.unwrap());
+    }
+    assert!(!store.relate(&FOLLOWS, 2, 1).await.unwrap(), "not new");
+    for id in (2..=12u64).step_by(2) {
+        assert!(store.relate(&FOLLOWS, 1, id).await.unwrap());
+    }
+    assert_eq!(
+        sorted(store.related_back(&FOLLOWS, 1).await.unwrap()),
+        (2..=12).collect::<Vec<_>>()
+    );
+    assert_eq!(store.related(&FOLLOWS, 3).await.unwrap(), vec![1]);
+    assert_eq!(
+        sorted(store.mutual(&FOLLOWS, 1).await.unwrap()),
+        vec![2, 4, 6, 8, 10, 12]
+    );
+    assert!(store.is_related(&FOLLOWS, 5, 1).await.unwrap());
+    let entities = store.related_entities(&FOLLOWS, 1).await.unwrap();
+    assert_eq!(entities.len(), 6);
+
+    // Unrelate: both sides, and an emptied set leaves its register.
+    assert!(store.unrelate(&FOLLOWS, 3, 1).await.unwrap());
+    assert!(!store.unrelate(&FOLLOWS, 3, 1).await.unwrap());
+    assert!(store.related(&FOLLOWS, 3).await.unwrap().is_empty());
+    assert!(!store.related_back(&FOLLOWS, 1).await.unwrap().contains(&3));
+    let register = format!("{}:@rel", store.keys_of::<Fan>(3).base);
+    let n: i64 = store.connection().exists(&register).await.unwrap();
+    assert_eq!(n, 0, "{register} left behind");
+
+    // A missing side: NotFound naming it, nothing written on either side.
+    let err = store.relate(&FOLLOWS, 5, 99).await.unwrap_err();
+    let missing = store.keys_of::<Fan>(99).base;
+    assert!(matches!(&err, Error::NotFound { key } if *key == missing), "{err:?}");
+    assert_eq!(store.related(&FOLLOWS, 5).await.unwrap(), vec![1]);
+    let err = store.relate(&FOLLOWS, 99, 5).await.unwrap_err();
+    assert!(matches!(&err, Error::NotFound { key } if *key == missing), "{err:?}");
+    assert_eq!(store.related_back(&FOLLOWS, 5).await.unwrap(), Vec::<u64>::new());
+
+    // Deleting 1 takes it out of every other side, in every slot.
+    assert!(store.delete::<Fan>(1).await.unwrap());
+    for id in 2..=12u64 {
+        assert!(store.related(&FOLLOWS, id).await.unwrap().is_empty(), "{id}");
+        assert!(store.related_back(&FOLLOWS, id).await.unwrap().is_empty(), "{id}");
+    }
+    let report = store.verify::<Fan>().await.unwrap();
+    assert!(report.is_clean(), "{:?}", report.violations);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_to_many_across_slots_moves_a_member_to_its_new_owner() {
+    let (_cluster, store) = started().await;
+    store.save_all(&[club(1), club(2), club(3)]).await.unwrap();
+    for id in 1..=6u64 {
+        store.relate(&SQUAD, 1, id).await.unwrap();
+    }
+    store.relate(&SQUAD, 2, 3).await.unwrap();
+    store.relate(&SQUAD, 3, 4).await.unwrap();
+    assert_eq!(
+        sorted(store.related(&SQUAD, 1).await.unwrap()),
+        vec![1, 2, 5, 6]
+    );
+    assert_eq!(store.related(&SQUAD, 2).await.unwrap(), vec![3]);
+    assert_eq!(store.related_back(&SQUAD, 3).await.unwrap(), vec![2]);
+    assert_eq!(store.related_back(&SQUAD, 4).await.unwrap(), vec![3]);
+    // Relating again to the same owner keeps it.
+    store.relate(&SQUAD, 2, 3).await.unwrap();
+    assert_eq!(store.related_back(&SQUAD, 3).await.unwrap(), vec![2]);
+    // A missing fan: the club's side is taken back.
+    assert!(matches!(
+        store.relate(&SQUAD, 2, 77).await.unwrap_err(),
+        Error::NotFound { .. }
+    ));
+    assert_eq!(store.related(&SQUAD, 2).await.unwrap(), vec![3]);
+    // Deleting a club frees its fans.
+    assert!(store.delete::<Club>(1).await.unwrap());
+    for id in [1, 2, 5, 6] {
+        assert!(store.related_back(&SQUAD, id).await.unwrap().is_empty());
+    }
+    assert!(store.verify::<Club>().await.unwrap().is_clean());
+    assert!(store.verify::<Fan>().await.unwrap().is_clean());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timelines_across_slots_and_an_expired_member_swept() {
+    let (_cluster, store) = started().await;
+    for id in 2..=12u64 {
+        store.relate(&FOLLOWS, id, 1).await.unwrap();
+    }
+    let note = Note {
+        id: 7,
+        text: "hi".into(),
+    };
+    store.save(&note).await.unwrap();
+    assert_eq!(
+        store
+            .timeline_push_related(&FEED, 7, &FOLLOWS, 1)
+            .await
+            .unwrap(),
+        11
+    );
+    for id in 2..=12u64 {
+        assert_eq!(
+            store.timeline(&FEED, id, 0, 10).await.unwrap(),
+            vec![note.clone()]
+        );
+    }
+    // A deleted note stays listed until repair removes it (the timelines
+    // are their owners' alone): verify names it.
+    assert!(store.delete::<Note>(7).await.unwrap());
+    let report = store.verify::<Fan>().await.unwrap();
+    let dangling = report
+        .violations
+        .iter()
+        .filter(|v| matches!(v, Violation::DanglingMember { member, .. } if member == "7"))
+        .count();
+    assert_eq!(dangling, 11, "{:?}", report.violations);
+    let repaired = store.repair::<Fan>(&report).await.unwrap();
+    assert!(repaired.left.is_empty(), "{:?}", repaired.left);
+    assert_eq!(store.timeline_len(&FEED, 2).await.unwrap(), 0);
+    assert!(store.verify::<Fan>().await.unwrap().is_clean());
+
+    // An expired follower leaves the followed one's set when swept.
+    store
+        .expire::<Fan>(5, Duration::from_millis(50))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    assert_eq!(store.sweep::<Fan>(100).await.unwrap(), 1);
+    assert!(!store.related_back(&FOLLOWS, 1).await.unwrap().contains(&5));
+    assert!(store.verify::<Fan>().await.unwrap().is_clean());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_pair_of_calls_is_reported_and_repaired() {
+    let (_cluster, store) = started().await;
+    store.relate(&FOLLOWS, 2, 3).await.unwrap();
+    store.relate(&FOLLOWS, 4, 5).await.unwrap();
+    let mut conn = store.connection();
+    let key = |id: u64| store.keys_of::<Fan>(id).base;
+
+    // A crash after the owner's call of a relate: 6's set lists 7, 7's
+    // does not list 6 back.
+    let entry: String = conn
+        .hget(format!("{}:@rel", key(2)), "following")
+        .await
+        .unwrap();
+    let plant = |owner: u64, member: &'static str| {
+        let mut conn = store.connection();
+        let (set, register) = (
+            format!("{}:following", key(owner)),
+            format!("{}:@rel", key(owner)),
+        );
+        let entry = entry.clone();
+        async move {
+            let () = conn.sadd(&set, member).await.unwrap();
+            let () = conn.hset(&register, "following", &entry).await.unwrap();
+        }
+    };
+    plant(6, "7").await;
+    // A crash after a delete of 5, before its other sides were cleaned: 4's
+    // set still lists 5.
+    assert!(store.delete::<Fan>(5).await.unwrap());
+    assert!(store.related(&FOLLOWS, 4).await.unwrap().is_empty());
+    plant(4, "5").await;
+
+    let report = store.verify::<Fan>().await.unwrap();
+    let mut found: Vec<String> = report
+        .violations
+        .iter()
+        .map(|v| match v {
+            Violation::OneSidedRelation { key, member } => format!("one-sided {key} {member}"),
+            Violation::DanglingMember { key, member, .. } => format!("dangling {key} {member}"),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    found.sort();
+    let mut expected = vec![
+        format!("dangling {}:following 5", key(4)),
+        format!("one-sided {}:following 7", key(6)),
+    ];
+    expected.sort();
+    assert_eq!(found, expected);
+    let repaired = store.repair::<Fan>(&report).await.unwrap();
+    assert_eq!(repaired.fixed, 2);
+    assert!(repaired.left.is_empty(), "{:?}", repaired.left);
+    assert!(store.related(&FOLLOWS, 4).await.unwrap().is_empty());
+    assert!(store.related(&FOLLOWS, 6).await.unwrap().is_empty());
+    assert_eq!(store.related(&FOLLOWS, 2).await.unwrap(), vec![3]);
+    let report = store.verify::<Fan>().await.unwrap();
+    assert!(report.is_clean(), "{:?}", report.violations);
+}
