@@ -4,6 +4,7 @@
 //!
 //! Run against your server (default `redis://127.0.0.1:6379/`):
 //! `REDIS_URL=redis://127.0.0.1:6379/ cargo run --example admin -- verify --repair`
+//! (on a cluster: `REDIS_CLUSTER_URLS=redis://127.0.0.1:7000/,redis://127.0.0.1:7001/`)
 //! (`cargo run --example admin -- help` lists the commands and types).
 
 use redis_entity::admin::Admin;
@@ -33,11 +34,10 @@ pub struct Customer {
     pub email: String,
 }
 
-/// The admin over the application's types on the server at `url`.
-pub async fn admin(
-    url: &str,
-) -> redis_entity::Result<Admin<redis_entity::redis::aio::ConnectionManager>> {
-    let store = Store::connect(url).await?;
+/// The admin over the application's types on the server at `url` (or the
+/// cluster of the node URLs it lists, separated by commas).
+pub async fn admin(url: &str) -> redis_entity::Result<Admin<redis_entity::AnyConnection>> {
+    let store = Store::connect_any(url).await?;
     Admin::new(store)
         .register::<Product>()?
         .register::<Customer>()
@@ -50,7 +50,9 @@ pub async fn run(url: &str, args: &[String]) -> redis_entity::Result<String> {
 
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
+    let url = std::env::var("REDIS_CLUSTER_URLS")
+        .or_else(|_| std::env::var("REDIS_URL"))
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     let args: Vec<String> = std::env::args().skip(1).collect();
     print!("{}", run(&url, &args).await?);
     Ok(())

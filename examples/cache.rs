@@ -3,7 +3,7 @@
 //! Run: `cargo run --example cache`.
 
 use redis::AsyncCommands;
-use redis_entity::{Cache, Store};
+use redis_entity::{AnyConnection, Cache, Store};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,11 +27,7 @@ impl Database {
 }
 
 /// The naive cache one starts from: GET, on a miss query and SET.
-async fn naive(
-    conn: &mut redis::aio::MultiplexedConnection,
-    db: &Database,
-    id: u64,
-) -> Option<String> {
+async fn naive(conn: &mut AnyConnection, db: &Database, id: u64) -> Option<String> {
     let key = format!("naive:product:{id}");
     if let Ok(Some(v)) = conn.get::<_, Option<String>>(&key).await {
         return Some(v);
@@ -43,13 +39,11 @@ async fn naive(
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== cache: penetration, breakdown, avalanche");
-    let store = Store::connect(url).await?;
+    // One server, or a cluster (node URLs separated by commas).
+    let store = Store::connect_any(url).await?;
     let cache = Cache::from_store(&store);
-    let client = redis::Client::open(url).expect("url");
-    let conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect");
+    // The naive code's own connection: the store's, as plain commands.
+    let conn = store.connection();
     let db = Database::default();
 
     // Penetration: lookups of an id that does not exist.
@@ -138,7 +132,10 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    // The server to run against: `REDIS_URL`, or a local one.
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
+    // The server to run against: `REDIS_URL`, or a local one; or a Redis
+    // Cluster: `REDIS_CLUSTER_URLS` (node URLs separated by commas).
+    let url = std::env::var("REDIS_CLUSTER_URLS")
+        .or_else(|_| std::env::var("REDIS_URL"))
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

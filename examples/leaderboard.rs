@@ -40,7 +40,8 @@ pub fn players() -> Vec<Player> {
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== leaderboard: profiles, ZINCRBY, top 10 with profiles, rank, weekly board");
-    let store = Store::connect(url).await?;
+    // One server, or a cluster (node URLs separated by commas).
+    let store = Store::connect_any(url).await?;
     println!("{}", Player::layout());
     store.save_all(&players()).await?;
 
@@ -78,11 +79,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     let week = store.board_top(&WEEKLY, 3).await?;
     let week: Vec<(&str, f64)> = week.iter().map(|(p, s)| (p.name.as_str(), *s)).collect();
     let key = WEEKLY.key(store.namespace(), std::time::SystemTime::now());
-    let mut conn = redis::Client::open(url)
-        .expect("url")
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect");
+    let mut conn = store.connection();
     let ttl: i64 = redis::cmd("TTL")
         .arg(&key)
         .query_async(&mut conn)
@@ -107,7 +104,10 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    // The server to run against: `REDIS_URL`, or a local one.
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
+    // The server to run against: `REDIS_URL`, or a local one; or a Redis
+    // Cluster: `REDIS_CLUSTER_URLS` (node URLs separated by commas).
+    let url = std::env::var("REDIS_CLUSTER_URLS")
+        .or_else(|_| std::env::var("REDIS_URL"))
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

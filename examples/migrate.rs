@@ -53,21 +53,36 @@ pub fn convert(key: &str, raw: &[u8]) -> Result<Option<Profile>, String> {
     }))
 }
 
-/// Writes `n` legacy profiles the way the old code did.
+/// Writes `n` legacy profiles the way the old code did, to one server or a
+/// cluster (node URLs separated by commas). For tests/migrate.rs.
+#[allow(dead_code)]
 pub async fn seed_legacy(url: &str, n: u64) {
-    let mut c = redis::Client::open(url)
-        .expect("url")
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect");
+    let store = Store::connect_any(url).await.expect("connect");
+    seed_with(&mut store.connection(), n).await;
+}
+
+/// Writes `n` legacy profiles over `c`: one pipeline on one server, one
+/// `SET` after the other on a cluster (the keys are in many slots).
+async fn seed_with(c: &mut redis_entity::AnyConnection, n: u64) {
+    let json = |id: u64| {
+        format!(
+            r#"{{"name":"user {id}","email":"u{id}@example.com","visits":{id},"settings":{{"theme":"dark"}}}}"#
+        )
+    };
+    if let redis_entity::AnyConnection::Cluster(_) = c {
+        for id in 1..=n {
+            let _: () = c
+                .set(format!("User_{id}_Profile"), json(id))
+                .await
+                .expect("seed");
+        }
+        return;
+    }
     let mut pipe = redis::pipe();
     for id in 1..=n {
-        let json = format!(
-            r#"{{"name":"user {id}","email":"u{id}@example.com","visits":{id},"settings":{{"theme":"dark"}}}}"#
-        );
-        pipe.set(format!("User_{id}_Profile"), json).ignore();
+        pipe.set(format!("User_{id}_Profile"), json(id)).ignore();
     }
-    let _: () = pipe.query_async(&mut c).await.expect("seed");
+    let _: () = pipe.query_async(c).await.expect("seed");
 }
 
 fn bar(done: u64, total: u64) -> String {
@@ -81,13 +96,10 @@ fn bar(done: u64, total: u64) -> String {
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== migrate: User_*_Profile JSON strings -> profile hashes");
-    let store = Store::connect(url).await?;
-    seed_legacy(url, 1000).await;
-    let mut c = redis::Client::open(url)
-        .expect("url")
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect");
+    // One server, or a cluster (node URLs separated by commas).
+    let store = Store::connect_any(url).await?;
+    let mut c = store.connection();
+    seed_with(&mut c, 1000).await;
     let _: () = c.set("User_77_Profile", "{not json").await.expect("set");
 
     let mut plan = Migration::new("User_*_Profile");
@@ -141,7 +153,10 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 #[allow(dead_code)]
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    // The server to run against: `REDIS_URL`, or a local one.
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
+    // The server to run against: `REDIS_URL`, or a local one; or a Redis
+    // Cluster: `REDIS_CLUSTER_URLS` (node URLs separated by commas).
+    let url = std::env::var("REDIS_CLUSTER_URLS")
+        .or_else(|_| std::env::var("REDIS_URL"))
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     run(&url).await
 }

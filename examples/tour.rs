@@ -1,5 +1,6 @@
 //! The tour: every scenario, one after the other, against a private
-//! redis-server (or `$REDIS_URL`). Run: `cargo run --example tour`.
+//! redis-server (or `$REDIS_URL`, or the Redis Cluster of the node URLs in
+//! `$REDIS_CLUSTER_URLS`, separated by commas). Run: `cargo run --example tour`.
 
 #[path = "book_tags.rs"]
 mod book_tags;
@@ -22,8 +23,11 @@ mod weibo;
 
 #[tokio::main]
 async fn main() -> redis_entity::Result<()> {
-    // The server to run against: `REDIS_URL`, or a local one.
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
+    // The server to run against: `REDIS_URL`, or a local one; or a Redis
+    // Cluster: `REDIS_CLUSTER_URLS` (node URLs separated by commas).
+    let url = std::env::var("REDIS_CLUSTER_URLS")
+        .or_else(|_| std::env::var("REDIS_URL"))
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     users::run(&url).await?;
     profile::run(&url).await?;
     book_tags::run(&url).await?;

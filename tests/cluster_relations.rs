@@ -79,7 +79,15 @@ async fn started() -> (RedisCluster, Store<redis::cluster_async::ClusterConnecti
 async fn relations_between_shards_keep_both_sides() {
     let (_cluster, store) = started().await;
     let tags: BTreeSet<String> = (1..=12u64)
-        .map(|id| store.keys_of::<Fan>(id).base.split('}').next().unwrap().to_owned())
+        .map(|id| {
+            store
+                .keys_of::<Fan>(id)
+                .base
+                .split('}')
+                .next()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     assert!(tags.len() > 3, "the fans live in many slots: {tags:?}");
 
@@ -116,17 +124,32 @@ async fn relations_between_shards_keep_both_sides() {
     // A missing side: NotFound naming it, nothing written on either side.
     let err = store.relate(&FOLLOWS, 5, 99).await.unwrap_err();
     let missing = store.keys_of::<Fan>(99).base;
-    assert!(matches!(&err, Error::NotFound { key } if *key == missing), "{err:?}");
+    assert!(
+        matches!(&err, Error::NotFound { key } if *key == missing),
+        "{err:?}"
+    );
     assert_eq!(store.related(&FOLLOWS, 5).await.unwrap(), vec![1]);
     let err = store.relate(&FOLLOWS, 99, 5).await.unwrap_err();
-    assert!(matches!(&err, Error::NotFound { key } if *key == missing), "{err:?}");
-    assert_eq!(store.related_back(&FOLLOWS, 5).await.unwrap(), Vec::<u64>::new());
+    assert!(
+        matches!(&err, Error::NotFound { key } if *key == missing),
+        "{err:?}"
+    );
+    assert_eq!(
+        store.related_back(&FOLLOWS, 5).await.unwrap(),
+        Vec::<u64>::new()
+    );
 
     // Deleting 1 takes it out of every other side, in every slot.
     assert!(store.delete::<Fan>(1).await.unwrap());
     for id in 2..=12u64 {
-        assert!(store.related(&FOLLOWS, id).await.unwrap().is_empty(), "{id}");
-        assert!(store.related_back(&FOLLOWS, id).await.unwrap().is_empty(), "{id}");
+        assert!(
+            store.related(&FOLLOWS, id).await.unwrap().is_empty(),
+            "{id}"
+        );
+        assert!(
+            store.related_back(&FOLLOWS, id).await.unwrap().is_empty(),
+            "{id}"
+        );
     }
     let report = store.verify::<Fan>().await.unwrap();
     assert!(report.is_clean(), "{:?}", report.violations);

@@ -243,21 +243,21 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             &am,
             rel.is_one_to_many(),
         );
-        let previous: Vec<String> =
-            match script::invoke::<Value, _>(conn, &self.sent, &reverse).await {
-                Ok(reply) => added_and_left(reply).1,
-                Err(e) => {
-                    let err = not_found(&bk, e);
-                    // `b` is missing: take back what the first call added.
-                    if added > 0 && matches!(err, Error::NotFound { .. }) {
-                        let _: i64 =
-                            script::invoke(conn, &self.sent, &drop_call(&ak, rel.name(), &bm))
-                                .await
-                                .map_err(|e| Error::redis(&ak, e))?;
-                    }
-                    return Err(err);
+        let previous: Vec<String> = match script::invoke::<Value, _>(conn, &self.sent, &reverse)
+            .await
+        {
+            Ok(reply) => added_and_left(reply).1,
+            Err(e) => {
+                let err = not_found(&bk, e);
+                // `b` is missing: take back what the first call added.
+                if added > 0 && matches!(err, Error::NotFound { .. }) {
+                    let _: i64 = script::invoke(conn, &self.sent, &drop_call(&ak, rel.name(), &bm))
+                        .await
+                        .map_err(|e| Error::redis(&ak, e))?;
                 }
-            };
+                return Err(err);
+            }
+        };
         // One-to-many: `b` left its previous owners; their sets lose it.
         let calls: Vec<Call<'static>> = previous
             .iter()

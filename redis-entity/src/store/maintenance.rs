@@ -47,9 +47,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             let hint = keyspace::ids_key(E::DESC, &space);
             let mut v = verify::Verifier::new(E::DESC, &space).decoding(verify::row_check::<E>);
             while let Some(pipe) = v.next_request() {
-                let replies = self
-                    .verify_request(pipe, &hint, sharded)
-                    .await?;
+                let replies = self.verify_request(pipe, &hint, sharded).await?;
                 v.feed(replies)?;
                 progress(&v.progress());
             }
@@ -214,7 +212,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             step(chunk.len());
         }
         for chunk in plan.removals.chunks(BATCH) {
-            let calls = self.gone_checked(chunk.iter().map(|(c, _)| c.clone())).await?;
+            let calls = self
+                .gone_checked(chunk.iter().map(|(c, _)| c.clone()))
+                .await?;
             let replies = self.invoke_per_slot(calls).await?;
             for ((call, at), v) in chunk.iter().zip(replies) {
                 if let Value::ServerError(e) = v {
@@ -242,7 +242,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                         }
                         pipe.query_async::<Vec<Value>>(&mut self.conn.clone())
                             .await
-                            .map_err(|e| Error::redis(&ids, e))
+                            .map_err(|e| Error::redis(ids, e))
                     },
                 )
                 .await?;
@@ -291,7 +291,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .filter(|(_, c)| c.args.first().map(Vec::as_slice) == Some(b"member".as_slice()))
             .filter(|(_, c)| {
                 c.keys.len() == 3
-                    && keyspace::slot_tag(&text(&c.keys[0])) != keyspace::slot_tag(&text(&c.keys[1]))
+                    && keyspace::slot_tag(&text(&c.keys[0]))
+                        != keyspace::slot_tag(&text(&c.keys[1]))
             })
             .map(|(i, c)| (text(&c.keys[0]), i))
             .collect();
