@@ -114,6 +114,38 @@ fn shard_among(shards: u16, member: &str) -> u16 {
 /// side to the client. No namespace, prefix or member holds this byte.
 pub(crate) const SHARD_MARK: char = '\u{1f}';
 
+/// True when `desc`'s unique values need owner keys: a type with a unique
+/// index spread over many shards of a cluster, whose entities holding one
+/// value could live in two shards. Each value's owner then lives in its own
+/// slot ([`owner_key`]), claimed before a write gives the value to an
+/// entity (`store::unique`).
+pub(crate) fn needs_claims(desc: &EntityDesc, ns: &Namespace) -> bool {
+    desc.shards > 1
+        && sharded(desc, ns)
+        && desc
+            .indexes
+            .iter()
+            .any(|i| i.kind == crate::schema::entity::IndexKind::Unique)
+}
+
+/// The owner key of a unique value of a type of many shards on a cluster:
+/// `<ns>{<prefix>:<field>:<escaped value>}`, a hash (`owner`, `at`) in the
+/// value's own slot. The whole name is the hash tag: an escaped value holds
+/// no brace, and a shard's tag (`<prefix>:<n>`) has one colon, not two.
+pub(crate) fn owner_key(desc: &EntityDesc, ns: &Namespace, field: &str, escaped: &[u8]) -> String {
+    format!(
+        "{}{{{}:{field}:{}}}",
+        ns.as_str(),
+        desc.prefix,
+        String::from_utf8_lossy(escaped)
+    )
+}
+
+/// The SCAN pattern of the owner keys of `field` (every master holds some).
+pub(crate) fn owner_scan_pattern(desc: &EntityDesc, ns: &Namespace, field: &str) -> String {
+    format!("{}{{{}:{field}:*}}", ns.as_str(), desc.prefix)
+}
+
 /// The namespace of shard `shard` of an indexed type in the cluster layout:
 /// `<ns>{<prefix>:<shard>}:`, inside which its keys are spelled as on one
 /// server (`{user:3}:user:9`, `{user:3}:user:@country:DE`); for a type in a

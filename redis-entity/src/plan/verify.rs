@@ -110,6 +110,23 @@ pub enum Violation {
         /// The keys found.
         keys: Vec<String>,
     },
+    /// The owner key of a unique value (a type of many shards on a
+    /// cluster) names an entity that does not hold the value: a write or a
+    /// delete stopped between its steps.
+    StaleOwner {
+        /// The owner key.
+        key: String,
+        /// The member it names.
+        member: String,
+    },
+    /// An entity holds a unique value (a type of many shards on a cluster)
+    /// whose owner key is missing or names another entity.
+    UnownedValue {
+        /// The owner key.
+        key: String,
+        /// The member holding the value.
+        member: String,
+    },
     /// A stored entity with a field that does not decode (or a required one
     /// missing): reported with its key and field; its index entries are
     /// checked as usual, and repair leaves the record to a person.
@@ -147,6 +164,8 @@ impl Violation {
             Violation::OneSidedRelation { .. } => "OneSidedRelation",
             Violation::DanglingMember { .. } => "DanglingMember",
             Violation::Leftover { .. } => "Leftover",
+            Violation::StaleOwner { .. } => "StaleOwner",
+            Violation::UnownedValue { .. } => "UnownedValue",
             Violation::Undecodable { .. } => "Undecodable",
             Violation::Unreadable { .. } => "Unreadable",
         }
@@ -197,6 +216,18 @@ impl fmt::Display for Violation {
             }
             Violation::Leftover { member, keys } => {
                 write!(f, "leftover keys of missing entity `{member}`: {keys:?}")
+            }
+            Violation::StaleOwner { key, member } => {
+                write!(
+                    f,
+                    "stale owner: `{key}` names `{member}`, which does not hold the value"
+                )
+            }
+            Violation::UnownedValue { key, member } => {
+                write!(
+                    f,
+                    "unowned value: `{member}` holds the value of `{key}`, which does not name it"
+                )
             }
             Violation::Unreadable { key, detail, .. } => {
                 write!(f, "unreadable entity `{key}`: {detail}")
@@ -453,6 +484,9 @@ pub(crate) struct Repairs {
     pub removals: Vec<(crate::script::Call<'static>, usize)>,
     /// The listed halves of one-sided relations: (set, member).
     pub one_sided: Vec<(String, String, usize)>,
+    /// Owner keys of unique values to mend (`store::unique`): a stale owner
+    /// released, an unowned value claimed for its holder.
+    pub owners: Vec<(Violation, usize)>,
     /// What needs a person, and why.
     pub manual: Vec<(usize, &'static str)>,
 }
@@ -539,6 +573,9 @@ pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report
                         .arg("key");
                     out.removals.push((call, at));
                 }
+            }
+            Violation::StaleOwner { .. } | Violation::UnownedValue { .. } => {
+                out.owners.push((v.clone(), at))
             }
             Violation::DuplicateUnique { .. } => out.manual.push((
                 at,

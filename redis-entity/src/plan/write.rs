@@ -10,7 +10,7 @@
 use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
 use crate::plan::json::json_document;
-use crate::schema::entity::{EntityDesc, IndexSource, Layout, Row};
+use crate::schema::entity::{EntityDesc, IndexKind, IndexSource, Layout, Row};
 use crate::schema::escape::escape_bytes_into;
 use crate::schema::escape::Namespace;
 pub(crate) use crate::schema::update_op::UpdateOp;
@@ -72,6 +72,9 @@ pub(crate) struct WritePlan {
     /// The request token that makes a retry of this write return the first
     /// attempt's outcome instead of applying it again.
     pub token: Option<String>,
+    /// Refuse the write, with nothing written, if it would change a unique
+    /// value (the client has not claimed the new one: `store::unique`).
+    pub keep_unique: bool,
 }
 
 fn ms(d: Duration) -> u64 {
@@ -116,6 +119,7 @@ impl WritePlan {
             commands: Vec::new(),
             stale: Vec::new(),
             token: None,
+            keep_unique: false,
         }
     }
 
@@ -204,11 +208,15 @@ impl WritePlan {
                 .unwrap_or_default()
                 .into_bytes(),
         );
-        for v in &self.index_values {
+        for (v, idx) in self.index_values.iter().zip(self.desc.indexes) {
+            let keep =
+                self.keep_unique && idx.kind == IndexKind::Unique && idx.source != IndexSource::Pk;
             args.push(match v {
                 IndexValue::Unknown => Vec::new(),
                 IndexValue::Unchanged => b"u".to_vec(),
+                IndexValue::Absent if keep => b"m".to_vec(),
                 IndexValue::Absent => b"n".to_vec(),
+                IndexValue::Value(v) if keep => [b"w", &v[..]].concat(),
                 IndexValue::Value(v) => [b"v", &v[..]].concat(),
             });
         }

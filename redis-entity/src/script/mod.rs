@@ -145,6 +145,9 @@ pub(crate) static RELATION: LazyLock<Script> =
 /// Repair: removes a listed member, or a leftover key, of an entity that is gone.
 pub(crate) static REPAIR: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/repair.lua").to_owned()));
+/// The owner key of a unique value on a cluster: claim, takeover, release.
+pub(crate) static CLAIM: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/claim.lua").to_owned()));
 /// The read-through cache's lock and null-marker steps.
 pub(crate) static CACHE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/cache.lua").to_owned()));

@@ -56,6 +56,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             report.index_entries += r.index_entries;
             report.violations.extend(r.violations);
         }
+        if keyspace::needs_claims(E::DESC, &self.ns) {
+            report.violations.extend(self.verify_owners(E::DESC).await?);
+        }
         Ok(report)
     }
 
@@ -183,7 +186,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         mut progress: impl FnMut(&Progress) + Send,
     ) -> Result<Repaired> {
         let plan = verify::repairs(E::DESC, &self.ns, report);
-        let total = plan.writes.len() + plan.removals.len() + plan.one_sided.len();
+        let total =
+            plan.writes.len() + plan.removals.len() + plan.one_sided.len() + plan.owners.len();
         let mut done = 0;
         let mut step = |n: usize| {
             done += n;
@@ -254,6 +258,18 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 }
             }
             step(chunk.len());
+        }
+        for (v, at) in &plan.owners {
+            match self.repair_owner(E::DESC, v).await {
+                Ok(Ok(())) => {}
+                Ok(Err(why)) => {
+                    failed.insert(*at, why);
+                }
+                Err(e) => {
+                    failed.insert(*at, e.to_string());
+                }
+            }
+            step(1);
         }
         let mut left: BTreeMap<usize, String> = failed;
         for (at, why) in plan.manual {

@@ -18,6 +18,7 @@ pub(crate) mod relation;
 mod rows;
 pub mod scan;
 pub(crate) mod timeline;
+mod unique;
 mod update;
 
 pub use connect::ConnectOptions;
@@ -27,7 +28,7 @@ use crate::error::{Error, FieldError, Result};
 use crate::keyspace::EntityKeys;
 use crate::plan::{read, write, write::WritePlan};
 use crate::schema::codec::{to_bytes, MapField, Scalar};
-use crate::schema::entity::{Entity, EntityDesc};
+use crate::schema::entity::Entity;
 use crate::schema::escape::{KeyLayout, Namespace};
 use crate::schema::field::HashField;
 use crate::schema::pk::IntoPk;
@@ -308,7 +309,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     pub(crate) async fn write(&self, plan: &WritePlan) -> Result<bool> {
-        self.refuse_on_cluster(plan.desc)?;
+        // Unique values with owner keys on a cluster (`unique`): a few
+        // steps, not retried as one write.
+        if unique::claims_for(plan, &self.ns) {
+            return self.write_claimed(plan).await;
+        }
+        if plan.op == WriteOp::Delete && crate::keyspace::needs_claims(plan.desc, &self.ns) {
+            return self.delete_claimed(plan).await;
+        }
         if self.write_retries == 0 {
             return self.write_once(plan).await;
         }
@@ -430,31 +438,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok(out.into_iter().flatten().collect())
     }
 
-    /// Refuses what a sharded type cannot do on a cluster yet: a unique
-    /// index kept per shard would let two shards each own a value, so a
-    /// type with one needs a single shard (its default; a type that asks
-    /// for more is refused before anything is written).
-    pub(crate) fn refuse_on_cluster(&self, desc: &EntityDesc) -> Result<()> {
-        if desc.shards <= 1 || !crate::keyspace::sharded(desc, &self.ns) {
-            return Ok(());
-        }
-        let unique = desc
-            .indexes
-            .iter()
-            .any(|i| i.kind == crate::schema::entity::IndexKind::Unique);
-        if unique {
-            return Err(Error::NotOnCluster {
-                what: "a unique index on a type with more than one shard (`#[redis(shards = 1)]`, the default for such a type, keeps it in one slot)",
-            });
-        }
-        Ok(())
-    }
-
     pub(crate) async fn write_many(&self, plans: &[WritePlan]) -> Result<Vec<Result<bool>>> {
         if plans.is_empty() {
             return Ok(Vec::new());
         }
-        self.refuse_on_cluster(plans[0].desc)?;
+        if crate::keyspace::needs_claims(plans[0].desc, &self.ns) {
+            // Each write claims its own values: all of them concurrently.
+            return Ok(futures_util::future::join_all(plans.iter().map(|p| self.write(p))).await);
+        }
         if self.write_retries == 0 {
             return self.write_many_once(plans).await;
         }

@@ -285,7 +285,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         // The value is encoded here and the future's type names `E` alone,
         // so that a field of the wrong kind is one error, at the call (an
         // `async fn` would repeat it for its future and its `.await`).
-        // A sharded type with a unique index has one shard: the key is there.
+        // A type of one shard keeps the unique key in it; a type of many, on
+        // a cluster, names the owner in the value's owner key.
         let space = keyspace::type_space(E::DESC, &self.ns);
         let found = query::index_of(E::DESC, field.name()).map(|index| {
             (
@@ -303,12 +304,15 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let Some((index, (key, v))) = found else {
             return Ok(None);
         };
-        self.refuse_on_cluster(E::DESC)?;
-        let member: Option<String> = redis::cmd("GET")
-            .arg(&key)
-            .query_async(&mut self.reader())
-            .await
-            .map_err(|e| Error::redis(&key, e))?;
+        let member: Option<String> = if keyspace::needs_claims(E::DESC, &self.ns) {
+            self.owner_named(E::DESC, index, &v).await?
+        } else {
+            redis::cmd("GET")
+                .arg(&key)
+                .query_async(&mut self.reader())
+                .await
+                .map_err(|e| Error::redis(&key, e))?
+        };
         let Some(member) = member else {
             return Ok(None);
         };

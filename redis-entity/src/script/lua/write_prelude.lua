@@ -25,6 +25,8 @@ local pre = {}            -- per index: the namespaced key prefix
 local new, given = {}, {} -- per index: the entries this write gives (false:
                           -- read after the write), and whether its value came
                           -- with the call (then its unique check is done first)
+local keep = {}           -- per index: the client holds no claim on a new
+                          -- unique value yet ('w', 'm'): see claims_needed
 local NONE = {}           -- no entries (never modified)
 local UNCHANGED = {}      -- marks an index this write does not touch
 local ids_key, expiry_key, owner_head, rel_key, shadow
@@ -118,6 +120,10 @@ local function begin(keys, args, first)
   for n, spec in ipairs(T.idx) do
     local v = arg()
     pre[n] = NS .. spec.key
+    -- 'w' value / 'm' (none): as 'v' / 'n', refused if the value changes.
+    local mark = string.sub(v, 1, 1)
+    keep[n] = mark == 'w' or mark == 'm'
+    if mark == 'w' then v = 'v' .. string.sub(v, 2) elseif mark == 'm' then v = 'n' end
     given[n] = string.sub(v, 1, 1) == 'v'
     if given[n] and spec.pk then
       -- An indexed pk field: its escaped value, fixed for the entity's lifetime.
@@ -331,6 +337,24 @@ local function unique_conflict()
       end
     end
   end
+  return nil
+end
+
+-- On a cluster, a type of many shards keeps the owner of each unique value
+-- in a key of the value's own slot, which the client claims before a write
+-- that gives the entity a new value. A write sent before that claim ('w' or
+-- 'm' values) is refused, with nothing written, when a unique value would
+-- change: it returns {'claim', stored value of each unique index ('' for
+-- none)}, so that the client claims and, once written, releases the old.
+local function claims_needed()
+  local changed, out = false, { 'claim' }
+  for _, n in ipairs(T.unique) do
+    local was = existed and old[n] and next(old[n]) or nil
+    local now = type(new[n]) == 'table' and next(new[n]) or nil
+    if keep[n] and was ~= now then changed = true end
+    out[#out + 1] = was or ''
+  end
+  if changed then return out end
   return nil
 end
 
@@ -601,6 +625,7 @@ end
 -- reindex): checks first, then data, index entries, marker and TTL.
 local function change(last, force)
   local refused = version_conflict()
+    or claims_needed()
     or check_key_types(true, entries_move(force), expiry_moves())
     or unique_conflict()
     or check_numbers(last)

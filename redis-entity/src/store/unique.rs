@@ -1,0 +1,632 @@
+//! Unique values of a type spread over many index shards of a cluster.
+//!
+//! Two entities holding one value may live in two shards, which no one
+//! script sees together, so each value has an owner key in the value's own
+//! slot (`keyspace::owner_key`, a hash: `owner`, `at`). The protocol:
+//!
+//! 1. The write goes out with its unique values marked "keep" (the script
+//!    refuses it, with nothing written, if a unique value would change, and
+//!    names the stored ones), and, in the same wave, a claim of each new
+//!    value: a free value is claimed, one the entity owns already is its own.
+//!    A write that changes no unique value is done here: one round trip.
+//! 2. A value claimed by another entity is taken over only when that claim
+//!    is older than [`CLAIM_LEASE_MS`] and its owner does not hold the value
+//!    (checked in the owner's shard); otherwise the write fails with
+//!    `Error::UniqueViolation` and the claims it made are released. With
+//!    every value claimed, the write goes out again, unmarked.
+//! 3. Once it is written, the values it replaced are released (their owner
+//!    keys go, if the entity still owns them).
+//!
+//! So a write that changes a unique value costs three round trips, an insert
+//! two. The owner key changes only by compare-and-set, so two entities never
+//! own one value; a crash between the steps leaves a claim whose owner does
+//! not hold the value, which the next claimer takes over once the lease has
+//! passed, and `verify` reports (`StaleOwner`) and `repair` removes. A write
+//! must finish within the lease of its claim (ten seconds; writes take
+//! milliseconds), or a claimer may take the value over under it.
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::keyspace::{self, EntityKeys};
+use crate::plan::verify::Violation;
+use crate::plan::write::{IndexValue, WritePlan};
+use crate::schema::entity::{EntityDesc, IndexKind, IndexSource, Layout};
+use crate::schema::escape::escape_bytes_into;
+use crate::script::{self, write::WriteOp, Call};
+use redis::aio::ConnectionLike;
+use redis::Value;
+use std::collections::BTreeMap;
+
+/// How long a claim protects a write under way: a claim older than this
+/// whose owner does not hold the value is taken over.
+pub(crate) const CLAIM_LEASE_MS: u64 = 10_000;
+
+/// What a claim call answered.
+#[derive(Debug, PartialEq)]
+enum Claim {
+    /// The value was free and is now the entity's.
+    Granted,
+    /// The entity owned it already.
+    Mine,
+    /// Another entity's claim, this old.
+    Held { owner: String, age_ms: u64 },
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn claim_of(reply: Value, key: &str) -> Result<Claim> {
+    let items = match reply {
+        Value::Array(items) => items,
+        other => {
+            return Err(Error::UnexpectedReply {
+                key: key.to_owned(),
+                detail: format!("{other:?}"),
+            })
+        }
+    };
+    let word = items.first().and_then(text).unwrap_or_default();
+    match word.as_str() {
+        "granted" => Ok(Claim::Granted),
+        "mine" => Ok(Claim::Mine),
+        "held" => Ok(Claim::Held {
+            owner: items.get(1).and_then(text).unwrap_or_default(),
+            age_ms: items
+                .get(2)
+                .and_then(text)
+                .and_then(|a| a.parse().ok())
+                .unwrap_or(0),
+        }),
+        _ => Err(Error::UnexpectedReply {
+            key: key.to_owned(),
+            detail: format!("{items:?}"),
+        }),
+    }
+}
+
+fn claim_call(key: &str, mode: &str, member: &str, expected: &str) -> Call<'static> {
+    let call = script::CLAIM.call().key(key).arg(mode).arg(member);
+    if mode == "takeover" {
+        call.arg(expected)
+    } else {
+        call
+    }
+}
+
+/// The escaped form of a stored value, as index keys hold it.
+fn escaped(raw: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    escape_bytes_into(&mut v, raw);
+    v
+}
+
+/// The unique indexes of `desc` whose values owner keys guard: those of a
+/// column (an indexed pk is unique by itself).
+fn guarded(desc: &EntityDesc) -> impl Iterator<Item = usize> + '_ {
+    desc.indexes
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.kind == IndexKind::Unique && i.source != IndexSource::Pk)
+        .map(|(n, _)| n)
+}
+
+/// The refusal of a write marked "keep": the stored escaped value of each
+/// unique index of the type, in index order (`None` for none).
+fn refusal(reply: &Value) -> Option<Vec<Option<Vec<u8>>>> {
+    let Value::Array(items) = reply else {
+        return None;
+    };
+    if items.first().and_then(text).as_deref() != Some("claim") {
+        return None;
+    }
+    Some(
+        items[1..]
+            .iter()
+            .map(|v| match v {
+                Value::BulkString(b) if !b.is_empty() => Some(b.clone()),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+/// A write that changes a unique value goes through the protocol of the
+/// module's description: every write that may give an entity a unique value.
+pub(crate) fn claims_for(plan: &WritePlan, ns: &crate::Namespace) -> bool {
+    matches!(
+        plan.op,
+        WriteOp::Save | WriteOp::Insert | WriteOp::Update | WriteOp::Cas
+    ) && keyspace::needs_claims(plan.desc, ns)
+        && guarded(plan.desc).any(|n| {
+            matches!(
+                plan.index_values[n],
+                IndexValue::Value(_) | IndexValue::Absent
+            )
+        })
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// The owner key of index `n`'s escaped value.
+    fn owner_of(&self, desc: &EntityDesc, n: usize, value: &[u8]) -> String {
+        keyspace::owner_key(desc, &self.ns, desc.indexes[n].field, value)
+    }
+
+    /// Sends `calls` (one slot each, any slots) concurrently; a reply each.
+    async fn claims(&self, calls: Vec<Call<'static>>) -> Result<Vec<Value>> {
+        let replies = self.invoke_per_slot(calls).await?;
+        for r in &replies {
+            if let Value::ServerError(e) = r {
+                return Err(Error::redis("claim", e.clone().into()));
+            }
+        }
+        Ok(replies)
+    }
+
+    /// True when `owner` holds `value` of index `n`: its shard's unique key
+    /// names it and it exists (one pipeline in the owner's slot).
+    async fn holds(&self, desc: &EntityDesc, n: usize, value: &[u8], owner: &str) -> Result<bool> {
+        let space = keyspace::entity_space(desc, &self.ns, owner);
+        let local = String::from_utf8_lossy(&keyspace::index_key(
+            desc,
+            &space,
+            desc.indexes[n].field,
+            value,
+        ))
+        .into_owned();
+        let (named, alive): (Option<String>, i64) = redis::pipe()
+            .cmd("GET")
+            .arg(&local)
+            .cmd("EXISTS")
+            .arg(keyspace::ttl_key(desc, &self.ns, owner))
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&local, e))?;
+        Ok(named.as_deref() == Some(owner) && alive == 1)
+    }
+
+    /// Releases `member`'s claims on `keys` (one call per slot, concurrently).
+    pub(crate) async fn release(&self, keys: &[String], member: &str) -> Result<()> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let calls = keys
+            .iter()
+            .map(|k| claim_call(k, "release", member, ""))
+            .collect();
+        self.claims(calls).await.map(|_| ())
+    }
+
+    /// Settles the claims of step 2: a claim held by another is taken over
+    /// if its owner let it go. `Ok(None)` when every value is the member's,
+    /// else the index of a value held by another.
+    async fn settle(
+        &self,
+        desc: &EntityDesc,
+        member: &str,
+        wanted: &[(usize, Vec<u8>, String)],
+        answers: &[Claim],
+        granted: &mut Vec<String>,
+    ) -> Result<Option<usize>> {
+        for ((n, value, key), answer) in wanted.iter().zip(answers) {
+            let Claim::Held { owner, age_ms } = answer else {
+                continue;
+            };
+            if *age_ms < CLAIM_LEASE_MS || self.holds(desc, *n, value, owner).await? {
+                return Ok(Some(*n));
+            }
+            let reply = script::invoke::<Value, _>(
+                &mut self.conn.clone(),
+                &self.sent,
+                &claim_call(key, "takeover", member, owner),
+            )
+            .await
+            .map_err(|e| Error::redis(key, e))?;
+            match claim_of(reply, key)? {
+                Claim::Granted => granted.push(key.clone()),
+                Claim::Mine => {}
+                Claim::Held { .. } => return Ok(Some(*n)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Sends the plan's call and returns its raw reply (an error reply as
+    /// the typed error), keeping the near cache and other sides in step.
+    async fn write_reply(&self, plan: &WritePlan) -> Result<Value> {
+        let reply =
+            script::invoke::<Value, _>(&mut self.conn.clone(), &self.sent, &plan.call()).await;
+        self.forget([plan]);
+        reply.map_err(|e| plan.server_error(e))
+    }
+
+    /// A write of a type whose unique values have owner keys (see the
+    /// module's description).
+    pub(crate) async fn write_claimed(&self, plan: &WritePlan) -> Result<bool> {
+        let desc = plan.desc;
+        let member = plan.keys.member.as_str();
+        let wanted: Vec<(usize, Vec<u8>, String)> = guarded(desc)
+            .filter_map(|n| match &plan.index_values[n] {
+                IndexValue::Value(raw) => {
+                    let v = escaped(raw);
+                    let key = self.owner_of(desc, n, &v);
+                    Some((n, v, key))
+                }
+                _ => None,
+            })
+            .collect();
+        let mut first = plan.clone();
+        first.keep_unique = true;
+        let calls: Vec<Call<'static>> = wanted
+            .iter()
+            .map(|(_, _, k)| claim_call(k, "claim", member, ""))
+            .collect();
+        // Step 1: the marked write and the claims, in one wave.
+        let (reply, claimed) =
+            futures_util::future::join(self.write_reply(&first), self.claims(calls)).await;
+        let answers: Vec<Claim> = match claimed {
+            Ok(replies) => replies
+                .into_iter()
+                .zip(&wanted)
+                .map(|(r, (_, _, k))| claim_of(r, k))
+                .collect::<Result<_>>()?,
+            Err(e) => {
+                // The write may have gone through unchanged: it needs no claim.
+                return match reply {
+                    Ok(v) if refusal(&v).is_none() => plan.outcome(v),
+                    _ => Err(e),
+                };
+            }
+        };
+        let mut granted: Vec<String> = wanted
+            .iter()
+            .zip(&answers)
+            .filter(|(_, a)| **a == Claim::Granted)
+            .map(|((_, _, k), _)| k.clone())
+            .collect();
+        let stored = match reply {
+            Ok(v) => match refusal(&v) {
+                Some(stored) => stored,
+                // No unique value changed: written, in one round trip (a
+                // value claimed here had lost its owner key: it has it now).
+                None => return plan.outcome(v),
+            },
+            Err(e) => {
+                self.release(&granted, member).await?;
+                return Err(e);
+            }
+        };
+        // Step 2: every new value must be the entity's.
+        if let Some(n) = self
+            .settle(desc, member, &wanted, &answers, &mut granted)
+            .await?
+        {
+            self.release(&granted, member).await?;
+            let value = match &plan.index_values[n] {
+                IndexValue::Value(raw) => crate::error::shown(raw),
+                _ => String::new(),
+            };
+            return Err(Error::UniqueViolation {
+                field: desc.indexes[n].field,
+                value,
+            });
+        }
+        let written = match self.write_once(plan).await {
+            Ok(w) => w,
+            Err(e) => {
+                self.release(&granted, member).await?;
+                return Err(e);
+            }
+        };
+        // Step 3: the values it replaced are free.
+        let uniques = desc
+            .indexes
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.kind == IndexKind::Unique);
+        let replaced: Vec<String> = uniques
+            .zip(stored)
+            .filter(|((n, _), _)| guarded(desc).any(|g| g == *n))
+            .filter_map(|((n, _), old)| {
+                let old = old?;
+                let kept = wanted.iter().any(|(w, v, _)| *w == n && *v == old);
+                (!kept).then(|| self.owner_of(desc, n, &old))
+            })
+            .collect();
+        self.release(&replaced, member).await?;
+        Ok(written)
+    }
+
+    /// A delete of an entity of a type whose unique values have owner keys:
+    /// its values are read, the entity deleted, then its values released
+    /// (three round trips).
+    pub(crate) async fn delete_claimed(&self, plan: &WritePlan) -> Result<bool> {
+        let desc = plan.desc;
+        let values = self.unique_values(desc, &plan.keys).await?;
+        let deleted = self.write_once(plan).await?;
+        self.release(&values, &plan.keys.member).await?;
+        Ok(deleted)
+    }
+
+    /// The owner keys of the unique values the entity holds now.
+    async fn unique_values(
+        &self,
+        desc: &'static EntityDesc,
+        keys: &EntityKeys,
+    ) -> Result<Vec<String>> {
+        let row = match self.rows(desc, std::slice::from_ref(keys)).await?.pop() {
+            Some(Ok(Some(row))) => row,
+            // Gone, or not readable: nothing of it to release.
+            _ => return Ok(Vec::new()),
+        };
+        Ok(guarded(desc)
+            .filter_map(|n| match (desc.indexes[n].source, desc.layout) {
+                (IndexSource::Column(c), Layout::Hash | Layout::Strings | Layout::Json) => {
+                    let raw = row.columns.get(c)?.as_ref()?;
+                    Some(self.owner_of(desc, n, &escaped(raw)))
+                }
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// The member that owns index `n`'s escaped `value` (the owner key's
+    /// `owner`), for `find_unique`.
+    pub(crate) async fn owner_named(
+        &self,
+        desc: &EntityDesc,
+        n: usize,
+        value: &[u8],
+    ) -> Result<Option<String>> {
+        let key = self.owner_of(desc, n, value);
+        redis::cmd("HGET")
+            .arg(&key)
+            .arg("owner")
+            .query_async(&mut self.reader())
+            .await
+            .map_err(|e| Error::redis(&key, e))
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// The owner keys' part of `verify` for a type whose unique values have
+    /// them: every value an entity holds (its shard's unique key names it
+    /// and it exists) has an owner key naming it, one holder per value, and
+    /// no owner key older than the lease names an entity not holding it.
+    pub(crate) async fn verify_owners(&self, desc: &'static EntityDesc) -> Result<Vec<Violation>> {
+        let mut found = Vec::new();
+        for n in guarded(desc).collect::<Vec<_>>() {
+            let field = desc.indexes[n].field;
+            // (escaped value) -> holders, from every shard's unique keys:
+            // one walk of every master for all shards.
+            let mut holders: BTreeMap<Vec<u8>, Vec<String>> = BTreeMap::new();
+            let pattern = format!(
+                "{}{{{}:*}}:{}",
+                self.ns.as_str(),
+                desc.prefix,
+                &keyspace::index_scan_pattern(
+                    desc,
+                    &keyspace::shard_space(desc, &self.ns, 0),
+                    field
+                )[keyspace::shard_space(desc, &self.ns, 0).as_str().len()..]
+            );
+            let prefixes: Vec<String> = keyspace::spaces(desc, &self.ns)
+                .iter()
+                .map(|space| keyspace::index_prefix(desc, space, field))
+                .collect();
+            let keys: Vec<(String, Vec<u8>)> = self
+                .scan_keys(&pattern)
+                .await?
+                .into_iter()
+                .filter_map(|k| {
+                    let value = prefixes
+                        .iter()
+                        .find_map(|p| k.strip_prefix(p.as_str()))?
+                        .as_bytes()
+                        .to_vec();
+                    Some((k, value))
+                })
+                .collect();
+            let named = self
+                .per_slot(
+                    &keys,
+                    |(k, _)| k.as_str(),
+                    |group| async move {
+                        let mut pipe = redis::pipe();
+                        for (k, _) in &group {
+                            pipe.cmd("GET").arg(k);
+                        }
+                        let named: Vec<Option<String>> = pipe
+                            .query_async(&mut self.conn.clone())
+                            .await
+                            .map_err(|e| Error::redis(&group[0].0, e))?;
+                        let mut pipe = redis::pipe();
+                        for m in &named {
+                            pipe.cmd("EXISTS").arg(keyspace::ttl_key(
+                                desc,
+                                &self.ns,
+                                m.as_deref().unwrap_or(""),
+                            ));
+                        }
+                        let alive: Vec<i64> = pipe
+                            .query_async(&mut self.conn.clone())
+                            .await
+                            .map_err(|e| Error::redis(&group[0].0, e))?;
+                        // A stale shard entry is verify's StaleEntry already.
+                        Ok(named
+                            .into_iter()
+                            .zip(alive)
+                            .map(|(m, a)| m.filter(|_| a == 1))
+                            .collect::<Vec<_>>())
+                    },
+                )
+                .await?;
+            for ((_, value), m) in keys.into_iter().zip(named) {
+                if let Some(m) = m {
+                    holders.entry(value).or_default().push(m);
+                }
+            }
+            let owners: Vec<(Vec<u8>, String)> = holders
+                .keys()
+                .map(|v| (v.clone(), self.owner_of(desc, n, v)))
+                .collect();
+            let named = self
+                .owners_named(owners.iter().map(|(_, k)| k.clone()).collect())
+                .await?;
+            for ((value, key), owner) in owners.iter().zip(named) {
+                let held = &holders[value];
+                if held.len() > 1 {
+                    found.push(Violation::DuplicateUnique {
+                        key: key.clone(),
+                        members: held.clone(),
+                    });
+                } else if owner.as_ref().map(|(o, _)| o) != Some(&held[0]) {
+                    found.push(Violation::UnownedValue {
+                        key: key.clone(),
+                        member: held[0].clone(),
+                    });
+                }
+            }
+            // Owner keys naming an entity that does not hold their value.
+            let pattern = keyspace::owner_scan_pattern(desc, &self.ns, field);
+            let head = &pattern[..pattern.len() - 2];
+            let all = self.scan_keys(&pattern).await?;
+            let named = self.owners_named(all.clone()).await?;
+            for (key, owner) in all.iter().zip(named) {
+                let Some((owner, age_ms)) = owner else {
+                    continue;
+                };
+                let value = key
+                    .strip_prefix(head)
+                    .and_then(|k| k.strip_suffix('}'))
+                    .unwrap_or_default()
+                    .as_bytes()
+                    .to_vec();
+                let holds = holders.get(&value).is_some_and(|h| h.contains(&owner));
+                // A younger claim may be a write under way.
+                if !holds && age_ms >= CLAIM_LEASE_MS {
+                    found.push(Violation::StaleOwner {
+                        key: key.clone(),
+                        member: owner,
+                    });
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The owner and the age of the claim (ms) of each owner key, `None`
+    /// for one that does not exist (one pipeline per slot, concurrently).
+    async fn owners_named(&self, keys: Vec<String>) -> Result<Vec<Option<(String, u64)>>> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        self.per_slot(
+            &keys,
+            |k| k.as_str(),
+            |group| async move {
+                let mut pipe = redis::pipe();
+                for k in &group {
+                    pipe.cmd("HMGET").arg(k).arg("owner").arg("at");
+                }
+                let replies: Vec<(Option<String>, Option<u64>)> = pipe
+                    .query_async(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| Error::redis(&group[0], e))?;
+                Ok(replies
+                    .into_iter()
+                    .map(|(o, at)| o.map(|o| (o, now.saturating_sub(at.unwrap_or(0)))))
+                    .collect())
+            },
+        )
+        .await
+    }
+
+    /// Repairs an owner key `verify` reported: a stale owner's claim is
+    /// released if that owner still does not hold the value; an unowned
+    /// value is claimed for its holder (taken over from an owner that does
+    /// not hold it). `Err` with the reason when it cannot be.
+    pub(crate) async fn repair_owner(
+        &self,
+        desc: &'static EntityDesc,
+        v: &Violation,
+    ) -> Result<std::result::Result<(), String>> {
+        let (key, member) = match v {
+            Violation::StaleOwner { key, member } | Violation::UnownedValue { key, member } => {
+                (key, member)
+            }
+            _ => return Ok(Ok(())),
+        };
+        let Some(n) = guarded(desc).find(|n| {
+            let head = keyspace::owner_key(desc, &self.ns, desc.indexes[*n].field, b"");
+            key.starts_with(&head[..head.len() - 1])
+        }) else {
+            return Ok(Err("not an owner key of this type".into()));
+        };
+        let head = keyspace::owner_key(desc, &self.ns, desc.indexes[n].field, b"");
+        let value = key
+            .strip_prefix(&head[..head.len() - 1])
+            .and_then(|k| k.strip_suffix('}'))
+            .unwrap_or_default()
+            .as_bytes()
+            .to_vec();
+        if let Violation::StaleOwner { .. } = v {
+            if !self.holds(desc, n, &value, member).await? {
+                self.release(std::slice::from_ref(key), member).await?;
+            }
+            return Ok(Ok(()));
+        }
+        let reply = script::invoke::<Value, _>(
+            &mut self.conn.clone(),
+            &self.sent,
+            &claim_call(key, "claim", member, ""),
+        )
+        .await
+        .map_err(|e| Error::redis(key, e))?;
+        let answer = claim_of(reply, key)?;
+        let mut granted = Vec::new();
+        let wanted = [(n, value, key.clone())];
+        match self.settle(desc, member, &wanted, &[answer], &mut granted).await? {
+            None => Ok(Ok(())),
+            Some(_) => Ok(Err(
+                "another entity holds the claim, younger than the lease or holding the value: decide which keeps it".into(),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claim_replies_are_read() {
+        let s = |t: &str| Value::BulkString(t.as_bytes().to_vec());
+        assert_eq!(
+            claim_of(Value::Array(vec![s("granted")]), "k").unwrap(),
+            Claim::Granted
+        );
+        assert_eq!(
+            claim_of(Value::Array(vec![s("mine")]), "k").unwrap(),
+            Claim::Mine
+        );
+        assert_eq!(
+            claim_of(Value::Array(vec![s("held"), s("9"), s("12000")]), "k").unwrap(),
+            Claim::Held {
+                owner: "9".into(),
+                age_ms: 12_000
+            }
+        );
+        assert!(claim_of(Value::Int(1), "k").is_err());
+        assert_eq!(
+            refusal(&Value::Array(vec![s("claim"), s("a@x"), s("")])),
+            Some(vec![Some(b"a@x".to_vec()), None])
+        );
+        assert_eq!(refusal(&Value::Int(1)), None);
+    }
+}
