@@ -17,16 +17,21 @@
 //!
 //! Commands: `layouts`, `verify [--repair] [TYPE...]`, `reindex [TYPE...]`
 //! (after an index was added: every stored entity is indexed again),
-//! `sweep [--budget N] [TYPE...]`. Without a type, every registered type.
+//! `sweep [--budget N] [TYPE...]`, `relayout --to URL[,URL...] [TYPE...]`
+//! (every stored entity copied into the keyspace at `URL`, one server, or
+//! the Redis Cluster of the node URLs given, in that keyspace's key
+//! layout; see [`Store::relayout`]). Without a type, every registered type.
 //! `--json` prints one JSON object per type instead of text, for scripts.
 //! While an operation runs, a progress bar with its rate and time left is
 //! drawn on stderr when stderr is a terminal (feature `progress`, on by
 //! default).
 
+use crate::any::AnyConnection;
 use crate::error::{Error, Result};
 use crate::plan::verify::{Progress, Repaired, Report};
 use crate::schema::entity::Entity;
 use crate::schema::layout::Registry;
+use crate::store::migrate::Progress as MoveProgress;
 use crate::store::Store;
 use redis::aio::ConnectionLike;
 use std::future::Future;
@@ -37,6 +42,16 @@ type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// A progress callback, erased.
 type OnProgress<'a> = &'a mut (dyn FnMut(&Progress) + Send);
 
+/// A relayout's progress callback, erased.
+type OnMove<'a> = &'a mut (dyn FnMut(&MoveProgress) + Send);
+
+/// A type's relayout into another keyspace, erased.
+type Relayout<C> = for<'a> fn(
+    &'a Store<C>,
+    &'a Store<AnyConnection>,
+    OnMove<'a>,
+) -> BoxFuture<'a, Result<MoveProgress>>;
+
 /// The operations of one registered type, erased over its Rust type.
 struct Ops<C> {
     name: &'static str,
@@ -44,6 +59,7 @@ struct Ops<C> {
     repair: for<'a> fn(&'a Store<C>, &'a Report, OnProgress<'a>) -> BoxFuture<'a, Result<Repaired>>,
     reindex: for<'a> fn(&'a Store<C>, OnProgress<'a>) -> BoxFuture<'a, Result<usize>>,
     sweep: for<'a> fn(&'a Store<C>, usize) -> BoxFuture<'a, Result<usize>>,
+    relayout: Relayout<C>,
 }
 
 /// Draws a progress bar for one operation of one type on stderr (nothing
@@ -124,6 +140,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
             repair: |s, r, p| Box::pin(s.repair_with::<E>(r, p)),
             reindex: |s, p| Box::pin(s.reindex_with::<E>(p)),
             sweep: |s, budget| Box::pin(s.sweep::<E>(budget)),
+            relayout: |s, to, p| Box::pin(s.relayout::<E, AnyConnection>(to, 0, 500, p)),
         });
         Ok(self)
     }
@@ -161,6 +178,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
             None => ("help", &[][..]),
         };
         let (mut repair, mut json, mut budget) = (false, false, 10_000);
+        let mut to: Option<&str> = None;
         let mut names = Vec::new();
         let mut it = rest.iter();
         while let Some(a) = it.next() {
@@ -168,6 +186,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
                 "--repair" => repair = true,
                 "--json" => json = true,
                 "--budget" => budget = it.next().and_then(|b| b.parse().ok()).unwrap_or(budget),
+                "--to" => to = it.next().map(String::as_str),
                 name => names.push(name),
             }
         }
@@ -260,9 +279,55 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
                     }
                 }
             }
+            "relayout" => {
+                let Some(target) = to else {
+                    return Err(Error::InvalidKey {
+                        segment: "relayout".into(),
+                        reason: "relayout needs --to <url, or the cluster's node urls separated by commas>",
+                    });
+                };
+                let dest = Store::connect_any(target).await?;
+                for t in self.selected(&names)? {
+                    let bar = Bar::new(t.name, "relayout");
+                    let done = (t.relayout)(&self.store, &dest, &mut |p| {
+                        bar.update(&Progress {
+                            step: "copying",
+                            done: p.migrated as usize,
+                            total: None,
+                        })
+                    })
+                    .await;
+                    bar.finish();
+                    let done = done?;
+                    if json {
+                        line(
+                            &mut out,
+                            serde_json::json!({
+                                "type": t.name,
+                                "copied": done.migrated,
+                                "failed": done.failed.iter().map(|(k, why)| serde_json::json!({
+                                    "key": k, "reason": why,
+                                })).collect::<Vec<_>>(),
+                            }),
+                        );
+                    } else {
+                        let _ = writeln!(
+                            out,
+                            "{}: {} entities copied to the {} layout, {} failed",
+                            t.name,
+                            done.migrated,
+                            dest.key_layout().name(),
+                            done.failed.len()
+                        );
+                        for (k, why) in &done.failed {
+                            let _ = writeln!(out, "  {k}: {why}");
+                        }
+                    }
+                }
+            }
             _ => {
                 out.push_str(
-                    "commands: layouts | verify [--repair] [TYPE...] | reindex [TYPE...] | sweep [--budget N] [TYPE...]; add --json for JSON lines\n",
+                    "commands: layouts | verify [--repair] [TYPE...] | reindex [TYPE...] | sweep [--budget N] [TYPE...] | relayout --to URL[,URL...] [TYPE...]; add --json for JSON lines\n",
                 );
                 let names: Vec<&str> = self.types.iter().map(|t| t.name).collect();
                 let _ = writeln!(out, "types: {}", names.join(", "));

@@ -149,9 +149,9 @@ pub enum Error {
         /// The store's layout.
         expected: &'static str,
     },
-    /// The operation is not available on Redis Cluster yet (unique indexes
-    /// need an owner key per value in its own slot; relations across slots
-    /// need two writes in a documented order).
+    /// The operation is not available on Redis Cluster yet. (Unique indexes
+    /// of many shards and relations across slots, which earlier versions
+    /// refused with it, run there now.)
     #[error("{what} is not available on Redis Cluster yet")]
     NotOnCluster {
         /// What was asked.

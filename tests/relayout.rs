@@ -1,0 +1,213 @@
+//! Moving a keyspace between the two key layouts: from one server to a
+//! 3-master cluster and back, entities (maps, TTLs, every index), relations
+//! and timelines, resumable by cursor, and through the admin command line.
+
+use redis_entity::admin::Admin;
+use redis_entity::relation::{Relation, Timeline};
+use redis_entity::{RedisEntity, Store};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+use support::{RedisCluster, RedisServer};
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "user", shards = 4)]
+struct User {
+    #[pk]
+    id: u64,
+    #[index(unique)]
+    email: String,
+    #[index]
+    city: String,
+    #[index(sorted)]
+    score: f64,
+    #[hash]
+    settings: BTreeMap<String, String>,
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "post")]
+struct Post {
+    #[pk]
+    id: u64,
+    text: String,
+}
+
+const FOLLOWS: Relation<User, User> = Relation::many_to_many("following", "followers");
+const FEED: Timeline<User, Post> = Timeline::new("feed", 100);
+
+fn user(id: u64) -> User {
+    User {
+        id,
+        email: format!("u{id}@x"),
+        city: ["Rome", "Oslo", "Lima"][(id % 3) as usize].into(),
+        score: (id % 7) as f64,
+        settings: BTreeMap::from([("theme".to_string(), format!("t{id}"))]),
+    }
+}
+
+async fn all_users<C>(store: &Store<C>) -> Vec<User>
+where
+    C: redis::aio::ConnectionLike + Clone + Send + Sync,
+{
+    let mut users: Vec<User> = store
+        .get_many::<User>((1..=700u64).collect::<Vec<_>>())
+        .await
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .collect();
+    users.sort_by_key(|u| u.id);
+    users
+}
+
+async fn seed<C>(store: &Store<C>)
+where
+    C: redis::aio::ConnectionLike + Clone + Send + Sync,
+{
+    store
+        .save_all(&(1..=600).map(user).collect::<Vec<_>>())
+        .await
+        .unwrap();
+    store
+        .save_with_ttl(&user(601), Duration::from_secs(600))
+        .await
+        .unwrap();
+    for id in 2..=20u64 {
+        store.relate(&FOLLOWS, id, 1).await.unwrap();
+    }
+    store.relate(&FOLLOWS, 1, 2).await.unwrap();
+    for id in [1u64, 2] {
+        store
+            .save(&Post {
+                id,
+                text: format!("post {id}"),
+            })
+            .await
+            .unwrap();
+    }
+    store.timeline_push(&FEED, 1, [3u64, 4]).await.unwrap();
+    store.timeline_push(&FEED, 2, [3u64]).await.unwrap();
+}
+
+/// What a keyspace holds, as the API reads it, for comparing two.
+#[allow(clippy::type_complexity)]
+async fn summary<C>(
+    store: &Store<C>,
+) -> (Vec<User>, Vec<u64>, Vec<u64>, u64, Vec<u64>, bool, Vec<u64>)
+where
+    C: redis::aio::ConnectionLike + Clone + Send + Sync,
+{
+    let mut rome: Vec<u64> = store
+        .find(User::CITY, "Rome")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.id)
+        .collect();
+    rome.sort();
+    let mut followers = store.related_back(&FOLLOWS, 1).await.unwrap();
+    followers.sort();
+    let top: Vec<u64> = store
+        .top(User::SCORE, 5)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(u, _)| u.id)
+        .collect();
+    let feed: Vec<u64> = store
+        .timeline(&FEED, 3, 0, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.id)
+        .collect();
+    let ttl = store.ttl::<User>(601).await.unwrap();
+    let owner = store.find_unique(User::EMAIL, "u7@x").await.unwrap();
+    (
+        all_users(store).await,
+        rome,
+        followers,
+        store.query::<User>().count().await.unwrap(),
+        feed,
+        ttl.is_some_and(|t| t > Duration::from_secs(500)) && owner.is_some_and(|u| u.id == 7),
+        top,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyspace_moves_to_a_cluster_and_back() {
+    let server = RedisServer::start();
+    let one = Store::connect(&server.url()).await.unwrap();
+    seed(&one).await;
+    let before = summary(&one).await;
+    assert_eq!(before.0.len(), 601);
+    assert!(before.5, "ttl and unique lookup before the move");
+
+    let cluster = RedisCluster::start(3);
+    let many = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    // Resumable: batch after batch from the reported cursor.
+    let (mut cursor, mut copied, mut batches) = (0, 0, 0);
+    loop {
+        let b = one
+            .relayout_batch::<User, _>(&many, cursor, 100)
+            .await
+            .unwrap();
+        assert!(b.failed.is_empty(), "{:?}", b.failed);
+        copied += b.migrated;
+        batches += 1;
+        cursor = b.cursor;
+        if b.done {
+            break;
+        }
+    }
+    assert_eq!(copied, 601);
+    assert!(batches > 1, "walked in pages");
+    let posts = one
+        .relayout::<Post, _>(&many, 0, 100, |_| {})
+        .await
+        .unwrap();
+    assert_eq!(posts.migrated, 2);
+    let pairs = one.relayout_relation(&FOLLOWS, &many, 100).await.unwrap();
+    assert_eq!(pairs.migrated, 20);
+    assert!(pairs.failed.is_empty());
+    let feeds = one.relayout_timeline(&FEED, &many, 100).await.unwrap();
+    assert_eq!(feeds.migrated, 2);
+
+    assert_eq!(summary(&many).await, before);
+    assert!(many.keys_of::<User>(9).base.starts_with('{'));
+    for report in [
+        many.verify::<User>().await.unwrap(),
+        many.verify::<Post>().await.unwrap(),
+    ] {
+        assert!(report.is_clean(), "{:?}", report.violations);
+    }
+
+    // And back, to a fresh server, with the admin's command line.
+    let back_server = RedisServer::start();
+    let admin = Admin::new(many)
+        .register::<User>()
+        .unwrap()
+        .register::<Post>()
+        .unwrap();
+    let out = admin
+        .run(&["relayout".into(), "--to".into(), back_server.url()])
+        .await
+        .unwrap();
+    assert!(
+        out.contains("User: 601 entities copied to the standalone layout, 0 failed"),
+        "{out}"
+    );
+    assert!(out.contains("Post: 2 entities copied"), "{out}");
+    let back = Store::connect(&back_server.url()).await.unwrap();
+    let keys: BTreeSet<String> = back_server.keys().into_iter().collect();
+    assert!(
+        keys.contains("user:9") && keys.contains("user:9:settings"),
+        "{keys:?}"
+    );
+    let mut summary_back = summary(&back).await;
+    // Relations and timelines move with the typed calls, not the admin.
+    summary_back.2 = before.2.clone();
+    summary_back.4 = before.4.clone();
+    assert_eq!(summary_back, before);
+    assert!(back.verify::<User>().await.unwrap().is_clean());
+}
