@@ -1,9 +1,11 @@
 //! Seeds 000 and 003, "users by pk": the user table stored one string key per
-//! column (`user:userid:9:username`) and as one hash per user.
+//! column (`user:userid:9:username`) and as one hash per user. Runs on one
+//! server, and with `scripts/test.sh --cluster` on a 3-master cluster, where
+//! the same keys carry a hash tag (`user:userid:{9}:username`).
 
 use redis::Commands;
-use redis_entity::{Error, RedisEntity, Store};
-use support::RedisServer;
+use redis_entity::{Error, RedisEntity};
+use support::Target;
 
 /// Seed 000 section 1.1: `set user:userid:9:username lisi` and so on.
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
@@ -38,22 +40,30 @@ fn lisi() -> User {
 
 #[tokio::test]
 async fn strings_layout_writes_the_seed_keys_and_reads_them_back() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     assert!(store.save(&lisi()).await.unwrap(), "first save creates");
 
-    assert_eq!(
-        server.keys(),
-        [
-            "user:userid:9:email",
-            "user:userid:9:password",
-            "user:userid:9:username"
-        ]
-    );
+    let keys = store.keys_of::<User>(9);
+    let mut columns = keys.columns.clone();
+    columns.sort();
+    assert_eq!(server.keys(), columns);
+    if !server.is_cluster() {
+        assert_eq!(
+            columns,
+            [
+                "user:userid:9:email",
+                "user:userid:9:password",
+                "user:userid:9:username"
+            ]
+        );
+    } else {
+        assert_eq!(keys.columns[0], "user:userid:{9}:username");
+    }
     let mut c = server.conn();
-    let name: String = c.get("user:userid:9:username").unwrap();
+    let name: String = c.get(&keys.columns[0]).unwrap();
     assert_eq!(name, "lisi");
-    let password: String = c.get("user:userid:9:password").unwrap();
+    let password: String = c.get(&keys.columns[1]).unwrap();
     assert_eq!(password, "111111");
 
     assert_eq!(store.get::<User>(&9).await.unwrap(), Some(lisi()));
@@ -65,23 +75,22 @@ async fn strings_layout_writes_the_seed_keys_and_reads_them_back() {
 
 #[tokio::test]
 async fn strings_layout_removes_the_column_of_a_none_field() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&lisi()).await.unwrap();
     let mut no_mail = lisi();
     no_mail.email = None;
     assert!(!store.save(&no_mail).await.unwrap(), "second save updates");
-    assert_eq!(
-        server.keys(),
-        ["user:userid:9:password", "user:userid:9:username"]
-    );
+    let mut columns = store.keys_of::<User>(9).columns[..2].to_vec();
+    columns.sort();
+    assert_eq!(server.keys(), columns, "username and password left");
     assert_eq!(store.get::<User>(&9).await.unwrap(), Some(no_mail));
 }
 
 #[tokio::test]
 async fn hash_layout_keeps_a_user_in_one_hash() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let row = UserRow {
         id: 9,
         username: "lisi".into(),
@@ -89,8 +98,10 @@ async fn hash_layout_keeps_a_user_in_one_hash() {
         email: None,
     };
     store.save(&row).await.unwrap();
-    assert_eq!(server.keys(), ["user:9"]);
-    let stored: Vec<(String, String)> = server.conn().hgetall("user:9").unwrap();
+    let key = store.keys_of::<UserRow>(9).base;
+    assert_eq!(key, if server.is_cluster() { "user:{9}" } else { "user:9" });
+    assert_eq!(server.keys(), [key.clone()]);
+    let stored: Vec<(String, String)> = server.conn().hgetall(&key).unwrap();
     let mut stored = stored;
     stored.sort();
     assert_eq!(
@@ -105,14 +116,14 @@ async fn hash_layout_keeps_a_user_in_one_hash() {
 
 #[tokio::test]
 async fn insert_refuses_a_taken_key_and_changes_nothing() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.insert(&lisi()).await.unwrap();
     let mut other = lisi();
     other.username = "zhangsan".into();
     let err = store.insert(&other).await.unwrap_err();
     assert!(
-        matches!(&err, Error::AlreadyExists { key } if key == "user:userid:9"),
+        matches!(&err, Error::AlreadyExists { key } if *key == store.keys_of::<User>(9).base),
         "{err:?}"
     );
     assert_eq!(store.get::<User>(&9).await.unwrap(), Some(lisi()));
@@ -120,8 +131,8 @@ async fn insert_refuses_a_taken_key_and_changes_nothing() {
 
 #[tokio::test]
 async fn delete_removes_every_key_and_reports_whether_there_was_one() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&lisi()).await.unwrap();
     assert!(store.delete::<User>(&9).await.unwrap());
     assert!(server.keys().is_empty());
@@ -131,8 +142,8 @@ async fn delete_removes_every_key_and_reports_whether_there_was_one() {
 
 #[tokio::test]
 async fn get_many_returns_in_order_with_gaps() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let users: Vec<User> = (1..=3)
         .map(|id| User {
             id,
@@ -151,8 +162,8 @@ async fn get_many_returns_in_order_with_gaps() {
 
 #[tokio::test]
 async fn update_changes_columns_without_reading_and_fails_on_missing() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&lisi()).await.unwrap();
     store
         .update::<User>(&9)
@@ -164,7 +175,7 @@ async fn update_changes_columns_without_reading_and_fails_on_missing() {
     let u = store.get::<User>(&9).await.unwrap().unwrap();
     assert_eq!(u.password, "222222");
     assert_eq!(u.email, None);
-    assert!(!server.keys().contains(&"user:userid:9:email".to_string()));
+    assert!(!server.keys().contains(&store.keys_of::<User>(9).columns[2]));
 
     let err = store
         .update::<User>(&10)
