@@ -6,9 +6,28 @@
 # `scripts/test.sh --valkey` runs the tests again against Valkey 9 instead
 # (installed by scripts/ensure-valkey.sh into a virtualenv under target/),
 # without the lints.
+#
+# `scripts/test.sh --cluster` runs the integration tests written against
+# `support::Target` again, each on a private 3-master Redis Cluster (three
+# `redis-server --cluster-enabled yes` on free ports, joined by
+# `redis-cli --cluster create`) instead of one private server: the same
+# tests, in the cluster key layout. (The cluster's own tests, tests/cluster*.rs,
+# run in every mode; tests that need one server, such as restarts, replicas
+# and round-trip counts, say so in their file.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-redis.sh
+if [ "${1:-}" = "--cluster" ]; then
+  targets=()
+  for f in tests/*.rs; do
+    if grep -q 'Target::start()' "$f"; then
+      targets+=(--test "$(basename "$f" .rs)")
+    fi
+  done
+  echo "testing $((${#targets[@]} / 2)) integration test files on a 3-master Redis Cluster" >&2
+  REDIS_ENTITY_TEST_CLUSTER=1 cargo test --all-features "${targets[@]}"
+  exit 0
+fi
 if [ "${1:-}" = "--valkey" ]; then
   bin=$(scripts/ensure-valkey.sh)
   echo "testing against $("$bin" --version)" >&2
