@@ -1,5 +1,7 @@
 //! Seeds 000 and 003, book tags: all / any / except over tag relations, and
-//! what a query does with stale index entries.
+//! what a query does with stale index entries. Runs on one server, and with
+//! `scripts/test.sh --cluster` on a 3-master cluster, where each tag set is
+//! split over the type's index shards (`{book:<n>}:book:@tags:WEB`).
 
 #[allow(dead_code)]
 #[path = "../examples/book_tags.rs"]
@@ -7,34 +9,96 @@ mod example;
 
 use example::{books, Book};
 use redis::Commands;
-use redis_entity::{blocking, RedisEntity, Store};
+use redis_entity::{blocking, AnyConnection, RedisEntity, Store};
 use std::collections::BTreeSet;
-use support::RedisServer;
+use support::Target;
 
 fn ids(books: &[Book]) -> Vec<u64> {
     books.iter().map(|b| b.id).collect()
 }
 
-async fn seeded(server: &RedisServer) -> Store {
-    let store = Store::connect(&server.url()).await.unwrap();
+async fn seeded(server: &Target) -> Store<AnyConnection> {
+    let store = server.store().await;
     store.save_all(&books()).await.unwrap();
     store
 }
 
+/// The space an entity key `base` (in the store's layout) lives in, given
+/// its standalone spelling: empty on one server, its index shard's
+/// `{<prefix>:<n>}:` on a cluster.
+fn space(base: &str, standalone: &str) -> String {
+    base.strip_suffix(standalone)
+        .unwrap_or_else(|| panic!("{base} does not end with {standalone}"))
+        .to_string()
+}
+
+/// The index key spelled `index` on one server (`Book::TAGS.key("WEB")`)
+/// in the space of book `id`: where that book's entry lives.
+fn book_index(store: &Store<AnyConnection>, id: u64, index: &str) -> String {
+    format!(
+        "{}{index}",
+        space(&store.keys_of::<Book>(id).base, &Book::key(&id))
+    )
+}
+
+/// Every stored key of the index spelled `index` on one server: that key
+/// itself, or on a cluster its part in each index shard's space.
+fn index_keys(server: &Target, index: &str) -> Vec<String> {
+    let in_shard = format!("}}:{index}");
+    server
+        .keys()
+        .into_iter()
+        .filter(|k| {
+            if server.is_cluster() {
+                k.starts_with('{') && k.ends_with(&in_shard)
+            } else {
+                k == index
+            }
+        })
+        .collect()
+}
+
+/// The members of the set index spelled `index` on one server, over every
+/// shard, sorted.
+fn set_members<T: redis::FromRedisValue + Ord>(server: &Target, index: &str) -> Vec<T> {
+    let mut c = server.conn();
+    let mut all = Vec::new();
+    for key in index_keys(server, index) {
+        let part: Vec<T> = c.smembers(&key).unwrap();
+        all.extend(part);
+    }
+    all.sort();
+    all
+}
+
 #[tokio::test]
 async fn tag_sets_are_written_per_tag() {
-    let server = RedisServer::start();
-    seeded(&server).await;
-    let mut web: Vec<u64> = server.conn().smembers("book:@tags:WEB").unwrap();
-    web.sort();
+    let server = Target::start();
+    let store = seeded(&server).await;
+    assert_eq!(Book::TAGS.key("WEB"), "book:@tags:WEB");
+    if !server.is_cluster() {
+        let mut web: Vec<u64> = server.conn().smembers("book:@tags:WEB").unwrap();
+        web.sort();
+        assert_eq!(web, [5, 6]);
+    }
+    let web: Vec<u64> = set_members(&server, &Book::TAGS.key("WEB"));
     assert_eq!(web, [5, 6]);
-    let stored: String = server.conn().hget("book:5", "tags").unwrap();
+    // Each book's entry is in its own space, with the book.
+    for id in [5, 6] {
+        let key = book_index(&store, id, &Book::TAGS.key("WEB"));
+        let is: bool = server.conn().sismember(&key, id).unwrap();
+        assert!(is, "{id} in {key}");
+    }
+    let stored: String = server
+        .conn()
+        .hget(&store.keys_of::<Book>(5).base, "tags")
+        .unwrap();
     assert_eq!(stored, "PHP:WEB", "the tag list as stored in the hash");
 }
 
 #[tokio::test]
 async fn all_any_none_match_the_seed_sql() {
-    let server = RedisServer::start();
+    let server = Target::start();
     let store = seeded(&server).await;
     let q = || store.query::<Book>();
     assert_eq!(
@@ -81,7 +145,7 @@ async fn all_any_none_match_the_seed_sql() {
 
 #[tokio::test]
 async fn a_query_with_only_none_uses_every_id() {
-    let server = RedisServer::start();
+    let server = Target::start();
     let store = seeded(&server).await;
     let not_ruby = store
         .query::<Book>()
@@ -99,8 +163,8 @@ async fn a_query_with_only_none_uses_every_id() {
 
 #[tokio::test]
 async fn ids_count_and_limit_in_a_stable_order() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let many: Vec<Book> = (1..=25)
         .map(|id| Book {
             id,
@@ -134,15 +198,17 @@ async fn ids_count_and_limit_in_a_stable_order() {
 
 #[tokio::test]
 async fn removing_a_tag_removes_the_book_from_its_set() {
-    let server = RedisServer::start();
+    let server = Target::start();
     let store = seeded(&server).await;
     let mut b = books()[0].clone();
     b.tags = BTreeSet::from(["PHP".to_string(), "NEW".to_string()]);
     store.save(&b).await.unwrap();
-    let web: Vec<u64> = server.conn().smembers("book:@tags:WEB").unwrap();
+    let web: Vec<u64> = set_members(&server, &Book::TAGS.key("WEB"));
     assert_eq!(web, [6]);
-    let new: Vec<u64> = server.conn().smembers("book:@tags:NEW").unwrap();
+    let new: Vec<u64> = set_members(&server, &Book::TAGS.key("NEW"));
     assert_eq!(new, [5]);
+    let new_of_5 = book_index(&store, 5, &Book::TAGS.key("NEW"));
+    assert_eq!(index_keys(&server, &Book::TAGS.key("NEW")), [new_of_5]);
     store
         .update::<Book>(&5)
         .set(Book::TAGS, BTreeSet::new())
@@ -150,27 +216,36 @@ async fn removing_a_tag_removes_the_book_from_its_set() {
         .await
         .unwrap();
     let keys = server.keys();
-    assert!(!keys.contains(&"book:@tags:PHP".to_string()), "{keys:?}");
-    assert!(!keys.contains(&"book:@tags:NEW".to_string()), "{keys:?}");
+    if !server.is_cluster() {
+        assert!(!keys.contains(&"book:@tags:PHP".to_string()), "{keys:?}");
+        assert!(!keys.contains(&"book:@tags:NEW".to_string()), "{keys:?}");
+    }
+    for tag in ["PHP", "NEW"] {
+        let left = index_keys(&server, &Book::TAGS.key(tag));
+        assert!(left.is_empty(), "{tag}: {left:?} in {keys:?}");
+    }
 }
 
 #[tokio::test]
 async fn a_stale_entry_is_never_returned_and_is_cleaned() {
-    let server = RedisServer::start();
+    let server = Target::start();
     let store = seeded(&server).await;
     let mut c = server.conn();
-    // Plant stale entries: book 7 is not tagged WEB, book 99 does not exist.
-    let _: () = c.sadd("book:@tags:WEB", 7).unwrap();
-    let _: () = c.sadd("book:@tags:WEB", 99).unwrap();
-    let _: () = c.sadd("book:@tags:WEB", "garbage{").unwrap();
+    let web_key = |id| book_index(&store, id, &Book::TAGS.key("WEB"));
+    // Plant stale entries: book 7 is not tagged WEB, book 99 does not exist
+    // (each where its entry would be), and a member no book can have.
+    let _: () = c.sadd(web_key(7), 7).unwrap();
+    let _: () = c.sadd(web_key(99), 99).unwrap();
+    let _: () = c.sadd(web_key(5), "garbage{").unwrap();
     let web = store.find(Book::TAGS, "WEB").await.unwrap();
     assert_eq!(ids(&web), [5, 6]);
-    let mut left: Vec<String> = c.smembers("book:@tags:WEB").unwrap();
-    left.sort();
+    let left: Vec<String> = set_members(&server, &Book::TAGS.key("WEB"));
     assert_eq!(left, ["5", "6"], "stale entries removed");
     // A missing entry (book 7 should be excluded by `none` but is not indexed)
     // is not returned either, and the read repairs the index.
-    let _: () = c.srem("book:@tags:DATABASE", 7).unwrap();
+    let _: () = c
+        .srem(book_index(&store, 7, &Book::TAGS.key("DATABASE")), 7)
+        .unwrap();
     let not_db = store
         .query::<Book>()
         .eq(Book::TAGS, "DATABASE")
@@ -178,7 +253,9 @@ async fn a_stale_entry_is_never_returned_and_is_cleaned() {
         .await
         .unwrap();
     assert!(not_db.is_empty());
-    let _: () = c.hset("book:6", "tags", "WEB:RUBY:DATABASE").unwrap();
+    let _: () = c
+        .hset(&store.keys_of::<Book>(6).base, "tags", "WEB:RUBY:DATABASE")
+        .unwrap();
     let no_db = store
         .query::<Book>()
         .eq(Book::TAGS, "WEB")
@@ -191,14 +268,27 @@ async fn a_stale_entry_is_never_returned_and_is_cleaned() {
         [5],
         "6 has DATABASE now though the index missed it"
     );
-    let db: Vec<u64> = c.smembers("book:@tags:DATABASE").unwrap();
+    let db: Vec<u64> = set_members(&server, &Book::TAGS.key("DATABASE"));
     assert_eq!(db, [6], "the missing entry was added back");
+    let db_of_6 = book_index(&store, 6, &Book::TAGS.key("DATABASE"));
+    let is: bool = c.sismember(&db_of_6, 6).unwrap();
+    assert!(is, "in {db_of_6}, with book 6");
 }
 
 #[test]
 fn blocking_queries_match_async() {
-    let server = RedisServer::start();
-    let store = blocking::Store::connect(&server.url()).unwrap();
+    let server = Target::start();
+    if server.is_cluster() {
+        let urls: Vec<String> = server.url().split(',').map(String::from).collect();
+        blocking_queries(&blocking::Store::connect_cluster(&urls).unwrap());
+    } else {
+        blocking_queries(&blocking::Store::connect(&server.url()).unwrap());
+    }
+}
+
+fn blocking_queries<C: redis::aio::ConnectionLike + Clone + Send + Sync>(
+    store: &blocking::Store<C>,
+) {
     store.save_all(&books()).unwrap();
     let both = store
         .query::<Book>()
@@ -236,8 +326,8 @@ struct Post {
 
 #[tokio::test]
 async fn numeric_tags_in_a_vec_and_text_pks() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let p = Post {
         id: "hello:world".into(),
         topics: vec![3, 1, 2],
@@ -256,6 +346,20 @@ async fn numeric_tags_in_a_vec_and_text_pks() {
             .unwrap(),
         vec!["hello:world".to_string()]
     );
-    let members: Vec<String> = server.conn().smembers("post:@topics:1").unwrap();
+    if !server.is_cluster() {
+        let members: Vec<String> = server.conn().smembers("post:@topics:1").unwrap();
+        assert_eq!(members, ["hello%3Aworld"]);
+    }
+    let base = store.keys_of::<Post>("hello:world".to_string()).base;
+    let key = format!(
+        "{}{}",
+        space(&base, &Post::key(&p.id)),
+        Post::TOPICS.key(1u32)
+    );
+    assert_eq!(
+        index_keys(&server, &Post::TOPICS.key(1u32)),
+        std::slice::from_ref(&key)
+    );
+    let members: Vec<String> = server.conn().smembers(&key).unwrap();
     assert_eq!(members, ["hello%3Aworld"]);
 }

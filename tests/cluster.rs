@@ -273,6 +273,32 @@ async fn indexed_entities_are_sharded_and_queries_give_one_servers_answers() {
     assert_eq!((repaired.fixed, repaired.left.len()), (1, 0), "{repaired}");
     let after = store.verify::<Player>().await.unwrap();
     assert!(after.is_clean(), "before: {report}\nafter: {after}");
+    // Player 7 listed in another shard than its own (a write around the
+    // library): reported with that shard's key, removed there by repair.
+    let other = (0..8)
+        .map(|s| format!("{{player:{s}}}"))
+        .find(|t| *t != tag)
+        .unwrap();
+    let foreign_key = format!("{other}:player:@country:CN");
+    let n: i64 = redis::AsyncCommands::sadd(&mut store.connection(), &foreign_key, "7")
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+    let report = store.verify::<Player>().await.unwrap();
+    assert_eq!(
+        report.violations,
+        [redis_entity::verify::Violation::StaleEntry {
+            key: foreign_key.clone(),
+            member: "7".into()
+        }]
+    );
+    let repaired = store.repair::<Player>(&report).await.unwrap();
+    assert_eq!((repaired.fixed, repaired.left.len()), (1, 0), "{repaired}");
+    let left: bool = redis::AsyncCommands::sismember(&mut store.connection(), &foreign_key, "7")
+        .await
+        .unwrap();
+    assert!(!left, "removed from the shard that listed it");
+    assert!(store.verify::<Player>().await.unwrap().is_clean());
     assert_eq!(store.reindex::<Player>().await.unwrap(), 60);
     for id in [10u64, 20] {
         assert!(store

@@ -1,10 +1,16 @@
 //! Secondary indexes: unique lookups (seed 000's `user:username:lisi:uid`),
-//! equality indexes, and their atomic maintenance on every write.
+//! equality indexes, and their atomic maintenance on every write. Runs on
+//! one server, and with `REDIS_ENTITY_TEST_CLUSTER` set on a 3-master
+//! cluster, where `User` (a unique index, so one shard) keeps every key in
+//! its shard's space, `{user:0}:user:9`, `{user:0}:user:@country:DE`.
+//! `index_maintenance_costs_no_extra_round_trip` and
+//! `queries_stay_at_two_round_trips_when_entities_expire` stay on one server:
+//! they count round trips with `counted_store`.
 
 use redis::Commands;
-use redis_entity::{Error, RedisEntity, Store};
+use redis_entity::{AnyConnection, Error, RedisEntity, Store};
 use std::collections::BTreeSet;
-use support::RedisServer;
+use support::{RedisServer, Target};
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(prefix = "user")]
@@ -32,30 +38,72 @@ fn user(id: u64, name: &str, country: &str) -> User {
     }
 }
 
-fn members(server: &RedisServer, key: &str) -> Vec<String> {
+fn members(server: &Target, key: &str) -> Vec<String> {
     let mut m: Vec<String> = server.conn().smembers(key).unwrap();
     m.sort();
     m
 }
 
+/// `key`, a standalone key of `User` (`user:@country:DE`), in the store's
+/// layout: on a cluster inside the space of `User`'s one shard, where its
+/// entity keys are (`{user:0}:user:@country:DE`), found from `keys_of`.
+fn in_space(store: &Store<AnyConnection>, key: &str) -> String {
+    let base = store.keys_of::<User>(1).base;
+    let space = base
+        .strip_suffix(&User::key(&1))
+        .expect("an entity key ends in its standalone spelling");
+    format!("{space}{key}")
+}
+
+/// `keys`, sorted (as `Target::keys` gives them).
+fn sorted(mut keys: Vec<String>) -> Vec<String> {
+    keys.sort();
+    keys
+}
+
 #[tokio::test]
 async fn save_writes_the_entity_and_every_index_entry() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&user(9, "lisi", "DE")).await.unwrap();
-    assert_eq!(
-        server.keys(),
-        [
-            "user:9",
-            "user:@country:DE",
-            "user:@ids",
-            "user:@username:lisi",
-        ]
-    );
-    let owner: String = server.conn().get("user:@username:lisi").unwrap();
+    let written = sorted(vec![
+        store.keys_of::<User>(9).base,
+        in_space(&store, "user:@country:DE"),
+        in_space(&store, "user:@ids"),
+        in_space(&store, "user:@username:lisi"),
+    ]);
+    assert_eq!(server.keys(), written);
+    if !server.is_cluster() {
+        assert_eq!(
+            server.keys(),
+            [
+                "user:9",
+                "user:@country:DE",
+                "user:@ids",
+                "user:@username:lisi",
+            ]
+        );
+    } else {
+        assert_eq!(
+            server.keys(),
+            [
+                "{user:0}:user:9",
+                "{user:0}:user:@country:DE",
+                "{user:0}:user:@ids",
+                "{user:0}:user:@username:lisi",
+            ]
+        );
+    }
+    let owner: String = server
+        .conn()
+        .get(in_space(&store, "user:@username:lisi"))
+        .unwrap();
     assert_eq!(owner, "9");
-    assert_eq!(members(&server, "user:@country:DE"), ["9"]);
-    assert_eq!(members(&server, "user:@ids"), ["9"]);
+    assert_eq!(
+        members(&server, &in_space(&store, "user:@country:DE")),
+        ["9"]
+    );
+    assert_eq!(members(&server, &in_space(&store, "user:@ids")), ["9"]);
     // The typed key builders name exactly the keys written.
     assert_eq!(User::USERNAME.key("lisi"), "user:@username:lisi");
     assert_eq!(User::COUNTRY.key("DE"), "user:@country:DE");
@@ -65,14 +113,15 @@ async fn save_writes_the_entity_and_every_index_entry() {
         User::COUNTRY.key("DE"),
         User::key(&9),
     ] {
+        let k = in_space(&store, &k);
         assert!(server.keys().contains(&k), "{k}");
     }
 }
 
 #[tokio::test]
 async fn find_unique_and_find_by_equality() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store
         .save_all(&[
             user(1, "lisi", "DE"),
@@ -94,8 +143,8 @@ async fn find_unique_and_find_by_equality() {
 
 #[tokio::test]
 async fn a_taken_unique_value_fails_and_changes_nothing() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&user(1, "lisi", "DE")).await.unwrap();
     let before = server.keys();
     let err = store.save(&user(2, "lisi", "CN")).await.unwrap_err();
@@ -130,16 +179,18 @@ async fn a_taken_unique_value_fails_and_changes_nothing() {
 
 #[tokio::test]
 async fn a_freed_unique_value_is_reusable_at_once() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&user(1, "lisi", "DE")).await.unwrap();
+    let lisi = in_space(&store, "user:@username:lisi");
+    assert!(server.keys().contains(&lisi), "{lisi} written");
     store
         .update::<User>(&1)
         .set(User::USERNAME, "lisi2")
         .exec()
         .await
         .unwrap();
-    assert!(!server.keys().contains(&"user:@username:lisi".to_string()));
+    assert!(!server.keys().contains(&lisi));
     store.save(&user(2, "lisi", "CN")).await.unwrap();
     assert_eq!(
         store
@@ -163,8 +214,8 @@ async fn a_freed_unique_value_is_reusable_at_once() {
 
 #[tokio::test]
 async fn updates_move_index_entries_using_stored_values() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&user(1, "lisi", "DE")).await.unwrap();
     // The caller's copy is stale (it says CN); the index follows what Redis holds.
     let mut stale = user(1, "lisi", "CN");
@@ -174,12 +225,21 @@ async fn updates_move_index_entries_using_stored_values() {
         .exec()
         .await
         .unwrap();
-    assert_eq!(members(&server, "user:@country:DE"), Vec::<String>::new());
-    assert_eq!(members(&server, "user:@country:FR"), ["1"]);
+    assert_eq!(
+        members(&server, &in_space(&store, "user:@country:DE")),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        members(&server, &in_space(&store, "user:@country:FR")),
+        ["1"]
+    );
     stale.country = Some("IT".into());
     store.save(&stale).await.unwrap();
-    assert!(members(&server, "user:@country:FR").is_empty());
-    assert_eq!(members(&server, "user:@country:IT"), ["1"]);
+    assert!(members(&server, &in_space(&store, "user:@country:FR")).is_empty());
+    assert_eq!(
+        members(&server, &in_space(&store, "user:@country:IT")),
+        ["1"]
+    );
     // None is not indexed.
     store
         .update::<User>(&1)
@@ -187,10 +247,8 @@ async fn updates_move_index_entries_using_stored_values() {
         .exec()
         .await
         .unwrap();
-    assert!(server
-        .keys()
-        .iter()
-        .all(|k| !k.starts_with("user:@country:")));
+    let country = in_space(&store, "user:@country:");
+    assert!(server.keys().iter().all(|k| !k.starts_with(&country)));
     // Some("") is, under its own key.
     store
         .update::<User>(&1)
@@ -198,41 +256,59 @@ async fn updates_move_index_entries_using_stored_values() {
         .exec()
         .await
         .unwrap();
-    assert_eq!(members(&server, "user:@country:%_"), ["1"]);
+    assert_eq!(
+        members(&server, &in_space(&store, "user:@country:%_")),
+        ["1"]
+    );
 }
 
 #[tokio::test]
 async fn delete_removes_every_index_entry() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let mut u = user(1, "lisi", "DE");
     u.roles = BTreeSet::from(["admin".into()]);
     store.save(&u).await.unwrap();
     store.save(&user(2, "wang", "DE")).await.unwrap();
     assert!(store.delete::<User>(&1).await.unwrap());
+    let left = sorted(vec![
+        store.keys_of::<User>(2).base,
+        in_space(&store, "user:@country:DE"),
+        in_space(&store, "user:@ids"),
+        in_space(&store, "user:@username:wang"),
+    ]);
+    assert_eq!(server.keys(), left);
+    if !server.is_cluster() {
+        assert_eq!(
+            server.keys(),
+            [
+                "user:2",
+                "user:@country:DE",
+                "user:@ids",
+                "user:@username:wang",
+            ]
+        );
+    }
     assert_eq!(
-        server.keys(),
-        [
-            "user:2",
-            "user:@country:DE",
-            "user:@ids",
-            "user:@username:wang",
-        ]
+        members(&server, &in_space(&store, "user:@country:DE")),
+        ["2"]
     );
-    assert_eq!(members(&server, "user:@country:DE"), ["2"]);
 }
 
 #[tokio::test]
 async fn index_values_are_escaped_in_keys() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&user(1, "a:b{c}*", "中国")).await.unwrap();
     let keys = server.keys();
     assert!(
-        keys.contains(&"user:@username:a%3Ab%7Bc%7D%2A".to_string()),
+        keys.contains(&in_space(&store, "user:@username:a%3Ab%7Bc%7D%2A")),
         "{keys:?}"
     );
-    assert!(keys.contains(&"user:@country:中国".to_string()), "{keys:?}");
+    assert!(
+        keys.contains(&in_space(&store, "user:@country:中国")),
+        "{keys:?}"
+    );
     assert_eq!(
         store
             .find_unique(User::USERNAME, "a:b{c}*")

@@ -1,5 +1,7 @@
 //! Seed 004: multi-condition and "starts with" queries met with indexes,
-//! and zero-padded ids.
+//! and zero-padded ids. Runs on one server, and with `scripts/test.sh
+//! --cluster` on a 3-master cluster, where each index is split over the
+//! type's index shards (`{SU1:<n>}:SU1:@user_name`).
 
 #[allow(dead_code)]
 #[path = "../examples/pattern_query.rs"]
@@ -7,34 +9,79 @@ mod example;
 
 use example::{users, SecurityUser};
 use redis::Commands;
-use redis_entity::{RedisEntity, Store};
-use support::RedisServer;
+use redis_entity::{AnyConnection, RedisEntity, Store};
+use support::Target;
 
 fn ids(users: &[SecurityUser]) -> Vec<u64> {
     users.iter().map(|u| u.id).collect()
 }
 
-async fn seeded(server: &RedisServer) -> Store {
-    let store = Store::connect(&server.url()).await.unwrap();
+async fn seeded(server: &Target) -> Store<AnyConnection> {
+    let store = server.store().await;
     store.save_all(&users()).await.unwrap();
     store
 }
 
+/// The space user `id`'s keys live in: empty on one server, its index
+/// shard's `{SU1:<n>}:` on a cluster (inside which keys are spelled as on
+/// one server).
+fn space(store: &Store<AnyConnection>, id: u64) -> String {
+    let base = store.keys_of::<SecurityUser>(id).base;
+    base.strip_suffix(&SecurityUser::key(&id))
+        .unwrap_or_else(|| panic!("{base} is not the standalone key inside a space"))
+        .to_string()
+}
+
+/// The user-name prefix index that holds user `id`'s entry.
+fn names_of(store: &Store<AnyConnection>, id: u64) -> String {
+    format!("{}{}", space(store, id), SecurityUser::USER_NAME.key())
+}
+
+/// Every entry of the user-name prefix index, over every shard, sorted.
+fn name_entries(server: &Target) -> Vec<String> {
+    let index = SecurityUser::USER_NAME.key();
+    let in_shard = format!("}}:{index}");
+    let mut c = server.conn();
+    let mut all = Vec::new();
+    for key in server.keys() {
+        let of_index = if server.is_cluster() {
+            key.starts_with('{') && key.ends_with(&in_shard)
+        } else {
+            key == index
+        };
+        if of_index {
+            let part: Vec<String> = c.zrange(&key, 0, -1).unwrap();
+            all.extend(part);
+        }
+    }
+    all.sort();
+    all
+}
+
 #[tokio::test]
 async fn keys_use_the_padded_id_and_a_lex_sorted_set() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&users()[0]).await.unwrap();
-    assert_eq!(
-        server.keys(),
-        [
-            "SU1:0000000035",
-            "SU1:@ids",
-            "SU1:@unit_type:县级单位",
-            "SU1:@user_name",
-        ]
-    );
-    let entries: Vec<String> = server.conn().zrange("SU1:@user_name", 0, -1).unwrap();
+    let standalone = [
+        "SU1:0000000035",
+        "SU1:@ids",
+        "SU1:@unit_type:县级单位",
+        "SU1:@user_name",
+    ];
+    if !server.is_cluster() {
+        assert_eq!(server.keys(), standalone);
+        let entries: Vec<String> = server.conn().zrange("SU1:@user_name", 0, -1).unwrap();
+        assert_eq!(entries, ["wangwu:0000000035"]);
+    }
+    // The same keys inside the user's space (its shard's on a cluster).
+    let space = space(&store, 35);
+    assert_eq!(space.is_empty(), !server.is_cluster(), "{space}");
+    assert_eq!(store.keys_of::<SecurityUser>(35).member, "0000000035");
+    let mut want: Vec<String> = standalone.iter().map(|k| format!("{space}{k}")).collect();
+    want.sort();
+    assert_eq!(server.keys(), want);
+    let entries: Vec<String> = server.conn().zrange(names_of(&store, 35), 0, -1).unwrap();
     assert_eq!(entries, ["wangwu:0000000035"]);
     assert_eq!(SecurityUser::key(&35), "SU1:0000000035");
     assert_eq!(
@@ -45,7 +92,7 @@ async fn keys_use_the_padded_id_and_a_lex_sorted_set() {
 
 #[tokio::test]
 async fn both_one_or_prefix_conditions() {
-    let server = RedisServer::start();
+    let server = Target::start();
     let store = seeded(&server).await;
     let q = || store.query::<SecurityUser>();
     let both = q()
@@ -124,7 +171,7 @@ async fn both_one_or_prefix_conditions() {
 
 #[tokio::test]
 async fn renames_and_deletes_move_prefix_entries() {
-    let server = RedisServer::start();
+    let server = Target::start();
     let store = seeded(&server).await;
     store
         .update::<SecurityUser>(&35)
@@ -140,7 +187,7 @@ async fn renames_and_deletes_move_prefix_entries() {
         .unwrap();
     assert_eq!(wang, [36, 37]);
     store.delete::<SecurityUser>(&36).await.unwrap();
-    let entries: Vec<String> = server.conn().zrange("SU1:@user_name", 0, -1).unwrap();
+    let entries = name_entries(&server);
     assert!(
         !entries.iter().any(|e| e.ends_with(":0000000036")),
         "{entries:?}"
@@ -149,22 +196,28 @@ async fn renames_and_deletes_move_prefix_entries() {
         entries.contains(&"zhao:0000000035".to_string()),
         "{entries:?}"
     );
+    let of_35: Vec<String> = server.conn().zrange(names_of(&store, 35), 0, -1).unwrap();
+    assert!(of_35.contains(&"zhao:0000000035".to_string()), "{of_35:?}");
     assert!(store.verify::<SecurityUser>().await.unwrap().is_clean());
 }
 
 #[tokio::test]
 async fn stale_prefix_entries_are_dropped_cleaned_and_verified() {
-    let server = RedisServer::start();
+    let server = Target::start();
     let store = seeded(&server).await;
     let mut c = server.conn();
+    let names = names_of(&store, 38);
+    if !server.is_cluster() {
+        assert_eq!(names, "SU1:@user_name");
+    }
     // A stale entry: 38 is lisi, but the index also says wangzz.
-    let _: () = c.zadd("SU1:@user_name", "wangzz:0000000038", 0).unwrap();
+    let _: () = c.zadd(&names, "wangzz:0000000038", 0).unwrap();
     let report = store.verify::<SecurityUser>().await.unwrap();
     // Named by the sorted set that holds it, with the value it lists.
     assert_eq!(
         report.violations,
         [redis_entity::verify::Violation::StaleSortedEntry {
-            key: "SU1:@user_name".into(),
+            key: names.clone(),
             member: "0000000038".into(),
             value: "wangzz".into(),
         }],
@@ -177,7 +230,7 @@ async fn stale_prefix_entries_are_dropped_cleaned_and_verified() {
         .await
         .unwrap();
     assert_eq!(ids(&wang), [35, 36, 37]);
-    let entries: Vec<String> = c.zrange("SU1:@user_name", 0, -1).unwrap();
+    let entries = name_entries(&server);
     assert!(
         !entries.contains(&"wangzz:0000000038".to_string()),
         "cleaned: {entries:?}"
@@ -188,11 +241,11 @@ async fn stale_prefix_entries_are_dropped_cleaned_and_verified() {
     );
     assert!(store.verify::<SecurityUser>().await.unwrap().is_clean());
     // The same fault planted again is what repair removes.
-    let _: () = c.zadd("SU1:@user_name", "wangzz:0000000038", 0).unwrap();
+    let _: () = c.zadd(&names, "wangzz:0000000038", 0).unwrap();
     let report = store.verify::<SecurityUser>().await.unwrap();
     let repaired = store.repair::<SecurityUser>(&report).await.unwrap();
     assert_eq!((repaired.fixed, repaired.left.len()), (1, 0), "{repaired}");
-    let entries: Vec<String> = c.zrange("SU1:@user_name", 0, -1).unwrap();
+    let entries = name_entries(&server);
     assert!(!entries.contains(&"wangzz:0000000038".to_string()));
     assert!(store.verify::<SecurityUser>().await.unwrap().is_clean());
 }
@@ -208,8 +261,8 @@ struct Doc {
 
 #[tokio::test]
 async fn prefix_search_escapes_structure_characters() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let docs = [
         Doc {
             id: 1,
@@ -262,7 +315,7 @@ async fn prefix_search_escapes_structure_characters() {
 
 #[tokio::test]
 async fn the_example_runs() {
-    let server = RedisServer::start();
+    let server = Target::start();
     example::run(&server.url()).await.unwrap();
     assert!(server.keys().is_empty(), "{:?}", server.keys());
 }

@@ -1,9 +1,11 @@
 //! Pk arguments in the form they are at hand: a `&str` for a `String` pk,
 //! owned or borrowed values, tuples of borrowed parts for composite pks.
+//! Runs on one server, and with `REDIS_ENTITY_TEST_CLUSTER` set on a
+//! 3-master cluster (`Shipment`, without indexes, at `shipment:{EU_7}`).
 
 use redis_entity::relation::Relation;
-use redis_entity::{RedisEntity, Store};
-use support::RedisServer;
+use redis_entity::RedisEntity;
+use support::Target;
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 struct Product {
@@ -36,8 +38,8 @@ fn product(sku: &str, price: u32) -> Product {
 
 #[tokio::test]
 async fn string_pks_are_accepted_as_str_owned_and_borrowed() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&product("SKU-1", 10)).await.unwrap();
     store.save(&product("SKU-2", 20)).await.unwrap();
 
@@ -94,15 +96,21 @@ async fn string_pks_are_accepted_as_str_owned_and_borrowed() {
 
 #[tokio::test]
 async fn composite_pks_are_accepted_as_tuples_of_borrowed_parts() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let s = Shipment {
         region: "EU".into(),
         id: 7,
         weight: 3,
     };
     store.save(&s).await.unwrap();
-    assert_eq!(server.keys(), vec!["shipment:EU_7".to_string()]);
+    let key = store.keys_of::<Shipment>(("EU", 7)).base;
+    assert_eq!(server.keys(), vec![key.clone()]);
+    if !server.is_cluster() {
+        assert_eq!(server.keys(), vec!["shipment:EU_7".to_string()]);
+    } else {
+        assert_eq!(key, "shipment:{EU_7}");
+    }
 
     assert_eq!(
         store.get::<Shipment>(("EU", 7)).await.unwrap(),
@@ -131,8 +139,18 @@ async fn composite_pks_are_accepted_as_tuples_of_borrowed_parts() {
 
 #[test]
 fn the_blocking_store_takes_the_same_forms() {
-    let server = RedisServer::start();
-    let store = redis_entity::blocking::Store::connect(&server.url()).unwrap();
+    let server = Target::start();
+    if server.is_cluster() {
+        let urls: Vec<String> = server.url().split(',').map(String::from).collect();
+        blocking_forms(&redis_entity::blocking::Store::connect_cluster(&urls).unwrap());
+    } else {
+        blocking_forms(&redis_entity::blocking::Store::connect(&server.url()).unwrap());
+    }
+}
+
+fn blocking_forms<C: redis::aio::ConnectionLike + Clone + Send + Sync>(
+    store: &redis_entity::blocking::Store<C>,
+) {
     store.save(&product("SKU-3", 30)).unwrap();
     assert_eq!(
         store.get::<Product>("SKU-3").unwrap(),

@@ -1,11 +1,13 @@
 //! Seed 001: a profile cache as one hash per user (HSET one field, HINCRBY,
 //! EXPIRE), settings in their own hash (`user:1001:settings`), tenant prefixes.
+//! Runs on one server, and with `scripts/test.sh --cluster` on a 3-master
+//! cluster, where the same keys carry a hash tag (`user:{1001}:profile`).
 
 use redis::Commands;
-use redis_entity::{Error, Namespace, RedisEntity, Store};
+use redis_entity::{Error, Namespace, RedisEntity};
 use std::collections::BTreeMap;
 use std::time::Duration;
-use support::RedisServer;
+use support::Target;
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(prefix = "user", key = "user:{id}:profile")]
@@ -40,27 +42,36 @@ fn ada() -> Profile {
 
 #[tokio::test]
 async fn profile_hash_and_settings_hash_share_one_hash_tag() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&ada()).await.unwrap();
-    assert_eq!(
-        server.keys(),
-        ["user:1001:profile", "user:1001:profile:settings"]
-    );
-    let theme: String = server
-        .conn()
-        .hget("user:1001:profile:settings", "theme")
-        .unwrap();
+    if !server.is_cluster() {
+        assert_eq!(
+            server.keys(),
+            ["user:1001:profile", "user:1001:profile:settings"]
+        );
+    }
+    let keys = store.keys_of::<Profile>(1001);
+    let (profile, settings) = (keys.base.clone(), keys.maps[0].clone());
+    if server.is_cluster() {
+        assert_eq!(
+            (profile.as_str(), settings.as_str()),
+            ("user:{1001}:profile", "user:{1001}:profile:settings"),
+            "one hash tag"
+        );
+    }
+    assert_eq!(server.keys(), [profile.clone(), settings.clone()]);
+    let theme: String = server.conn().hget(&settings, "theme").unwrap();
     assert_eq!(theme, "dark");
-    let visits: i64 = server.conn().hget("user:1001:profile", "visits").unwrap();
+    let visits: i64 = server.conn().hget(&profile, "visits").unwrap();
     assert_eq!(visits, 0);
     assert_eq!(store.get::<Profile>(&1001).await.unwrap(), Some(ada()));
 }
 
 #[tokio::test]
 async fn hset_one_field_and_hincrby_without_reading() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&ada()).await.unwrap();
     store
         .update::<Profile>(&1001)
@@ -113,8 +124,8 @@ async fn hset_one_field_and_hincrby_without_reading() {
 
 #[tokio::test]
 async fn expire_applies_to_every_key_and_save_keeps_the_remaining_ttl() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&ada()).await.unwrap();
     assert_eq!(store.ttl::<Profile>(&1001).await.unwrap(), None);
     assert!(store
@@ -122,7 +133,9 @@ async fn expire_applies_to_every_key_and_save_keeps_the_remaining_ttl() {
         .await
         .unwrap());
     let mut c = server.conn();
-    for key in ["user:1001:profile", "user:1001:profile:settings"] {
+    let keys = store.keys_of::<Profile>(1001);
+    let (profile, settings) = (keys.base.clone(), keys.maps[0].clone());
+    for key in [&profile, &settings] {
         let ttl: i64 = c.ttl(key).unwrap();
         assert!((95..=100).contains(&ttl), "{key} ttl {ttl}");
     }
@@ -131,7 +144,7 @@ async fn expire_applies_to_every_key_and_save_keeps_the_remaining_ttl() {
     let mut changed = ada();
     changed.settings.insert("lang".into(), "fr".into());
     store.save(&changed).await.unwrap();
-    for key in ["user:1001:profile", "user:1001:profile:settings"] {
+    for key in [&profile, &settings] {
         let ttl: i64 = c.ttl(key).unwrap();
         assert!((95..=100).contains(&ttl), "{key} ttl {ttl} after save");
     }
@@ -143,10 +156,10 @@ async fn expire_applies_to_every_key_and_save_keeps_the_remaining_ttl() {
         .save_with_ttl(&changed, Duration::from_secs(10))
         .await
         .unwrap();
-    let ttl: i64 = c.ttl("user:1001:profile:settings").unwrap();
+    let ttl: i64 = c.ttl(&settings).unwrap();
     assert!((8..=10).contains(&ttl), "ttl {ttl}");
     assert!(store.persist::<Profile>(&1001).await.unwrap());
-    let ttl: i64 = c.ttl("user:1001:profile").unwrap();
+    let ttl: i64 = c.ttl(&profile).unwrap();
     assert_eq!(ttl, -1);
     assert!(!store
         .expire::<Profile>(&7, Duration::from_secs(1))
@@ -156,8 +169,8 @@ async fn expire_applies_to_every_key_and_save_keeps_the_remaining_ttl() {
 
 #[tokio::test]
 async fn an_expired_profile_is_gone_and_cannot_be_updated() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store
         .save_with_ttl(&ada(), Duration::from_millis(50))
         .await
@@ -180,15 +193,24 @@ async fn an_expired_profile_is_gone_and_cannot_be_updated() {
 
 #[tokio::test]
 async fn container_ttl_is_set_on_creation_only() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let s = Session {
         token: "abc".into(),
         user: 1001,
     };
     store.insert(&s).await.unwrap();
+    let key = store.keys_of::<Session>("abc".to_string()).base;
+    assert_eq!(
+        key,
+        if server.is_cluster() {
+            "session:{abc}"
+        } else {
+            "session:abc"
+        }
+    );
     let mut c = server.conn();
-    let ttl: i64 = c.ttl("session:abc").unwrap();
+    let ttl: i64 = c.ttl(&key).unwrap();
     assert!((3590..=3600).contains(&ttl), "ttl {ttl}");
     // Shorten it, then save again: the remaining TTL is kept, not reset to 3600.
     store
@@ -196,26 +218,37 @@ async fn container_ttl_is_set_on_creation_only() {
         .await
         .unwrap();
     store.save(&s).await.unwrap();
-    let ttl: i64 = c.ttl("session:abc").unwrap();
+    let ttl: i64 = c.ttl(&key).unwrap();
     assert!((25..=30).contains(&ttl), "ttl {ttl}");
 }
 
 #[tokio::test]
 async fn tenant_prefix_applies_to_every_key() {
-    let server = RedisServer::start();
-    let t42 = Store::connect(&server.url())
-        .await
-        .unwrap()
-        .with_namespace(Namespace::tenant(42));
+    let server = Target::start();
+    let t42 = server.store().await.with_namespace(Namespace::tenant(42));
     let t43 = t42.clone().with_namespace(Namespace::tenant(43));
     t42.save(&ada()).await.unwrap();
-    assert_eq!(
-        server.keys(),
-        [
-            "tenant:42:user:1001:profile",
-            "tenant:42:user:1001:profile:settings"
-        ]
-    );
+    if !server.is_cluster() {
+        assert_eq!(
+            server.keys(),
+            [
+                "tenant:42:user:1001:profile",
+                "tenant:42:user:1001:profile:settings"
+            ]
+        );
+    }
+    let keys = t42.keys_of::<Profile>(1001);
+    if server.is_cluster() {
+        assert_eq!(
+            (keys.base.as_str(), keys.maps[0].as_str()),
+            (
+                "tenant:42:user:{1001}:profile",
+                "tenant:42:user:{1001}:profile:settings"
+            )
+        );
+    }
+    assert_eq!(server.keys(), [keys.base.clone(), keys.maps[0].clone()]);
+    assert_ne!(t43.keys_of::<Profile>(1001).base, keys.base);
     assert_eq!(t43.get::<Profile>(&1001).await.unwrap(), None);
     assert_eq!(t42.get::<Profile>(&1001).await.unwrap(), Some(ada()));
     t42.update::<Profile>(&1001)

@@ -1,5 +1,10 @@
 //! Seed 000, Weibo: relations kept on both sides, cleaned on delete and
-//! expiry, one-to-many relations, and pushed timelines.
+//! expiry, one-to-many relations, and pushed timelines. Runs on one server,
+//! and with `scripts/test.sh --cluster` on a 3-master cluster, where users and
+//! posts share the `weibo` group's slot (`{weibo:0}:user:userid:8:following`).
+//! Left on one server: `follow_keeps_both_sides_in_one_round_trip` and
+//! `a_post_is_pushed_to_every_follower_and_read_back_with_its_posts` (count
+//! round trips with `counted_store`).
 
 #[allow(dead_code)]
 #[path = "../examples/weibo.rs"]
@@ -8,9 +13,9 @@ mod example;
 use example::{users, Post, User, FOLLOWS, PUSHED};
 use redis::Commands;
 use redis_entity::relation::{Relation, Timeline};
-use redis_entity::{RedisEntity, Store};
+use redis_entity::{AnyConnection, RedisEntity, Store};
 use std::time::Duration;
-use support::RedisServer;
+use support::{RedisServer, Target};
 
 fn post(id: u64, author: u64) -> Post {
     Post {
@@ -19,6 +24,30 @@ fn post(id: u64, author: u64) -> Post {
         time: 1_596_338_654_824 + id,
         content: format!("post {id}"),
     }
+}
+
+/// `<user key>:<name>`, a relation set, timeline or register of user `id`,
+/// in the store's layout (`user:userid:8:following`, on a cluster
+/// `{weibo:0}:user:userid:8:following`).
+fn user_key(store: &Store<AnyConnection>, id: u64, name: &str) -> String {
+    format!("{}:{name}", store.keys_of::<User>(id).base)
+}
+
+/// True for the entity key of user `id` and every key under it.
+fn of_user(store: &Store<AnyConnection>, id: u64, key: &str) -> bool {
+    let base = store.keys_of::<User>(id).base;
+    key == base || key.starts_with(&format!("{base}:"))
+}
+
+/// `family`, a key of `User`'s own families as one server spells it
+/// (`user:@expiry`), in the store's layout (`{weibo:0}:user:@expiry` on a
+/// cluster).
+fn user_family(store: &Store<AnyConnection>, family: &str) -> String {
+    let base = store.keys_of::<User>(1).base;
+    let space = base
+        .strip_suffix(&User::key(&1))
+        .expect("the group's space, then the key");
+    format!("{space}{family}")
 }
 
 fn members(server: &RedisServer, key: &str) -> Vec<u64> {
@@ -67,8 +96,8 @@ async fn follow_keeps_both_sides_in_one_round_trip() {
 
 #[tokio::test]
 async fn deleting_a_user_removes_it_from_every_relation_and_its_timeline() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save_all(&users()).await.unwrap();
     store.relate(&FOLLOWS, &8, &9).await.unwrap();
     store.relate(&FOLLOWS, &9, &8).await.unwrap();
@@ -85,7 +114,7 @@ async fn deleting_a_user_removes_it_from_every_relation_and_its_timeline() {
     let left: Vec<String> = server
         .keys()
         .into_iter()
-        .filter(|k| k.contains("{8}") || k.contains(":@rel"))
+        .filter(|k| k.contains("{8}") || of_user(&store, 8, k) || k.contains(":@rel"))
         .collect();
     assert!(
         left.is_empty(),
@@ -100,8 +129,8 @@ async fn deleting_a_user_removes_it_from_every_relation_and_its_timeline() {
 
 #[tokio::test]
 async fn an_expired_user_is_swept_out_of_relations() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save_all(&users()).await.unwrap();
     store.relate(&FOLLOWS, &8, &9).await.unwrap();
     store
@@ -121,7 +150,7 @@ async fn an_expired_user_is_swept_out_of_relations() {
     let left: Vec<String> = server
         .keys()
         .into_iter()
-        .filter(|k| k.contains("{8}"))
+        .filter(|k| k.contains("{8}") || of_user(&store, 8, k))
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
@@ -145,8 +174,8 @@ const TASKS: Relation<Program, Task> = Relation::one_to_many("tasks", "program")
 
 #[tokio::test]
 async fn one_to_many_moves_a_child_to_its_new_parent() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     for id in [1, 2] {
         store
             .save(&Program {
@@ -235,22 +264,28 @@ async fn a_post_is_pushed_to_every_follower_and_read_back_with_its_posts() {
 
 #[tokio::test]
 async fn the_example_runs() {
-    let server = RedisServer::start();
+    let server = Target::start();
     example::run(&server.url()).await.unwrap();
     assert!(server.keys().is_empty(), "{:?}", server.keys());
 }
 
 #[tokio::test]
 async fn relating_an_entity_that_already_has_a_ttl_makes_it_sweepable() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save_all(&users()).await.unwrap();
     // A TTL first (nothing to sweep yet: no relation), then the relation.
     store
         .expire::<User>(&8, Duration::from_millis(500))
         .await
         .unwrap();
-    let tracked: bool = server.conn().exists("user:@expiry").unwrap();
+    let expiry = user_family(&store, "user:@expiry");
+    if !server.is_cluster() {
+        assert_eq!(expiry, "user:@expiry");
+    } else {
+        assert_eq!(expiry, "{weibo:0}:user:@expiry");
+    }
+    let tracked: bool = server.conn().exists(&expiry).unwrap();
     assert!(!tracked, "a plain entity with a TTL leaves no bookkeeping");
     store.relate(&FOLLOWS, &8, &9).await.unwrap();
     tokio::time::sleep(Duration::from_millis(700)).await;
@@ -260,7 +295,7 @@ async fn relating_an_entity_that_already_has_a_ttl_makes_it_sweepable() {
         server
             .keys()
             .iter()
-            .all(|k| !k.contains("{8}") && k != "user:@expiry"),
+            .all(|k| !k.contains("{8}") && !of_user(&store, 8, k) && *k != expiry),
         "{:?}",
         server.keys()
     );
@@ -268,19 +303,23 @@ async fn relating_an_entity_that_already_has_a_ttl_makes_it_sweepable() {
 
 #[tokio::test]
 async fn verify_checks_both_sides_of_every_relation() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save_all(&users()).await.unwrap();
     store.relate(&FOLLOWS, &8, &9).await.unwrap();
     store.relate(&FOLLOWS, &7, &9).await.unwrap();
     assert!(store.verify::<User>().await.unwrap().is_clean());
     // Plant half a relation: 9 no longer lists 8 as a follower.
-    let _: () = server.conn().srem("user:userid:9:followers", 8).unwrap();
+    let followers9 = user_key(&store, 9, "followers");
+    if !server.is_cluster() {
+        assert_eq!(followers9, "user:userid:9:followers");
+    }
+    let _: () = server.conn().srem(&followers9, 8).unwrap();
     let report = store.verify::<User>().await.unwrap();
     assert_eq!(
         report.violations,
         vec![redis_entity::verify::Violation::OneSidedRelation {
-            key: "user:userid:8:following".into(),
+            key: user_key(&store, 8, "following"),
             member: "9".into()
         }],
         "{report}"
@@ -294,11 +333,16 @@ async fn verify_checks_both_sides_of_every_relation() {
 
 #[tokio::test]
 async fn relating_a_missing_entity_is_an_error_and_writes_nothing() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save_all(&users()).await.unwrap();
     let before = server.keys();
-    let missing = User::key(&999);
+    let missing = store.keys_of::<User>(999).base;
+    if !server.is_cluster() {
+        assert_eq!(missing, User::key(&999));
+    } else {
+        assert_eq!(missing, "{weibo:0}:user:userid:999");
+    }
     for (a, b) in [(8, 999), (999, 8)] {
         match store.relate(&FOLLOWS, &a, &b).await {
             Err(redis_entity::Error::NotFound { key }) => assert_eq!(key, missing),
@@ -312,8 +356,8 @@ async fn relating_a_missing_entity_is_an_error_and_writes_nothing() {
 #[tokio::test]
 async fn verify_reports_dangling_members_and_leftovers_and_repair_removes_them() {
     use redis_entity::verify::Violation;
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save_all(&users()).await.unwrap();
     store.relate(&FOLLOWS, &8, &9).await.unwrap();
     store.relate(&FOLLOWS, &7, &9).await.unwrap();
@@ -327,7 +371,7 @@ async fn verify_reports_dangling_members_and_leftovers_and_repair_removes_them()
     let own: Vec<String> = server
         .keys()
         .into_iter()
-        .filter(|k| k.starts_with("user:userid:9") && !k.ends_with("@rel"))
+        .filter(|k| of_user(&store, 9, k) && !k.ends_with("@rel"))
         .filter(|k| !k.ends_with(":followers"))
         .collect();
     assert!(!own.is_empty());
@@ -335,26 +379,32 @@ async fn verify_reports_dangling_members_and_leftovers_and_repair_removes_them()
     assert!(store.delete::<Post>(&1).await.unwrap());
 
     let report = store.verify::<User>().await.unwrap();
-    let presence = "user:userid:9:username";
-    let dangling =
-        |owner: &str, name: &str, member: &str, entity: &str| Violation::DanglingMember {
-            key: format!("user:userid:{owner}:{name}"),
-            member: member.into(),
-            entity: entity.into(),
-            owner: owner.into(),
-        };
+    let presence = store.keys_of::<User>(9).columns[0].clone();
+    let post1 = store.keys_of::<Post>(1).columns[0].clone();
+    if !server.is_cluster() {
+        assert_eq!(
+            (presence.as_str(), post1.as_str()),
+            ("user:userid:9:username", "post:postid:1:userid")
+        );
+    }
+    let dangling = |owner: u64, name: &str, member: &str, entity: &str| Violation::DanglingMember {
+        key: user_key(&store, owner, name),
+        member: member.into(),
+        entity: entity.into(),
+        owner: owner.to_string(),
+    };
     let mut want = vec![
         Violation::Leftover {
             member: "9".into(),
             keys: vec![
-                "user:userid:9:@rel".into(),
-                "user:userid:9:followers".into(),
+                user_key(&store, 9, "@rel"),
+                user_key(&store, 9, "followers"),
             ],
         },
-        dangling("7", "following", "9", presence),
-        dangling("8", "following", "9", presence),
-        dangling("7", "pushed", "1", "post:postid:1:userid"),
-        dangling("8", "pushed", "1", "post:postid:1:userid"),
+        dangling(7, "following", "9", &presence),
+        dangling(8, "following", "9", &presence),
+        dangling(7, "pushed", "1", &post1),
+        dangling(8, "pushed", "1", &post1),
     ];
     let mut got = report.violations.clone();
     if let Some(Violation::Leftover { keys, .. }) = got.first_mut() {
@@ -373,11 +423,16 @@ async fn verify_reports_dangling_members_and_leftovers_and_repair_removes_them()
     assert!(store.verify::<User>().await.unwrap().is_clean());
     let keys = server.keys();
     assert!(
-        keys.iter()
-            .all(|k| !k.contains("{9}") && !k.contains("{7}:@rel")),
+        keys.iter().all(|k| !k.contains("{9}")
+            && !k.contains("{7}:@rel")
+            && !of_user(&store, 9, k)
+            && *k != user_key(&store, 7, "@rel")),
         "{keys:?}"
     );
-    let pushed: Vec<u64> = server.conn().lrange("user:userid:8:pushed", 0, -1).unwrap();
+    let pushed: Vec<u64> = server
+        .conn()
+        .lrange(user_key(&store, 8, "pushed"), 0, -1)
+        .unwrap();
     assert_eq!(pushed, [2]);
     let page = store.timeline(&PUSHED, &8, 0, 10).await.unwrap();
     assert_eq!(page, [post(2, 9)]);
@@ -385,8 +440,8 @@ async fn verify_reports_dangling_members_and_leftovers_and_repair_removes_them()
 
 #[tokio::test]
 async fn repair_leaves_a_member_that_came_back_since_the_report() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save_all(&users()).await.unwrap();
     store.save(&post(1, 9)).await.unwrap();
     store.timeline_push(&PUSHED, &1, &[8]).await.unwrap();
@@ -396,15 +451,18 @@ async fn repair_leaves_a_member_that_came_back_since_the_report() {
     // Post 1 is written again before the repair runs: its entry stays.
     store.save(&post(1, 9)).await.unwrap();
     store.repair::<User>(&report).await.unwrap();
-    let pushed: Vec<u64> = server.conn().lrange("user:userid:8:pushed", 0, -1).unwrap();
+    let pushed: Vec<u64> = server
+        .conn()
+        .lrange(user_key(&store, 8, "pushed"), 0, -1)
+        .unwrap();
     assert_eq!(pushed, [1]);
     assert!(store.verify::<User>().await.unwrap().is_clean());
 }
 
 #[tokio::test]
 async fn races_of_delete_and_relate_end_clean_after_repair() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let people: Vec<User> = (1..=20)
         .map(|userid| User {
             userid,
@@ -459,8 +517,8 @@ async fn races_of_delete_and_relate_end_clean_after_repair() {
 #[tokio::test]
 async fn verify_and_repair_report_their_progress() {
     use redis_entity::verify::Progress;
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let people: Vec<User> = (1..=1200)
         .map(|userid| User {
             userid,
@@ -494,7 +552,7 @@ async fn verify_and_repair_report_their_progress() {
     let own: Vec<String> = server
         .keys()
         .into_iter()
-        .filter(|k| k == "user:userid:1:username" || k == "user:userid:1:email")
+        .filter(|k| store.keys_of::<User>(1).columns.contains(k))
         .collect();
     let _: () = server.conn().del(&own).unwrap();
     let report = store.verify::<User>().await.unwrap();
@@ -524,8 +582,8 @@ async fn verify_and_repair_report_their_progress() {
 
 #[tokio::test]
 async fn relation_membership_and_counts_and_timeline_length_and_ids() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save_all(&users()).await.unwrap();
     store.relate(&FOLLOWS, &8, &9).await.unwrap();
     store.relate(&FOLLOWS, &7, &9).await.unwrap();

@@ -1,9 +1,12 @@
 //! Walking every entity of a type with a cursor (bounded pages, resumable,
 //! no rereading), and deleting what a query matches in atomic batches.
+//! Runs on one server, and with `scripts/test.sh --cluster` on a 3-master
+//! cluster, where sessions are walked shard after shard and notes master
+//! after master.
 
-use redis_entity::{RedisEntity, Store};
+use redis_entity::{AnyConnection, RedisEntity, Store};
 use std::collections::BTreeSet;
-use support::RedisServer;
+use support::Target;
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(prefix = "session")]
@@ -34,7 +37,10 @@ fn session(id: u64) -> Session {
     }
 }
 
-async fn walk<E: redis_entity::Entity>(store: &Store, count: usize) -> (Vec<E>, usize) {
+async fn walk<E: redis_entity::Entity>(
+    store: &Store<AnyConnection>,
+    count: usize,
+) -> (Vec<E>, usize) {
     let mut scan = store.scan::<E>(count);
     let (mut all, mut pages) = (Vec::new(), 0);
     while let Some(page) = scan.next_page().await.unwrap() {
@@ -49,8 +55,8 @@ async fn walk<E: redis_entity::Entity>(store: &Store, count: usize) -> (Vec<E>, 
 
 #[tokio::test]
 async fn a_scan_walks_every_entity_once_in_bounded_pages() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let sessions: Vec<Session> = (1..=1200).map(session).collect();
     store.save_all(&sessions).await.unwrap();
     let (all, pages) = walk::<Session>(&store, 100).await;
@@ -78,14 +84,18 @@ async fn a_scan_walks_every_entity_once_in_bounded_pages() {
 async fn a_scan_resumes_from_its_cursor_and_keeps_going_past_a_corrupt_record() {
     // More than 512 integer ids: Redis keeps them in a hash table, which
     // SSCAN pages (a small set comes back whole, whatever COUNT says).
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store
         .save_all(&(1..=1000).map(session).collect::<Vec<_>>())
         .await
         .unwrap();
+    let seven = store.keys_of::<Session>(7).base;
+    if !server.is_cluster() {
+        assert_eq!(seven, "session:7");
+    }
     let () = redis::cmd("HSET")
-        .arg("session:7")
+        .arg(&seven)
         .arg("at")
         .arg("soon")
         .query(&mut server.conn())
@@ -107,7 +117,7 @@ async fn a_scan_resumes_from_its_cursor_and_keeps_going_past_a_corrupt_record() 
             match r {
                 Ok(s) => seen.push(s.id),
                 Err(e) => {
-                    assert!(e.to_string().contains("session:7"), "{e}");
+                    assert!(e.to_string().contains(&seven), "{e}");
                     bad += 1;
                 }
             }
@@ -122,8 +132,8 @@ async fn a_scan_resumes_from_its_cursor_and_keeps_going_past_a_corrupt_record() 
 
 #[tokio::test]
 async fn delete_by_query_removes_every_match_and_its_entries() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store
         .save_all(&(1..=1100).map(session).collect::<Vec<_>>())
         .await
@@ -148,9 +158,26 @@ async fn delete_by_query_removes_every_match_and_its_entries() {
     assert_eq!(store.get::<Session>(&4).await.unwrap(), None);
     assert_eq!(store.get::<Session>(&5).await.unwrap(), Some(session(5)));
     let keys = server.keys();
+    if !server.is_cluster() {
+        assert!(
+            !keys.contains(&"session:@user:1".to_string()),
+            "emptied index set"
+        );
+    }
+    // No part of the set in any shard's space either.
+    let user_1 = Session::USER.key(1u64);
+    let in_shard = format!("}}:{user_1}");
+    let left: Vec<&String> = keys
+        .iter()
+        .filter(|k| **k == user_1 || (k.starts_with('{') && k.ends_with(&in_shard)))
+        .collect();
+    assert!(left.is_empty(), "emptied index set: {left:?}");
+    // The sets of the users left are there (so the filter finds them).
+    let user_2 = Session::USER.key(2u64);
     assert!(
-        !keys.contains(&"session:@user:1".to_string()),
-        "emptied index set"
+        keys.iter()
+            .any(|k| *k == user_2 || (k.starts_with('{') && k.ends_with(&format!("}}:{user_2}")))),
+        "{keys:?}"
     );
     // A range with a page deletes that page only.
     let deleted = store

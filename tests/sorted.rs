@@ -1,6 +1,11 @@
 //! Sorted indexes and leaderboards (seed 001): ranges with every kind of
 //! bound, ordering, limits, combinations, in-place increments, top N with
 //! profiles, ranks, ties, negative and fractional scores, weekly boards.
+//! Runs on one server, and with `scripts/test.sh --cluster` on a 3-master
+//! cluster, where each index shard has its own sorted sets
+//! (`{item:<shard>}:item:@price`). Left on one server:
+//! `top_with_profiles_in_two_round_trips_and_rank_in_one` (counts round trips
+//! with `counted_store`).
 
 #[allow(dead_code)]
 #[path = "../examples/leaderboard.rs"]
@@ -8,10 +13,10 @@ mod example;
 
 use example::{players, Player, WEEKLY};
 use redis::Commands;
-use redis_entity::{Error, RedisEntity, Store};
+use redis_entity::{AnyConnection, Error, RedisEntity, Store};
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use support::RedisServer;
+use support::{RedisServer, Target};
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(prefix = "item")]
@@ -53,22 +58,71 @@ fn ids(items: &[Item]) -> Vec<u64> {
     items.iter().map(|i| i.id).collect()
 }
 
-async fn r(q: redis_entity::Query<'_, Item, Store>) -> Vec<u64> {
+async fn r(q: redis_entity::Query<'_, Item, Store<AnyConnection>>) -> Vec<u64> {
     ids(&q.fetch().await.unwrap())
 }
 
-async fn seeded(server: &RedisServer) -> Store {
-    let store = Store::connect(&server.url()).await.unwrap();
+async fn seeded(server: &Target) -> Store<AnyConnection> {
+    let store = server.store().await;
     store.save_all(&items()).await.unwrap();
     store
 }
 
+/// `family`, a key of `Item`'s index families as one server spells it
+/// (`item:@price`), in the space of item `id`'s index shard: itself on one
+/// server, `{item:<shard>}:item:@price` on a cluster.
+fn shard_key(store: &Store<AnyConnection>, id: u64, family: &str) -> String {
+    let base = store.keys_of::<Item>(id).base;
+    let space = base
+        .strip_suffix(&Item::key(&id))
+        .expect("the shard's space, then the key");
+    format!("{space}{family}")
+}
+
+/// The keys of the sorted index `family` in the shards of `items()`: one on
+/// one server, one per shard holding an item on a cluster.
+fn shard_keys(store: &Store<AnyConnection>, family: &str) -> Vec<String> {
+    let mut keys: Vec<String> = ids(&items())
+        .into_iter()
+        .map(|id| shard_key(store, id, family))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// Every entry of the sorted index `family` over the shards of `items()`,
+/// in the order of one sorted set (score, then member).
+fn zall(server: &Target, store: &Store<AnyConnection>, family: &str) -> Vec<(String, f64)> {
+    let mut c = server.conn();
+    let mut all: Vec<(String, f64)> = Vec::new();
+    for key in shard_keys(store, family) {
+        let part: Vec<(String, f64)> = c.zrange_withscores(&key, 0, -1).unwrap();
+        all.extend(part);
+    }
+    all.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    all
+}
+
 #[tokio::test]
 async fn the_sorted_set_follows_saves_updates_and_deletes() {
-    let server = RedisServer::start();
+    let server = Target::start();
     let store = seeded(&server).await;
     let mut c = server.conn();
-    let prices: Vec<(String, f64)> = c.zrange_withscores("item:@price", 0, -1).unwrap();
+    let price_key = shard_key(&store, 1, "item:@price");
+    if !server.is_cluster() {
+        assert_eq!(price_key, "item:@price");
+    } else {
+        assert!(
+            price_key.starts_with("{item:") && price_key.ends_with("}:item:@price"),
+            "{price_key}"
+        );
+    }
+    let keys = server.keys();
+    for key in shard_keys(&store, "item:@price") {
+        assert!(keys.contains(&key), "{key} in {keys:?}");
+    }
+    let prices = zall(&server, &store, "item:@price");
     assert_eq!(
         prices,
         [
@@ -80,10 +134,14 @@ async fn the_sorted_set_follows_saves_updates_and_deletes() {
             ("6".into(), 1e9)
         ]
     );
-    let stock: Vec<String> = c.zrange("item:@stock", 0, -1).unwrap();
+    let stock: Vec<String> = zall(&server, &store, "item:@stock")
+        .into_iter()
+        .map(|(m, _)| m)
+        .collect();
+    assert_eq!(stock, ["4", "2", "6", "1", "5"]);
     assert!(!stock.contains(&"3".to_string()), "None is not indexed");
     assert_eq!(Item::PRICE.key(), "item:@price");
-    let added: f64 = c.zscore("item:@added", "2").unwrap();
+    let added: f64 = c.zscore(shard_key(&store, 2, "item:@added"), "2").unwrap();
     assert_eq!(
         added, 1_700_000_120_000.0,
         "timestamps score in milliseconds"
@@ -95,7 +153,7 @@ async fn the_sorted_set_follows_saves_updates_and_deletes() {
         .exec()
         .await
         .unwrap();
-    let p: f64 = c.zscore("item:@price", "5").unwrap();
+    let p: f64 = c.zscore(shard_key(&store, 5, "item:@price"), "5").unwrap();
     assert_eq!(p, 9.5);
     assert_eq!(store.get::<Item>(&5).await.unwrap().unwrap().price, 9.5);
     store
@@ -104,7 +162,8 @@ async fn the_sorted_set_follows_saves_updates_and_deletes() {
         .exec()
         .await
         .unwrap();
-    let s: f64 = c.zscore("item:@stock", "3").unwrap();
+    let stock3 = shard_key(&store, 3, "item:@stock");
+    let s: f64 = c.zscore(&stock3, "3").unwrap();
     assert_eq!(s, 4.0, "incr of a missing number starts at 0");
     store
         .update::<Item>(&3)
@@ -112,17 +171,21 @@ async fn the_sorted_set_follows_saves_updates_and_deletes() {
         .exec()
         .await
         .unwrap();
-    let s: Option<f64> = c.zscore("item:@stock", "3").unwrap();
+    let s: Option<f64> = c.zscore(&stock3, "3").unwrap();
     assert_eq!(s, None);
     store.delete::<Item>(&6).await.unwrap();
-    let n: usize = c.zcard("item:@price").unwrap();
+    let mut n = 0;
+    for key in shard_keys(&store, "item:@price") {
+        let part: usize = c.zcard(&key).unwrap();
+        n += part;
+    }
     assert_eq!(n, 5);
     assert!(store.verify::<Item>().await.unwrap().is_clean());
 }
 
 #[tokio::test]
 async fn ranges_with_inclusive_exclusive_and_open_bounds() {
-    let server = RedisServer::start();
+    let server = Target::start();
     let store = seeded(&server).await;
     let q = || store.query::<Item>();
     assert_eq!(r(q().range(Item::PRICE, 0.0..2.25)).await, [2]);
@@ -160,7 +223,7 @@ async fn ranges_with_inclusive_exclusive_and_open_bounds() {
 
 #[tokio::test]
 async fn order_and_limit_with_stable_ties() {
-    let server = RedisServer::start();
+    let server = Target::start();
     let store = seeded(&server).await;
     let q = || store.query::<Item>();
     let asc = q().order_asc(Item::PRICE).ids().await.unwrap();
@@ -217,14 +280,18 @@ async fn order_and_limit_with_stable_ties() {
 
 #[tokio::test]
 async fn nan_is_refused_before_anything_is_written() {
-    let server = RedisServer::start();
+    let server = Target::start();
     let store = seeded(&server).await;
     let err = store.save(&item(9, f64::NAN, None, &[])).await.unwrap_err();
     assert!(
         matches!(err, Error::Encode { field: "price", .. }),
         "{err:?}"
     );
-    assert!(!server.keys().contains(&"item:9".to_string()));
+    let item9 = store.keys_of::<Item>(9);
+    assert!(!server
+        .keys()
+        .iter()
+        .any(|k| item9.all().any(|own| own == k)));
     let err = store
         .update::<Item>(&1)
         .set(Item::PRICE, f64::NAN)
@@ -233,7 +300,11 @@ async fn nan_is_refused_before_anything_is_written() {
         .unwrap_err();
     assert!(matches!(err, Error::Encode { .. }), "{err:?}");
     // An increment that fails on the stored data changes nothing either.
-    let _: () = server.conn().hset("item:2", "stock", "many").unwrap();
+    let item2 = store.keys_of::<Item>(2).base;
+    if !server.is_cluster() {
+        assert_eq!(item2, "item:2");
+    }
+    let _: () = server.conn().hset(&item2, "stock", "many").unwrap();
     let err = store
         .update::<Item>(&2)
         .set(Item::TAGS, BTreeSet::from(["z".to_string()]))
@@ -242,12 +313,15 @@ async fn nan_is_refused_before_anything_is_written() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Decode { key, field: "stock", .. } if key == "item:2"),
+        matches!(&err, Error::Decode { key, field: "stock", .. } if *key == item2),
         "{err:?}"
     );
     let tags: BTreeSet<String> = store.get::<Item>(&1).await.unwrap().unwrap().tags;
     assert_eq!(tags, BTreeSet::from(["a".to_string()]));
-    let z: bool = server.conn().exists("item:@tags:z").unwrap();
+    let z: bool = server
+        .conn()
+        .exists(shard_key(&store, 2, "item:@tags:z"))
+        .unwrap();
     assert!(
         !z,
         "the tag change before the failing increment did not happen"
@@ -286,8 +360,8 @@ async fn top_with_profiles_in_two_round_trips_and_rank_in_one() {
 
 #[tokio::test]
 async fn expired_players_are_not_ranked_or_listed() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save_all(&players()).await.unwrap();
     // ivy (1008, best) leaves soon.
     store
@@ -303,8 +377,8 @@ async fn expired_players_are_not_ranked_or_listed() {
 
 #[tokio::test]
 async fn weekly_boards_rotate_and_expire() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save_all(&players()).await.unwrap();
     // Buckets of the current week and the next one (never the past: Redis
     // would drop a bucket whose expiry lies behind us at once).
@@ -363,7 +437,7 @@ async fn weekly_boards_rotate_and_expire() {
 
 #[tokio::test]
 async fn the_example_runs() {
-    let server = RedisServer::start();
+    let server = Target::start();
     example::run(&server.url()).await.unwrap();
     assert!(server.keys().is_empty(), "{:?}", server.keys());
 }
@@ -371,40 +445,46 @@ async fn the_example_runs() {
 #[tokio::test]
 async fn verify_names_the_sorted_set_of_a_wrong_score_and_repair_rewrites_it() {
     use redis_entity::verify::Violation;
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store
         .save_all(&[item(1, 1.5, Some(3), &[]), item(2, 8.0, None, &[])])
         .await
         .unwrap();
     let mut c = server.conn();
+    let price1 = shard_key(&store, 1, "item:@price");
+    let stock9 = shard_key(&store, 9, "item:@stock");
+    if !server.is_cluster() {
+        assert_eq!(
+            (price1.as_str(), stock9.as_str()),
+            ("item:@price", "item:@stock")
+        );
+    }
     // Item 1 listed at 99 instead of 1.5; item 9 does not exist.
-    let _: () = c.zadd("item:@price", "1", 99.0).unwrap();
-    let _: () = c.zadd("item:@stock", "9", 4.0).unwrap();
+    let _: () = c.zadd(&price1, "1", 99.0).unwrap();
+    let _: () = c.zadd(&stock9, "9", 4.0).unwrap();
     let report = store.verify::<Item>().await.unwrap();
     let mut got = report.violations.clone();
     got.sort_by_key(|v| v.to_string());
-    assert_eq!(
-        got,
-        [
-            Violation::MissingSortedEntry {
-                key: "item:@price".into(),
-                member: "1".into(),
-                value: "1.5".into(),
-            },
-            Violation::StaleSortedEntry {
-                key: "item:@price".into(),
-                member: "1".into(),
-                value: "99".into(),
-            },
-            Violation::StaleSortedEntry {
-                key: "item:@stock".into(),
-                member: "9".into(),
-                value: "4".into(),
-            },
-        ],
-        "{report}"
-    );
+    let mut want = vec![
+        Violation::MissingSortedEntry {
+            key: price1.clone(),
+            member: "1".into(),
+            value: "1.5".into(),
+        },
+        Violation::StaleSortedEntry {
+            key: price1.clone(),
+            member: "1".into(),
+            value: "99".into(),
+        },
+        Violation::StaleSortedEntry {
+            key: stock9.clone(),
+            member: "9".into(),
+            value: "4".into(),
+        },
+    ];
+    want.sort_by_key(|v| v.to_string());
+    assert_eq!(got, want, "{report}");
     // Every key a report names exists.
     for v in &report.violations {
         let key = match v {
@@ -415,14 +495,14 @@ async fn verify_names_the_sorted_set_of_a_wrong_score_and_repair_rewrites_it() {
         };
         assert!(c.exists::<_, bool>(key).unwrap(), "{key}");
     }
-    assert!(report
-        .to_string()
-        .contains("stale entry: `item:@price` lists `1` with `99`, which it does not hold"));
+    assert!(report.to_string().contains(&format!(
+        "stale entry: `{price1}` lists `1` with `99`, which it does not hold"
+    )));
     let repaired = store.repair::<Item>(&report).await.unwrap();
     assert_eq!((repaired.fixed, repaired.left.len()), (3, 0), "{repaired}");
-    let p: f64 = c.zscore("item:@price", "1").unwrap();
+    let p: f64 = c.zscore(&price1, "1").unwrap();
     assert_eq!(p, 1.5);
-    let gone: Option<f64> = c.zscore("item:@stock", "9").unwrap();
+    let gone: Option<f64> = c.zscore(&stock9, "9").unwrap();
     assert_eq!(gone, None);
     assert!(store.verify::<Item>().await.unwrap().is_clean());
 }

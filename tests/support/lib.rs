@@ -407,8 +407,8 @@ pub enum Target {
 pub enum TargetConnection {
     /// To the one server.
     Server(redis::Connection),
-    /// To the cluster.
-    Cluster(redis::cluster::ClusterConnection),
+    /// To the cluster (boxed: it is much bigger than a server connection).
+    Cluster(Box<redis::cluster::ClusterConnection>),
 }
 
 impl redis::ConnectionLike for TargetConnection {
@@ -496,7 +496,7 @@ impl Target {
     pub fn conn(&self) -> TargetConnection {
         match self {
             Target::Server(s) => TargetConnection::Server(s.conn()),
-            Target::Cluster(c) => TargetConnection::Cluster(c.conn()),
+            Target::Cluster(c) => TargetConnection::Cluster(Box::new(c.conn())),
         }
     }
 }

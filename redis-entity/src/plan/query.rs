@@ -469,12 +469,22 @@ pub(crate) fn merge_shards(
         })
         .collect();
     match spec.order {
-        Some((_, descending)) => {
-            rows.sort_by(|a, b| OrdF64(a.1).cmp(&OrdF64(b.1)).then_with(|| a.0.cmp(&b.0)));
-            if descending {
-                rows.reverse();
+        // The query script's order: score then member (both reversed for
+        // descending), members without a score (NaN here) last in member
+        // order, whichever the direction.
+        Some((_, descending)) => rows.sort_by(|a, b| match (a.1.is_nan(), b.1.is_nan()) {
+            (true, true) => a.0.cmp(&b.0),
+            (true, false) => std::cmp::Ordering::Greater,
+            (false, true) => std::cmp::Ordering::Less,
+            (false, false) => {
+                let order = OrdF64(a.1).cmp(&OrdF64(b.1)).then_with(|| a.0.cmp(&b.0));
+                if descending {
+                    order.reverse()
+                } else {
+                    order
+                }
             }
-        }
+        }),
         None => {
             let mut members: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
             sort_members(desc, &mut members);

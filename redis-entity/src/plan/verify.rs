@@ -505,14 +505,34 @@ pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report
             Violation::StaleEntry { key, member } => {
                 // The entity's space: the store's, or its shard's.
                 let space = crate::keyspace::entity_space(desc, ns, member);
-                let found = desc.indexes.iter().enumerate().find_map(|(i, idx)| {
-                    let prefix = crate::keyspace::index_prefix(desc, &space, idx.field);
-                    key.strip_prefix(&prefix)
-                        .map(|e| (i, e.as_bytes().to_vec()))
-                });
-                let entry = stale.entry(member.clone()).or_default();
-                entry.0.extend(found);
-                entry.1.push(at);
+                let in_space = |space: &Namespace| {
+                    desc.indexes.iter().enumerate().find_map(|(i, idx)| {
+                        let prefix = crate::keyspace::index_prefix(desc, space, idx.field);
+                        key.strip_prefix(&prefix)
+                            .map(|e| (i, e.as_bytes().to_vec()))
+                    })
+                };
+                if let Some(found) = in_space(&space) {
+                    let entry = stale.entry(member.clone()).or_default();
+                    entry.0.push(found);
+                    entry.1.push(at);
+                    continue;
+                }
+                // Listed in another shard than its own (written around the
+                // library): removed there, where the member has no entity.
+                let foreign = crate::keyspace::spaces(desc, ns)
+                    .into_iter()
+                    .find_map(|s| in_space(&s).map(|f| (s, f)));
+                match foreign {
+                    Some((s, found)) => {
+                        let keys = EntityKeys::new(desc, &s, member.clone());
+                        out.writes
+                            .push((plan::clean(desc, &s, keys, &[found]), vec![at]));
+                    }
+                    None => out
+                        .manual
+                        .push((at, "the key is not one of this type's index keys")),
+                }
             }
             Violation::StaleSortedEntry { key, member, value } => {
                 let space = crate::keyspace::entity_space(desc, ns, member);

@@ -534,7 +534,52 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 .map(|space| self.query_in::<E>(space, &shard_spec, count_only, scored)),
         )
         .await?;
+        let mut answers = answers;
+        let mut cleans = Vec::new();
+        for (space, answer) in spaces.iter().zip(answers.iter_mut()) {
+            cleans.extend(self.drop_foreign::<E>(space, spec, answer));
+        }
+        if !cleans.is_empty() {
+            self.write_many(&cleans).await?;
+        }
         Ok(query::merge_shards(E::DESC, spec, with_scores, answers))
+    }
+
+    /// Takes out of a shard's answer the members that belong to another
+    /// shard (only writes around the library put them there: no entity
+    /// writes outside its shard), and returns the writes that remove the
+    /// query's entries of them from this shard.
+    fn drop_foreign<E: Entity>(
+        &self,
+        space: &crate::schema::escape::Namespace,
+        spec: &query::Spec,
+        answer: &mut query::Answer,
+    ) -> Vec<crate::plan::write::WritePlan> {
+        let foreign = |m: &str| keyspace::entity_space(E::DESC, &self.ns, m) != *space;
+        if !answer.members.iter().any(|m| foreign(m)) {
+            return Vec::new();
+        }
+        let mut plans = Vec::new();
+        let scored = answer.scores.len() == answer.members.len();
+        let (mut members, mut scores) = (Vec::new(), Vec::new());
+        for (i, m) in answer.members.drain(..).enumerate() {
+            if !foreign(&m) {
+                if scored {
+                    scores.push(answer.scores[i]);
+                }
+                members.push(m);
+                continue;
+            }
+            answer.total = answer.total.saturating_sub(1);
+            if let query::Check::Stale { entries, .. } = query::check(E::DESC, spec, &m, None) {
+                plans.push(query::repair_plan(E::DESC, space, &m, &entries, false));
+            }
+        }
+        answer.members = members;
+        if scored {
+            answer.scores = scores;
+        }
+        plans
     }
 
     /// The query in one space: the store's namespace, or one shard's.

@@ -11,6 +11,6 @@ local function sweep(keys, args, first, last)
   unindex_all()
   local away = unrelate_all()
   if shadow then redis.call('DEL', shadow) end
-  redis.call('ZREM', expiry_key, member)
+  if expiry_here() then redis.call('ZREM', expiry_key, member) end
   return with_away(1, away)
 end

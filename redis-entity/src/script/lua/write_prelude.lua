@@ -231,10 +231,27 @@ local function with_away(n, away)
   return away
 end
 
+-- Whether this script may touch the type's expiry set: always on one
+-- server; on a cluster only in the entity's slot. A type without indexes
+-- outside a group keeps it outside its entities' hash tags there, so its
+-- entities are never listed (one in a relation keeps its relation sets
+-- after it expires, until it is deleted or `repair` meets them).
+local function expiry_here()
+  if not string.find(K[1], '{', 1, true) then return true end
+  return slot_tag(expiry_key) == slot_tag(K[1])
+end
+
+-- Whether the entity may be listed in the expiry set: only indexed entities
+-- and entities in a relation are (so a plain entity never touches a shared
+-- key, and its writes stay single-slot on a cluster).
+local function tracked()
+  return expiry_here() and (#T.idx > 0 or redis.call('EXISTS', rel_key) == 1)
+end
+
 -- Keeps the shadow and the expiry set in step with the entity's TTL.
 local function track_expiry(pttl, current)
   -- Without indexes, only an entity in a relation leaves something to sweep.
-  if #T.idx == 0 and redis.call('EXISTS', rel_key) == 0 then return end
+  if not tracked() then return end
   if pttl and pttl > 0 then
     local now = redis.call('TIME')
     local at = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + pttl
@@ -303,12 +320,6 @@ local function unindex_all()
   if ids_key ~= '' then redis.call('SREM', ids_key, member) end
 end
 
--- Whether the entity may be listed in the expiry set: only indexed entities
--- and entities in a relation are (so a plain entity never touches a shared
--- key, and its writes stay single-slot on a cluster).
-local function tracked()
-  return #T.idx > 0 or redis.call('EXISTS', rel_key) == 1
-end
 
 -- The version is checked before anything is written: a write based on an
 -- older read changes nothing.
@@ -426,7 +437,7 @@ local function check_key_types(maps, entries, expiry)
   -- The expiry set is touched only where track_expiry touches it (a type
   -- without indexes only while in a relation): on a cluster it lives in
   -- another slot than such an entity's keys.
-  if expiry and (#T.idx > 0 or redis.call('EXISTS', rel_key) == 1) then
+  if expiry and tracked() then
     return type_error(expiry_key, 'zset')
   end
   return nil
