@@ -1,10 +1,14 @@
-//! The blocking store has the same methods and the same behaviour.
+//! The blocking store has the same methods and the same behaviour. Runs on
+//! one server, and with `REDIS_ENTITY_TEST_CLUSTER` set on a 3-master
+//! cluster, where the keys carry a hash tag (`user:{1}`, `doc:{a%3Ab}`).
+//! `blocking_round_trips_and_namespace` stays on one server: it counts round
+//! trips with a `CountingConnection`.
 
 use redis_entity::blocking::Store;
 use redis_entity::{CountingConnection, Error, Namespace, RedisEntity};
 use std::collections::BTreeMap;
 use std::time::Duration;
-use support::RedisServer;
+use support::{RedisServer, Target};
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(prefix = "user")]
@@ -36,10 +40,24 @@ fn user(id: u64) -> User {
 
 #[test]
 fn blocking_crud_mirrors_async() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).unwrap();
+    let server = Target::start();
+    if server.is_cluster() {
+        let urls: Vec<String> = server.url().split(',').map(String::from).collect();
+        crud(&server, &Store::connect_cluster(&urls).unwrap());
+    } else {
+        crud(&server, &Store::connect(&server.url()).unwrap());
+    }
+}
+
+fn crud<C: redis::aio::ConnectionLike + Clone + Send + Sync>(server: &Target, store: &Store<C>) {
     assert!(store.save(&user(1)).unwrap());
-    assert_eq!(server.keys(), ["user:1", "user:1:settings"]);
+    let keys = store.keys_of::<User>(1);
+    assert_eq!(server.keys(), [keys.base.clone(), keys.maps[0].clone()]);
+    if !server.is_cluster() {
+        assert_eq!(server.keys(), ["user:1", "user:1:settings"]);
+    } else {
+        assert_eq!(server.keys(), ["user:{1}", "user:{1}:settings"]);
+    }
     assert_eq!(store.get::<User>(&1).unwrap(), Some(user(1)));
     assert!(matches!(
         store.insert(&user(1)),
@@ -85,7 +103,16 @@ fn blocking_crud_mirrors_async() {
         .exec()
         .unwrap();
     assert_eq!(store.get::<Doc>(&"a:b".to_string()).unwrap().unwrap().n, 3);
-    assert!(server.keys().contains(&"doc:a%3Ab".to_string()));
+    let doc = store.keys_of::<Doc>("a:b").base;
+    assert_eq!(
+        doc,
+        if server.is_cluster() {
+            "doc:{a%3Ab}"
+        } else {
+            "doc:a%3Ab"
+        }
+    );
+    assert!(server.keys().contains(&doc));
 }
 
 #[test]

@@ -1,12 +1,15 @@
 //! Seed 002: cache penetration, breakdown and avalanche, against a real
-//! server, with loads counted.
+//! server, with loads counted. Runs on one server, and with
+//! `REDIS_ENTITY_TEST_CLUSTER` set on a 3-master cluster, where the cache
+//! entries keep their names (`cache:{<escaped key>}`, a hash tag of their
+//! own) and `Product` is in its index shards (`{product:<shard>}:product:7`).
 
 use redis::Commands;
-use redis_entity::{Cache, CacheOptions, Error, RedisEntity, Store};
+use redis_entity::{Cache, CacheOptions, Error, RedisEntity};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::RedisServer;
+use support::Target;
 
 type Loads = Arc<AtomicUsize>;
 
@@ -23,9 +26,9 @@ async fn slow_db(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_hundred_concurrent_misses_from_two_connections_cause_one_load() {
-    let server = RedisServer::start();
-    let a = Cache::from_store(&Store::connect(&server.url()).await.unwrap());
-    let b = Cache::from_store(&Store::connect(&server.url()).await.unwrap());
+    let server = Target::start();
+    let a = Cache::from_store(&server.store().await);
+    let b = Cache::from_store(&server.store().await);
     let loads = Loads::default();
     let tasks: Vec<_> = (0..200)
         .map(|i| {
@@ -45,17 +48,17 @@ async fn two_hundred_concurrent_misses_from_two_connections_cause_one_load() {
         assert_eq!(t.await.unwrap().as_deref(), Some("iPhone"));
     }
     assert_eq!(loads.load(Ordering::SeqCst), 1, "exactly one load");
-    let lock: bool = server
-        .conn()
-        .exists("cache:{hot%3Aproduct%3A1}:lock")
-        .unwrap();
+    // The same entry name in both layouts: its own hash tag.
+    let entry = a.key_of("hot:product:1");
+    assert_eq!(entry, "cache:{hot%3Aproduct%3A1}");
+    let lock: bool = server.conn().exists(format!("{entry}:lock")).unwrap();
     assert!(!lock, "the lock was released");
 }
 
 #[tokio::test]
 async fn a_thousand_lookups_of_a_missing_id_cause_one_load() {
-    let server = RedisServer::start();
-    let cache = Cache::from_store(&Store::connect(&server.url()).await.unwrap());
+    let server = Target::start();
+    let cache = Cache::from_store(&server.store().await);
     let loads = Loads::default();
     for _ in 0..1000 {
         let v = cache
@@ -67,9 +70,11 @@ async fn a_thousand_lookups_of_a_missing_id_cause_one_load() {
         assert_eq!(v, None);
     }
     assert_eq!(loads.load(Ordering::SeqCst), 1);
-    let marker: String = server.conn().get("cache:{user%3A404}").unwrap();
+    let entry = cache.key_of("user:404");
+    assert_eq!(entry, "cache:{user%3A404}");
+    let marker: String = server.conn().get(&entry).unwrap();
     assert_eq!(marker, "n", "the miss is cached as a null marker");
-    let ttl: i64 = server.conn().ttl("cache:{user%3A404}").unwrap();
+    let ttl: i64 = server.conn().ttl(&entry).unwrap();
     assert!(
         (1..=33).contains(&ttl),
         "null marker lives about null_ttl: {ttl}"
@@ -78,13 +83,13 @@ async fn a_thousand_lookups_of_a_missing_id_cause_one_load() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_loader_that_dies_holding_the_lock_blocks_nobody_past_its_expiry() {
-    let server = RedisServer::start();
+    let server = Target::start();
     let options = CacheOptions {
         lock_ttl: Duration::from_millis(2000),
         wait: Duration::from_secs(5),
         ..CacheOptions::default()
     };
-    let store = Store::connect(&server.url()).await.unwrap();
+    let store = server.store().await;
     let cache = Cache::from_store(&store).with_options(options);
     // A loader that panics: its task dies with the lock held.
     let dying = cache.clone();
@@ -99,7 +104,11 @@ async fn a_loader_that_dies_holding_the_lock_blocks_nobody_past_its_expiry() {
     })
     .await;
     assert!(crashed.is_err(), "the loader task panicked");
-    let held: bool = server.conn().exists("cache:{k}:lock").unwrap();
+    assert_eq!(cache.key_of("k"), "cache:{k}");
+    let held: bool = server
+        .conn()
+        .exists(format!("{}:lock", cache.key_of("k")))
+        .unwrap();
     assert!(held, "the lock is still held by the dead loader");
     let loads = Loads::default();
     let t = Instant::now();
@@ -122,8 +131,8 @@ async fn a_loader_that_dies_holding_the_lock_blocks_nobody_past_its_expiry() {
 
 #[tokio::test]
 async fn a_loader_error_is_returned_and_not_cached() {
-    let server = RedisServer::start();
-    let cache = Cache::from_store(&Store::connect(&server.url()).await.unwrap());
+    let server = Target::start();
+    let cache = Cache::from_store(&server.store().await);
     let err = cache
         .get_or_load::<String, _, _, _>("k", Duration::from_secs(60), || async {
             Err(std::io::Error::other("db down"))
@@ -150,8 +159,8 @@ async fn a_loader_error_is_returned_and_not_cached() {
 
 #[tokio::test]
 async fn ttls_get_jitter_so_keys_do_not_expire_together() {
-    let server = RedisServer::start();
-    let cache = Cache::from_store(&Store::connect(&server.url()).await.unwrap());
+    let server = Target::start();
+    let cache = Cache::from_store(&server.store().await);
     for i in 0..100 {
         cache
             .get_or_load(&format!("k{i}"), Duration::from_secs(100), || async {
@@ -162,7 +171,7 @@ async fn ttls_get_jitter_so_keys_do_not_expire_together() {
     }
     let mut c = server.conn();
     let ttls: Vec<i64> = (0..100)
-        .map(|i| c.pttl(format!("cache:{{k{i}}}")).unwrap())
+        .map(|i| c.pttl(cache.key_of(&format!("k{i}"))).unwrap())
         .collect();
     let (min, max) = (*ttls.iter().min().unwrap(), *ttls.iter().max().unwrap());
     assert!(min >= 89_000 && max <= 110_000, "within ±10%: {min}..{max}");
@@ -171,14 +180,13 @@ async fn ttls_get_jitter_so_keys_do_not_expire_together() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stale_while_revalidate_serves_the_old_value_while_one_caller_rebuilds() {
-    let server = RedisServer::start();
+    let server = Target::start();
     let options = CacheOptions {
         stale_while_revalidate: Some(Duration::from_secs(30)),
         jitter: 0.0,
         ..CacheOptions::default()
     };
-    let cache =
-        Cache::from_store(&Store::connect(&server.url()).await.unwrap()).with_options(options);
+    let cache = Cache::from_store(&server.store().await).with_options(options);
     let loads = Loads::default();
     let ttl = Duration::from_millis(100);
     let v = cache
@@ -240,8 +248,8 @@ struct Product {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn entities_are_read_through_once_and_then_indexed() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let cache = Cache::from_store(&store);
     let loads = Loads::default();
     let tasks: Vec<_> = (0..50)
@@ -267,7 +275,17 @@ async fn entities_are_read_through_once_and_then_indexed() {
         assert_eq!(t.await.unwrap().map(|p| p.name), Some("tea".to_string()));
     }
     assert_eq!(loads.load(Ordering::SeqCst), 1);
-    let ttl: i64 = server.conn().ttl("product:7").unwrap();
+    let key = store.keys_of::<Product>(7).base;
+    if !server.is_cluster() {
+        assert_eq!(key, "product:7");
+    } else {
+        // In the product's index shard, spelled inside as on one server.
+        assert!(
+            key.starts_with("{product:") && key.ends_with("}:product:7"),
+            "{key}"
+        );
+    }
+    let ttl: i64 = server.conn().ttl(&key).unwrap();
     assert!((50..=66).contains(&ttl), "saved with a jittered TTL: {ttl}");
     assert_eq!(
         store.find(Product::CATEGORY, "drinks").await.unwrap().len(),
@@ -293,15 +311,25 @@ async fn entities_are_read_through_once_and_then_indexed() {
 
 #[test]
 fn blocking_cache_loads_once_across_threads() {
-    let server = RedisServer::start();
-    let store = redis_entity::blocking::Store::connect(&server.url()).unwrap();
-    let cache = redis_entity::blocking::Cache::from_store(&store);
+    let server = Target::start();
+    if server.is_cluster() {
+        let urls: Vec<String> = server.url().split(',').map(String::from).collect();
+        blocking_loads_once(&redis_entity::blocking::Store::connect_cluster(&urls).unwrap());
+    } else {
+        blocking_loads_once(&redis_entity::blocking::Store::connect(&server.url()).unwrap());
+    }
+}
+
+fn blocking_loads_once<C: redis::aio::ConnectionLike + Clone + Send + Sync>(
+    store: &redis_entity::blocking::Store<C>,
+) {
+    let cache = redis_entity::blocking::Cache::from_store(store);
     let loads = Loads::default();
     std::thread::scope(|s| {
         for _ in 0..8 {
             s.spawn(|| {
                 let v: Option<String> = cache
-                    .get_or_load(&store, "k", Duration::from_secs(60), || {
+                    .get_or_load(store, "k", Duration::from_secs(60), || {
                         loads.fetch_add(1, Ordering::SeqCst);
                         std::thread::sleep(Duration::from_millis(100));
                         Ok::<_, std::io::Error>(Some("v".to_string()))
@@ -313,7 +341,7 @@ fn blocking_cache_loads_once_across_threads() {
     });
     assert_eq!(loads.load(Ordering::SeqCst), 1);
     let none: Option<String> = cache
-        .get_or_load(&store, "missing", Duration::from_secs(60), || {
+        .get_or_load(store, "missing", Duration::from_secs(60), || {
             Ok::<_, std::io::Error>(None)
         })
         .unwrap();
@@ -322,8 +350,8 @@ fn blocking_cache_loads_once_across_threads() {
 
 #[tokio::test]
 async fn invalidate_makes_the_next_call_load_again() {
-    let server = RedisServer::start();
-    let cache = Cache::from_store(&Store::connect(&server.url()).await.unwrap());
+    let server = Target::start();
+    let cache = Cache::from_store(&server.store().await);
     let loads = Loads::default();
     for _ in 0..3 {
         cache
@@ -347,13 +375,23 @@ async fn invalidate_makes_the_next_call_load_again() {
 
 #[test]
 fn blocking_entity_read_through() {
-    let server = RedisServer::start();
-    let store = redis_entity::blocking::Store::connect(&server.url()).unwrap();
-    let cache = redis_entity::blocking::Cache::from_store(&store);
+    let server = Target::start();
+    if server.is_cluster() {
+        let urls: Vec<String> = server.url().split(',').map(String::from).collect();
+        blocking_read_through(&redis_entity::blocking::Store::connect_cluster(&urls).unwrap());
+    } else {
+        blocking_read_through(&redis_entity::blocking::Store::connect(&server.url()).unwrap());
+    }
+}
+
+fn blocking_read_through<C: redis::aio::ConnectionLike + Clone + Send + Sync>(
+    store: &redis_entity::blocking::Store<C>,
+) {
+    let cache = redis_entity::blocking::Cache::from_store(store);
     let loads = Loads::default();
     for _ in 0..5 {
         let p = cache
-            .get_entity_or_load(&store, 3, Duration::from_secs(60), || {
+            .get_entity_or_load(store, 3, Duration::from_secs(60), || {
                 loads.fetch_add(1, Ordering::SeqCst);
                 Ok::<_, std::io::Error>(Some(Product {
                     id: 3,
@@ -374,7 +412,7 @@ fn blocking_entity_read_through() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_load_slower_than_the_lock_ttl_still_happens_once() {
-    let server = RedisServer::start();
+    let server = Target::start();
     let options = CacheOptions {
         // The loader takes four times the lock's expiry; it renews the lock
         // while it runs, so nobody takes it over.
@@ -382,7 +420,7 @@ async fn a_load_slower_than_the_lock_ttl_still_happens_once() {
         wait: Duration::from_secs(10),
         ..CacheOptions::default()
     };
-    let store = Store::connect(&server.url()).await.unwrap();
+    let store = server.store().await;
     let cache = Cache::from_store(&store).with_options(options);
     let loads = Loads::default();
     let tasks: Vec<_> = (0..50)
@@ -401,14 +439,18 @@ async fn a_load_slower_than_the_lock_ttl_still_happens_once() {
         assert_eq!(t.await.unwrap().unwrap().as_deref(), Some("v"));
     }
     assert_eq!(loads.load(Ordering::SeqCst), 1, "exactly one load");
-    let lock: bool = server.conn().exists("cache:{slow}:lock").unwrap();
+    assert_eq!(cache.key_of("slow"), "cache:{slow}");
+    let lock: bool = server
+        .conn()
+        .exists(format!("{}:lock", cache.key_of("slow")))
+        .unwrap();
     assert!(!lock, "the lock was released");
 }
 
 #[tokio::test]
 async fn named_caches_keep_apart_and_clear_empties_one() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let prices = Cache::from_store(&store).named("prices");
     let stock = Cache::from_store(&store).named("stock");
     let plain = Cache::from_store(&store);
@@ -424,6 +466,8 @@ async fn named_caches_keep_apart_and_clear_empties_one() {
     }
     assert_eq!(loads.load(Ordering::SeqCst), 3, "one entry per cache");
     assert_eq!(prices.key_of("sku-1"), "cache:prices:{sku-1}");
+    assert_eq!(stock.key_of("sku-1"), "cache:stock:{sku-1}");
+    assert_eq!(plain.key_of("sku-1"), "cache:{sku-1}");
     let mut keys = server.keys();
     keys.sort();
     assert_eq!(

@@ -1,9 +1,13 @@
 //! Bad data read from Redis gives a typed error naming the key and field,
-//! never a panic; so do a wrong key type and a lost connection.
+//! never a panic; so do a wrong key type and a lost connection. Runs on one
+//! server, and with `REDIS_ENTITY_TEST_CLUSTER` set on a 3-master cluster,
+//! where the keys carry a hash tag (`user:{1}`, `user:userid:{9}:level`).
+//! `a_lost_server_fails_the_call_then_the_manager_reconnects` stays on one
+//! server: it restarts the server.
 
 use redis::Commands;
-use redis_entity::{Error, RedisEntity, Store};
-use support::RedisServer;
+use redis_entity::{AnyConnection, Error, RedisEntity, Store};
+use support::{RedisServer, Target};
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(prefix = "user")]
@@ -24,6 +28,20 @@ struct Columns {
     level: u8,
 }
 
+/// User 1's hash, in the store's layout (`user:1`, on a cluster `user:{1}`).
+fn user_key(server: &Target, store: &Store<AnyConnection>) -> String {
+    let key = store.keys_of::<User>(1).base;
+    assert_eq!(
+        key,
+        if server.is_cluster() {
+            "user:{1}"
+        } else {
+            "user:1"
+        }
+    );
+    key
+}
+
 fn user() -> User {
     User {
         id: 1,
@@ -35,36 +53,44 @@ fn user() -> User {
 
 #[tokio::test]
 async fn a_missing_required_field_names_key_and_field() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&user()).await.unwrap();
-    let _: () = server.conn().hdel("user:1", "username").unwrap();
+    let hash = user_key(&server, &store);
+    let _: () = server.conn().hdel(&hash, "username").unwrap();
     let err = store.get::<User>(&1).await.unwrap_err();
     match &err {
         Error::MissingField { key, field } => {
-            assert_eq!(key, "user:1");
+            assert_eq!(*key, hash);
             assert_eq!(*field, "username");
         }
         other => panic!("expected MissingField, got {other:?}"),
     }
     assert_eq!(
         err.to_string(),
-        "record at `user:1` has no field `username`"
+        format!("record at `{hash}` has no field `username`")
     );
+    if !server.is_cluster() {
+        assert_eq!(
+            err.to_string(),
+            "record at `user:1` has no field `username`"
+        );
+    }
 }
 
 #[tokio::test]
 async fn an_unparsable_value_names_key_field_and_value() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&user()).await.unwrap();
-    let _: () = server.conn().hset("user:1", "level", "300").unwrap();
+    let hash = user_key(&server, &store);
+    let _: () = server.conn().hset(&hash, "level", "300").unwrap();
     let err = store.get::<User>(&1).await.unwrap_err();
     match err {
         Error::Decode {
             key, field, value, ..
         } => {
-            assert_eq!(key, "user:1");
+            assert_eq!(key, hash);
             assert_eq!(field, "level");
             assert_eq!(value, "300");
         }
@@ -79,8 +105,8 @@ async fn an_unparsable_value_names_key_field_and_value() {
 
 #[tokio::test]
 async fn strings_layout_errors_name_the_column_key() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store
         .save(&Columns {
             id: 9,
@@ -89,10 +115,19 @@ async fn strings_layout_errors_name_the_column_key() {
         })
         .await
         .unwrap();
-    let _: () = server.conn().set("user:userid:9:level", "high").unwrap();
+    let level = store.keys_of::<Columns>(9).columns[1].clone();
+    assert_eq!(
+        level,
+        if server.is_cluster() {
+            "user:userid:{9}:level"
+        } else {
+            "user:userid:9:level"
+        }
+    );
+    let _: () = server.conn().set(&level, "high").unwrap();
     match store.get::<Columns>(&9).await.unwrap_err() {
         Error::Decode { key, field, .. } => {
-            assert_eq!(key, "user:userid:9:level");
+            assert_eq!(key, level);
             assert_eq!(field, "level");
         }
         other => panic!("expected Decode, got {other:?}"),
@@ -101,28 +136,29 @@ async fn strings_layout_errors_name_the_column_key() {
 
 #[tokio::test]
 async fn wrongtype_is_a_typed_error_on_read_and_write() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
-    let _: () = server.conn().set("user:1", "not a hash").unwrap();
+    let server = Target::start();
+    let store = server.store().await;
+    let hash = user_key(&server, &store);
+    let _: () = server.conn().set(&hash, "not a hash").unwrap();
     let err = store.get::<User>(&1).await.unwrap_err();
     assert!(
-        matches!(&err, Error::WrongType { key, .. } if key == "user:1"),
+        matches!(&err, Error::WrongType { key, .. } if *key == hash),
         "{err:?}"
     );
     let err = store.save(&user()).await.unwrap_err();
     assert!(matches!(&err, Error::WrongType { .. }), "{err:?}");
-    let still: String = server.conn().get("user:1").unwrap();
+    let still: String = server.conn().get(&hash).unwrap();
     assert_eq!(still, "not a hash", "the failed write changed nothing");
 }
 
 #[tokio::test]
 async fn invalid_utf8_is_a_decode_error() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&user()).await.unwrap();
     let _: () = server
         .conn()
-        .hset("user:1", "username", &[0xff_u8, 0xfe][..])
+        .hset(user_key(&server, &store), "username", &[0xff_u8, 0xfe][..])
         .unwrap();
     assert!(matches!(
         store.get::<User>(&1).await,
@@ -142,9 +178,18 @@ async fn a_broken_json_document_is_a_decode_error() {
         id: u8,
         n: u8,
     }
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
-    let _: () = server.conn().set("doc:1", "{not json").unwrap();
+    let server = Target::start();
+    let store = server.store().await;
+    let doc = store.keys_of::<Doc>(1).base;
+    assert_eq!(
+        doc,
+        if server.is_cluster() {
+            "doc:{1}"
+        } else {
+            "doc:1"
+        }
+    );
+    let _: () = server.conn().set(&doc, "{not json").unwrap();
     assert!(matches!(
         store.get::<Doc>(&1).await,
         Err(Error::Decode {
@@ -152,7 +197,7 @@ async fn a_broken_json_document_is_a_decode_error() {
             ..
         })
     ));
-    let _: () = server.conn().set("doc:1", r#"{"n": "x"}"#).unwrap();
+    let _: () = server.conn().set(&doc, r#"{"n": "x"}"#).unwrap();
     assert!(matches!(
         store.get::<Doc>(&1).await,
         Err(Error::Decode { field: "n", .. })
@@ -168,10 +213,15 @@ async fn a_broken_json_document_is_a_decode_error() {
 
 #[tokio::test]
 async fn connection_failure_is_an_error_not_a_panic() {
-    let server = RedisServer::start();
-    let url = server.url();
+    let server = Target::start();
+    let (url, cluster) = (server.url(), server.is_cluster());
     drop(server);
-    let err = Store::connect(&url).await.unwrap_err();
+    // One server: `connect`; the cluster's nodes: `connect_any` of them all.
+    let err = if cluster {
+        Store::connect_any(&url).await.map(drop).unwrap_err()
+    } else {
+        Store::connect(&url).await.map(drop).unwrap_err()
+    };
     assert!(matches!(err, Error::Redis { .. }), "{err:?}");
     assert!(err.is_connection(), "{err:?}");
 }

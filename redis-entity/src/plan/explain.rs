@@ -69,12 +69,34 @@ pub(crate) fn query(desc: &'static EntityDesc, ns: &Namespace, spec: &Spec) -> E
             spaces.len()
         ));
     }
-    // The reads of one record, for a placeholder id.
+    // The reads of one record, for a placeholder id (in a placeholder
+    // shard: the id's own shard is not known here).
     let mut pipe = redis::pipe();
-    crate::plan::read::read(desc, &EntityKeys::new(desc, ns, "<id>".into()), &mut pipe);
+    let (record_ns, placeholder) = if spaces.len() > 1 {
+        let shard0 = crate::keyspace::shard_space(desc, ns, 0);
+        (
+            shard0,
+            Some(format!("{{{}:0}}", desc.group.unwrap_or(desc.prefix))),
+        )
+    } else {
+        (ns.clone(), None)
+    };
+    crate::plan::read::read(
+        desc,
+        &EntityKeys::new(desc, &record_ns, "<id>".into()),
+        &mut pipe,
+    );
+    let shard_of_id = format!("{{{}:<shard of id>}}", desc.group.unwrap_or(desc.prefix));
     let fetch: Vec<String> = pipe
         .cmd_iter()
-        .map(|c| format!("{} (per matching entity, pipelined)", words(c)))
+        .map(|c| {
+            let text = words(c);
+            let text = match &placeholder {
+                Some(p) => text.replace(p.as_str(), &shard_of_id),
+                None => text,
+            };
+            format!("{text} (per matching entity, pipelined)")
+        })
         .collect();
     notes.push(
         "with a near cache, records it holds are not read (the second round trip may \
