@@ -4,12 +4,16 @@
 //! unique renames and deletes; afterwards `verify` must find zero violations.
 //! A second test plants each kind of inconsistency by hand and shows that
 //! `verify` reports it (so the checker can fail) and that `repair` fixes it.
+//! Runs on one server, and with `REDIS_ENTITY_TEST_CLUSTER` set on a
+//! 3-master cluster, where `User` and `Member` (a unique index each, so one
+//! shard) keep every key in their shard's space (`{user:0}:user:3`,
+//! `{user:0}:user:@country:CN`, `{member:0}:member:@city:DE`).
 
 use redis::Commands;
 use redis_entity::verify::Violation;
-use redis_entity::{Error, RedisEntity, Store};
+use redis_entity::{AnyConnection, Error, RedisEntity, Store};
 use std::collections::BTreeSet;
-use support::RedisServer;
+use support::Target;
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(prefix = "user")]
@@ -35,6 +39,22 @@ struct Member {
     nick: String,
     #[index]
     city: String,
+}
+
+/// The key space (shard prefix) an entity key `base` lives in, given the
+/// entity's standalone key: empty on one server, `{<prefix>:<shard>}:` on a
+/// cluster (an entity key ends in its standalone spelling).
+fn space(base: &str, standalone: &str) -> String {
+    base.strip_suffix(standalone)
+        .expect("an entity key ends in its standalone spelling")
+        .to_owned()
+}
+
+/// `key`, a standalone key of `User` (`user:@country:CN`), in the store's
+/// layout: on a cluster inside the space of `User`'s one shard.
+fn in_space(store: &Store<AnyConnection>, key: &str) -> String {
+    let space = space(&store.keys_of::<User>(1).base, &User::key(&1));
+    format!("{space}{key}")
 }
 
 /// xorshift: deterministic per writer, no extra dependency.
@@ -73,8 +93,8 @@ fn random_user(rng: &mut Rng, id: u64) -> User {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_concurrent_writers_leave_zero_violations() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let writers: Vec<_> = (0..8u64)
         .map(|w| {
             let store = store.clone();
@@ -143,8 +163,8 @@ async fn eight_concurrent_writers_leave_zero_violations() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writers_in_the_strings_layout() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let writers: Vec<_> = (0..8u64)
         .map(|w| {
             let store = store.clone();
@@ -187,8 +207,8 @@ async fn concurrent_writers_in_the_strings_layout() {
 
 #[tokio::test]
 async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let user = |id: u64, name: &str, country: &str| User {
         id,
         username: name.into(),
@@ -207,52 +227,65 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
     assert!(store.verify::<User>().await.unwrap().is_clean());
 
     let mut c = server.conn();
+    let k = |key: &str| in_space(&store, key);
+    let user_3 = store.keys_of::<User>(3).base;
+    if !server.is_cluster() {
+        assert_eq!(
+            [user_3.as_str(), &k("user:@country:CN")],
+            ["user:3", "user:@country:CN"]
+        );
+    } else {
+        assert_eq!(
+            [user_3.as_str(), &k("user:@country:CN")],
+            ["{user:0}:user:3", "{user:0}:user:@country:CN"]
+        );
+    }
     // 1. A stale entry: user 1 is not in CN.
-    let _: () = c.sadd("user:@country:CN", "1").unwrap();
+    let _: () = c.sadd(k("user:@country:CN"), "1").unwrap();
     // 2. A missing entry: user 2 taken out of its tag set.
-    let _: () = c.srem("user:@tags:a", "2").unwrap();
+    let _: () = c.srem(k("user:@tags:a"), "2").unwrap();
     // 3. A unique key without its owner.
-    let _: () = c.set("user:@username:ghost", "77").unwrap();
+    let _: () = c.set(k("user:@username:ghost"), "77").unwrap();
     // 4. Two owners of one unique value: user 3 renamed behind the framework's back.
-    let _: () = c.hset("user:3", "username", "lisi").unwrap();
+    let _: () = c.hset(&user_3, "username", "lisi").unwrap();
     // 5. An id without an entity, and an entity missing from the ids set.
-    let _: () = c.sadd("user:@ids", "88").unwrap();
-    let _: () = c.srem("user:@ids", "2").unwrap();
+    let _: () = c.sadd(k("user:@ids"), "88").unwrap();
+    let _: () = c.srem(k("user:@ids"), "2").unwrap();
 
     let report = store.verify::<User>().await.unwrap();
     let v = &report.violations;
     let has = |want: &Violation| v.contains(want);
     assert!(
         has(&Violation::StaleEntry {
-            key: "user:@country:CN".into(),
+            key: k("user:@country:CN"),
             member: "1".into()
         }),
         "{report}"
     );
     assert!(
         has(&Violation::MissingEntry {
-            key: "user:@tags:a".into(),
+            key: k("user:@tags:a"),
             member: "2".into()
         }),
         "{report}"
     );
     assert!(
         has(&Violation::StaleEntry {
-            key: "user:@username:ghost".into(),
+            key: k("user:@username:ghost"),
             member: "77".into()
         }),
         "{report}"
     );
     assert!(
         has(&Violation::DuplicateUnique {
-            key: "user:@username:lisi".into(),
+            key: k("user:@username:lisi"),
             members: vec!["1".into(), "3".into()]
         }),
         "{report}"
     );
     assert!(
         has(&Violation::StaleEntry {
-            key: "user:@username:anna".into(),
+            key: k("user:@username:anna"),
             member: "3".into()
         }),
         "{report}"
@@ -285,12 +318,12 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
     assert_eq!(
         after.violations,
         vec![Violation::DuplicateUnique {
-            key: "user:@username:lisi".into(),
+            key: k("user:@username:lisi"),
             members: vec!["1".into(), "3".into()]
         }],
         "{after}"
     );
-    let _: () = c.hset("user:3", "username", "anna").unwrap();
+    let _: () = c.hset(&user_3, "username", "anna").unwrap();
     let report = store.verify::<User>().await.unwrap();
     store.repair::<User>(&report).await.unwrap();
     assert!(store.verify::<User>().await.unwrap().is_clean());
@@ -298,8 +331,21 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
 
 #[test]
 fn blocking_verify_and_repair() {
-    let server = RedisServer::start();
-    let store = redis_entity::blocking::Store::connect(&server.url()).unwrap();
+    let server = Target::start();
+    if server.is_cluster() {
+        let urls: Vec<String> = server.url().split(',').map(String::from).collect();
+        let store = redis_entity::blocking::Store::connect_cluster(&urls).unwrap();
+        blocking_verify_and_repair_on(&server, &store);
+    } else {
+        let store = redis_entity::blocking::Store::connect(&server.url()).unwrap();
+        blocking_verify_and_repair_on(&server, &store);
+    }
+}
+
+fn blocking_verify_and_repair_on<C: redis::aio::ConnectionLike + Clone + Send + Sync>(
+    server: &Target,
+    store: &redis_entity::blocking::Store<C>,
+) {
     let members: Vec<Member> = (0..1200)
         .map(|id| Member {
             id,
@@ -315,8 +361,17 @@ fn blocking_verify_and_repair() {
         "more than one SCAN page and read chunk"
     );
     assert_eq!(report.index_entries, 2400);
-    let _: () = server.conn().srem("member:@city:DE", 4).unwrap();
-    let _: () = server.conn().sadd("member:@city:DE", 5).unwrap();
+    // `member:@city:DE` in the space of `Member`'s one shard.
+    let space = space(&store.keys_of::<Member>(4).base, &Member::key(&4));
+    let de = format!("{space}member:@city:DE");
+    if !server.is_cluster() {
+        assert_eq!(de, "member:@city:DE");
+    } else {
+        assert_eq!(de, "{member:0}:member:@city:DE");
+    }
+    let removed: u64 = server.conn().srem(&de, 4).unwrap();
+    assert_eq!(removed, 1, "member 4 was listed in {de}");
+    let _: () = server.conn().sadd(&de, 5).unwrap();
     let report = store.verify::<Member>().unwrap();
     assert_eq!(report.violations.len(), 2, "{report}");
     assert_eq!(store.repair::<Member>(&report).unwrap().fixed, 2);

@@ -1,13 +1,17 @@
 //! Expiry never leaves ghosts: after an indexed entity expires, no lookup,
 //! query, count or id list returns it, its entries are removed when met and by
 //! a bounded `sweep`, and re-creating it does not inherit its old entries.
-//! No keyspace notifications, no CONFIG, no background process.
+//! No keyspace notifications, no CONFIG, no background process. Runs on one
+//! server, and with `REDIS_ENTITY_TEST_CLUSTER` set on a 3-master cluster,
+//! where `Session` (a unique index, so one shard) keeps every key in its
+//! shard's space (`{session:0}:session:1:@shadow`, `{session:0}:session:@expiry`)
+//! and `Racer` is spread over 16 index shards (`{racer:<shard>}:racer:@points`).
 
 use redis::Commands;
-use redis_entity::{Error, RedisEntity, Store};
+use redis_entity::{AnyConnection, Error, RedisEntity, Store};
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use support::RedisServer;
+use support::Target;
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(prefix = "session")]
@@ -48,29 +52,61 @@ fn session(id: u64, user: u64, ttl_ms: u64) -> Session {
     }
 }
 
-fn index_keys(server: &RedisServer) -> Vec<String> {
+/// The key space (shard prefix) an entity key `base` lives in, given the
+/// entity's standalone key: empty on one server, `{<prefix>:<shard>}:` on a
+/// cluster (an entity key ends in its standalone spelling).
+fn space(base: &str, standalone: &str) -> String {
+    base.strip_suffix(standalone)
+        .expect("an entity key ends in its standalone spelling")
+        .to_owned()
+}
+
+/// `key`, a standalone key of `Session` (`session:@expiry`), in the store's
+/// layout: on a cluster inside the space of `Session`'s one shard.
+fn in_space(store: &Store<AnyConnection>, key: &str) -> String {
+    let space = space(&store.keys_of::<Session>(1).base, &Session::key(&1));
+    format!("{space}{key}")
+}
+
+/// Every index key of `Session` (under `session:@` in its shard's space).
+fn index_keys(server: &Target, store: &Store<AnyConnection>) -> Vec<String> {
+    let head = in_space(store, "session:@");
     server
         .keys()
         .into_iter()
-        .filter(|k| k.starts_with("session:@"))
+        .filter(|k| k.starts_with(&head))
         .collect()
+}
+
+/// The shadow key of session `id` in the store's layout.
+fn shadow(store: &Store<AnyConnection>, id: u64) -> String {
+    store
+        .keys_of::<Session>(id)
+        .shadow
+        .expect("an indexed type has a shadow key")
 }
 
 #[tokio::test]
 async fn an_expired_entity_is_never_found_and_its_entries_go() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store
         .save_with_ttl(&session(1, 7, 100), Duration::from_millis(100))
         .await
         .unwrap();
     store.save(&session(2, 7, 0)).await.unwrap();
-    let shadow: Vec<(String, String)> = server.conn().hgetall("session:1:@shadow").unwrap();
+    let shadow_1 = shadow(&store, 1);
+    if !server.is_cluster() {
+        assert_eq!(shadow_1, "session:1:@shadow");
+    } else {
+        assert_eq!(shadow_1, "{session:0}:session:1:@shadow");
+    }
+    let shadow_1: Vec<(String, String)> = server.conn().hgetall(&shadow_1).unwrap();
     assert!(
-        !shadow.is_empty(),
+        !shadow_1.is_empty(),
         "a TTL'd entity keeps a shadow of its entries"
     );
-    let persistent: bool = server.conn().exists("session:2:@shadow").unwrap();
+    let persistent: bool = server.conn().exists(shadow(&store, 2)).unwrap();
     assert!(!persistent, "an entity without TTL pays nothing");
     tokio::time::sleep(Duration::from_millis(150)).await;
 
@@ -102,22 +138,32 @@ async fn an_expired_entity_is_never_found_and_its_entries_go() {
         [2]
     );
     // Met by the queries, so every entry of session 1 is gone already.
-    let keys = index_keys(&server);
+    let keys = index_keys(&server, &store);
     assert!(
-        !keys.contains(&"session:@token:tok1".to_string()),
+        keys.contains(&in_space(&store, "session:@token:tok2")),
         "{keys:?}"
     );
-    let members: Vec<u64> = server.conn().smembers("session:@scopes:read").unwrap();
+    assert!(
+        !keys.contains(&in_space(&store, "session:@token:tok1")),
+        "{keys:?}"
+    );
+    let members: Vec<u64> = server
+        .conn()
+        .smembers(in_space(&store, "session:@scopes:read"))
+        .unwrap();
     assert_eq!(members, [2]);
-    let devices: Vec<String> = server.conn().zrange("session:@device", 0, -1).unwrap();
+    let devices: Vec<String> = server
+        .conn()
+        .zrange(in_space(&store, "session:@device"), 0, -1)
+        .unwrap();
     assert_eq!(devices, ["phone-2:2"]);
     assert!(store.verify::<Session>().await.unwrap().is_clean());
 }
 
 #[tokio::test]
 async fn sweep_removes_what_no_query_met_within_its_budget() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     for id in 0..10 {
         store
             .save_with_ttl(&session(id, id, 50), Duration::from_millis(50))
@@ -136,8 +182,9 @@ async fn sweep_removes_what_no_query_met_within_its_budget() {
     assert_eq!(store.sweep::<Session>(100).await.unwrap(), 0);
     let report = store.verify::<Session>().await.unwrap();
     assert!(report.is_clean(), "{report}");
+    let left = index_keys(&server, &store);
     assert_eq!(
-        index_keys(&server),
+        left,
         [
             "session:@device",
             "session:@ids",
@@ -145,13 +192,37 @@ async fn sweep_removes_what_no_query_met_within_its_budget() {
             "session:@token:tok100",
             "session:@user:100"
         ]
+        .map(|k| in_space(&store, k))
     );
+    if !server.is_cluster() {
+        assert_eq!(
+            left,
+            [
+                "session:@device",
+                "session:@ids",
+                "session:@scopes:read",
+                "session:@token:tok100",
+                "session:@user:100"
+            ]
+        );
+    } else {
+        assert_eq!(
+            left,
+            [
+                "{session:0}:session:@device",
+                "{session:0}:session:@ids",
+                "{session:0}:session:@scopes:read",
+                "{session:0}:session:@token:tok100",
+                "{session:0}:session:@user:100"
+            ]
+        );
+    }
 }
 
 #[tokio::test]
 async fn a_recreated_entity_does_not_inherit_old_entries_and_unique_values_free_up() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store
         .save_with_ttl(&session(1, 7, 50), Duration::from_millis(50))
         .await
@@ -165,25 +236,41 @@ async fn a_recreated_entity_does_not_inherit_old_entries_and_unique_values_free_
     let mut again = session(1, 9, 0);
     again.token = "fresh".into();
     store.insert(&again).await.unwrap();
-    let user7: Vec<u64> = server.conn().smembers("session:@user:7").unwrap();
+    let user7: Vec<u64> = server
+        .conn()
+        .smembers(in_space(&store, "session:@user:7"))
+        .unwrap();
     assert!(user7.is_empty(), "the old entry went with the re-creation");
-    let owner: String = server.conn().get("session:@token:tok1").unwrap();
+    let user9: Vec<u64> = server
+        .conn()
+        .smembers(in_space(&store, "session:@user:9"))
+        .unwrap();
+    assert_eq!(
+        user9,
+        [1],
+        "the new entry is where the old one was looked for"
+    );
+    let owner: String = server
+        .conn()
+        .get(in_space(&store, "session:@token:tok1"))
+        .unwrap();
     assert_eq!(owner, "2");
     assert!(store.verify::<Session>().await.unwrap().is_clean());
-    let exists: bool = server.conn().exists("session:1:@shadow").unwrap();
+    let exists: bool = server.conn().exists(shadow(&store, 1)).unwrap();
     assert!(!exists, "no TTL any more, no shadow");
 }
 
 #[tokio::test]
 async fn expire_and_persist_keep_the_shadow_in_step() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&session(1, 7, 0)).await.unwrap();
     store
         .expire::<Session>(&1, Duration::from_secs(60))
         .await
         .unwrap();
-    let expiring: Vec<String> = server.conn().zrange("session:@expiry", 0, -1).unwrap();
+    let expiry = in_space(&store, "session:@expiry");
+    let expiring: Vec<String> = server.conn().zrange(&expiry, 0, -1).unwrap();
     assert_eq!(expiring, ["1"]);
     // An update of an indexed field while the TTL runs updates the shadow.
     store
@@ -192,26 +279,35 @@ async fn expire_and_persist_keep_the_shadow_in_step() {
         .exec()
         .await
         .unwrap();
-    let shadow: Vec<(String, String)> = server.conn().hgetall("session:1:@shadow").unwrap();
-    assert!(shadow.iter().any(|(_, v)| v == "8"), "{shadow:?}");
-    let ttl: i64 = server.conn().ttl("session:1:@shadow").unwrap();
+    let shadow_1 = shadow(&store, 1);
+    let entries: Vec<(String, String)> = server.conn().hgetall(&shadow_1).unwrap();
+    assert!(entries.iter().any(|(_, v)| v == "8"), "{entries:?}");
+    let ttl: i64 = server.conn().ttl(&shadow_1).unwrap();
     assert_eq!(ttl, -1, "the shadow outlives the entity");
     store.persist::<Session>(&1).await.unwrap();
-    let expiring: Vec<String> = server.conn().zrange("session:@expiry", 0, -1).unwrap();
+    let expiring: Vec<String> = server.conn().zrange(&expiry, 0, -1).unwrap();
     assert!(expiring.is_empty());
-    let exists: bool = server.conn().exists("session:1:@shadow").unwrap();
+    let exists: bool = server.conn().exists(&shadow_1).unwrap();
     assert!(!exists);
     assert!(store.delete::<Session>(&1).await.unwrap());
-    assert!(server.keys().iter().all(|k| !k.contains("{1}")));
+    // No key of session 1 is left: not its hash, its maps or its shadow.
+    let base = store.keys_of::<Session>(1).base;
+    let keys = server.keys();
+    assert!(
+        keys.iter()
+            .all(|k| k != &base && !k.starts_with(&format!("{base}:"))),
+        "{keys:?}"
+    );
 }
 
 #[tokio::test]
 async fn save_without_ttl_and_update_persist_remove_the_ttl_in_the_same_write() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let mut c = server.conn();
+    let expiry = in_space(&store, "session:@expiry");
     let expiring =
-        |c: &mut redis::Connection| -> Vec<String> { c.zrange("session:@expiry", 0, -1).unwrap() };
+        |c: &mut support::TargetConnection| -> Vec<String> { c.zrange(&expiry, 0, -1).unwrap() };
     store
         .save_with_ttl(&session(1, 7, 60_000), Duration::from_secs(60))
         .await
@@ -223,7 +319,7 @@ async fn save_without_ttl_and_update_persist_remove_the_ttl_in_the_same_write() 
     store.save_without_ttl(&session(1, 9, 0)).await.unwrap();
     assert_eq!(store.ttl::<Session>(&1).await.unwrap(), None);
     assert!(expiring(&mut c).is_empty());
-    let shadow: bool = c.exists("session:1:@shadow").unwrap();
+    let shadow: bool = c.exists(shadow(&store, 1)).unwrap();
     assert!(!shadow);
     let got = store.get::<Session>(&1).await.unwrap().unwrap();
     assert_eq!(got.user, 9);
@@ -261,8 +357,8 @@ async fn save_without_ttl_and_update_persist_remove_the_ttl_in_the_same_write() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn expired_entities_never_appear_while_eight_writers_keep_saving() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writers: Vec<_> = (0..8u64)
         .map(|w| {
@@ -340,7 +436,11 @@ async fn expired_entities_never_appear_while_eight_writers_keep_saving() {
     while store.sweep::<Session>(1000).await.unwrap() > 0 {}
     let report = store.verify::<Session>().await.unwrap();
     assert!(report.is_clean(), "{report}");
-    assert_eq!(index_keys(&server), Vec::<String>::new(), "no ghost left");
+    assert_eq!(
+        index_keys(&server, &store),
+        Vec::<String>::new(),
+        "no ghost left"
+    );
 }
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
@@ -354,8 +454,8 @@ struct Racer {
 
 #[tokio::test]
 async fn a_leaderboard_read_skips_thousands_of_expired_entries_and_cleans_a_bounded_few() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     // 20,000 racers ahead of everyone else expire; five live ones stay.
     let fast: Vec<Racer> = (100..20_100)
         .map(|id| Racer {
@@ -379,13 +479,31 @@ async fn a_leaderboard_read_skips_thousands_of_expired_entries_and_cleans_a_boun
         .collect();
     store.save_all(&live).await.unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
+    // `racer:@points` in every index shard of `Racer` (one on one server,
+    // each shard's own on a cluster): the entries left are their sum.
+    let spaces: BTreeSet<String> = (1..20_100)
+        .map(|id| space(&store.keys_of::<Racer>(id).base, &Racer::key(&id)))
+        .collect();
+    assert_eq!(spaces.len(), if server.is_cluster() { 16 } else { 1 });
+    let points = |server: &Target| -> u64 {
+        let mut c = server.conn();
+        spaces
+            .iter()
+            .map(|s| c.zcard::<_, u64>(format!("{s}racer:@points")).unwrap())
+            .sum()
+    };
+    assert_eq!(
+        points(&server),
+        20_005,
+        "the expired racers' entries are there"
+    );
 
     let top = store.top(Racer::POINTS, 5).await.unwrap();
     let ids: Vec<u64> = top.iter().map(|(r, _)| r.id).collect();
     assert_eq!(ids, [5, 4, 3, 2, 1]);
     // The read removed the entries of at most 100 expired racers; the rest
     // are left to `sweep` (and to later reads).
-    let left: u64 = server.conn().zcard("racer:@points").unwrap();
+    let left = points(&server);
     assert!(
         (20_005 - 100..20_005).contains(&left),
         "{left} entries left after one read"
@@ -410,7 +528,7 @@ async fn a_leaderboard_read_skips_thousands_of_expired_entries_and_cleans_a_boun
         .unwrap();
     assert_eq!(ranged, [2, 3, 4, 5]);
 
-    let left: u64 = server.conn().zcard("racer:@points").unwrap();
+    let left = points(&server);
     let mut swept = 0;
     loop {
         let n = store.sweep::<Racer>(5_000).await.unwrap();
@@ -420,6 +538,8 @@ async fn a_leaderboard_read_skips_thousands_of_expired_entries_and_cleans_a_boun
         swept += n;
     }
     assert_eq!(swept as u64, left - 5);
-    let left: u64 = server.conn().zcard("racer:@points").unwrap();
-    assert_eq!(left, 5);
+    assert_eq!(points(&server), 5);
+    // With the expired entries swept, ranks count the live racers alone.
+    assert_eq!(store.rank(Racer::POINTS, 5).await.unwrap(), Some(0));
+    assert_eq!(store.rank(Racer::POINTS, 1).await.unwrap(), Some(4));
 }

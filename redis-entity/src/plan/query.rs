@@ -361,6 +361,29 @@ pub(crate) fn rank_call(
     call
 }
 
+/// The call counting the live members of one shard (`ns`) ranked ahead of
+/// `member` (of another shard) with `score` (see `rank.lua`).
+pub(crate) fn rank_ahead_call(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    index: usize,
+    member: &str,
+    score: &str,
+) -> crate::script::Call<'static> {
+    let mut call = crate::script::RANK
+        .call()
+        .key(keyspace::index_zset(desc, ns, desc.indexes[index].field))
+        .key(keyspace::expiry_key(desc, ns))
+        .arg("@ahead")
+        .arg(keyspace::owner_head(desc, ns))
+        .arg(member)
+        .arg(score);
+    for s in keyspace::presence_suffixes(desc, ns) {
+        call = call.arg(s);
+    }
+    call
+}
+
 /// The spec of `top(field, n)`.
 pub(crate) fn top_spec(index: usize, n: usize) -> Spec {
     Spec {
@@ -502,6 +525,10 @@ pub(crate) fn merge_shards(
         scores: if with_scores { scores } else { Vec::new() },
     }
 }
+
+/// How many expired entities one read cleans at most (the query script's
+/// `GHOST_BUDGET`, which reports no more per call).
+pub(crate) const GHOST_BUDGET: usize = 100;
 
 /// The sweep writes for ghosts a query met.
 pub(crate) fn sweep_plans(

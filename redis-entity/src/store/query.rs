@@ -447,10 +447,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok(reply)
     }
 
-    /// The rank of `member` over every shard, as `ZREVRANK` over one
-    /// sorted set would give it: the members of every shard with a higher
-    /// score, and those with the same score ordered after it (sorted sets
-    /// order ties by member, `REV` backwards). Two waves of round trips.
+    /// The rank of `member` over every shard, as the rank script gives it
+    /// on one server: in its own shard, `None` unless it is live, with its
+    /// score; then in every shard the live members with a higher score, and
+    /// those with the same score ordered after it (sorted sets order ties
+    /// by member, `REV` backwards). Two waves of round trips.
     async fn rank_across_shards<E: Entity>(
         &self,
         index: usize,
@@ -459,36 +460,29 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let field = E::DESC.indexes[index].field;
         let own = keyspace::entity_space(E::DESC, &self.ns, member);
         let own_zset = keyspace::index_zset(E::DESC, &own, field);
-        let score: Option<f64> = redis::cmd("ZSCORE")
-            .arg(&own_zset)
-            .arg(member)
-            .query_async(&mut self.reader())
-            .await
-            .map_err(|e| Error::redis(&own_zset, e))?;
-        let Some(score) = score else {
+        let call = query::rank_call(E::DESC, &own, index, member);
+        let (live, score) = futures_util::future::join(
+            script::invoke::<Option<u64>, _>(&mut self.reader(), self.reader_sent(), &call),
+            redis::cmd("ZSCORE")
+                .arg(&own_zset)
+                .arg(member)
+                .query_async::<Option<f64>>(&mut self.reader()),
+        )
+        .await;
+        let live = live.map_err(|e| Error::redis(&own_zset, e))?;
+        let score = score.map_err(|e| Error::redis(&own_zset, e))?;
+        let (Some(_), Some(score)) = (live, score) else {
             return Ok(None);
         };
         let text = crate::schema::codec::score_text(score);
         let spaces = keyspace::spaces(E::DESC, &self.ns);
         let counts = futures_util::future::try_join_all(spaces.iter().map(|space| {
+            let call = query::rank_ahead_call(E::DESC, space, index, member, &text);
             let zset = keyspace::index_zset(E::DESC, space, field);
-            let text = text.clone();
             async move {
-                let mut pipe = redis::pipe();
-                pipe.cmd("ZCOUNT")
-                    .arg(&zset)
-                    .arg(format!("({text}"))
-                    .arg("+inf");
-                pipe.cmd("ZRANGE")
-                    .arg(&zset)
-                    .arg(&text)
-                    .arg(&text)
-                    .arg("BYSCORE");
-                let (above, ties): (u64, Vec<String>) = pipe
-                    .query_async(&mut self.reader())
+                script::invoke::<u64, _>(&mut self.reader(), self.reader_sent(), &call)
                     .await
-                    .map_err(|e| Error::redis(&zset, e))?;
-                Ok::<u64, Error>(above + ties.iter().filter(|t| t.as_str() > member).count() as u64)
+                    .map_err(|e| Error::redis(&zset, e))
             }
         }))
         .await?;
@@ -617,9 +611,19 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let reply: Value = script::invoke(&mut self.reader(), self.reader_sent(), &call)
             .await
             .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, ns), e))?;
-        let answer = query::parse_reply(E::DESC, spec, with_scores, reply)?;
+        let mut answer = query::parse_reply(E::DESC, spec, with_scores, reply)?;
         if !answer.ghosts.is_empty() {
-            // Expired entities met on the way: remove all their entries now.
+            // Expired entities met on the way: remove all their entries now,
+            // a bounded few per read (the script reports at most 100; a
+            // read of every shard shares that among them).
+            let shards = if keyspace::sharded(E::DESC, &self.ns) {
+                usize::from(E::DESC.shards.max(1))
+            } else {
+                1
+            };
+            answer
+                .ghosts
+                .truncate((query::GHOST_BUDGET / shards).max(1));
             self.write_many(&query::sweep_plans(E::DESC, ns, &answer.ghosts))
                 .await?;
         }
