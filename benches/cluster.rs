@@ -3,7 +3,9 @@
 //! `Store::connect`. Prints ops/s per step for both, the ratio, and the
 //! calls per op a cluster needs (each slot group of a batch is one call;
 //! the groups of one op go out together, so an op costs one wave of
-//! calls); then how a query's cost grows with the number of index shards.
+//! calls); relations whose sides live in two slots and unique values
+//! with owner keys (a type of 16 shards), which take more calls there; then
+//! how a query's cost grows with the number of index shards.
 //!
 //! Run: `cargo bench --bench cluster` (add `-- --quick` for a smaller run).
 //! On 2 shared cores the four servers compete with the client: read the
@@ -24,6 +26,21 @@ struct Player {
     #[index(sorted)]
     score: f64,
 }
+
+/// A unique index spread over 16 shards on the cluster (owner keys).
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "acct", shards = 16)]
+struct Account {
+    #[pk]
+    id: u64,
+    #[index(unique)]
+    email: String,
+    visits: u64,
+}
+
+/// Follows between players of 16 shards: one call per side on the cluster.
+const FOLLOWS: redis_entity::relation::Relation<Player, Player> =
+    redis_entity::relation::Relation::many_to_many("following", "followers");
 
 /// The same type with other shard counts, for the query-cost table.
 macro_rules! sharded {
@@ -55,6 +72,16 @@ fn player(id: u64) -> Player {
 }
 
 type Counted<C> = Store<CountingConnection<C>>;
+
+/// Per side (one server, cluster) and per step: the next fresh number, so
+/// that a stateful step (inserts, deletes, renames) does fresh work in
+/// each of its rounds.
+fn fresh(layout: redis_entity::KeyLayout, step: usize) -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: [[AtomicU64; 4]; 2] = [const { [const { AtomicU64::new(0) }; 4] }; 2];
+    NEXT[usize::from(layout == redis_entity::KeyLayout::Cluster)][step]
+        .fetch_add(1, Ordering::Relaxed)
+}
 
 /// Runs `op` `n` times; ops/s and calls per op.
 async fn measure<F, Fut>(n: u64, trips: &RoundTrips, mut op: F) -> (f64, f64)
@@ -252,7 +279,81 @@ async fn main() {
     step!("rank", 100 * scale, one, one_trips, cl, cl_trips, |s, i| {
         assert!(s.rank(Player::SCORE, i).await.unwrap().is_some());
     });
-
+    step!(
+        "relate (sides in two slots)",
+        n_players / 4,
+        one,
+        one_trips,
+        cl,
+        cl_trips,
+        |s, _i| {
+            let a = fresh(s.key_layout(), 0);
+            assert!(s.relate(&FOLLOWS, a, a + 1).await.unwrap());
+        }
+    );
+    step!(
+        "delete, 2 relations in 2 slots",
+        n_players / 8,
+        one,
+        one_trips,
+        cl,
+        cl_trips,
+        |s, _i| {
+            // Player 2k+1 follows 2k+2 and is followed by 2k.
+            let k = fresh(s.key_layout(), 1);
+            assert!(s.delete::<Player>(2 * k + 1).await.unwrap());
+        }
+    );
+    let accounts = n_players / 4;
+    step!(
+        "insert, unique value",
+        accounts,
+        one,
+        one_trips,
+        cl,
+        cl_trips,
+        |s, _i| {
+            let id = fresh(s.key_layout(), 2);
+            let a = Account {
+                id,
+                email: format!("a{id}@x"),
+                visits: 0,
+            };
+            s.insert(&a).await.unwrap();
+        }
+    );
+    step!(
+        "save, unique value kept",
+        accounts,
+        one,
+        one_trips,
+        cl,
+        cl_trips,
+        |s, i| {
+            let a = Account {
+                id: i,
+                email: format!("a{i}@x"),
+                visits: 1,
+            };
+            s.save(&a).await.unwrap();
+        }
+    );
+    step!(
+        "save, unique value changed",
+        accounts,
+        one,
+        one_trips,
+        cl,
+        cl_trips,
+        |s, i| {
+            let a = Account {
+                id: i,
+                email: format!("b{}@x", fresh(s.key_layout(), 3)),
+                visits: 2,
+            };
+            s.save(&a).await.unwrap();
+        }
+    );
     println!();
     println!("query cost by index shards on the cluster (count eq over {n_players} entities)");
     println!("{:<10} {:>10} {:>12}", "shards", "ops/s", "calls/query");

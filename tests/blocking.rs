@@ -41,12 +41,7 @@ fn user(id: u64) -> User {
 #[test]
 fn blocking_crud_mirrors_async() {
     let server = Target::start();
-    if server.is_cluster() {
-        let urls: Vec<String> = server.url().split(',').map(String::from).collect();
-        crud(&server, &Store::connect_cluster(&urls).unwrap());
-    } else {
-        crud(&server, &Store::connect(&server.url()).unwrap());
-    }
+    crud(&server, &Store::connect_any(&server.url()).unwrap());
 }
 
 fn crud<C: redis::aio::ConnectionLike + Clone + Send + Sync>(server: &Target, store: &Store<C>) {

@@ -278,12 +278,7 @@ async fn a_stale_entry_is_never_returned_and_is_cleaned() {
 #[test]
 fn blocking_queries_match_async() {
     let server = Target::start();
-    if server.is_cluster() {
-        let urls: Vec<String> = server.url().split(',').map(String::from).collect();
-        blocking_queries(&blocking::Store::connect_cluster(&urls).unwrap());
-    } else {
-        blocking_queries(&blocking::Store::connect(&server.url()).unwrap());
-    }
+    blocking_queries(&blocking::Store::connect_any(&server.url()).unwrap());
 }
 
 fn blocking_queries<C: redis::aio::ConnectionLike + Clone + Send + Sync>(

@@ -312,12 +312,7 @@ async fn entities_are_read_through_once_and_then_indexed() {
 #[test]
 fn blocking_cache_loads_once_across_threads() {
     let server = Target::start();
-    if server.is_cluster() {
-        let urls: Vec<String> = server.url().split(',').map(String::from).collect();
-        blocking_loads_once(&redis_entity::blocking::Store::connect_cluster(&urls).unwrap());
-    } else {
-        blocking_loads_once(&redis_entity::blocking::Store::connect(&server.url()).unwrap());
-    }
+    blocking_loads_once(&redis_entity::blocking::Store::connect_any(&server.url()).unwrap());
 }
 
 fn blocking_loads_once<C: redis::aio::ConnectionLike + Clone + Send + Sync>(
@@ -376,12 +371,7 @@ async fn invalidate_makes_the_next_call_load_again() {
 #[test]
 fn blocking_entity_read_through() {
     let server = Target::start();
-    if server.is_cluster() {
-        let urls: Vec<String> = server.url().split(',').map(String::from).collect();
-        blocking_read_through(&redis_entity::blocking::Store::connect_cluster(&urls).unwrap());
-    } else {
-        blocking_read_through(&redis_entity::blocking::Store::connect(&server.url()).unwrap());
-    }
+    blocking_read_through(&redis_entity::blocking::Store::connect_any(&server.url()).unwrap());
 }
 
 fn blocking_read_through<C: redis::aio::ConnectionLike + Clone + Send + Sync>(

@@ -332,14 +332,8 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
 #[test]
 fn blocking_verify_and_repair() {
     let server = Target::start();
-    if server.is_cluster() {
-        let urls: Vec<String> = server.url().split(',').map(String::from).collect();
-        let store = redis_entity::blocking::Store::connect_cluster(&urls).unwrap();
-        blocking_verify_and_repair_on(&server, &store);
-    } else {
-        let store = redis_entity::blocking::Store::connect(&server.url()).unwrap();
-        blocking_verify_and_repair_on(&server, &store);
-    }
+    let store = redis_entity::blocking::Store::connect_any(&server.url()).unwrap();
+    blocking_verify_and_repair_on(&server, &store);
 }
 
 fn blocking_verify_and_repair_on<C: redis::aio::ConnectionLike + Clone + Send + Sync>(

@@ -192,14 +192,8 @@ fn the_blocking_store_has_the_same_reads() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (server, async_store) = rt.block_on(corrupted());
     let (score, _) = spoiled(&async_store);
-    if server.is_cluster() {
-        let urls: Vec<String> = server.url().split(',').map(String::from).collect();
-        let store = redis_entity::blocking::Store::connect_cluster(&urls).unwrap();
-        blocking_reads(&store, &score);
-    } else {
-        let store = redis_entity::blocking::Store::connect(&server.url()).unwrap();
-        blocking_reads(&store, &score);
-    }
+    let store = redis_entity::blocking::Store::connect_any(&server.url()).unwrap();
+    blocking_reads(&store, &score);
 }
 
 fn blocking_reads<C: redis::aio::ConnectionLike + Clone + Send + Sync>(

@@ -204,12 +204,7 @@ async fn an_ordered_or_limited_query_cannot_be_scanned() {
 #[test]
 fn the_blocking_scan_is_an_iterator_of_entities() {
     let server = Target::start();
-    if server.is_cluster() {
-        let urls: Vec<String> = server.url().split(',').map(String::from).collect();
-        blocking_scan(&redis_entity::blocking::Store::connect_cluster(&urls).unwrap());
-    } else {
-        blocking_scan(&redis_entity::blocking::Store::connect(&server.url()).unwrap());
-    }
+    blocking_scan(&redis_entity::blocking::Store::connect_any(&server.url()).unwrap());
 }
 
 fn blocking_scan<C: redis::aio::ConnectionLike + Clone + Send + Sync>(

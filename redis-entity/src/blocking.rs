@@ -98,6 +98,17 @@ impl Store<redis::cluster_async::ClusterConnection> {
     }
 }
 
+impl Store<crate::AnyConnection> {
+    /// Connects to one server, or given several URLs separated by commas to
+    /// the Redis Cluster they belong to, as one store type (see
+    /// [`crate::Store::connect_any`]).
+    pub fn connect_any(target: &str) -> Result<Self> {
+        let rt = runtime()?;
+        let inner = rt.block_on(crate::Store::connect_any(target))?;
+        Ok(Store { rt, inner })
+    }
+}
+
 impl<C> std::fmt::Debug for Store<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("blocking::Store")
