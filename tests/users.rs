@@ -99,8 +99,15 @@ async fn hash_layout_keeps_a_user_in_one_hash() {
     };
     store.save(&row).await.unwrap();
     let key = store.keys_of::<UserRow>(9).base;
-    assert_eq!(key, if server.is_cluster() { "user:{9}" } else { "user:9" });
-    assert_eq!(server.keys(), [key.clone()]);
+    assert_eq!(
+        key,
+        if server.is_cluster() {
+            "user:{9}"
+        } else {
+            "user:9"
+        }
+    );
+    assert_eq!(server.keys(), std::slice::from_ref(&key));
     let stored: Vec<(String, String)> = server.conn().hgetall(&key).unwrap();
     let mut stored = stored;
     stored.sort();
