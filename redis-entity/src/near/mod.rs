@@ -25,11 +25,12 @@
 //! holds the lock of its key's stripe from before it is sent until its
 //! record is kept; the connection runs them in the order they are sent.
 
+pub(crate) mod route;
 pub(crate) mod tracking;
 
 use crate::schema::entity::{Entity, Row};
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -219,8 +220,6 @@ pub(crate) struct Shared {
     counters: Arc<Counters>,
     only: Vec<&'static str>,
     hasher: std::collections::hash_map::RandomState,
-    /// Set when the tracking connection is lost: the next read reconnects.
-    pub broken: AtomicBool,
     /// Called with a record's key between its read and its insert (tests
     /// use it to land a write in that window).
     pub before_insert: std::sync::RwLock<Option<InsertHook>>,
@@ -259,7 +258,6 @@ impl Shared {
             counters,
             only: options.only.clone(),
             hasher: Default::default(),
-            broken: AtomicBool::new(true),
             before_insert: std::sync::RwLock::new(None),
         }
     }
@@ -418,7 +416,7 @@ impl Shared {
 #[derive(Clone)]
 pub struct NearCache {
     pub(crate) shared: Arc<Shared>,
-    pub(crate) tracking: Arc<tracking::Tracking>,
+    pub(crate) route: Arc<route::Route>,
 }
 
 impl std::fmt::Debug for NearCache {
@@ -435,8 +433,37 @@ impl NearCache {
     pub async fn connect(url: &str, options: NearCacheOptions) -> crate::Result<Self> {
         let shared = Arc::new(Shared::new(&options));
         let tracking = Arc::new(tracking::Tracking::new(url, &options, shared.clone())?);
-        tracking.connection().await?;
-        Ok(NearCache { shared, tracking })
+        let route = Arc::new(route::Route::One(tracking));
+        route.connect().await?;
+        Ok(NearCache { shared, route })
+    }
+
+    /// Opens one tracking connection per master of the Redis Cluster that
+    /// `urls` (some of its nodes) belong to, and an empty cache, for a store
+    /// of [`crate::Store::connect_cluster`]: each record is read over the
+    /// connection of the master serving its slot, which tracks it there.
+    /// When slots move (a redirection answers a read), every record is
+    /// dropped and the slot map read again.
+    ///
+    /// ```no_run
+    /// use redis_entity::near::{NearCache, NearCacheOptions};
+    /// # #[derive(redis_entity::RedisEntity)] struct User { #[pk] id: u64, name: String }
+    /// # async fn run() -> redis_entity::Result<()> {
+    /// let urls = ["redis://10.0.0.1:7000/", "redis://10.0.0.2:7000/"];
+    /// let near = NearCache::connect_cluster(&urls, NearCacheOptions::default()).await?;
+    /// let store = redis_entity::Store::connect_cluster(&urls).await?.with_near_cache(near);
+    /// let _ = store.get::<User>(&9).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_cluster<S: AsRef<str>>(
+        urls: &[S],
+        options: NearCacheOptions,
+    ) -> crate::Result<Self> {
+        let shared = Arc::new(Shared::new(&options));
+        let urls: Vec<String> = urls.iter().map(|u| u.as_ref().to_owned()).collect();
+        let route = Arc::new(route::Route::cluster(&urls, options, shared.clone())?);
+        route.connect().await?;
+        Ok(NearCache { shared, route })
     }
 
     /// Hits, misses, invalidations, evictions and size so far.
@@ -462,7 +489,7 @@ impl NearCache {
     /// The tracking connection's id on the server (`CLIENT ID`), if it is
     /// connected: what `CLIENT LIST` and `CLIENT KILL ID` name it by.
     pub async fn client_id(&self) -> crate::Result<i64> {
-        self.tracking.client_id().await
+        self.route.first().await?.client_id().await
     }
 }
 

@@ -22,7 +22,7 @@ use super::{NearCacheOptions, Shared};
 use crate::error::{Error, Result};
 use redis::aio::MultiplexedConnection;
 use redis::{IntoConnectionInfo, ProtocolVersion, PushInfo, PushKind, Value};
-use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -36,6 +36,8 @@ pub(crate) struct Tracking {
     generation: Arc<AtomicU64>,
     /// One reconnection at a time.
     connecting: tokio::sync::Mutex<()>,
+    /// Set when the connection is lost: the next read reconnects.
+    broken: Arc<AtomicBool>,
 }
 
 /// Applies the pushes of one connection (one generation) to the cache.
@@ -43,6 +45,7 @@ struct Pushes {
     shared: Arc<Shared>,
     generation: u64,
     current: Arc<AtomicU64>,
+    broken: Arc<AtomicBool>,
 }
 
 impl redis::aio::AsyncPushSender for Pushes {
@@ -70,7 +73,7 @@ impl Pushes {
     fn lost(&self) {
         self.shared.drop_all();
         if self.current.load(SeqCst) == self.generation {
-            self.shared.broken.store(true, SeqCst);
+            self.broken.store(true, SeqCst);
         }
     }
 }
@@ -94,11 +97,12 @@ impl Tracking {
             current: RwLock::new(None),
             generation: Arc::new(AtomicU64::new(0)),
             connecting: tokio::sync::Mutex::new(()),
+            broken: Arc::new(AtomicBool::new(true)),
         })
     }
 
     fn in_use(&self) -> Option<MultiplexedConnection> {
-        if self.shared.broken.load(SeqCst) {
+        if self.broken.load(SeqCst) {
             return None;
         }
         self.current.read().ok()?.clone()
@@ -119,6 +123,7 @@ impl Tracking {
             shared: self.shared.clone(),
             generation,
             current: self.generation.clone(),
+            broken: self.broken.clone(),
         };
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.connect_timeout))
@@ -143,7 +148,7 @@ impl Tracking {
         if let Ok(mut slot) = self.current.write() {
             *slot = Some(conn.clone());
         }
-        self.shared.broken.store(false, SeqCst);
+        self.broken.store(false, SeqCst);
         Ok(conn)
     }
 
@@ -183,6 +188,7 @@ impl Tracking {
                     shared: self.shared.clone(),
                     generation,
                     current: self.generation.clone(),
+                    broken: self.broken.clone(),
                 }
                 .lost();
             }

@@ -72,6 +72,24 @@ pub(crate) async fn node_hints<C: ConnectionLike + Send>(
         if layout != KeyLayout::Cluster {
             return Ok(vec![None]);
         }
+        let bad = || Error::UnexpectedReply {
+            key: "CLUSTER SLOTS".into(),
+            detail: "not a list of slot ranges".into(),
+        };
+        masters(conn)
+            .await?
+            .values()
+            .map(|ranges| key_in(ranges).map(Some).ok_or_else(bad))
+            .collect()
+    }
+}
+
+/// Every master's address (`host:port`) and the slot ranges it serves, from
+/// `CLUSTER SLOTS`.
+pub(crate) async fn masters<C: ConnectionLike + Send>(
+    conn: &mut C,
+) -> Result<std::collections::BTreeMap<String, Vec<(u16, u16)>>> {
+    {
         let reply: Value = redis::cmd("CLUSTER")
             .arg("SLOTS")
             .query_async(conn)
@@ -110,10 +128,7 @@ pub(crate) async fn node_hints<C: ConnectionLike + Send>(
                 .or_default()
                 .push((*lo as u16, *hi as u16));
         }
-        masters
-            .values()
-            .map(|ranges| key_in(ranges).map(Some).ok_or_else(bad))
-            .collect()
+        Ok(masters)
     }
 }
 

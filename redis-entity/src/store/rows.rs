@@ -61,20 +61,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .as_ref()
             .filter(|n| n.shared.caches(desc.type_name))
         else {
-            let mut pipe = redis::pipe();
-            pipe.ignore_errors();
-            for k in keys {
-                read::read(desc, k, &mut pipe);
-            }
-            let replies: Vec<Value> = pipe
-                .query_async(&mut self.reader())
-                .await
-                .map_err(|e| Error::redis(&keys[0].base, e))?;
-            let mut it = replies.into_iter();
-            return Ok(keys
-                .iter()
-                .map(|k| read::decode_read(desc, k, &mut it))
-                .collect());
+            return self.rows_uncached(desc, keys).await;
         };
         // Lets the tracking connection's task take in the invalidations
         // that have arrived before memory answers: on a single-threaded
@@ -105,13 +92,46 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         for &i in &missing {
             read_with_ttl(desc, &keys[i], &mut pipe);
         }
+        let first = &keys[missing[0]].base;
         let sent = Instant::now();
-        let replies = near.tracking.query(&pipe, &keys[missing[0]].base).await?;
+        let mut replies = near.route.to(first).await?.query(&pipe, first).await?;
+        if replies.iter().any(crate::near::route::redirected) {
+            // The slot moved: nothing of it is cached any more, and the
+            // read goes to the master serving it now (a slot still moving
+            // is read over the store's connection, not cached).
+            near.route.moved().await?;
+            replies = near.route.to(first).await?.query(&pipe, first).await?;
+            if replies.iter().any(crate::near::route::redirected) {
+                return self.rows_uncached(desc, keys).await;
+            }
+        }
         let mut it = replies.into_iter();
         for (&i, ticket) in missing.iter().zip(tickets) {
             out[i] = Some(keep(near, desc, &keys[i], ticket, sent, &mut it));
         }
         Ok(out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect())
+    }
+
+    /// The records of `keys` (one slot), read over the store's connection.
+    async fn rows_uncached(
+        &self,
+        desc: &'static EntityDesc,
+        keys: &[EntityKeys],
+    ) -> Result<Vec<Record>> {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for k in keys {
+            read::read(desc, k, &mut pipe);
+        }
+        let replies: Vec<Value> = pipe
+            .query_async(&mut self.reader())
+            .await
+            .map_err(|e| Error::redis(&keys[0].base, e))?;
+        let mut it = replies.into_iter();
+        Ok(keys
+            .iter()
+            .map(|k| read::decode_read(desc, k, &mut it))
+            .collect())
     }
 
     /// A write of an entity of a type the near cache holds: sent over the
@@ -126,13 +146,31 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let ticket = near.shared.ticket(&keys.base);
         let sent = Instant::now();
         let (reply, rest) = near
-            .tracking
+            .route
+            .to(&keys.base)
+            .await?
             .invoke_then(&self.sent, &plan.call(), plan.key(), |pipe| {
                 read_with_ttl(desc, keys, pipe)
             })
             .await
             .inspect_err(|_| near.shared.invalidate(keys.base.as_bytes()))?;
+        if crate::near::route::redirected(&reply) {
+            // Not applied there: the slot moved. The cache forgets it and
+            // the write goes over the store's connection.
+            near.route.moved().await?;
+            let reply =
+                crate::script::invoke::<Value, _>(&mut self.conn.clone(), &self.sent, &plan.call())
+                    .await;
+            near.shared.invalidate(keys.base.as_bytes());
+            let reply = reply.map_err(|e| plan.server_error(e))?;
+            self.unlink_away(&keys.member, &super::across::away_of(&reply))
+                .await?;
+            return plan.outcome(reply);
+        }
         let _ = keep(near, desc, keys, ticket, sent, &mut rest.into_iter());
+        // A delete's other sides in other slots (see `across`).
+        self.unlink_away(&keys.member, &super::across::away_of(&reply))
+            .await?;
         plan.outcome(reply)
     }
 }
