@@ -135,16 +135,22 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// The same store with a near cache connected to `url` (see
-    /// [`crate::near::NearCache`]); its connection is driven by this
+    /// [`crate::near::NearCache`]; for a store of a cluster, some of its
+    /// nodes' URLs separated by commas); its connections are driven by this
     /// store's runtime, so invalidations are taken in at each call.
     pub fn with_near_cache(
         mut self,
         url: &str,
         options: crate::near::NearCacheOptions,
     ) -> Result<Self> {
-        let near = self
-            .rt
-            .block_on(crate::near::NearCache::connect(url, options))?;
+        let near = if self.inner.key_layout() == crate::KeyLayout::Cluster {
+            let urls: Vec<&str> = url.split(',').map(str::trim).collect();
+            self.rt
+                .block_on(crate::near::NearCache::connect_cluster(&urls, options))?
+        } else {
+            self.rt
+                .block_on(crate::near::NearCache::connect(url, options))?
+        };
         self.inner = self.inner.with_near_cache(near);
         Ok(self)
     }

@@ -201,6 +201,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.claims(calls).await.map(|_| ())
     }
 
+    /// [`release`](Self::release) after the write it follows has its
+    /// outcome: a failure to release leaves a claim whose owner does not
+    /// hold the value, which the next claimer takes over after the lease
+    /// and `verify` reports; it does not change the write's outcome.
+    async fn release_quietly(&self, keys: &[String], member: &str) {
+        let _ = self.release(keys, member).await;
+    }
+
     /// Settles the claims of step 2: a claim held by another is taken over
     /// if its owner let it go. `Ok(None)` when every value is the member's,
     /// else the index of a value held by another.
@@ -296,7 +304,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 None => return plan.outcome(v),
             },
             Err(e) => {
-                self.release(&granted, member).await?;
+                self.release_quietly(&granted, member).await;
                 return Err(e);
             }
         };
@@ -305,7 +313,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .settle(desc, member, &wanted, &answers, &mut granted)
             .await?
         {
-            self.release(&granted, member).await?;
+            self.release_quietly(&granted, member).await;
             let value = match &plan.index_values[n] {
                 IndexValue::Value(raw) => crate::error::shown(raw),
                 _ => String::new(),
@@ -318,7 +326,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let written = match self.write_once(plan).await {
             Ok(w) => w,
             Err(e) => {
-                self.release(&granted, member).await?;
+                self.release_quietly(&granted, member).await;
                 return Err(e);
             }
         };
@@ -337,7 +345,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 (!kept).then(|| self.owner_of(desc, n, &old))
             })
             .collect();
-        self.release(&replaced, member).await?;
+        self.release_quietly(&replaced, member).await;
         Ok(written)
     }
 
@@ -348,7 +356,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let desc = plan.desc;
         let values = self.unique_values(desc, &plan.keys).await?;
         let deleted = self.write_once(plan).await?;
-        self.release(&values, &plan.keys.member).await?;
+        self.release_quietly(&values, &plan.keys.member).await;
         Ok(deleted)
     }
 
