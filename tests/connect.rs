@@ -4,6 +4,9 @@
 //! within about a second; a restarted server is used again as soon as it
 //! answers; a reply that does not come in time is a timeout error whose
 //! outcome is unknown.
+//!
+//! One server: it stops and restarts the server (a cluster's topology changes
+//! are tests/cluster_topology.rs).
 
 use redis_entity::{ConnectOptions, RedisEntity, Store};
 use std::time::{Duration, Instant};

@@ -1,5 +1,7 @@
 //! Every example runs to the end against a private server (the demo command
 //! runs them too, through the tour).
+//!
+//! One server; tests/examples_on_cluster.rs runs every example on a cluster.
 
 #[allow(dead_code)]
 #[path = "../examples/cache.rs"]

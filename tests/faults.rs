@@ -2,6 +2,8 @@
 //! key family an entity's writes touch makes the write fail with a typed
 //! error naming that key, and the whole keyspace is byte-for-byte what it
 //! was before (compared with `DUMP` and `PTTL` of every key).
+//!
+//! One server: it compares the whole keyspace of that server with `DUMP`.
 
 use redis_entity::{Error, RedisEntity, Store};
 use std::collections::{BTreeMap, BTreeSet};

@@ -4,6 +4,8 @@
 //! own writes are read back at once; a read that races with an invalidation
 //! is not kept; a lost connection drops everything; expiry invalidates;
 //! 8 writers and 8 readers end with every cached entity equal to Redis.
+//!
+//! One server; the near cache on a cluster is tests/cluster_near_cache.rs.
 
 use redis::Commands;
 use redis_entity::near::{NearCache, NearCacheOptions};

@@ -2,6 +2,9 @@
 //! lookups, leaderboards and ranks are answered by the replica (queries and
 //! ranks as read-only scripts, which a replica runs), writes go to the
 //! primary.
+//!
+//! One server and its replica (`with_read_replica`); a cluster's replicas are
+//! its own (tests/cluster_topology.rs fails a master over to one).
 
 use redis_entity::{RedisEntity, Store};
 use std::time::{Duration, Instant};

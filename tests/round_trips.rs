@@ -1,6 +1,10 @@
 //! The round-trip budget, counted on the wire: save 1, insert 1, get 1,
 //! get_many 1, save_all 1 per batch, delete 1, update 1, exists 1; and the
 //! write functions survive SCRIPT FLUSH, FUNCTION FLUSH and a server restart.
+//!
+//! One server: it counts round trips on the wire and restarts the server
+//! (a cluster's calls per op are counted in tests/cluster_unique.rs and the
+//! cluster benchmark).
 
 use redis_entity::{RedisEntity, Store};
 use std::collections::BTreeMap;

@@ -4,6 +4,9 @@
 //! function library per entity type is loaded in the first round trip, the
 //! read scripts survive `SCRIPT FLUSH`, and a type without indexes writes
 //! nothing outside its own keys.
+//!
+//! One server: it flushes and counts that server's scripts and functions and
+//! pauses its writes (`scripts/test.sh --cluster` leaves it out).
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
