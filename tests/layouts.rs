@@ -1,10 +1,28 @@
 //! The `json` layout and every field codec, round-tripped through a real server.
+//! Runs on one server, and with `REDIS_ENTITY_TEST_CLUSTER` set on a 3-master
+//! cluster, where these types without indexes carry their member in a hash
+//! tag (`everything:{-5}`, `User_{7}_Profile`, `user:userid:{9}:sms_code`).
 
 use redis::Commands;
-use redis_entity::{RedisEntity, Store};
+use redis_entity::{EntityKeys, RedisEntity};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use support::RedisServer;
+use support::Target;
+
+/// The column key of `field` among a `strings` entity's keys.
+fn column<'a>(keys: &'a EntityKeys, field: &str) -> &'a str {
+    let suffix = format!(":{field}");
+    keys.columns
+        .iter()
+        .find(|c| c.ends_with(&suffix))
+        .unwrap_or_else(|| panic!("no column {field} in {:?}", keys.columns))
+}
+
+/// `keys`, sorted (as `Target::keys` gives them).
+fn sorted(mut keys: Vec<String>) -> Vec<String> {
+    keys.sort();
+    keys
+}
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 struct Address {
@@ -91,8 +109,8 @@ fn everything() -> Everything {
 
 #[tokio::test]
 async fn every_codec_round_trips() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let mut e = everything();
     e.cached = 99; // skipped: not stored, read back as Default
     store.save(&e).await.unwrap();
@@ -100,7 +118,14 @@ async fn every_codec_round_trips() {
     assert_eq!(back, everything());
 
     let mut c = server.conn();
-    let key = "everything:-5";
+    let keys = store.keys_of::<Everything>(-5);
+    let (key, map) = (keys.base.as_str(), keys.maps[0].as_str());
+    if !server.is_cluster() {
+        assert_eq!((key, map), ("everything:-5", "everything:-5:counters"));
+    } else {
+        assert_eq!((key, map), ("everything:{-5}", "everything:{-5}:counters"));
+    }
+    assert_eq!(server.keys(), sorted(vec![key.to_owned(), map.to_owned()]));
     let raw: HashMap<String, Vec<u8>> = c.hgetall(key).unwrap();
     assert_eq!(raw["flag"], b"1");
     assert_eq!(raw["h"], b"18446744073709551615");
@@ -114,19 +139,20 @@ async fn every_codec_round_trips() {
     assert_eq!(raw["uuid"], b"12345678-9abc-def0-1234-56789abcdef0");
     assert_eq!(raw["at"], b"2023-11-14T22:13:20.123Z");
     assert_eq!(raw["day"], b"2024-02-29");
-    let counters: HashMap<String, i64> = c.hgetall("everything:-5:counters").unwrap();
+    let counters: HashMap<String, i64> = c.hgetall(map).unwrap();
     assert_eq!(counters, HashMap::from([("a".into(), 1), ("b".into(), -2)]));
 }
 
 #[tokio::test]
 async fn a_default_field_reads_absent_as_default() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let mut e = everything();
     e.added_later = 5;
     store.save(&e).await.unwrap();
     // A record written before the field existed.
-    let _: () = server.conn().hdel("everything:-5", "added_later").unwrap();
+    let key = store.keys_of::<Everything>(-5).base;
+    let _: () = server.conn().hdel(&key, "added_later").unwrap();
     let back = store.get::<Everything>(&-5).await.unwrap().unwrap();
     assert_eq!(back.added_later, 0);
 }
@@ -162,11 +188,23 @@ fn legacy() -> LegacyProfile {
 
 #[tokio::test]
 async fn json_layout_stores_one_document() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&legacy()).await.unwrap();
-    assert_eq!(server.keys(), ["User_7_Profile", "User_7_Profile:prefs"]);
-    let doc: String = server.conn().get("User_7_Profile").unwrap();
+    let keys = store.keys_of::<LegacyProfile>(7);
+    assert_eq!(
+        server.keys(),
+        sorted(vec![keys.base.clone(), keys.maps[0].clone()])
+    );
+    if !server.is_cluster() {
+        assert_eq!(server.keys(), ["User_7_Profile", "User_7_Profile:prefs"]);
+    } else {
+        assert_eq!(
+            server.keys(),
+            ["User_{7}_Profile", "User_{7}_Profile:prefs"]
+        );
+    }
+    let doc: String = server.conn().get(&keys.base).unwrap();
     let v: serde_json::Value = serde_json::from_str(&doc).unwrap();
     assert_eq!(
         v,
@@ -180,8 +218,8 @@ async fn json_layout_stores_one_document() {
 
 #[tokio::test]
 async fn json_layout_update_changes_fields_exactly() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&legacy()).await.unwrap();
     store
         .update::<LegacyProfile>(&7)
@@ -201,8 +239,8 @@ async fn json_layout_update_changes_fields_exactly() {
 
 #[tokio::test]
 async fn json_layout_updates_from_many_tasks_all_land() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store.save(&legacy()).await.unwrap();
     let tasks: Vec<_> = (0..8)
         .map(|_| {
@@ -244,8 +282,8 @@ struct SparseColumns {
 
 #[tokio::test]
 async fn an_entity_with_only_none_fields_still_exists() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let s = Sparse { id: 1, note: None };
     store.save(&s).await.unwrap();
     assert_eq!(store.get::<Sparse>(&1).await.unwrap(), Some(s));
@@ -256,7 +294,8 @@ async fn an_entity_with_only_none_fields_still_exists() {
         .exec()
         .await
         .unwrap();
-    let raw: HashMap<String, String> = server.conn().hgetall("sparse:1").unwrap();
+    let sparse = store.keys_of::<Sparse>(1).base;
+    let raw: HashMap<String, String> = server.conn().hgetall(&sparse).unwrap();
     assert_eq!(
         raw,
         HashMap::from([("note".into(), "hi".into())]),
@@ -265,7 +304,25 @@ async fn an_entity_with_only_none_fields_still_exists() {
 
     let c = SparseColumns { id: 2, note: None };
     store.save(&c).await.unwrap();
-    assert_eq!(server.keys(), ["sparse:1", "sparse_columns:2"]);
+    let columns = store.keys_of::<SparseColumns>(2);
+    let (marker, note) = (columns.base.clone(), column(&columns, "note").to_owned());
+    if !server.is_cluster() {
+        assert_eq!(
+            (sparse.as_str(), marker.as_str(), note.as_str()),
+            ("sparse:1", "sparse_columns:2", "sparse_columns:2:note")
+        );
+        assert_eq!(server.keys(), ["sparse:1", "sparse_columns:2"]);
+    } else {
+        assert_eq!(
+            (sparse.as_str(), marker.as_str(), note.as_str()),
+            (
+                "sparse:{1}",
+                "sparse_columns:{2}",
+                "sparse_columns:{2}:note"
+            )
+        );
+    }
+    assert_eq!(server.keys(), sorted(vec![sparse.clone(), marker.clone()]));
     assert_eq!(store.get::<SparseColumns>(&2).await.unwrap(), Some(c));
     store
         .update::<SparseColumns>(&2)
@@ -273,14 +330,20 @@ async fn an_entity_with_only_none_fields_still_exists() {
         .exec()
         .await
         .unwrap();
-    assert_eq!(server.keys(), ["sparse:1", "sparse_columns:2:note"]);
+    if !server.is_cluster() {
+        assert_eq!(server.keys(), ["sparse:1", "sparse_columns:2:note"]);
+    }
+    assert_eq!(server.keys(), sorted(vec![sparse.clone(), note.clone()]));
     store
         .update::<SparseColumns>(&2)
         .set(SparseColumns::NOTE, None)
         .exec()
         .await
         .unwrap();
-    assert_eq!(server.keys(), ["sparse:1", "sparse_columns:2"]);
+    if !server.is_cluster() {
+        assert_eq!(server.keys(), ["sparse:1", "sparse_columns:2"]);
+    }
+    assert_eq!(server.keys(), sorted(vec![sparse, marker]));
     assert!(store.exists::<SparseColumns>(&2).await.unwrap());
 }
 
@@ -297,8 +360,8 @@ struct Account {
 
 #[tokio::test]
 async fn strings_layout_column_ttl() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let a = Account {
         id: 9,
         username: "lisi".into(),
@@ -306,12 +369,25 @@ async fn strings_layout_column_ttl() {
     };
     store.save(&a).await.unwrap();
     let mut c = server.conn();
-    let code_ttl: i64 = c.ttl("user:userid:9:sms_code").unwrap();
+    let keys = store.keys_of::<Account>(9);
+    let (code, name) = (column(&keys, "sms_code"), column(&keys, "username"));
+    if !server.is_cluster() {
+        assert_eq!(
+            (code, name),
+            ("user:userid:9:sms_code", "user:userid:9:username")
+        );
+    } else {
+        assert_eq!(
+            (code, name),
+            ("user:userid:{9}:sms_code", "user:userid:{9}:username")
+        );
+    }
+    let code_ttl: i64 = c.ttl(code).unwrap();
     assert!((55..=60).contains(&code_ttl), "{code_ttl}");
-    let name_ttl: i64 = c.ttl("user:userid:9:username").unwrap();
+    let name_ttl: i64 = c.ttl(name).unwrap();
     assert_eq!(name_ttl, -1);
     // The code expiring leaves the account in place, with no code.
-    let _: () = c.pexpire("user:userid:9:sms_code", 1).unwrap();
+    let _: () = c.pexpire(code, 1).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
     let back = store.get::<Account>(&9).await.unwrap().unwrap();
     assert_eq!(back.sms_code, None);
@@ -321,8 +397,8 @@ async fn strings_layout_column_ttl() {
         .save_with_ttl(&a, std::time::Duration::from_secs(1000))
         .await
         .unwrap();
-    let name_ttl: i64 = c.ttl("user:userid:9:username").unwrap();
+    let name_ttl: i64 = c.ttl(name).unwrap();
     assert!((990..=1000).contains(&name_ttl));
-    let code_ttl: i64 = c.ttl("user:userid:9:sms_code").unwrap();
+    let code_ttl: i64 = c.ttl(code).unwrap();
     assert!((55..=60).contains(&code_ttl), "{code_ttl}");
 }

@@ -1,9 +1,12 @@
 //! `#[version]`: optimistic concurrency. A save based on an older read fails
-//! with `Error::VersionConflict` and writes nothing.
+//! with `Error::VersionConflict` and writes nothing. Runs on one server, and
+//! with `REDIS_ENTITY_TEST_CLUSTER` set on a 3-master cluster, where the
+//! indexed `Account` (16 shards) keeps its keys in its shard's space
+//! (`{account:12}:account:1`) and `Doc` carries a hash tag (`doc:{5}:rev`).
 
 use redis::Commands;
-use redis_entity::{Error, RedisEntity, Store};
-use support::RedisServer;
+use redis_entity::{AnyConnection, Error, RedisEntity, Store};
+use support::Target;
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(prefix = "account")]
@@ -27,10 +30,21 @@ struct Doc {
     rev: i32,
 }
 
+/// `key`, a standalone key of `Account` (`account:@owner:bob`), in the
+/// store's layout: on a cluster inside the space of account `pk`'s shard,
+/// found from `keys_of` (`{account:12}:account:@owner:bob` for account 1).
+fn in_space(store: &Store<AnyConnection>, pk: u64, key: &str) -> String {
+    let base = store.keys_of::<Account>(pk).base;
+    let space = base
+        .strip_suffix(&Account::key(&pk))
+        .expect("an entity key ends in its standalone spelling");
+    format!("{space}{key}")
+}
+
 #[tokio::test]
 async fn a_save_from_a_stale_read_fails_and_changes_nothing() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let new = Account {
         id: 1,
         owner: "ada".into(),
@@ -54,7 +68,12 @@ async fn a_save_from_a_stale_read_fails_and_changes_nothing() {
             expected,
             found,
         } => {
-            assert_eq!(key, "account:1");
+            assert_eq!(key, store.keys_of::<Account>(1).base);
+            if !server.is_cluster() {
+                assert_eq!(key, "account:1");
+            } else {
+                assert_eq!(key, "{account:12}:account:1");
+            }
             assert_eq!(expected, "1");
             assert_eq!(found, "2");
         }
@@ -65,10 +84,19 @@ async fn a_save_from_a_stale_read_fails_and_changes_nothing() {
         (now.balance, now.owner.as_str(), now.version),
         (20, "ada", 2)
     );
+    let bob = in_space(&store, 1, "account:@owner:bob");
+    if !server.is_cluster() {
+        assert_eq!(bob, "account:@owner:bob");
+    } else {
+        assert_eq!(bob, "{account:12}:account:@owner:bob");
+    }
     assert!(
-        !server.keys().contains(&"account:@owner:bob".to_string()),
-        "no index change either"
+        server
+            .keys()
+            .contains(&in_space(&store, 1, "account:@owner:ada")),
+        "the index entry of the winning save is there"
     );
+    assert!(!server.keys().contains(&bob), "no index change either");
 
     // Re-read and retry succeeds.
     let mut retry = now.clone();
@@ -79,8 +107,8 @@ async fn a_save_from_a_stale_read_fails_and_changes_nothing() {
 
 #[tokio::test]
 async fn updates_bump_the_version_and_can_require_one() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store
         .save(&Account {
             id: 1,
@@ -96,7 +124,13 @@ async fn updates_bump_the_version_and_can_require_one() {
         .exec()
         .await
         .unwrap();
-    let v: u64 = server.conn().hget("account:1", "version").unwrap();
+    let account = store.keys_of::<Account>(1).base;
+    if !server.is_cluster() {
+        assert_eq!(account, "account:1");
+    } else {
+        assert_eq!(account, "{account:12}:account:1");
+    }
+    let v: u64 = server.conn().hget(&account, "version").unwrap();
     assert_eq!(v, 2, "every update bumps the version");
     let err = store
         .update::<Account>(&1)
@@ -119,15 +153,26 @@ async fn updates_bump_the_version_and_can_require_one() {
 
 #[tokio::test]
 async fn versions_in_the_strings_layout() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let d = Doc {
         id: 5,
         body: "v1".into(),
         rev: 0,
     };
     store.save(&d).await.unwrap();
-    let rev: i32 = server.conn().get("doc:5:rev").unwrap();
+    let keys = store.keys_of::<Doc>(5);
+    let rev_key = keys
+        .columns
+        .iter()
+        .find(|c| c.ends_with(":rev"))
+        .expect("a rev column");
+    if !server.is_cluster() {
+        assert_eq!(rev_key, "doc:5:rev");
+    } else {
+        assert_eq!(rev_key, "doc:{5}:rev");
+    }
+    let rev: i32 = server.conn().get(rev_key).unwrap();
     assert_eq!(rev, 1);
     assert!(matches!(
         store.save(&d).await,

@@ -17,8 +17,8 @@ type SlotMap = Vec<(u16, u16, String, Arc<Tracking>)>;
 pub(crate) enum Route {
     /// One server.
     One(Arc<Tracking>),
-    /// A Redis Cluster.
-    Cluster(Nodes),
+    /// A Redis Cluster (boxed: much bigger than one connection's handle).
+    Cluster(Box<Nodes>),
 }
 
 pub(crate) struct Nodes {
@@ -58,14 +58,14 @@ impl Route {
             reason: "no node URL given",
         })?;
         let seed = redis::Client::open(first.as_str()).map_err(|e| Error::redis(first, e))?;
-        Ok(Route::Cluster(Nodes {
+        Ok(Route::Cluster(Box::new(Nodes {
             seed,
             prefix: prefix_of(first),
             options,
             shared,
             map: RwLock::new(Arc::new(Vec::new())),
             loading: tokio::sync::Mutex::new(()),
-        }))
+        })))
     }
 
     /// The tracking connection that reads `key`.
