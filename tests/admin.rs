@@ -1,11 +1,14 @@
 //! Admin operations: layouts, verify and repair, reindex after an index was
-//! added, sweep; as the command line an application embeds.
+//! added, sweep; as the command line an application embeds. Runs on one
+//! server, and with `REDIS_ENTITY_TEST_CLUSTER` set on a 3-master cluster,
+//! where the indexed types live in their index shards
+//! (`{user:<n>}:user:@country:FR`) and the admin walks shard after shard.
 
 use redis::Commands;
 use redis_entity::admin::Admin;
-use redis_entity::{RedisEntity, Store};
+use redis_entity::RedisEntity;
 use std::time::Duration;
-use support::RedisServer;
+use support::Target;
 
 /// Version 1 of the type: no index on country.
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
@@ -37,14 +40,26 @@ struct Book {
     title: String,
 }
 
+/// The index key spelled `index` on one server (`User::COUNTRY.key("FR")`)
+/// where the entity stored at `base` (in the store's layout) keeps its
+/// entries: `index` itself on one server, on a cluster inside that entity's
+/// index shard (`{user:<n>}:user:@country:FR`). `standalone` is the entity's
+/// key on one server (`User::key(&1)`).
+fn entry_key(base: &str, standalone: &str, index: &str) -> String {
+    let space = base
+        .strip_suffix(standalone)
+        .unwrap_or_else(|| panic!("{base} does not end with {standalone}"));
+    format!("{space}{index}")
+}
+
 fn args(line: &str) -> Vec<String> {
     line.split_whitespace().map(String::from).collect()
 }
 
 #[tokio::test]
 async fn reindex_after_an_index_was_added() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let old: Vec<UserV1> = (1..=1200)
         .map(|id| UserV1 {
             id,
@@ -65,8 +80,8 @@ async fn reindex_after_an_index_was_added() {
 
 #[tokio::test]
 async fn the_embedded_command_line() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let admin = Admin::new(store.clone())
         .register::<User>()
         .unwrap()
@@ -108,7 +123,20 @@ async fn the_embedded_command_line() {
         "{clean}"
     );
 
-    let _: () = server.conn().sadd("user:@country:FR", 1).unwrap();
+    let fr = entry_key(
+        &store.keys_of::<User>(1).base,
+        &User::key(&1),
+        &User::COUNTRY.key("FR"),
+    );
+    if !server.is_cluster() {
+        assert_eq!(fr, "user:@country:FR");
+    } else {
+        assert!(
+            fr.starts_with("{user:") && fr.ends_with("}:user:@country:FR"),
+            "{fr}"
+        );
+    }
+    let _: () = server.conn().sadd(&fr, 1).unwrap();
     let out = admin.run(&args("verify --repair User")).await.unwrap();
     assert!(
         out.contains("1 violations") && out.contains("User: repair: 1 fixed, 0 left"),
@@ -144,8 +172,8 @@ mod example;
 #[tokio::test]
 async fn the_embedded_command_line_speaks_json_for_scripts() {
     use example::{Customer, Product};
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     store
         .save(&Product {
             sku: "SKU-1".into(),
@@ -179,17 +207,28 @@ async fn the_embedded_command_line_speaks_json_for_scripts() {
     assert_eq!(lines[0]["repaired"], serde_json::Value::Null);
 
     // A stale tag entry: reported with its kind, and repaired.
-    let _: () = server
-        .conn()
-        .sadd("shop:product:@tags:games", "SKU-1")
-        .unwrap();
+    let sku = "SKU-1".to_string();
+    let games = entry_key(
+        &store.keys_of::<Product>(sku.clone()).base,
+        &Product::key(&sku),
+        &Product::TAGS.key("games"),
+    );
+    if !server.is_cluster() {
+        assert_eq!(games, "shop:product:@tags:games");
+    } else {
+        assert!(
+            games.starts_with("{shop:product:") && games.ends_with("}:shop:product:@tags:games"),
+            "{games}"
+        );
+    }
+    let _: () = server.conn().sadd(&games, "SKU-1").unwrap();
     let out = run("verify --repair --json Product").await;
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["violations"][0]["kind"], "StaleEntry", "{v}");
     assert!(v["violations"][0]["text"]
         .as_str()
         .unwrap()
-        .contains("shop:product:@tags:games"));
+        .contains(&games));
     assert_eq!(v["repaired"]["fixed"], 1);
     assert_eq!(v["repaired"]["left"], serde_json::json!([]));
 
@@ -208,8 +247,8 @@ async fn the_embedded_command_line_speaks_json_for_scripts() {
 
 #[tokio::test]
 async fn reindex_reports_its_progress() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let users: Vec<User> = (1..=1200)
         .map(|id| User {
             id,

@@ -632,3 +632,69 @@ async fn the_weibo_model_runs_on_a_cluster() {
     assert!(store.verify::<User>().await.unwrap().is_clean());
     assert!(store.verify::<Post>().await.unwrap().is_clean());
 }
+
+/// A type before and after its first index, with a map and a TTL.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "member2")]
+struct MemberV1 {
+    #[pk]
+    id: u64,
+    city: String,
+    #[hash]
+    prefs: BTreeMap<String, String>,
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "member2", shards = 4)]
+struct MemberV2 {
+    #[pk]
+    id: u64,
+    #[index]
+    city: String,
+    #[hash]
+    prefs: BTreeMap<String, String>,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entities_written_before_the_first_index_move_into_their_shards() {
+    let cluster = RedisCluster::start(3);
+    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let prefs = BTreeMap::from([("lang".to_string(), "de".to_string())]);
+    for id in 1..=20u64 {
+        let m = MemberV1 {
+            id,
+            city: if id % 2 == 0 { "Rome" } else { "Oslo" }.into(),
+            prefs: prefs.clone(),
+        };
+        store.save(&m).await.unwrap();
+    }
+    store
+        .expire::<MemberV1>(3, Duration::from_secs(300))
+        .await
+        .unwrap();
+    assert_eq!(store.keys_of::<MemberV1>(3).base, "member2:{3}");
+    assert!(store.keys_of::<MemberV2>(3).base.starts_with("{member2:"));
+    assert_eq!(store.get::<MemberV2>(3).await.unwrap(), None, "not read there");
+
+    // verify names each one; repair moves it with its map and TTL, indexed.
+    let report = store.verify::<MemberV2>().await.unwrap();
+    let unplaced: Vec<&str> = report
+        .violations
+        .iter()
+        .filter_map(|v| match v {
+            redis_entity::verify::Violation::Unplaced { key, .. } => Some(key.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(unplaced.len(), 20, "{report}");
+    assert!(unplaced.contains(&"member2:{3}"));
+    let repaired = store.repair::<MemberV2>(&report).await.unwrap();
+    assert!(repaired.left.is_empty(), "{repaired}");
+    let back = store.get::<MemberV2>(3).await.unwrap().unwrap();
+    assert_eq!((back.city.as_str(), &back.prefs), ("Oslo", &prefs));
+    let ttl = store.ttl::<MemberV2>(3).await.unwrap().unwrap();
+    assert!(ttl > Duration::from_secs(250), "{ttl:?}");
+    assert_eq!(store.find(MemberV2::CITY, "Rome").await.unwrap().len(), 10);
+    assert_eq!(store.get::<MemberV1>(3).await.unwrap(), None, "the old keys are gone");
+    assert!(store.verify::<MemberV2>().await.unwrap().is_clean());
+}

@@ -121,7 +121,11 @@ async fn hot_reads_come_from_memory_and_writes_anywhere_invalidate() {
     for id in 1..=30u64 {
         assert_eq!(cached.get::<User>(id).await.unwrap(), Some(user(id, "a")));
     }
-    assert_eq!(near.stats().hits - before.hits, 30, "second reads from memory");
+    assert_eq!(
+        near.stats().hits - before.hits,
+        30,
+        "second reads from memory"
+    );
     assert_eq!(near.stats().misses, before.misses);
 
     // Another client writes users on every master: each master tells.
@@ -137,7 +141,10 @@ async fn hot_reads_come_from_memory_and_writes_anywhere_invalidate() {
     assert!(other.delete::<User>(9).await.unwrap());
     let t = Instant::now();
     while cached.get::<User>(9).await.unwrap().is_some() {
-        assert!(t.elapsed() < Duration::from_secs(2), "a deleted user still read");
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "a deleted user still read"
+        );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     // A delete through the cached store cleans other sides in other slots.
@@ -181,7 +188,10 @@ async fn records_whose_slots_move_are_never_read_stale() {
     for &id in &moved {
         assert_eq!(cached.get::<User>(id).await.unwrap(), Some(user(id, "a")));
     }
-    assert!(near.stats().drops > drops, "the redirection dropped the cache");
+    assert!(
+        near.stats().drops > drops,
+        "the redirection dropped the cache"
+    );
     for &id in &moved {
         other.save(&user(id, "b")).await.unwrap();
     }

@@ -1,6 +1,9 @@
 //! `explain()` shows what a call will send without sending it, and what it
 //! shows is what the call then does: the same number of round trips, the
 //! same commands.
+//! Both tests stay on one server (`RedisServer`): they count round trips
+//! with `counted_store` (the calls and the trips explained and made, and
+//! that explaining sends nothing), which a cluster's per-slot requests change.
 
 use redis_entity::RedisEntity;
 use std::collections::BTreeSet;

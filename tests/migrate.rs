@@ -1,5 +1,8 @@
 //! Seed 001: migration of legacy JSON strings to entities with SCAN, batches,
-//! a resumable cursor, a dry run, and source deletion.
+//! a resumable cursor, a dry run, and source deletion. Runs on one server,
+//! and with `REDIS_ENTITY_TEST_CLUSTER` set on a 3-master cluster, where the
+//! migration walks every master with SCAN and `Profile` (indexed) is written
+//! in its index shards (`{user:<shard>}:user:42:profile`).
 
 #[allow(dead_code)]
 #[path = "../examples/migrate.rs"]
@@ -8,13 +11,12 @@ mod example;
 use example::{convert, seed_legacy, Profile};
 use redis::Commands;
 use redis_entity::migrate::Migration;
-use redis_entity::Store;
-use support::RedisServer;
+use support::Target;
 
 #[tokio::test]
 async fn a_dry_run_converts_everything_and_writes_nothing() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     seed_legacy(&server.url(), 300).await;
     let mut plan = Migration::new("User_*_Profile");
     plan.dry_run = true;
@@ -27,8 +29,8 @@ async fn a_dry_run_converts_everything_and_writes_nothing() {
 
 #[tokio::test]
 async fn migration_in_batches_resumes_from_its_cursor_and_deletes_sources() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     seed_legacy(&server.url(), 1200).await;
     let mut c = server.conn();
     let _: () = c.set("User_5000_Profile", "{broken").unwrap();
@@ -90,10 +92,10 @@ async fn migration_in_batches_resumes_from_its_cursor_and_deletes_sources() {
 
 #[test]
 fn blocking_migration() {
-    let server = RedisServer::start();
+    let server = Target::start();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(seed_legacy(&server.url(), 50));
-    let store = redis_entity::blocking::Store::connect(&server.url()).unwrap();
+    let store = redis_entity::blocking::Store::connect_any(&server.url()).unwrap();
     let plan = Migration::new("User_*_Profile");
     let p = store.migrate(&plan, 0, convert, |_| {}).unwrap();
     assert_eq!(p.migrated, 50);
@@ -102,7 +104,7 @@ fn blocking_migration() {
 
 #[tokio::test]
 async fn the_example_runs() {
-    let server = RedisServer::start();
+    let server = Target::start();
     example::run(&server.url()).await.unwrap();
     assert!(server.keys().is_empty(), "{:?}", server.keys());
 }

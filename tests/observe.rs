@@ -1,6 +1,9 @@
 //! What a store tells the application: counters (`Store::metrics`); the
 //! `tracing` spans are checked in tests/spans.rs (a process of their own:
 //! tracing caches per call site whether anyone listens).
+//! `metrics_count_writes_failures_unknown_outcomes_reads_and_queries` stays
+//! on one server (`RedisServer`): it stops the server to make an outcome
+//! unknown.
 
 use redis_entity::{Error, RedisEntity, Store};
 use support::RedisServer;

@@ -2,11 +2,12 @@
 //! the entity type, the operation, the key, the round trips and the
 //! outcome. Its own test binary: tracing caches per call site whether any
 //! subscriber listens, and another test running without one would settle
-//! that first.
+//! that first. Runs on one server, and with `REDIS_ENTITY_TEST_CLUSTER` set
+//! on a 3-master cluster, where the key is the entity's in its index shard.
 #![cfg(feature = "tracing")]
 
-use redis_entity::{RedisEntity, Store};
-use support::RedisServer;
+use redis_entity::RedisEntity;
+use support::Target;
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(prefix = "book")]
@@ -84,8 +85,8 @@ fn field<'a>(fields: &'a [(String, String)], name: &str) -> &'a str {
 
 #[tokio::test]
 async fn every_operation_is_a_span_with_its_entity_keys_and_outcome() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
+    let server = Target::start();
+    let store = server.store().await;
     let collect = Collect::default();
     let _guard = tracing::subscriber::set_default(collect.clone());
     store.save(&book(1)).await.unwrap();
@@ -107,7 +108,18 @@ async fn every_operation_is_a_span_with_its_entity_keys_and_outcome() {
     let save = &spans[0].1;
     assert_eq!(field(save, "entity"), "Book");
     assert_eq!(field(save, "operation"), "Save");
-    assert_eq!(field(save, "key"), "book:1");
+    // The key in the store's layout: `book:1` on one server, in book 1's
+    // index shard on a cluster (`{book:<n>}:book:1`).
+    assert_eq!(field(save, "key"), store.keys_of::<Book>(1).base);
+    if !server.is_cluster() {
+        assert_eq!(field(save, "key"), "book:1");
+    } else {
+        let key = field(save, "key");
+        assert!(
+            key.starts_with("{book:") && key.ends_with("}:book:1"),
+            "{key}"
+        );
+    }
     assert_eq!(field(save, "round_trips"), "1");
     assert_eq!(field(save, "outcome"), "ok");
     let insert = &spans[1].1;

@@ -52,7 +52,11 @@ pub(crate) fn redirected(v: &redis::Value) -> bool {
 impl Route {
     /// The route of a cluster given some nodes' URLs; the map is read on
     /// first use.
-    pub fn cluster(urls: &[String], options: NearCacheOptions, shared: Arc<Shared>) -> Result<Self> {
+    pub fn cluster(
+        urls: &[String],
+        options: NearCacheOptions,
+        shared: Arc<Shared>,
+    ) -> Result<Self> {
         let first = urls.first().ok_or_else(|| Error::InvalidKey {
             segment: String::new(),
             reason: "no node URL given",
@@ -192,7 +196,10 @@ mod tests {
     #[test]
     fn a_masters_url_keeps_the_seeds_scheme_and_credentials() {
         assert_eq!(prefix_of("redis://127.0.0.1:7000/"), "redis://");
-        assert_eq!(prefix_of("redis://app:secret@10.0.0.1:7000/0"), "redis://app:secret@");
+        assert_eq!(
+            prefix_of("redis://app:secret@10.0.0.1:7000/0"),
+            "redis://app:secret@"
+        );
         assert_eq!(prefix_of("rediss://h:1"), "rediss://");
     }
 }

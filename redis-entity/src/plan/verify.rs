@@ -127,6 +127,16 @@ pub enum Violation {
         /// The member holding the value.
         member: String,
     },
+    /// On a cluster, an entity stored where its type kept it before the type
+    /// had indexes (`user:{9}`), which the indexed type, keeping its
+    /// entities in index shards, does not read: `reindex` or `repair` moves
+    /// it into its shard.
+    Unplaced {
+        /// Its key.
+        key: String,
+        /// Its member.
+        member: String,
+    },
     /// A stored entity with a field that does not decode (or a required one
     /// missing): reported with its key and field; its index entries are
     /// checked as usual, and repair leaves the record to a person.
@@ -166,6 +176,7 @@ impl Violation {
             Violation::Leftover { .. } => "Leftover",
             Violation::StaleOwner { .. } => "StaleOwner",
             Violation::UnownedValue { .. } => "UnownedValue",
+            Violation::Unplaced { .. } => "Unplaced",
             Violation::Undecodable { .. } => "Undecodable",
             Violation::Unreadable { .. } => "Unreadable",
         }
@@ -229,6 +240,10 @@ impl fmt::Display for Violation {
                     "unowned value: `{member}` holds the value of `{key}`, which does not name it"
                 )
             }
+            Violation::Unplaced { key, .. } => write!(
+                f,
+                "entity at `{key}`, where its type kept it before it had indexes: reindex moves it into its shard"
+            ),
             Violation::Unreadable { key, detail, .. } => {
                 write!(f, "unreadable entity `{key}`: {detail}")
             }
@@ -487,6 +502,8 @@ pub(crate) struct Repairs {
     /// Owner keys of unique values to mend (`store::unique`): a stale owner
     /// released, an unowned value claimed for its holder.
     pub owners: Vec<(Violation, usize)>,
+    /// Entities to move into their shard: (member, position).
+    pub unplaced: Vec<(String, usize)>,
     /// What needs a person, and why.
     pub manual: Vec<(usize, &'static str)>,
 }
@@ -597,6 +614,7 @@ pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report
             Violation::StaleOwner { .. } | Violation::UnownedValue { .. } => {
                 out.owners.push((v.clone(), at))
             }
+            Violation::Unplaced { member, .. } => out.unplaced.push((member.clone(), at)),
             Violation::DuplicateUnique { .. } => out.manual.push((
                 at,
                 "two entities hold one unique value: decide which keeps it",

@@ -59,6 +59,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if keyspace::needs_claims(E::DESC, &self.ns) {
             report.violations.extend(self.verify_owners(E::DESC).await?);
         }
+        report
+            .violations
+            .extend(self.verify_placement(E::DESC).await?);
         Ok(report)
     }
 
@@ -186,8 +189,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         mut progress: impl FnMut(&Progress) + Send,
     ) -> Result<Repaired> {
         let plan = verify::repairs(E::DESC, &self.ns, report);
-        let total =
-            plan.writes.len() + plan.removals.len() + plan.one_sided.len() + plan.owners.len();
+        let total = plan.writes.len()
+            + plan.removals.len()
+            + plan.one_sided.len()
+            + plan.owners.len()
+            + plan.unplaced.len();
         let mut done = 0;
         let mut step = |n: usize| {
             done += n;
@@ -258,6 +264,45 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 }
             }
             step(chunk.len());
+        }
+        if !plan.unplaced.is_empty() {
+            // Moved first: the other fixes read the entity where it lives.
+            let found = self.unplaced(E::DESC).await?;
+            let wanted: BTreeMap<String, Vec<String>> = plan
+                .unplaced
+                .iter()
+                .filter_map(|(m, _)| Some((m.clone(), found.get(m)?.clone())))
+                .collect();
+            self.place(E::DESC, &wanted).await?;
+            let moved: Vec<(String, usize)> = plan
+                .unplaced
+                .iter()
+                .filter(|(m, _)| wanted.contains_key(m))
+                .cloned()
+                .collect();
+            for chunk in moved.chunks(BATCH) {
+                let plans: Vec<_> = chunk
+                    .iter()
+                    .map(|(m, _)| {
+                        write::lifecycle(
+                            E::DESC,
+                            self.namespace(),
+                            EntityKeys::new(E::DESC, self.namespace(), m.clone()),
+                            WriteOp::Reindex,
+                            None,
+                        )
+                    })
+                    .collect();
+                for ((m, at), r) in chunk.iter().zip(self.write_many(&plans).await?) {
+                    if let Err(e) = r {
+                        failed.insert(
+                            *at,
+                            format!("moved into its shard, then not indexed: {e} ({m})"),
+                        );
+                    }
+                }
+            }
+            step(plan.unplaced.len());
         }
         for (v, at) in &plan.owners {
             match self.repair_owner(E::DESC, v).await {
@@ -368,6 +413,17 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
         let desc = E::DESC;
         let mut members = std::collections::BTreeSet::new();
         let sharded = keyspace::sharded(desc, &self.ns);
+        // Entities written before the type had indexes move into their
+        // shards first (on a cluster; see `unplaced`).
+        let unplaced = self.unplaced(desc).await?;
+        if !unplaced.is_empty() {
+            let moved = self.place(desc, &unplaced).await?;
+            progress(&Progress {
+                step: "moving into index shards",
+                done: moved,
+                total: Some(unplaced.len()),
+            });
+        }
         for space in keyspace::spaces(desc, &self.ns) {
             let hint = keyspace::ids_key(desc, &space);
             let mut cursor: u64 = 0;

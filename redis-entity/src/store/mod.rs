@@ -20,6 +20,7 @@ mod rows;
 pub mod scan;
 pub(crate) mod timeline;
 mod unique;
+mod unplaced;
 mod update;
 
 pub use connect::ConnectOptions;
