@@ -674,7 +674,11 @@ async fn entities_written_before_the_first_index_move_into_their_shards() {
         .unwrap();
     assert_eq!(store.keys_of::<MemberV1>(3).base, "member2:{3}");
     assert!(store.keys_of::<MemberV2>(3).base.starts_with("{member2:"));
-    assert_eq!(store.get::<MemberV2>(3).await.unwrap(), None, "not read there");
+    assert_eq!(
+        store.get::<MemberV2>(3).await.unwrap(),
+        None,
+        "not read there"
+    );
 
     // verify names each one; repair moves it with its map and TTL, indexed.
     let report = store.verify::<MemberV2>().await.unwrap();
@@ -695,6 +699,10 @@ async fn entities_written_before_the_first_index_move_into_their_shards() {
     let ttl = store.ttl::<MemberV2>(3).await.unwrap().unwrap();
     assert!(ttl > Duration::from_secs(250), "{ttl:?}");
     assert_eq!(store.find(MemberV2::CITY, "Rome").await.unwrap().len(), 10);
-    assert_eq!(store.get::<MemberV1>(3).await.unwrap(), None, "the old keys are gone");
+    assert_eq!(
+        store.get::<MemberV1>(3).await.unwrap(),
+        None,
+        "the old keys are gone"
+    );
     assert!(store.verify::<MemberV2>().await.unwrap().is_clean());
 }
