@@ -191,19 +191,16 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// Relates (or unrelates) `a` and `b` whose sides live in two slots:
     /// one call per side in the order of the module's description.
+    /// `sides`: the member and entity key of `a`, then of `b` (what the
+    /// caller computed to choose this path).
     pub(crate) async fn relation_across<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
-        a: &A::Pk,
-        b: &B::Pk,
+        sides: [(String, String); 2],
         relate: bool,
     ) -> Result<bool> {
         let ns = &self.ns;
-        let (am, bm) = (A::member(a), B::member(b));
-        let (ak, bk) = (
-            keyspace::entity_key(A::DESC, ns, &am),
-            keyspace::entity_key(B::DESC, ns, &bm),
-        );
+        let [(am, ak), (bm, bk)] = sides;
         let conn = &mut self.conn.clone();
         if !relate {
             let removed: i64 = script::invoke(conn, &self.sent, &drop_call(&ak, rel.name(), &bm))

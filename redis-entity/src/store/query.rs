@@ -530,8 +530,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         .await?;
         let mut answers = answers;
         let mut cleans = Vec::new();
-        for (space, answer) in spaces.iter().zip(answers.iter_mut()) {
-            cleans.extend(self.drop_foreign::<E>(space, spec, answer));
+        // `spaces` lists shard 0, 1, ... in order.
+        for (shard, (space, answer)) in spaces.iter().zip(answers.iter_mut()).enumerate() {
+            cleans.extend(self.drop_foreign::<E>(shard, space, spec, answer));
         }
         if !cleans.is_empty() {
             self.write_many(&cleans).await?;
@@ -545,11 +546,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// query's entries of them from this shard.
     fn drop_foreign<E: Entity>(
         &self,
+        shard: usize,
         space: &crate::schema::escape::Namespace,
         spec: &query::Spec,
         answer: &mut query::Answer,
     ) -> Vec<crate::plan::write::WritePlan> {
-        let foreign = |m: &str| keyspace::entity_space(E::DESC, &self.ns, m) != *space;
+        // A hash of each member, no key spelled: every query of a sharded
+        // type passes here.
+        let foreign = |m: &str| usize::from(keyspace::shard_of(E::DESC, m)) != shard;
         if !answer.members.iter().any(|m| foreign(m)) {
             return Vec::new();
         }

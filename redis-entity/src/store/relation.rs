@@ -188,7 +188,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             key_of(B::DESC, &self.ns, &B::member(b)),
         );
         if !self.one_script([A::DESC, B::DESC], [&ak, &bk]) {
-            return self.relation_across(rel, a, b, relate).await;
+            return self
+                .relation_across(rel, [(A::member(a), ak), (B::member(b), bk)], relate)
+                .await;
         }
         let call = call(rel, &self.ns, a, b, relate);
         let n: i64 = script::invoke(&mut self.conn.clone(), &self.sent, &call)

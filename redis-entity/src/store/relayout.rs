@@ -156,17 +156,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let mut total = Progress::default();
         let mut walk = self.scan::<A>(count);
         while let Some(page) = walk.next_page().await? {
-            let owners: Vec<A::Pk> = page
-                .into_iter()
-                .filter_map(|r| r.ok())
-                .filter_map(|a| {
-                    let mut m = String::new();
-                    a.write_own_member(&mut m);
-                    A::read_member(&m)
-                })
-                .collect();
-            total.scanned += owners.len() as u64;
-            for a in owners {
+            for (_, a) in owners_of_page(page, &mut total) {
                 let pairs = self.related(rel, &a).await?;
                 let done =
                     futures_util::future::join_all(pairs.iter().map(|b| to.relate(rel, &a, b)))
@@ -199,13 +189,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let mut walk = self.scan::<O>(count);
         let entry = keyspace::timeline_entry(P::DESC, &to.ns);
         while let Some(page) = walk.next_page().await? {
-            for owner in page.into_iter().filter_map(|r| r.ok()) {
-                total.scanned += 1;
-                let mut m = String::new();
-                owner.write_own_member(&mut m);
-                let Some(pk) = O::read_member(&m) else {
-                    continue;
-                };
+            for (m, pk) in owners_of_page(page, &mut total) {
                 let from = timeline.key(&self.ns, &pk);
                 let listed: Vec<Vec<u8>> = self
                     .read_cmd(redis::cmd("LRANGE").arg(&from).arg(0).arg(-1), &from)
@@ -239,6 +223,27 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         total.done = true;
         Ok(total)
     }
+}
+
+/// The members and pks of a page of a walk of `E`, counted as scanned; a
+/// record that does not decode is reported in `failed` (its relations or
+/// timeline are not copied).
+fn owners_of_page<E: Entity>(page: Vec<Result<E>>, total: &mut Progress) -> Vec<(String, E::Pk)> {
+    let mut owners = Vec::with_capacity(page.len());
+    for record in page {
+        total.scanned += 1;
+        match record {
+            Ok(e) => {
+                let mut m = String::new();
+                e.write_own_member(&mut m);
+                if let Some(pk) = E::read_member(&m) {
+                    owners.push((m, pk));
+                }
+            }
+            Err(e) => total.failed.push((error_key(&e), e.to_string())),
+        }
+    }
+    owners
 }
 
 /// The key an error names, for a progress report.
