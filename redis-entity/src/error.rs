@@ -229,11 +229,21 @@ impl Error {
 
     /// Classifies a driver error raised while working on `key`.
     pub fn redis(key: &str, source: redis::RedisError) -> Self {
-        if source.code() == Some("WRONGTYPE") {
-            return Error::WrongType {
-                key: key.to_owned(),
-                detail: source.detail().unwrap_or_default().to_owned(),
-            };
+        match source.code() {
+            Some("WRONGTYPE") => {
+                return Error::WrongType {
+                    key: key.to_owned(),
+                    detail: script_location_cut(source.detail().unwrap_or_default()).to_owned(),
+                }
+            }
+            // A script checked the key it was about to touch: it names the
+            // key (not the first key of the call) and what it found there.
+            Some("WRONGTYPE_KEY") => {
+                if let Some(e) = wrong_type_key(key, source.detail().unwrap_or_default()) {
+                    return e;
+                }
+            }
+            _ => {}
         }
         Error::Redis {
             key: key.to_owned(),
@@ -286,6 +296,33 @@ fn redis_message(key: &str, source: &redis::RedisError) -> String {
 /// The server's error without the location in a script it adds (`script:
 /// <sha or function name>, on @user_script:NN.`): that names the runtime's
 /// code, not the user's data, and would only puzzle.
+/// The error of a script's `WRONGTYPE_KEY <found> <wanted> <key>` reply
+/// (see the scripts' `wrong_type` checks): the key that holds the wrong
+/// type, whatever key the call was made for.
+pub(crate) fn wrong_type_key(call_key: &str, detail: &str) -> Option<Error> {
+    let detail = script_location_cut(detail);
+    let mut parts = detail.splitn(3, ' ');
+    let (found, wanted, real) = (parts.next()?, parts.next()?, parts.next()?);
+    let what = if call_key.is_empty() || call_key == real {
+        "this call".to_owned()
+    } else {
+        format!("the call on `{call_key}`")
+    };
+    Some(Error::WrongType {
+        key: real.to_owned(),
+        detail: format!("it holds a {found}; {what} needs a {wanted} there (nothing was written)"),
+    })
+}
+
+/// A server message without the script location Redis appends to an error
+/// raised inside a script (` script: <sha or function>, on @user_...`).
+fn script_location_cut(detail: &str) -> &str {
+    match detail.find(" script: ") {
+        Some(at) if detail.contains("@user_") => detail[..at].trim_end(),
+        _ => detail,
+    }
+}
+
 fn without_script_location(e: redis::RedisError) -> redis::RedisError {
     let Some(detail) = e.detail() else {
         return e;

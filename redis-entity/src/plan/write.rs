@@ -275,21 +275,8 @@ impl WritePlan {
                 expected: self.version_expected.clone().unwrap_or_default(),
                 found: e.detail().unwrap_or_default().trim().to_owned(),
             },
-            // A key the write would touch holds another type: nothing was
-            // written. Detail: `<found> <wanted> <key>`.
-            Some("WRONGTYPE_KEY") => {
-                let detail = e.detail().unwrap_or_default();
-                let mut parts = detail.splitn(3, ' ');
-                match (parts.next(), parts.next(), parts.next()) {
-                    (Some(found), Some(wanted), Some(real)) => Error::WrongType {
-                        key: real.to_owned(),
-                        detail: format!(
-                            "it holds a {found}; the write of `{key}` needs a {wanted} there (nothing was written)"
-                        ),
-                    },
-                    _ => Error::redis(&key, e),
-                }
-            }
+            // (A key the write would touch holds another type: nothing was
+            // written, and `Error::redis` names that key.)
             // A field to increment holds something else than a number:
             // nothing was written. Detail: `<key position> <field> <value>`.
             Some("NOT_A_NUMBER") => self

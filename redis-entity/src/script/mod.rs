@@ -135,10 +135,17 @@ impl Script {
 
 /// The query, rank, relation and cache scripts: fixed texts.
 pub(crate) static QUERY: LazyLock<Script> =
-    LazyLock::new(|| Script::read_only(include_str!("lua/query.lua").to_owned()));
+    LazyLock::new(|| Script::read_only(naming_calls(include_str!("lua/query.lua"))));
 /// The rank of a member in a sorted index, counting live entities only.
 pub(crate) static RANK: LazyLock<Script> =
-    LazyLock::new(|| Script::read_only(include_str!("lua/rank.lua").to_owned()));
+    LazyLock::new(|| Script::read_only(naming_calls(include_str!("lua/rank.lua"))));
+
+/// A read script with `call` (lua/naming_call.lua) defined after its
+/// `#!lua` line: its reads name a key of the wrong type.
+fn naming_calls(text: &str) -> String {
+    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+    format!("{first}\n{}{rest}", include_str!("lua/naming_call.lua"))
+}
 /// Relate or unrelate two entities on both sides.
 pub(crate) static RELATION: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/relation.lua").to_owned()));
@@ -148,6 +155,12 @@ pub(crate) static REPAIR: LazyLock<Script> =
 /// The owner key of a unique value on a cluster: claim, takeover, release.
 pub(crate) static CLAIM: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/claim.lua").to_owned()));
+/// A post pushed onto many owners' timelines, every key checked first.
+pub(crate) static TIMELINE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/timeline.lua").to_owned()));
+/// A score added on a board bucket, and the bucket's expiry.
+pub(crate) static BOARD: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/board.lua").to_owned()));
 /// The read-through cache's lock and null-marker steps.
 pub(crate) static CACHE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/cache.lua").to_owned()));

@@ -189,18 +189,15 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     ) -> Result<f64> {
         let pk = &pk.into_pk();
         let key = board.key(&self.ns, at);
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .cmd("ZINCRBY")
-            .arg(&key)
+        // A script rather than MULTI: a ZINCRBY refused inside MULTI would
+        // still let the PEXPIREAT after it run on a key of the wrong type.
+        let call = crate::script::BOARD
+            .call()
+            .key(&key)
             .arg(crate::schema::codec::score_text(delta))
             .arg(E::member(pk))
-            .cmd("PEXPIREAT")
-            .arg(&key)
-            .arg(board.expires_at_ms(at))
-            .ignore();
-        let (score,): (String,) = pipe
-            .query_async(&mut self.conn.clone())
+            .arg(board.expires_at_ms(at).to_string());
+        let score: String = crate::script::invoke(&mut self.conn.clone(), &self.sent, &call)
             .await
             .map_err(|e| Error::redis(&key, e))?;
         query::parse_score(&score).ok_or_else(|| Error::UnexpectedReply { key, detail: score })

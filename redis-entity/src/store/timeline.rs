@@ -9,6 +9,7 @@ use crate::plan::query;
 use crate::schema::entity::Entity;
 use crate::schema::escape::Namespace;
 use crate::schema::pk::IntoPk;
+use crate::script;
 use redis::aio::ConnectionLike;
 use std::marker::PhantomData;
 
@@ -77,38 +78,39 @@ impl<O, P> Timeline<O, P> {
 /// How many owners one pipelined push covers.
 pub(crate) const PUSH_BATCH: usize = 1000;
 
-/// `LPUSH` + `LTRIM` of `post` onto each owner's timeline, and the
-/// timeline's entry in the owner's register (so that deleting the owner
-/// deletes its timeline, and `verify` knows the type of what it lists).
-pub(crate) fn push_pipeline(
+/// The timeline script's call for `owner_keys` (`check` only checks the
+/// keys' types, `push` checks them, then pushes): per owner, `LPUSH` +
+/// `LTRIM` of `post` onto its timeline, and the timeline's entry in the
+/// owner's register (so that deleting the owner deletes its timeline, and
+/// `verify` knows the type of what it lists).
+pub(crate) fn push_call<'s>(
+    mode: &str,
     owner_keys: &[String],
     name: &str,
     entry: &str,
     post_member: &str,
     cap: usize,
-) -> redis::Pipeline {
-    let mut pipe = redis::pipe();
+) -> script::Call<'s> {
+    let mut call = script::TIMELINE.call();
     for owner in owner_keys {
-        let list = keyspace::sub_key(owner, name);
-        pipe.cmd("LPUSH").arg(&list).arg(post_member).ignore();
-        pipe.cmd("LTRIM")
-            .arg(&list)
-            .arg(0)
-            .arg(cap.saturating_sub(1))
-            .ignore();
-        pipe.cmd("HSET")
-            .arg(keyspace::relation_register(owner))
-            .arg(name)
-            .arg(entry)
-            .ignore();
+        call = call
+            .key(keyspace::sub_key(owner, name))
+            .key(keyspace::relation_register(owner));
     }
-    pipe
+    call.arg(mode)
+        .arg(post_member)
+        .arg(cap.saturating_sub(1).to_string())
+        .arg(name)
+        .arg(entry)
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Pushes `post` onto the timeline of every owner, newest first, capped:
-    /// one pipelined round trip per 1,000 owners (on a cluster, one pipeline
-    /// per slot among them, the slots concurrently).
+    /// one atomic script call per 1,000 owners (on a cluster, one per slot
+    /// among them, the slots concurrently). Every owner's list and register
+    /// is checked before the first write (with more than 1,000 owners, in a
+    /// first round of checking calls), so a key of the wrong type fails the
+    /// push with [`Error::WrongType`] naming it and nothing pushed.
     pub async fn timeline_push<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
@@ -119,29 +121,38 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let member = P::member(post);
         let entry = keyspace::timeline_entry(P::DESC, &self.ns);
         let owners: Vec<O::Pk> = owners.into_iter().map(IntoPk::into_pk).collect();
-        for chunk in owners.chunks(PUSH_BATCH) {
-            let keys: Vec<String> = chunk
-                .iter()
-                .map(|o| keyspace::entity_key(O::DESC, &self.ns, &O::member(o)))
-                .collect();
-            // Each push touches its owner's keys only: the list and the
-            // register, under the owner's hash tag.
-            self.per_slot(
-                &keys,
-                |k| k.as_str(),
-                |group| {
-                    let pipe =
-                        push_pipeline(&group, timeline.name(), &entry, &member, timeline.cap());
-                    async move {
-                        let () = pipe
-                            .query_async(&mut self.conn.clone())
-                            .await
-                            .map_err(|e| Error::redis(&group[0], e))?;
-                        Ok(vec![(); group.len()])
-                    }
-                },
-            )
-            .await?;
+        let keys: Vec<String> = owners
+            .iter()
+            .map(|o| keyspace::entity_key(O::DESC, &self.ns, &O::member(o)))
+            .collect();
+        let (name, cap) = (timeline.name(), timeline.cap());
+        // A push to more owners than one call covers checks every key
+        // first, so that a key of the wrong type anywhere writes nothing
+        // (each call checks its own keys again before writing).
+        let modes: &[&str] = if keys.len() > PUSH_BATCH {
+            &["check", "push"]
+        } else {
+            &["push"]
+        };
+        for &mode in modes {
+            for chunk in keys.chunks(PUSH_BATCH) {
+                // Each push touches its owner's keys only: the list and the
+                // register, under the owner's hash tag.
+                self.per_slot(
+                    chunk,
+                    |k| k.as_str(),
+                    |group| {
+                        let call = push_call(mode, &group, name, &entry, &member, cap);
+                        async move {
+                            let _: i64 = script::invoke(&mut self.conn.clone(), &self.sent, &call)
+                                .await
+                                .map_err(|e| Error::redis(&group[0], e))?;
+                            Ok(vec![(); group.len()])
+                        }
+                    },
+                )
+                .await?;
+            }
         }
         Ok(())
     }

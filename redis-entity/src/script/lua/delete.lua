@@ -3,7 +3,7 @@
 local function delete(keys, args, first, last)
   begin(keys, args, first)
   local was_tracked = tracked()
-  local refused = check_key_types(false, 'all', was_tracked)
+  local refused = check_key_types(false, 'all', was_tracked) or check_relation_types()
   if refused then return refused end
   unindex_all()
   local away = unrelate_all()

@@ -40,7 +40,7 @@ end
 -- The members of one lexicographic range of a prefix index.
 local function lex_members(key, min, max)
   local out = {}
-  for _, entry in ipairs(redis.call('ZRANGEBYLEX', key, min, max)) do
+  for _, entry in ipairs(call('ZRANGEBYLEX', key, min, max)) do
     local sep = string.find(entry, ':', 1, true)
     if sep then out[#out + 1] = string.sub(entry, sep + 1) end
   end
@@ -66,17 +66,17 @@ end
 
 -- The members of one part of a range group.
 local function range_members(source, r)
-  if source == 'r' then return redis.call('ZRANGEBYSCORE', r.key, r.min, r.max) end
+  if source == 'r' then return call('ZRANGEBYSCORE', r.key, r.min, r.max) end
   return lex_members(r.key, r.min, r.max)
 end
 
 -- An estimate of a group's size, to intersect the smallest first.
 local function size_of(group)
   local n = 0
-  for _, key in ipairs(group.keys) do n = n + redis.call('SCARD', key) end
+  for _, key in ipairs(group.keys) do n = n + call('SCARD', key) end
   for _, r in ipairs(group.ranges) do
-    if group.source == 'r' then n = n + redis.call('ZCOUNT', r.key, r.min, r.max)
-    else n = n + redis.call('ZLEXCOUNT', r.key, r.min, r.max) end
+    if group.source == 'r' then n = n + call('ZCOUNT', r.key, r.min, r.max)
+    else n = n + call('ZLEXCOUNT', r.key, r.min, r.max) end
   end
   return n
 end
@@ -86,7 +86,7 @@ local expiry_key, owner_head = arg(), arg()
 local suffixes = {}
 for j = 1, tonumber(arg()) do suffixes[j] = arg() end
 local order_key, order_dir, with_scores = arg(), arg(), arg() == '1'
-local may_expire = expiry_key ~= '' and redis.call('ZCARD', expiry_key) > 0
+local may_expire = expiry_key ~= '' and call('ZCARD', expiry_key) > 0
 
 -- Fast path for leaderboards: ordered by a sorted index, at most a range on
 -- that same index, nothing that can have expired: one ZRANGE with LIMIT.
@@ -94,7 +94,7 @@ if order_key ~= '' and not may_expire and #groups <= 1
   and (#groups == 0 or (groups[1].source == 'r' and groups[1].ranges[1].key == order_key)) then
   local min, max = '-inf', '+inf'
   if #groups == 1 then min = groups[1].ranges[1].min; max = groups[1].ranges[1].max end
-  local total = redis.call('ZCOUNT', order_key, min, max)
+  local total = call('ZCOUNT', order_key, min, max)
   if limit == 0 then return { 0, total } end
   local cmd = { 'ZRANGE', order_key, min, max, 'BYSCORE' }
   if order_dir == 'desc' then cmd = { 'ZRANGE', order_key, max, min, 'BYSCORE', 'REV' } end
@@ -102,7 +102,7 @@ if order_key ~= '' and not may_expire and #groups <= 1
     cmd[#cmd + 1] = 'LIMIT'; cmd[#cmd + 1] = offset; cmd[#cmd + 1] = limit
   end
   if with_scores then cmd[#cmd + 1] = 'WITHSCORES' end
-  local out = redis.call(unpack(cmd))
+  local out = call(unpack(cmd))
   out[#out + 1] = 0; out[#out + 1] = total
   return out
 end
@@ -110,7 +110,7 @@ end
 -- Whether the entity of member `m` still exists.
 local function alive(m)
   for j = 1, #suffixes do
-    if redis.call('EXISTS', owner_head .. m .. suffixes[j]) == 1 then return true end
+    if call('EXISTS', owner_head .. m .. suffixes[j]) == 1 then return true end
   end
   return false
 end
@@ -133,9 +133,9 @@ if order_key ~= '' and may_expire and limit > 0 and #groups <= 1
   and (#groups == 0 or (groups[1].source == 'r' and groups[1].ranges[1].key == order_key)) then
   local min, max = '-inf', '+inf'
   if #groups == 1 then min = groups[1].ranges[1].min; max = groups[1].ranges[1].max end
-  local t = redis.call('TIME')
+  local t = call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local total = redis.call('ZCOUNT', order_key, min, max)
+  local total = call('ZCOUNT', order_key, min, max)
   local found, n, walk_ghosts, start, chunk = {}, 0, {}, 0, 256
   local want = offset + limit
   while n < want do
@@ -143,11 +143,11 @@ if order_key ~= '' and may_expire and limit > 0 and #groups <= 1
     if order_dir == 'desc' then
       cmd = { 'ZRANGE', order_key, max, min, 'BYSCORE', 'REV', 'LIMIT', start, chunk, 'WITHSCORES' }
     end
-    local flat = redis.call(unpack(cmd))
+    local flat = call(unpack(cmd))
     if #flat == 0 then break end
     local members = {}
     for j = 1, #flat, 2 do members[#members + 1] = flat[j] end
-    local expires = redis.call('ZMSCORE', expiry_key, unpack(members))
+    local expires = call('ZMSCORE', expiry_key, unpack(members))
     for j, m in ipairs(members) do
       local at = expires[j] and tonumber(expires[j])
       if n < want and not (at and at <= now) and alive(m) then
@@ -176,8 +176,8 @@ end
 local function members_of(group)
   if group.source == 's' then
     if #group.keys == 0 then return {} end
-    if group.op == 'all' then return redis.call('SINTER', unpack(group.keys)) end
-    return redis.call('SUNION', unpack(group.keys))
+    if group.op == 'all' then return call('SINTER', unpack(group.keys)) end
+    return call('SUNION', unpack(group.keys))
   end
   local lists = {}
   for j, r in ipairs(group.ranges) do lists[j] = range_members(group.source, r) end
@@ -221,7 +221,7 @@ if result == nil and #positive == 1 and #negative > 0 and single_key(positive[1]
     for _, k in ipairs(g.keys) do keys[#keys + 1] = k end
   end
   if native then
-    result = redis.call('SDIFF', unpack(keys))
+    result = call('SDIFF', unpack(keys))
     positive, negative = {}, {}
   end
 end
@@ -238,7 +238,7 @@ for _, g in ipairs(positive) do
     end
   end
 end
-if result == nil then result = redis.call('SMEMBERS', universe) end
+if result == nil then result = call('SMEMBERS', universe) end
 for _, g in ipairs(negative) do
   if #result == 0 then break end
   local excluded = to_set(members_of(g))
@@ -271,7 +271,7 @@ if order_key ~= '' then
   for s = 1, #result, 4000 do
     local chunk = {}
     for j = s, math.min(s + 3999, #result) do chunk[#chunk + 1] = result[j] end
-    local got = redis.call('ZMSCORE', order_key, unpack(chunk))
+    local got = call('ZMSCORE', order_key, unpack(chunk))
     for j, m in ipairs(chunk) do scores[m] = got[j] and tonumber(got[j]) or nil end
   end
   local desc = order_dir == 'desc'

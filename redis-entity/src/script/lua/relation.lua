@@ -20,7 +20,24 @@
 -- left...}; mode 'drop' (KEYS as for 'add'; ARGV: mode, member, the set's
 -- name) removes one member and returns how many went.
 local mode = ARGV[1]
+
+-- Every key a call writes is checked before the first write: a key of the
+-- wrong type fails the call with nothing written, naming that key
+-- (`WRONGTYPE_KEY <found> <wanted> <key>`), instead of half-way through.
+local PROBE = { set = 'SCARD', zset = 'ZCARD', hash = 'HLEN' }
+local function wrong_type(list)
+  for _, kt in ipairs(list) do
+    local r = redis.pcall(PROBE[kt[2]], kt[1])
+    if type(r) == 'table' and r.err then
+      return redis.error_reply('WRONGTYPE_KEY ' .. redis.call('TYPE', kt[1]).ok .. ' ' .. kt[2] .. ' ' .. kt[1])
+    end
+  end
+  return nil
+end
+
 if mode == 'drop' then
+  local refused = wrong_type({ { KEYS[1], 'set' }, { KEYS[2], 'hash' } })
+  if refused then return refused end
   local removed = redis.call('SREM', KEYS[1], ARGV[2])
   if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('HDEL', KEYS[2], ARGV[3]) end
   return removed
@@ -28,6 +45,11 @@ end
 if mode == 'add' then
   local other, name, entry, take, key, expiry, own = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
   if redis.call('EXISTS', key) == 0 then return redis.error_reply('ENTITY_NOT_FOUND ' .. own) end
+  local pttl = redis.call('PTTL', key)
+  local touched = { { KEYS[1], 'set' }, { KEYS[2], 'hash' } }
+  if pttl > 0 and expiry ~= '' then touched[3] = { expiry, 'zset' } end
+  local refused = wrong_type(touched)
+  if refused then return refused end
   local out = { 0 }
   if take == '1' then
     for _, old in ipairs(redis.call('SMEMBERS', KEYS[1])) do
@@ -39,7 +61,6 @@ if mode == 'add' then
   end
   out[1] = redis.call('SADD', KEYS[1], other)
   redis.call('HSET', KEYS[2], name, entry)
-  local pttl = redis.call('PTTL', key)
   if pttl > 0 and expiry ~= '' then
     local t = redis.call('TIME')
     redis.call('ZADD', expiry, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + pttl, own)
@@ -47,6 +68,8 @@ if mode == 'add' then
   return out
 end
 local a, b, name, reverse = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local refused = wrong_type({ { KEYS[1], 'set' }, { KEYS[2], 'set' }, { KEYS[3], 'hash' }, { KEYS[4], 'hash' } })
+if refused then return refused end
 if mode == 'unrelate' then
   local removed = redis.call('SREM', KEYS[1], b)
   redis.call('SREM', KEYS[2], a)
@@ -62,22 +85,34 @@ for side, key in ipairs({ ARGV[11], ARGV[13] }) do
     return redis.error_reply('ENTITY_NOT_FOUND ' .. side)
   end
 end
+local pttls, more = {}, {}
+for side, at in ipairs({ 11, 13 }) do
+  pttls[side] = redis.call('PTTL', ARGV[at])
+  if pttls[side] > 0 then more[#more + 1] = { ARGV[at + 1], 'zset' } end
+end
+local previous = {}
 if ARGV[8] == '1' then
-  -- One-to-many: b leaves its previous a.
   for _, old in ipairs(redis.call('SMEMBERS', KEYS[2])) do
     if old ~= a then
-      redis.call('SREM', ARGV[9] .. old .. ARGV[10] .. ':' .. name, b)
-      redis.call('SREM', KEYS[2], old)
+      previous[#previous + 1] = old
+      more[#more + 1] = { ARGV[9] .. old .. ARGV[10] .. ':' .. name, 'set' }
     end
   end
+end
+refused = wrong_type(more)
+if refused then return refused end
+-- One-to-many: b leaves its previous a.
+for _, old in ipairs(previous) do
+  redis.call('SREM', ARGV[9] .. old .. ARGV[10] .. ':' .. name, b)
+  redis.call('SREM', KEYS[2], old)
 end
 local added = redis.call('SADD', KEYS[1], b)
 redis.call('SADD', KEYS[2], a)
 redis.call('HSET', KEYS[3], name, ARGV[7])
 redis.call('HSET', KEYS[4], reverse, ARGV[6])
 local now
-for _, side in ipairs({ { ARGV[11], ARGV[12], a }, { ARGV[13], ARGV[14], b } }) do
-  local pttl = redis.call('PTTL', side[1])
+for i, side in ipairs({ { ARGV[11], ARGV[12], a }, { ARGV[13], ARGV[14], b } }) do
+  local pttl = pttls[i]
   if pttl > 0 then
     if not now then
       local t = redis.call('TIME')

@@ -6,7 +6,7 @@ local function sweep(keys, args, first, last)
     track_expiry(old_pttl, old)
     return 0
   end
-  local refused = check_key_types(false, 'all', true)
+  local refused = check_key_types(false, 'all', true) or check_relation_types()
   if refused then return refused end
   unindex_all()
   local away = unrelate_all()

@@ -443,6 +443,32 @@ local function check_key_types(maps, entries, expiry)
   return nil
 end
 
+-- Checks, before the first write of a delete or sweep, the keys that
+-- `unrelate_all` writes: the register, each relation set the entity owns
+-- and, where this script reaches them, the other sides' sets and registers.
+local function check_relation_types()
+  if member == '' then return nil end
+  local err = type_error(rel_key, 'hash')
+  if err then return err end
+  local flat = redis.call('HGETALL', rel_key)
+  for j = 1, #flat, 2 do
+    local head, tail, other = string.match(flat[j + 1], '^(.-)\n(.-)\n([^\n]*)')
+    if head and head ~= '@list' then
+      local own = K[1] .. ':' .. flat[j]
+      err = type_error(own, 'set')
+      if err then return err end
+      for _, m in ipairs(redis.call('SMEMBERS', own)) do
+        local theirs = head .. m .. tail
+        if local_side(head, theirs) then
+          err = type_error(theirs .. ':' .. other, 'set') or type_error(theirs .. T.rel, 'hash')
+          if err then return err end
+        end
+      end
+    end
+  end
+  return nil
+end
+
 -- Whether a change of stored values touches index keys: some entry may
 -- move, or the entity is new (its id is added).
 local function entries_move(force)
@@ -486,6 +512,48 @@ local function check_numbers(last)
     i = f + n
   end
   return nil
+end
+
+-- The entries an increment gives an equality index are known only once it
+-- ran, and their key (`<prefix><value>`) only then: each such increment is
+-- run first, the value read back and the stored value put back as it was
+-- (the field or column deleted if there was none), so that the key's type
+-- is checked with the others before the write. The write then runs the
+-- same increments again, to the same values. Sorted and prefix indexes
+-- keep one key whatever the value: nothing to probe.
+local function probe_increments(last)
+  local probed, saved = {}, {}
+  for n, spec in ipairs(T.idx) do
+    if new[n] == false and (spec.kind == 'e' or spec.kind == 't' or spec.kind == 'u') then
+      probed[#probed + 1] = n
+    end
+  end
+  if #probed == 0 then return end
+  local i = a + 1
+  while i <= last do
+    local op, k, n = A[i], tonumber(A[i + 1]), tonumber(A[i + 2])
+    local f = i + 3
+    local hash = op == 'HINCRBY' or op == 'HINCRBYFLOAT'
+    if hash or op == 'INCRBY' or op == 'INCRBYFLOAT' then
+      local field = hash and A[f] or ''
+      local id = k .. ' ' .. field
+      if not saved[id] then
+        local v
+        if hash then v = redis.call('HGET', K[k], field) else v = redis.call('GET', K[k]) end
+        saved[id] = { k = k, field = field, value = v or false }
+      end
+      if hash then redis.call(op, K[k], field, A[f + 1]) else redis.call(op, K[k], A[f]) end
+    end
+    i = f + n
+  end
+  local values = read_values(probed)
+  for _, n in ipairs(probed) do new[n] = entries(T.idx[n].kind, values[n]) end
+  for _, s in pairs(saved) do
+    if s.field ~= '' and s.value then redis.call('HSET', K[s.k], s.field, s.value)
+    elseif s.field ~= '' then redis.call('HDEL', K[s.k], s.field)
+    elseif s.value then redis.call('SET', K[s.k], s.value, 'KEEPTTL')
+    else redis.call('DEL', K[s.k]) end
+  end
 end
 
 -- HSET in chunks: unpack() of a very large argument list overflows Lua's C stack.
@@ -637,9 +705,11 @@ end
 local function change(last, force)
   local refused = version_conflict()
     or claims_needed()
-    or check_key_types(true, entries_move(force), expiry_moves())
-    or unique_conflict()
     or check_numbers(last)
+  if refused then return refused end
+  probe_increments(last)
+  refused = check_key_types(true, entries_move(force), expiry_moves())
+    or unique_conflict()
   if refused then return refused end
   local touched, bad = apply_data(last)
   if not touched then return bad end

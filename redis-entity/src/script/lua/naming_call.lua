@@ -1,0 +1,20 @@
+-- `call`: redis.call that, on a key of the wrong type, fails naming that key
+-- (`WRONGTYPE_KEY <found> <wanted> <key>`) rather than as the call's first
+-- key, and never with the server's bare WRONGTYPE message.
+local WANTS = { S = 'set', Z = 'zset', H = 'hash', L = 'list' }
+local function call(cmd, ...)
+  local r = redis.pcall(cmd, ...)
+  if type(r) == 'table' and r.err then
+    if string.find(r.err, 'WRONGTYPE', 1, true) then
+      local want = WANTS[string.sub(cmd, 1, 1)] or 'string'
+      for _, x in ipairs({ ... }) do
+        local t = redis.pcall('TYPE', x)
+        if type(t) == 'table' and t.ok and t.ok ~= 'none' and t.ok ~= want then
+          error({ err = 'WRONGTYPE_KEY ' .. t.ok .. ' ' .. want .. ' ' .. x })
+        end
+      end
+    end
+    error(r)
+  end
+  return r
+end

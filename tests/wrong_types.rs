@@ -1,0 +1,315 @@
+//! Relation, timeline, board and increment writes meet a key of the wrong
+//! type the way entity saves do: the write fails with a typed error naming
+//! the planted key, and nothing is written (a `DUMP` of every key before and
+//! after is equal). Reads name the key of the wrong type too, never the
+//! first key of their call, and never carry a script's location.
+//!
+//! One server: it compares the whole keyspace of that server with `DUMP`.
+
+use redis_entity::board::Board;
+use redis_entity::relation::{Relation, Timeline};
+use redis_entity::{Error, RedisEntity, Store};
+use std::collections::BTreeMap;
+use support::RedisServer;
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "acct")]
+struct Acct {
+    #[pk]
+    id: u64,
+    #[index]
+    country: String,
+    #[index(sorted)]
+    score: f64,
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "meter")]
+struct Meter {
+    #[pk]
+    id: u64,
+    #[index]
+    bucket: i64,
+    #[index(sorted)]
+    reading: f64,
+    #[index(prefix)]
+    label: String,
+}
+
+const FOLLOWS: Relation<Acct, Acct> = Relation::many_to_many("following", "followers");
+const MENTOR: Relation<Acct, Acct> = Relation::one_to_many("mentees", "mentor");
+const FEED: Timeline<Acct, Acct> = Timeline::new("feed", 100);
+const DAILY: Board<Acct> = Board::daily("daily", 3);
+
+fn acct(id: u64) -> Acct {
+    Acct {
+        id,
+        country: "DE".into(),
+        score: id as f64,
+    }
+}
+
+/// Every key with its type, serialized value and whether it has a TTL.
+fn snapshot(server: &RedisServer) -> BTreeMap<String, (String, Vec<u8>, i64)> {
+    let mut c = server.conn();
+    server
+        .keys()
+        .into_iter()
+        .map(|k| {
+            let t: String = redis::cmd("TYPE").arg(&k).query(&mut c).unwrap();
+            let dump: Vec<u8> = redis::cmd("DUMP").arg(&k).query(&mut c).unwrap();
+            let ttl: i64 = redis::cmd("PTTL").arg(&k).query(&mut c).unwrap();
+            (k, (t, dump, ttl.signum()))
+        })
+        .collect()
+}
+
+fn plant(server: &RedisServer, key: &str) {
+    let () = redis::cmd("SET")
+        .arg(key)
+        .arg("x")
+        .query(&mut server.conn())
+        .unwrap();
+}
+
+/// Three accounts, 1 following 2 and 3, 1 mentoring 2.
+async fn accounts() -> (RedisServer, Store) {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    for id in 1..=4 {
+        store.save(&acct(id)).await.unwrap();
+    }
+    store.relate(&FOLLOWS, 1, 2).await.unwrap();
+    store.relate(&FOLLOWS, 1, 3).await.unwrap();
+    store.relate(&MENTOR, 1, 2).await.unwrap();
+    (server, store)
+}
+
+/// Asserts that `err` is a `WrongType` naming `key`, without script words.
+fn names(what: &str, err: &Error, key: &str) {
+    match err {
+        Error::WrongType { key: named, .. } => assert_eq!(named, key, "{what}: {err}"),
+        other => panic!("{what}: expected WrongType naming {key}, got {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(
+        !text.contains("user_script") && !text.contains("script:"),
+        "{what}: {text}"
+    );
+}
+
+/// Plants `key`, runs `write`, and checks that it fails naming `key` and
+/// that the keyspace is what it was.
+async fn refused<F, Fut>(what: &str, key: &str, write: F)
+where
+    F: FnOnce(Store) -> Fut,
+    Fut: std::future::Future<Output = redis_entity::Result<()>>,
+{
+    let (server, store) = accounts().await;
+    plant(&server, key);
+    let before = snapshot(&server);
+    let err = write(store).await.expect_err(what);
+    names(what, &err, key);
+    assert_eq!(snapshot(&server), before, "{what}: the keyspace changed");
+}
+
+#[tokio::test]
+async fn relation_writes_meeting_a_wrong_type_write_nothing() {
+    refused(
+        "relate: b's reverse set",
+        "acct:4:followers",
+        |s| async move { s.relate(&FOLLOWS, 1, 4).await.map(drop) },
+    )
+    .await;
+    refused(
+        "relate: a's forward set",
+        "acct:4:following",
+        |s| async move { s.relate(&FOLLOWS, 4, 1).await.map(drop) },
+    )
+    .await;
+    refused("relate: a's register", "acct:4:@rel", |s| async move {
+        s.relate(&FOLLOWS, 4, 1).await.map(drop)
+    })
+    .await;
+    refused("relate: b's register", "acct:4:@rel", |s| async move {
+        s.relate(&FOLLOWS, 1, 4).await.map(drop)
+    })
+    .await;
+    // One-to-many: 2 leaves mentor 1 for 3; 1's set is written too.
+    refused(
+        "one-to-many: the previous owner's set",
+        "acct:1:mentees",
+        |s| async move { s.relate(&MENTOR, 3, 2).await.map(drop) },
+    )
+    .await;
+    refused(
+        "unrelate: b's reverse set",
+        "acct:2:followers",
+        |s| async move { s.unrelate(&FOLLOWS, 1, 2).await.map(drop) },
+    )
+    .await;
+    refused("unrelate: b's register", "acct:3:@rel", |s| async move {
+        s.unrelate(&FOLLOWS, 1, 3).await.map(drop)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_delete_meeting_a_wrong_type_on_the_other_side_writes_nothing() {
+    refused(
+        "delete: another side's set",
+        "acct:3:followers",
+        |s| async move { s.delete::<Acct>(1).await.map(drop) },
+    )
+    .await;
+    refused(
+        "delete: another side's register",
+        "acct:2:@rel",
+        |s| async move { s.delete::<Acct>(1).await.map(drop) },
+    )
+    .await;
+    refused("delete: its own register", "acct:4:@rel", |s| async move {
+        s.delete::<Acct>(4).await.map(drop)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn timeline_pushes_and_board_increments_meeting_a_wrong_type_write_nothing() {
+    refused(
+        "timeline push: one owner's list",
+        "acct:3:feed",
+        |s| async move { s.timeline_push(&FEED, 4, [1, 2, 3]).await },
+    )
+    .await;
+    refused(
+        "timeline push: one owner's register",
+        "acct:2:@rel",
+        |s| async move { s.timeline_push(&FEED, 4, [1, 2, 3]).await },
+    )
+    .await;
+    // More owners than one call covers: the first calls write nothing either.
+    refused(
+        "timeline push to 2,500 owners",
+        "acct:2400:feed",
+        |s| async move { s.timeline_push(&FEED, 4, 1..=2500u64).await },
+    )
+    .await;
+    let today = DAILY.key(
+        &redis_entity::Namespace::none(),
+        std::time::SystemTime::now(),
+    );
+    refused("board increment", &today, |s| async move {
+        s.board_incr(&DAILY, 1, 5.0).await.map(drop)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn increments_and_sets_into_an_index_meeting_a_wrong_type_write_nothing() {
+    for (what, key) in [
+        ("incr into an equality index", "meter:@bucket:6"),
+        ("incr of a sorted index", "meter:@reading"),
+    ] {
+        let server = RedisServer::start();
+        let store = Store::connect(&server.url()).await.unwrap();
+        let m = Meter {
+            id: 1,
+            bucket: 5,
+            reading: 1.0,
+            label: "hall".into(),
+        };
+        store.save(&m).await.unwrap();
+        plant(&server, key);
+        let before = snapshot(&server);
+        let err = store
+            .update::<Meter>(1)
+            .incr(Meter::BUCKET, 1)
+            .incr(Meter::READING, 0.5)
+            .exec()
+            .await
+            .expect_err(what);
+        names(what, &err, key);
+        assert_eq!(snapshot(&server), before, "{what}: the keyspace changed");
+        // Once the planted key is gone, the same increment goes through.
+        let () = redis::cmd("DEL")
+            .arg(key)
+            .query(&mut server.conn())
+            .unwrap();
+        store
+            .update::<Meter>(1)
+            .incr(Meter::BUCKET, 1)
+            .incr(Meter::READING, 0.5)
+            .exec()
+            .await
+            .unwrap();
+        let m = store.get::<Meter>(1).await.unwrap().unwrap();
+        assert_eq!((m.bucket, m.reading), (6, 1.5));
+        assert_eq!(
+            store.find(Meter::BUCKET, 6).await.unwrap(),
+            vec![m.clone()],
+            "{what}"
+        );
+        assert!(store.verify::<Meter>().await.unwrap().is_clean(), "{what}");
+    }
+    for (what, key) in [
+        ("set of an equality index", "meter:@bucket:9"),
+        ("set of a prefix index", "meter:@label"),
+    ] {
+        let server = RedisServer::start();
+        let store = Store::connect(&server.url()).await.unwrap();
+        store
+            .save(&Meter {
+                id: 1,
+                bucket: 5,
+                reading: 1.0,
+                label: "hall".into(),
+            })
+            .await
+            .unwrap();
+        plant(&server, key);
+        let before = snapshot(&server);
+        let err = store
+            .update::<Meter>(1)
+            .set(Meter::BUCKET, 9)
+            .set(Meter::LABEL, "attic".to_string())
+            .exec()
+            .await
+            .expect_err(what);
+        names(what, &err, key);
+        assert_eq!(snapshot(&server), before, "{what}: the keyspace changed");
+    }
+}
+
+#[tokio::test]
+async fn reads_name_the_key_of_the_wrong_type() {
+    let (server, store) = accounts().await;
+    plant(&server, "acct:@country:DE");
+    let err = store
+        .query::<Acct>()
+        .eq(Acct::COUNTRY, "DE")
+        .count()
+        .await
+        .unwrap_err();
+    names("count", &err, "acct:@country:DE");
+    let err = store
+        .query::<Acct>()
+        .eq(Acct::COUNTRY, "DE")
+        .fetch()
+        .await
+        .unwrap_err();
+    names("fetch", &err, "acct:@country:DE");
+    let err = store.find(Acct::COUNTRY, "DE").await.unwrap_err();
+    names("find", &err, "acct:@country:DE");
+
+    plant(&server, "acct:@score");
+    let err = store
+        .query::<Acct>()
+        .range(Acct::SCORE, 1.0..)
+        .ids()
+        .await
+        .unwrap_err();
+    names("range", &err, "acct:@score");
+    let err = store.rank(Acct::SCORE, 1).await.unwrap_err();
+    names("rank", &err, "acct:@score");
+}
