@@ -233,7 +233,7 @@ async fn a_post_is_pushed_to_every_follower_and_read_back_with_its_posts() {
     assert_eq!(
         trips.take(),
         3,
-        "followers, then one pipeline per 1,000 of them"
+        "followers, then a pipeline checking every key, then one pushing"
     );
     store.timeline_push(&PUSHED, &2, &[100, 101]).await.unwrap();
     store.timeline_push(&PUSHED, &3, &[100]).await.unwrap();

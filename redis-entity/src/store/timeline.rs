@@ -11,6 +11,7 @@ use crate::schema::escape::Namespace;
 use crate::schema::pk::IntoPk;
 use crate::script;
 use redis::aio::ConnectionLike;
+use redis::Value;
 use std::marker::PhantomData;
 
 /// A capped list per owner of type `O` holding members of `P`s, newest first.
@@ -106,11 +107,12 @@ pub(crate) fn push_call<'s>(
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Pushes `post` onto the timeline of every owner, newest first, capped:
-    /// one atomic script call per 1,000 owners (on a cluster, one per slot
-    /// among them, the slots concurrently). Every owner's list and register
-    /// is checked before the first write (with more than 1,000 owners, in a
-    /// first round of checking calls), so a key of the wrong type fails the
-    /// push with [`Error::WrongType`] naming it and nothing pushed.
+    /// one atomic script call per 1,000 owners, all in one pipeline (on a
+    /// cluster, one pipeline per slot among them, the slots concurrently).
+    /// Every owner's list and register is checked before the first write
+    /// (with more than 1,000 owners, in a first pipeline of checking
+    /// calls), so a key of the wrong type fails the push with
+    /// [`Error::WrongType`] naming it and nothing pushed.
     pub async fn timeline_push<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
@@ -126,33 +128,40 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .map(|o| keyspace::entity_key(O::DESC, &self.ns, &O::member(o)))
             .collect();
         let (name, cap) = (timeline.name(), timeline.cap());
-        // A push to more owners than one call covers checks every key
-        // first, so that a key of the wrong type anywhere writes nothing
-        // (each call checks its own keys again before writing).
+        // A push to more owners than one call covers checks every key in a
+        // first pipeline, so that a key of the wrong type anywhere writes
+        // nothing (each call checks its own keys again before writing).
         let modes: &[&str] = if keys.len() > PUSH_BATCH {
             &["check", "push"]
         } else {
             &["push"]
         };
         for &mode in modes {
-            for chunk in keys.chunks(PUSH_BATCH) {
-                // Each push touches its owner's keys only: the list and the
-                // register, under the owner's hash tag.
-                self.per_slot(
-                    chunk,
-                    |k| k.as_str(),
-                    |group| {
-                        let call = push_call(mode, &group, name, &entry, &member, cap);
-                        async move {
-                            let _: i64 = script::invoke(&mut self.conn.clone(), &self.sent, &call)
+            // Each push touches its owner's keys only: the list and the
+            // register, under the owner's hash tag.
+            self.per_slot(
+                &keys,
+                |k| k.as_str(),
+                |group| {
+                    let calls: Vec<script::Call<'_>> = group
+                        .chunks(PUSH_BATCH)
+                        .map(|chunk| push_call(mode, chunk, name, &entry, &member, cap))
+                        .collect();
+                    async move {
+                        let replies =
+                            script::invoke_all(&mut self.conn.clone(), &self.sent, &calls)
                                 .await
                                 .map_err(|e| Error::redis(&group[0], e))?;
-                            Ok(vec![(); group.len()])
+                        for reply in replies {
+                            if let Value::ServerError(e) = reply {
+                                return Err(Error::redis(&group[0], e.into()));
+                            }
                         }
-                    },
-                )
-                .await?;
-            }
+                        Ok(vec![(); group.len()])
+                    }
+                },
+            )
+            .await?;
         }
         Ok(())
     }
