@@ -52,7 +52,8 @@ fn lisi() -> User {
 }
 
 /// A store of the cluster layout over one server's connection (a one-node
-/// cluster's keys); `check_layout` is its first call.
+/// cluster's keys), checking the layout as connected stores do:
+/// `check_layout` is its first call, and its first write records the marker.
 async fn cluster_layout_store(
     server: &RedisServer,
 ) -> redis_entity::Result<Store<redis::aio::MultiplexedConnection>> {
@@ -61,7 +62,9 @@ async fn cluster_layout_store(
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let store = Store::new(conn).with_key_layout(KeyLayout::Cluster);
+    let store = Store::new(conn)
+        .with_key_layout(KeyLayout::Cluster)
+        .with_layout_check();
     store.check_layout().await?;
     Ok(store)
 }
@@ -229,6 +232,7 @@ async fn a_store_refuses_a_keyspace_of_the_other_layout() {
     let server = RedisServer::start();
     let standalone = Store::connect(&server.url()).await.unwrap();
     standalone.save(&lisi()).await.unwrap();
+    assert_eq!(marker(&server).await.as_deref(), Some("standalone"));
     let err = cluster_layout_store(&server).await.unwrap_err();
     assert!(
         matches!(&err, Error::LayoutMismatch { found, expected: "cluster" } if found == "standalone"),
@@ -236,17 +240,83 @@ async fn a_store_refuses_a_keyspace_of_the_other_layout() {
     );
     assert!(err.to_string().contains("standalone key layout"), "{err}");
 
-    // And the other way round, from a fresh keyspace.
+    // And the other way round, from a fresh keyspace: the first write of
+    // each store is where the marker is recorded and checked.
     let other = RedisServer::start();
-    cluster_layout_store(&other).await.unwrap();
-    let err = Store::connect(&other.url()).await.unwrap_err();
+    let cluster = cluster_layout_store(&other).await.unwrap();
+    cluster.save(&lisi()).await.unwrap();
+    let before = other.keys();
+    let standalone = Store::connect(&other.url()).await.unwrap();
+    let err = standalone.check_layout().await.unwrap_err();
     assert!(matches!(err, Error::LayoutMismatch { .. }), "{err:?}");
+    let err = standalone.save(&lisi()).await.unwrap_err();
+    assert!(matches!(err, Error::LayoutMismatch { .. }), "{err:?}");
+    assert_eq!(other.keys(), before, "a refused store writes nothing");
+}
+
+#[tokio::test]
+async fn connecting_and_reading_write_nothing() {
+    let server = RedisServer::start();
+    let dbsize = || -> i64 { redis::cmd("DBSIZE").query(&mut server.conn()).unwrap() };
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.check_layout().await.unwrap();
+    assert_eq!(store.get::<User>(9).await.unwrap(), None);
+    assert!(store.find(User::COUNTRY, "DE").await.unwrap().is_empty());
+    assert_eq!(store.query::<User>().count().await.unwrap(), 0);
+    assert_eq!(dbsize(), 0, "connect, check_layout and reads wrote a key");
+    // The first write records the marker, in the store's namespace.
+    store.save(&lisi()).await.unwrap();
+    assert_eq!(marker(&server).await.as_deref(), Some("standalone"));
+}
+
+#[tokio::test]
+async fn a_tenant_limited_to_its_prefix_connects_reads_and_writes() {
+    let server = RedisServer::start();
+    let _: () = redis::cmd("ACL")
+        .arg(
+            &[
+                "SETUSER",
+                "t1",
+                "on",
+                ">pw",
+                "~tenant:1:*",
+                "+@all",
+                "-@dangerous",
+            ][..],
+        )
+        .query(&mut server.conn())
+        .unwrap();
+    let url = server.url().replace("redis://", "redis://t1:pw@");
+    let store = Store::connect(&url)
+        .await
+        .unwrap()
+        .with_namespace(redis_entity::Namespace::tenant(1));
+    store.check_layout().await.unwrap();
+    assert_eq!(store.get::<User>(9).await.unwrap(), None);
+    store.save(&lisi()).await.unwrap();
+    assert_eq!(store.get::<User>(9).await.unwrap(), Some(lisi()));
+    assert_eq!(store.find(User::COUNTRY, "DE").await.unwrap(), vec![lisi()]);
+    assert!(store.verify::<User>().await.unwrap().is_clean());
+    let mut all: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query(&mut server.conn())
+        .unwrap();
+    all.sort();
+    assert!(
+        all.iter().all(|k| k.starts_with("tenant:1:")),
+        "a key outside the tenant's prefix: {all:?}"
+    );
+    assert!(
+        all.contains(&format!("tenant:1:{LAYOUT_MARKER}")),
+        "{all:?}"
+    );
+    assert!(store.delete::<User>(9).await.unwrap());
 }
 
 #[tokio::test]
 async fn a_read_only_user_checks_the_marker_without_writing_it() {
     let server = RedisServer::start();
-    // Read commands only: its SET of the marker is refused (NOPERM).
+    // Read commands only.
     let _: () = redis::cmd("ACL")
         .arg(
             &[
@@ -262,11 +332,18 @@ async fn a_read_only_user_checks_the_marker_without_writing_it() {
         .query(&mut server.conn())
         .unwrap();
     let url = server.url().replace("redis://", "redis://reader:pw@");
-    Store::connect(&url).await.unwrap();
+    let reader = Store::connect(&url).await.unwrap();
+    reader.check_layout().await.unwrap();
+    assert_eq!(reader.get::<User>(9).await.unwrap(), None);
     assert_eq!(marker(&server).await, None, "a reader records nothing");
 
-    cluster_layout_store(&server).await.unwrap();
-    let err = Store::connect(&url).await.unwrap_err();
+    cluster_layout_store(&server)
+        .await
+        .unwrap()
+        .save(&lisi())
+        .await
+        .unwrap();
+    let err = reader.check_layout().await.unwrap_err();
     assert!(matches!(err, Error::LayoutMismatch { .. }), "{err:?}");
 }
 

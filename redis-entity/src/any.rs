@@ -88,7 +88,6 @@ impl Store<AnyConnection> {
                 Store::new(AnyConnection::Cluster(conn)).with_key_layout(crate::KeyLayout::Cluster)
             }
         };
-        store.check_layout().await?;
-        Ok(store)
+        Ok(store.with_layout_check())
     }
 }

@@ -36,9 +36,16 @@ pub(crate) const REQUEST_SUFFIX: &str = ":@req:";
 /// How long a request record is kept: longer than any retry waits.
 pub(crate) const REQUEST_WINDOW_MS: u64 = 60_000;
 
-/// The key recording which [`KeyLayout`] wrote the keyspace: a string,
-/// `standalone` or `cluster`. No entity or index key starts with `@`.
-pub(crate) const LAYOUT_MARKER: &str = "@redis-entity:layout";
+/// The name, after the namespace, of the key recording which [`KeyLayout`]
+/// wrote the namespace's keys: a string, `standalone` or `cluster`. No
+/// entity or index key starts with `@`.
+const LAYOUT_MARKER: &str = "@redis-entity:layout";
+
+/// The layout marker of namespace `ns`: `<ns>@redis-entity:layout`, inside
+/// the namespace (an ACL user limited to its prefix may write it).
+pub(crate) fn layout_marker(ns: &Namespace) -> String {
+    format!("{}{LAYOUT_MARKER}", ns.as_str())
+}
 
 /// The name of an entity's index shadow under its key.
 const SHADOW: &str = "@shadow";

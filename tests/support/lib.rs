@@ -205,9 +205,9 @@ impl RedisServer {
             .collect();
         // SCAN returns a key at least once: twice when the table is
         // resized during the walk (after many deletes, say).
-        // The layout marker a store records on connecting is the
-        // keyspace's, not any entity's: tests of it read it by name.
-        keys.retain(|k| k != LAYOUT_MARKER);
+        // The layout marker a store records with its first write is its
+        // namespace's, not any entity's: tests of it read it by name.
+        keys.retain(|k| !k.ends_with(LAYOUT_MARKER));
         keys.sort();
         keys.dedup();
         keys
@@ -222,10 +222,11 @@ impl Drop for RedisServer {
     }
 }
 
-/// A store on a fresh connection to `server` that counts its round trips.
-/// The key recording a keyspace's layout (`Store::check_layout`).
+/// The key, after its namespace, recording a namespace's layout
+/// (`Store::check_layout`).
 pub const LAYOUT_MARKER: &str = "@redis-entity:layout";
 
+/// A store on a fresh connection to `server` that counts its round trips.
 pub async fn counted_store(
     server: &RedisServer,
 ) -> (

@@ -187,6 +187,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         delta: f64,
         at: std::time::SystemTime,
     ) -> Result<f64> {
+        self.mark_layout().await?;
         let pk = &pk.into_pk();
         let key = board.key(&self.ns, at);
         // A script rather than MULTI: a ZINCRBY refused inside MULTI would

@@ -75,6 +75,9 @@ pub struct Store<C = ConnectionManager> {
     near: Option<crate::near::NearCache>,
     /// What the store has done, for `metrics()`.
     counters: std::sync::Arc<observe::Counters>,
+    /// Set once this store recorded (or found) its layout's marker in its
+    /// namespace; `None` for a store that checks nothing (`Store::new`).
+    layout_marked: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// The entity types a store has seen with entities that have a TTL: their
@@ -93,9 +96,7 @@ impl Store<ConnectionManager> {
 
     /// Connects to `url` with `options` (timeouts, reconnection).
     pub async fn connect_with(url: &str, options: ConnectOptions) -> Result<Self> {
-        let store = Store::new(connect::connect(url, &options).await?);
-        store.check_layout().await?;
-        Ok(store)
+        Ok(Store::new(connect::connect(url, &options).await?).with_layout_check())
     }
 }
 
@@ -111,9 +112,9 @@ impl Store<redis::cluster_async::ClusterConnection> {
             .get_async_connection()
             .await
             .map_err(|e| Error::redis(&first, e))?;
-        let store = Store::new(conn).with_key_layout(KeyLayout::Cluster);
-        store.check_layout().await?;
-        Ok(store)
+        Ok(Store::new(conn)
+            .with_key_layout(KeyLayout::Cluster)
+            .with_layout_check())
     }
 }
 
@@ -139,13 +140,32 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             replica: None,
             near: None,
             counters: Default::default(),
+            layout_marked: None,
         }
+    }
+
+    /// The same store recording its key layout in its namespace's marker
+    /// (`<namespace>@redis-entity:layout`) with its first write, and
+    /// refusing with [`Error::LayoutMismatch`] a namespace marked with the
+    /// other layout (see [`Store::check_layout`]). The `connect` functions
+    /// return such stores; [`Store::new`] checks nothing.
+    pub fn with_layout_check(mut self) -> Self {
+        self.layout_marked = Some(Default::default());
+        self
     }
 
     /// The same store with every key under `ns` (a tenant prefix).
     pub fn with_namespace(mut self, ns: Namespace) -> Self {
         self.ns = ns.in_layout(self.ns.layout());
+        self.remark_layout();
         self
+    }
+
+    /// A store of another namespace or layout has its own marker to record.
+    fn remark_layout(&mut self) {
+        if self.layout_marked.is_some() {
+            self.layout_marked = Some(Default::default());
+        }
     }
 
     /// The same store writing `layout`'s keys: [`KeyLayout::Standalone`]
@@ -154,6 +174,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// cluster connection needs the cluster layout.
     pub fn with_key_layout(mut self, layout: KeyLayout) -> Self {
         self.ns = self.ns.clone().in_layout(layout);
+        self.remark_layout();
         self
     }
 
@@ -162,27 +183,59 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.ns.layout()
     }
 
-    /// Checks the keyspace's layout marker against this store's layout,
-    /// recording it when there is none (one round trip;
-    /// [`Store::connect`] and [`Store::connect_cluster`] do it). A keyspace
-    /// written in the other layout is refused with
-    /// [`Error::LayoutMismatch`]: reading it would find nothing and
-    /// writing it would mix two layouts. A user that may not write (an ACL
-    /// read-only user, a replica) only reads the marker.
+    /// Checks the layout marker of this store's namespace
+    /// (`<namespace>@redis-entity:layout`) against this store's layout,
+    /// writing nothing (one `GET`). A namespace written in the other layout
+    /// is refused with [`Error::LayoutMismatch`]: reading it would find
+    /// nothing and writing it would mix two layouts. A namespace no store
+    /// wrote yet has no marker, and passes.
+    ///
+    /// Connecting writes nothing: a store made by [`Store::connect`],
+    /// [`Store::connect_cluster`] or `connect_any` records the marker with
+    /// its first write (`SET .. NX GET`, once per store and namespace),
+    /// where it makes the same check; a store that never writes never
+    /// creates it. Call this to check before reading.
     pub async fn check_layout(&self) -> Result<()> {
-        let key = crate::keyspace::LAYOUT_MARKER;
-        let ours = self.ns.layout();
-        let mut set = redis::cmd("SET");
-        set.arg(key).arg(ours.name()).arg("NX").arg("GET");
-        let found: Option<String> = match set.query_async(&mut self.conn.clone()).await {
-            Ok(v) => v,
-            Err(e) if matches!(e.code(), Some("READONLY" | "NOPERM")) => redis::cmd("GET")
-                .arg(key)
-                .query_async(&mut self.conn.clone())
-                .await
-                .map_err(|e| Error::redis(key, e))?,
-            Err(e) => return Err(Error::redis(key, e)),
+        let key = crate::keyspace::layout_marker(&self.ns);
+        let found: Option<String> = redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&key, e))?;
+        self.layout_matches(found)
+    }
+
+    /// Records this store's layout in its namespace's marker, or finds the
+    /// one there: once per store, before its first write.
+    pub(crate) async fn mark_layout(&self) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        let Some(marked) = &self.layout_marked else {
+            return Ok(());
         };
+        if marked.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let key = crate::keyspace::layout_marker(&self.ns);
+        let mut set = redis::cmd("SET");
+        set.arg(&key)
+            .arg(self.ns.layout().name())
+            .arg("NX")
+            .arg("GET");
+        // Retried as the write it comes before is (it is idempotent).
+        let found: Option<String> = self
+            .retrying(|| async {
+                set.query_async(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| Error::redis(&key, e))
+            })
+            .await?;
+        self.layout_matches(found)?;
+        marked.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn layout_matches(&self, found: Option<String>) -> Result<()> {
+        let ours = self.ns.layout();
         match found {
             Some(name) if KeyLayout::from_name(&name) != Some(ours) => Err(Error::LayoutMismatch {
                 found: name,
@@ -311,6 +364,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     pub(crate) async fn write(&self, plan: &WritePlan) -> Result<bool> {
+        self.mark_layout().await?;
         // Unique values with owner keys on a cluster (`unique`): a few
         // steps, not retried as one write.
         if unique::claims_for(plan, &self.ns) {
@@ -444,6 +498,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if plans.is_empty() {
             return Ok(Vec::new());
         }
+        self.mark_layout().await?;
         if crate::keyspace::needs_claims(plans[0].desc, &self.ns) {
             // Each write claims its own values: all of them concurrently.
             return Ok(futures_util::future::join_all(plans.iter().map(|p| self.write(p))).await);

@@ -183,6 +183,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         b: &B::Pk,
         relate: bool,
     ) -> Result<bool> {
+        self.mark_layout().await?;
         let (ak, bk) = (
             key_of(A::DESC, &self.ns, &A::member(a)),
             key_of(B::DESC, &self.ns, &B::member(b)),

@@ -119,6 +119,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         post: impl IntoPk<P::Pk>,
         owners: impl IntoIterator<Item = impl IntoPk<O::Pk>>,
     ) -> Result<()> {
+        self.mark_layout().await?;
         let post = &post.into_pk();
         let member = P::member(post);
         let entry = keyspace::timeline_entry(P::DESC, &self.ns);
