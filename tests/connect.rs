@@ -199,6 +199,7 @@ async fn a_retried_increment_counts_once() {
         reading: 0,
     };
     store.save(&m).await.unwrap();
+    let retries = store.metrics().retries;
     let sleeper = sleep_server(&server, 0.6);
     // The first attempt times out while the server sleeps; the retries carry
     // the same request token, so the one applied is not applied again.
@@ -209,6 +210,10 @@ async fn a_retried_increment_counts_once() {
         .await
         .unwrap();
     sleeper.join().unwrap();
+    assert!(
+        store.metrics().retries > retries,
+        "the increment was not retried: the test proves nothing"
+    );
     assert_eq!(store.get::<Meter>(&1).await.unwrap().unwrap().reading, 1);
 }
 
@@ -216,6 +221,16 @@ async fn a_retried_increment_counts_once() {
 async fn a_retried_insert_does_not_find_itself() {
     let server = RedisServer::start_with(&["--enable-debug-command", "local"]);
     let store = retrying_store(&server).await;
+    // A first write records the layout marker; the insert's retries follow.
+    store
+        .save(&Meter {
+            id: 1,
+            site: "a".into(),
+            reading: 0,
+        })
+        .await
+        .unwrap();
+    let retries = store.metrics().retries;
     let sleeper = sleep_server(&server, 0.6);
     let m = Meter {
         id: 2,
@@ -224,6 +239,10 @@ async fn a_retried_insert_does_not_find_itself() {
     };
     store.insert(&m).await.unwrap();
     sleeper.join().unwrap();
+    assert!(
+        store.metrics().retries > retries,
+        "the insert was not retried: the test proves nothing"
+    );
     assert_eq!(store.get::<Meter>(&2).await.unwrap(), Some(m.clone()));
     // A later insert of the same entity, with a new token, is refused.
     assert!(matches!(

@@ -284,6 +284,8 @@ fn pad(e: &Entity, i: usize) -> Option<usize> {
 fn read_member_fn(e: &Entity, re: &TokenStream) -> TokenStream {
     let option = quote!(#re::core::option::Option);
     let tag = &e.key.tag;
+    // What `write_member_body` escapes besides the usual characters.
+    let extra = lit(&format!("{}@", e.key.separators));
     let body = if tag.is_empty() {
         quote!(#option::None)
     } else {
@@ -301,7 +303,7 @@ fn read_member_fn(e: &Entity, re: &TokenStream) -> TokenStream {
             };
             let parse = match pad(e, *i) {
                 Some(w) => quote!(#re::PaddedKeyPart::read_padded(__seg, #w)?),
-                None => quote!(#re::KeyPart::read_key(__seg)?),
+                None => quote!(#re::KeyPart::read_key(__seg, #extra)?),
             };
             let var = format_ident!("__r{}", i);
             steps.extend(quote! {

@@ -251,7 +251,7 @@ pub mod __private {
         ColumnDesc, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, MapDesc, Row,
         DEFAULT_SHARDS,
     };
-    pub use crate::schema::escape::{KeyPart, PaddedKeyPart};
+    pub use crate::schema::escape::{unescape_with, KeyPart, PaddedKeyPart};
     pub use crate::schema::field::{
         Equality, Field, HashField, NoIndex, Prefix, Sorted, Tags, Unique,
     };

@@ -149,7 +149,7 @@ pub(crate) static ORDER: EntityDesc = EntityDesc {
     pk_index_value: |member, field| {
         let (shop, n) = member.split_once('_')?;
         match field {
-            "shop" => crate::schema::escape::unescape(shop).map(String::into_bytes),
+            "shop" => crate::schema::escape::unescape_with(shop, "").map(String::into_bytes),
             "n" => Some(n.as_bytes().to_vec()),
             _ => None,
         }

@@ -158,6 +158,31 @@ pub enum Violation {
         /// The entity's member.
         member: String,
     },
+    /// A key under the type's prefix that no pk produces (`product:{X}`: a
+    /// brace no escaped pk holds): not decoded, not indexed, not repaired;
+    /// a person must decide what it is.
+    ForeignKey {
+        /// The key.
+        key: String,
+    },
+    /// A key under a stored entity that nothing of the entity lists: not
+    /// one of its keys, nor a relation set or timeline its register names
+    /// (a relation set written around the library, say). Left to a person.
+    UnlistedKey {
+        /// The key.
+        key: String,
+        /// The member of the entity it is under.
+        member: String,
+    },
+    /// A register, relation set or timeline of a stored entity holds
+    /// another Redis type than it needs: its contents are not checked, and
+    /// repair leaves it to a person.
+    WrongType {
+        /// The key.
+        key: String,
+        /// The type it needs (`hash`, `set`, `list`).
+        wanted: &'static str,
+    },
 }
 
 impl Violation {
@@ -179,6 +204,9 @@ impl Violation {
             Violation::Unplaced { .. } => "Unplaced",
             Violation::Undecodable { .. } => "Undecodable",
             Violation::Unreadable { .. } => "Unreadable",
+            Violation::ForeignKey { .. } => "ForeignKey",
+            Violation::UnlistedKey { .. } => "UnlistedKey",
+            Violation::WrongType { .. } => "WrongType",
         }
     }
 }
@@ -249,6 +277,16 @@ impl fmt::Display for Violation {
             }
             Violation::Undecodable { key, field, reason } => {
                 write!(f, "field `{field}` of `{key}` does not decode: {reason}")
+            }
+            Violation::ForeignKey { key } => {
+                write!(f, "foreign key `{key}`: no pk of the type has this key")
+            }
+            Violation::UnlistedKey { key, member } => write!(
+                f,
+                "unlisted key `{key}` under entity `{member}`: not one of its keys, relation sets or timelines"
+            ),
+            Violation::WrongType { key, wanted } => {
+                write!(f, "`{key}` holds another type than the {wanted} it needs")
             }
         }
     }
@@ -627,6 +665,17 @@ pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report
                 at,
                 "a stored field does not decode: fix the value or delete the entity",
             )),
+            Violation::ForeignKey { .. } => out
+                .manual
+                .push((at, "no entity of the type has this key: move or delete it")),
+            Violation::UnlistedKey { .. } => out.manual.push((
+                at,
+                "nothing of the entity lists this key: relate through the library, or delete it",
+            )),
+            Violation::WrongType { .. } => out.manual.push((
+                at,
+                "the key holds another type than it needs: fix or delete it",
+            )),
         }
     }
     for (m, (entries, at)) in stale {
@@ -680,6 +729,14 @@ pub(crate) struct Verifier<'a> {
     /// Decodes a stored row as the Rust type would: the field and reason of
     /// the first error.
     decodes: Option<RowCheck>,
+    /// Whether a member is one some pk of the type writes.
+    members_valid: Option<MemberCheck>,
+    /// The keys SCAN found under each stored entity, until its register
+    /// was read: what none of its keys and listings accounts for is
+    /// reported.
+    scanned_live: BTreeMap<String, Vec<String>>,
+    /// Registers, sets and lists of the wrong type already reported.
+    wrong_typed: std::collections::BTreeSet<String>,
 }
 
 /// A relation set or timeline of a stored entity, from its register entry.
@@ -732,9 +789,47 @@ impl Listing {
     }
 }
 
+/// True for an error reply of a command on a key of another type.
+fn is_wrong_type(v: &Value) -> bool {
+    matches!(v, Value::ServerError(e) if e.code() == "WRONGTYPE")
+}
+
+impl Verifier<'_> {
+    /// Reports the keys SCAN found under stored entity `m` that are none
+    /// of its keys, its register, the listings its register names (from
+    /// `first` on in `listings`) or a request record.
+    fn report_unlisted(&mut self, m: &str, register: &str, first: usize) {
+        let Some(scanned) = self.scanned_live.remove(m) else {
+            return;
+        };
+        let keys = EntityKeys::new(self.desc, self.ns, m.to_owned());
+        for k in scanned {
+            let known = keys.all().any(|own| *own == k)
+                || k == register
+                || k.contains(crate::keyspace::REQUEST_SUFFIX)
+                || self.listings[first..].iter().any(|l| l.key == k);
+            if !known {
+                self.unreadable.push(Violation::UnlistedKey {
+                    key: k,
+                    member: m.to_owned(),
+                });
+            }
+        }
+    }
+}
+
 /// Decodes the row of a member as the entity type would; the field and the
 /// reason of a failure.
 pub(crate) type RowCheck = fn(member: &str, row: &crate::Row) -> Option<(&'static str, String)>;
+
+/// Whether a member is one that a pk of the type writes.
+pub(crate) type MemberCheck = fn(member: &str) -> bool;
+
+/// The [`MemberCheck`] of entity type `E`: its pk reads the member back
+/// (strictly: only what it writes).
+pub(crate) fn member_check<E: crate::Entity>(member: &str) -> bool {
+    E::read_member(member).is_some()
+}
 
 /// The [`RowCheck`] of entity type `E`.
 pub(crate) fn row_check<E: crate::Entity>(
@@ -816,6 +911,9 @@ impl<'a> Verifier<'a> {
             gone: Vec::new(),
             unreadable: Vec::new(),
             decodes: None,
+            members_valid: None,
+            scanned_live: BTreeMap::new(),
+            wrong_typed: Default::default(),
         }
     }
 
@@ -823,6 +921,23 @@ impl<'a> Verifier<'a> {
     pub fn decoding(mut self, check: RowCheck) -> Self {
         self.decodes = Some(check);
         self
+    }
+
+    /// Reports the keys whose member no pk of the type writes as
+    /// [`Violation::ForeignKey`], and checks nothing else of them.
+    pub fn members(mut self, check: MemberCheck) -> Self {
+        self.members_valid = Some(check);
+        self
+    }
+
+    /// Reports `key` as holding the wrong type (once).
+    fn wrong_type(&mut self, key: &str, wanted: &'static str) {
+        if self.wrong_typed.insert(key.to_owned()) {
+            self.unreadable.push(Violation::WrongType {
+                key: key.to_owned(),
+                wanted,
+            });
+        }
     }
 
     /// The next pipeline to send, or `None` when the report is ready.
@@ -930,8 +1045,12 @@ impl<'a> Verifier<'a> {
             Step::ScanEntities { .. } => {
                 let (cursor, keys) = scan_reply(first());
                 for k in keys {
-                    if let Some(m) = crate::keyspace::member_of_key(desc, ns, &k) {
-                        self.keys_of.entry(m).or_default().push(k);
+                    match crate::keyspace::member_of_key(desc, ns, &k) {
+                        Some(m) if self.members_valid.is_none_or(|ok| ok(&m)) => {
+                            self.keys_of.entry(m).or_default().push(k);
+                        }
+                        Some(_) => self.unreadable.push(Violation::ForeignKey { key: k }),
+                        None => {}
                     }
                 }
                 if cursor != 0 {
@@ -964,6 +1083,7 @@ impl<'a> Verifier<'a> {
                             }
                             self.expected.add_row(desc, ns, m, &row);
                             self.live.push(m.clone());
+                            self.scanned_live.insert(m.clone(), scanned);
                         }
                         Ok(None) => {
                             // Request records expire on their own.
@@ -997,14 +1117,21 @@ impl<'a> Verifier<'a> {
             }
             Step::ReadRegisters { offset } => {
                 let end = (offset + CHUNK).min(self.live.len());
-                for (m, v) in self.live[offset..end].iter().zip(replies) {
+                for (at, v) in (offset..end).zip(replies) {
+                    let m = self.live[at].clone();
+                    let owner_key = crate::keyspace::entity_key(desc, ns, &m);
+                    let register = crate::keyspace::relation_register(&owner_key);
+                    if is_wrong_type(&v) {
+                        self.wrong_type(&register, "hash");
+                    }
                     let flat: Vec<String> = list(v).into_iter().filter_map(text).collect();
-                    let owner_key = crate::keyspace::entity_key(desc, ns, m);
+                    let first = self.listings.len();
                     for pair in flat.chunks(2) {
                         let key = crate::keyspace::sub_key(&owner_key, &pair[0]);
                         let entry = pair.get(1).map(String::as_str).unwrap_or("");
-                        self.listings.extend(Listing::parse(m, key, entry));
+                        self.listings.extend(Listing::parse(&m, key, entry));
                     }
+                    self.report_unlisted(&m, &register, first);
                 }
                 if end < self.live.len() {
                     Step::ReadRegisters { offset: end }
@@ -1017,6 +1144,11 @@ impl<'a> Verifier<'a> {
             Step::ReadListings { offset } => {
                 let end = (offset + CHUNK).min(self.listings.len());
                 for (at, v) in (offset..end).zip(replies) {
+                    if is_wrong_type(&v) {
+                        let l = &self.listings[at];
+                        let wanted = if l.reverse.is_some() { "set" } else { "list" };
+                        self.wrong_type(&l.key.clone(), wanted);
+                    }
                     let mut listed: Vec<String> = list(v).into_iter().filter_map(text).collect();
                     // A timeline may list a member more than once.
                     listed.sort();
@@ -1037,10 +1169,21 @@ impl<'a> Verifier<'a> {
                 for (at, m) in &self.references[offset..end] {
                     let l = &self.listings[*at];
                     let exists = matches!(it.next(), Some(Value::Int(1)));
-                    let listed_back = l
-                        .reverse
-                        .as_ref()
-                        .map(|_| matches!(it.next(), Some(Value::Int(1))));
+                    let back = l.reverse.as_ref().map(|_| it.next());
+                    if let (Some(reverse), Some(Some(v))) = (&l.reverse, &back) {
+                        if is_wrong_type(v) {
+                            // The other side's set holds another type: that
+                            // is the problem to report, not a one-sided pair.
+                            let theirs = crate::keyspace::key_from_entry(&l.head, m, &l.tail);
+                            let key = crate::keyspace::sub_key(&theirs, reverse);
+                            if self.wrong_typed.insert(key.clone()) {
+                                self.unreadable
+                                    .push(Violation::WrongType { key, wanted: "set" });
+                            }
+                            continue;
+                        }
+                    }
+                    let listed_back = back.map(|v| matches!(v, Some(Value::Int(1))));
                     if !exists {
                         self.gone.push(Violation::DanglingMember {
                             key: l.key.clone(),

@@ -93,35 +93,60 @@ pub(crate) fn escape(value: &str) -> String {
     s
 }
 
-/// The inverse of [`escape_into`]; `None` for text that no value escapes to.
-pub fn unescape(segment: &str) -> Option<String> {
+/// The inverse of [`escape_into`] without extra characters; `None` for text
+/// that no value escapes to.
+#[cfg(test)]
+pub(crate) fn unescape(segment: &str) -> Option<String> {
+    unescape_with(segment, "")
+}
+
+/// The exact inverse of [`escape_into`] with `extra`: `None` for any text
+/// that `escape_into(.., extra)` never writes (a character it escapes left
+/// raw, an escape of one it keeps, lower-case hex, a lone `%`), so that a key
+/// walked in Redis is either the key of one value or of none.
+///
+/// ```
+/// use redis_entity::__private::unescape_with;
+/// assert_eq!(unescape_with("a%3Ab", ""), Some("a:b".to_owned()));
+/// assert_eq!(unescape_with("{X}", ""), None);      // `{` is always escaped
+/// assert_eq!(unescape_with("%41", ""), None);      // `A` never is
+/// assert_eq!(unescape_with("a%5Fb", "_"), Some("a_b".to_owned()));
+/// assert_eq!(unescape_with("a_b", "_"), None);
+/// ```
+pub fn unescape_with(segment: &str, extra: &str) -> Option<String> {
     if segment == EMPTY {
         return Some(String::new());
     }
     if segment.is_empty() {
         return None;
     }
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = segment.get(i + 1..i + 3)?;
-            if hex.bytes().any(|b| b.is_ascii_lowercase()) {
+    let escaped = |c: char| ALWAYS_ESCAPED.contains(c) || extra.contains(c);
+    let mut out = String::with_capacity(segment.len());
+    let mut rest = segment;
+    while let Some(c) = rest.chars().next() {
+        if c == '%' {
+            let hex = rest.get(1..3)?;
+            if !hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b))
+            {
                 return None;
             }
             let b = u8::from_str_radix(hex, 16).ok()?;
-            if !b.is_ascii() {
+            let d = char::from(b);
+            if !b.is_ascii() || !escaped(d) {
                 return None;
             }
-            out.push(b);
-            i += 3;
+            out.push(d);
+            rest = &rest[3..];
+        } else if escaped(c) {
+            return None;
         } else {
-            out.push(bytes[i]);
-            i += 1;
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
         }
     }
-    String::from_utf8(out).ok()
+    Some(out)
 }
 
 /// A value that can be a primary key, or one component of a composite key.
@@ -132,9 +157,10 @@ pub fn unescape(segment: &str) -> Option<String> {
 pub trait KeyPart {
     /// Appends the key segment for `self`. `extra` are the template's separators.
     fn write_key(&self, out: &mut String, extra: &str);
-    /// Parses a segment written by `write_key` (used when ids come back from
-    /// sets and scans).
-    fn read_key(segment: &str) -> Option<Self>
+    /// Parses a segment written by `write_key` with the same `extra` (used
+    /// when ids come back from sets and scans): `None` for any segment
+    /// `write_key` never writes, so that one key maps to one value.
+    fn read_key(segment: &str, extra: &str) -> Option<Self>
     where
         Self: Sized;
 }
@@ -165,7 +191,7 @@ macro_rules! int_parts {
                 use std::fmt::Write;
                 let _ = write!(out, "{}", self);
             }
-            fn read_key(segment: &str) -> Option<Self> {
+            fn read_key(segment: &str, _: &str) -> Option<Self> {
                 // Only the canonical spelling, so that one key maps to one value.
                 let v: $t = segment.parse().ok()?;
                 (v.to_string() == segment).then_some(v)
@@ -179,8 +205,8 @@ impl KeyPart for String {
     fn write_key(&self, out: &mut String, extra: &str) {
         escape_into(out, self, extra);
     }
-    fn read_key(segment: &str) -> Option<Self> {
-        unescape(segment)
+    fn read_key(segment: &str, extra: &str) -> Option<Self> {
+        unescape_with(segment, extra)
     }
 }
 
@@ -189,8 +215,8 @@ impl KeyPart for char {
         let mut buf = [0u8; 4];
         escape_into(out, self.encode_utf8(&mut buf), extra);
     }
-    fn read_key(segment: &str) -> Option<Self> {
-        let s = unescape(segment)?;
+    fn read_key(segment: &str, extra: &str) -> Option<Self> {
+        let s = unescape_with(segment, extra)?;
         let mut cs = s.chars();
         match (cs.next(), cs.next()) {
             (Some(c), None) => Some(c),
@@ -203,7 +229,7 @@ impl KeyPart for bool {
     fn write_key(&self, out: &mut String, _: &str) {
         out.push(if *self { '1' } else { '0' });
     }
-    fn read_key(segment: &str) -> Option<Self> {
+    fn read_key(segment: &str, _: &str) -> Option<Self> {
         match segment {
             "1" => Some(true),
             "0" => Some(false),
@@ -217,7 +243,7 @@ impl KeyPart for uuid::Uuid {
     fn write_key(&self, out: &mut String, _: &str) {
         out.push_str(&self.hyphenated().to_string());
     }
-    fn read_key(segment: &str) -> Option<Self> {
+    fn read_key(segment: &str, _: &str) -> Option<Self> {
         let u = uuid::Uuid::try_parse(segment).ok()?;
         (u.hyphenated().to_string() == segment).then_some(u)
     }
@@ -406,6 +432,41 @@ mod tests {
         }
 
         #[test]
+        fn escaping_round_trips_with_extra_characters(s in tricky()) {
+            let mut e = String::new();
+            escape_into(&mut e, &s, "_@");
+            prop_assert_eq!(unescape_with(&e, "_@"), Some(s));
+        }
+
+        /// Unescaping is exactly the inverse of escaping: it accepts only
+        /// what escaping writes.
+        #[test]
+        fn unescape_accepts_only_what_escape_writes(s in tricky(), extra in prop_oneof![Just(""), Just("_@")]) {
+            if let Some(v) = unescape_with(&s, extra) {
+                let mut e = String::new();
+                escape_into(&mut e, &v, extra);
+                prop_assert_eq!(e, s);
+            }
+        }
+
+        #[test]
+        fn unescape_accepts_only_what_escape_writes_from_escape_like_text(
+            s in prop::collection::vec(prop_oneof![
+                Just("%".to_owned()), Just("%3A".to_owned()), Just("%3a".to_owned()),
+                Just("%5F".to_owned()), Just("%41".to_owned()), Just("%_".to_owned()),
+                Just("_".to_owned()), Just("{".to_owned()), Just("a".to_owned()),
+                Just("中".to_owned()), Just("%E4".to_owned()),
+            ], 0..6).prop_map(|p| p.concat()),
+            extra in prop_oneof![Just(""), Just("_@")],
+        ) {
+            if let Some(v) = unescape_with(&s, extra) {
+                let mut e = String::new();
+                escape_into(&mut e, &v, extra);
+                prop_assert_eq!(e, s);
+            }
+        }
+
+        #[test]
         fn escaping_is_injective(a in tricky(), b in tricky()) {
             prop_assume!(a != b);
             prop_assert_ne!(escape(&a), escape(&b));
@@ -438,7 +499,13 @@ mod tests {
         assert_eq!(unescape("%"), None);
         assert_eq!(unescape(""), None);
         assert_eq!(unescape("%_"), Some(String::new()));
-        assert_eq!(u64::read_key("007"), None);
-        assert_eq!(u64::read_key("7"), Some(7));
+        assert_eq!(u64::read_key("007", ""), None);
+        assert_eq!(u64::read_key("7", ""), Some(7));
+        // Structure left raw, or an escape of a character kept as it is.
+        for bad in ["{X}", "a:b", "a*", "%41", "%2a", "%E4", "a%", "%5F"] {
+            assert_eq!(unescape(bad), None, "{bad}");
+        }
+        assert_eq!(unescape_with("%5F", "_"), Some("_".to_owned()));
+        assert_eq!(unescape_with("_", "_"), None);
     }
 }

@@ -45,7 +45,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let sharded = keyspace::sharded(E::DESC, &self.ns);
         for space in keyspace::spaces(E::DESC, &self.ns) {
             let hint = keyspace::ids_key(E::DESC, &space);
-            let mut v = verify::Verifier::new(E::DESC, &space).decoding(verify::row_check::<E>);
+            let mut v = verify::Verifier::new(E::DESC, &space)
+                .decoding(verify::row_check::<E>)
+                .members(verify::member_check::<E>);
             while let Some(pipe) = v.next_request() {
                 let replies = self.verify_request(pipe, &hint, sharded).await?;
                 v.feed(replies)?;
@@ -206,6 +208,46 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let ids = keyspace::ids_key(E::DESC, &self.ns);
         // Violation position -> why its fix failed.
         let mut failed: BTreeMap<usize, String> = BTreeMap::new();
+        if !plan.unplaced.is_empty() {
+            // Moved before the other fixes, which read each entity where
+            // it lives.
+            let found = self.unplaced(E::DESC).await?;
+            let wanted: BTreeMap<String, Vec<String>> = plan
+                .unplaced
+                .iter()
+                .filter_map(|(m, _)| Some((m.clone(), found.get(m)?.clone())))
+                .collect();
+            self.place(E::DESC, &wanted).await?;
+            let moved: Vec<(String, usize)> = plan
+                .unplaced
+                .iter()
+                .filter(|(m, _)| wanted.contains_key(m))
+                .cloned()
+                .collect();
+            for chunk in moved.chunks(BATCH) {
+                let plans: Vec<_> = chunk
+                    .iter()
+                    .map(|(m, _)| {
+                        write::lifecycle(
+                            E::DESC,
+                            self.namespace(),
+                            EntityKeys::new(E::DESC, self.namespace(), m.clone()),
+                            WriteOp::Reindex,
+                            None,
+                        )
+                    })
+                    .collect();
+                for ((m, at), r) in chunk.iter().zip(self.write_many(&plans).await?) {
+                    if let Err(e) = r {
+                        failed.insert(
+                            *at,
+                            format!("moved into its shard, then not indexed: {e} ({m})"),
+                        );
+                    }
+                }
+            }
+            step(plan.unplaced.len());
+        }
         for chunk in plan.writes.chunks(BATCH) {
             let plans: Vec<write::WritePlan> = chunk.iter().map(|(p, _)| p.clone()).collect();
             for ((_, fixes), r) in chunk.iter().zip(self.write_many(&plans).await?) {
@@ -264,45 +306,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 }
             }
             step(chunk.len());
-        }
-        if !plan.unplaced.is_empty() {
-            // Moved first: the other fixes read the entity where it lives.
-            let found = self.unplaced(E::DESC).await?;
-            let wanted: BTreeMap<String, Vec<String>> = plan
-                .unplaced
-                .iter()
-                .filter_map(|(m, _)| Some((m.clone(), found.get(m)?.clone())))
-                .collect();
-            self.place(E::DESC, &wanted).await?;
-            let moved: Vec<(String, usize)> = plan
-                .unplaced
-                .iter()
-                .filter(|(m, _)| wanted.contains_key(m))
-                .cloned()
-                .collect();
-            for chunk in moved.chunks(BATCH) {
-                let plans: Vec<_> = chunk
-                    .iter()
-                    .map(|(m, _)| {
-                        write::lifecycle(
-                            E::DESC,
-                            self.namespace(),
-                            EntityKeys::new(E::DESC, self.namespace(), m.clone()),
-                            WriteOp::Reindex,
-                            None,
-                        )
-                    })
-                    .collect();
-                for ((m, at), r) in chunk.iter().zip(self.write_many(&plans).await?) {
-                    if let Err(e) = r {
-                        failed.insert(
-                            *at,
-                            format!("moved into its shard, then not indexed: {e} ({m})"),
-                        );
-                    }
-                }
-            }
-            step(plan.unplaced.len());
         }
         for (v, at) in &plan.owners {
             match self.repair_owner(E::DESC, v).await {
@@ -440,9 +443,12 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
                     .query_async(&mut self.connection())
                     .await
                     .map_err(|e| Error::redis(desc.key_head, e))?;
+                // Only members some pk writes: a key no pk produces
+                // (`product:{X}`) is verify's to report, never indexed.
                 members.extend(
                     keys.iter()
-                        .filter_map(|k| keyspace::member_of_key(desc, &space, k)),
+                        .filter_map(|k| keyspace::member_of_key(desc, &space, k))
+                        .filter(|m| E::read_member(m).is_some()),
                 );
                 progress(&Progress {
                     step: "scanning entity keys",
