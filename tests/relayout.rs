@@ -200,6 +200,10 @@ async fn a_keyspace_moves_to_a_cluster_and_back() {
         "{out}"
     );
     assert!(out.contains("Post: 2 entities copied"), "{out}");
+    assert!(
+        out.contains("User: compared: 601 in the source, 601 in the destination: 0 missing, 0 extra, 0 differing, 0 unreadable; the same"),
+        "{out}"
+    );
     let back = Store::connect(&back_server.url()).await.unwrap();
     let keys: BTreeSet<String> = back_server.keys().into_iter().collect();
     assert!(
@@ -389,4 +393,98 @@ async fn a_relayout_under_eight_writers_converges_after_the_final_pass() {
         .unwrap();
     assert_eq!((again.migrated, again.deleted), (0, 0), "{again:?}");
     assert_eq!(again.skipped, from.len() as u64);
+}
+
+/// A handle of the rename-chain scenario: a unique name and a version.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "handle")]
+struct Handle {
+    #[pk]
+    id: u64,
+    #[index(unique)]
+    name: String,
+    #[version]
+    version: u64,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_pass_follows_swaps_rename_chains_deletes_and_versions() {
+    let server = RedisServer::start();
+    let source = Store::connect(&server.url()).await.unwrap();
+    for id in 1..=6u64 {
+        let h = Handle {
+            id,
+            name: format!("h{id}"),
+            version: 0,
+        };
+        source.save(&h).await.unwrap();
+    }
+    source
+        .expire::<Handle>(6, Duration::from_secs(600))
+        .await
+        .unwrap();
+    let cluster = RedisCluster::start(3);
+    let dest = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let first = source
+        .relayout::<Handle, _>(&dest, 0, 100, |_| {})
+        .await
+        .unwrap();
+    assert_eq!((first.migrated, first.failed.len()), (6, 0));
+    // The version is copied as stored, not bumped by the copy.
+    assert_eq!(dest.get::<Handle>(1).await.unwrap().unwrap().version, 1);
+
+    // Since: 1 and 2 swap names (through a third), 3 takes 4's name while 4
+    // takes a new one (a chain), 5 goes, 7 comes, 6 loses its TTL.
+    let rename = |id: u64, name: &'static str| {
+        let source = source.clone();
+        async move {
+            source
+                .update::<Handle>(&id)
+                .set(Handle::NAME, name)
+                .exec()
+                .await
+                .unwrap()
+        }
+    };
+    rename(1, "tmp").await;
+    rename(2, "h1").await;
+    rename(1, "h2").await;
+    rename(4, "h9").await;
+    rename(3, "h4").await;
+    source.delete::<Handle>(5).await.unwrap();
+    let seven = Handle {
+        id: 7,
+        name: "h3".into(),
+        version: 0,
+    };
+    source.save(&seven).await.unwrap();
+    source.persist::<Handle>(6).await.unwrap();
+    let stale = source.relayout_compare::<Handle, _>(&dest, 100).await.unwrap();
+    assert_eq!(
+        (stale.missing, stale.extra, stale.differing),
+        (1, 1, 5),
+        "{stale}"
+    );
+    assert!(stale.examples.iter().any(|e| e.ends_with("handle:5")), "{stale}");
+
+    let second = source
+        .relayout::<Handle, _>(&dest, 0, 100, |_| {})
+        .await
+        .unwrap();
+    assert!(second.failed.is_empty(), "{:?}", second.failed);
+    // 5 gone; 1, 2, 3 and 4 released their old names first.
+    assert_eq!(second.deleted, 5, "{second:?}");
+    let compared = source.relayout_compare::<Handle, _>(&dest, 100).await.unwrap();
+    assert!(compared.is_clean(), "{compared}");
+    assert_eq!((compared.source, compared.destination), (6, 6));
+    for id in 1..=7u64 {
+        assert_eq!(
+            dest.get::<Handle>(id).await.unwrap(),
+            source.get::<Handle>(id).await.unwrap()
+        );
+    }
+    let owner = dest.find_unique(Handle::NAME, "h1").await.unwrap();
+    assert_eq!(owner.map(|h| h.id), Some(2));
+    assert_eq!(dest.ttl::<Handle>(6).await.unwrap(), None);
+    assert!(dest.verify::<Handle>().await.unwrap().is_clean());
 }
