@@ -271,9 +271,21 @@ async fn writer(store: Store, seed: u64, stop: Arc<AtomicBool>) -> u64 {
         let name = format!("n{}", rng.next() % NAMES);
         let r = match rng.next() % 8 {
             0 | 1 => store.save(&account(id, rng.next() % NAMES)).await.map(drop),
-            2 | 3 => store.update::<Account>(&id).set(Account::USERNAME, name).exec().await,
+            2 | 3 => {
+                store
+                    .update::<Account>(&id)
+                    .set(Account::USERNAME, name)
+                    .exec()
+                    .await
+            }
             4 => store.delete::<Account>(&id).await.map(drop),
-            _ => store.update::<Account>(&id).incr(Account::BALANCE, 1).exec().await,
+            _ => {
+                store
+                    .update::<Account>(&id)
+                    .incr(Account::BALANCE, 1)
+                    .exec()
+                    .await
+            }
         };
         match r {
             Ok(()) => done += 1,
@@ -345,7 +357,10 @@ async fn a_relayout_under_eight_writers_converges_after_the_final_pass() {
     for w in writers {
         written += w.await.unwrap();
     }
-    assert!(written > 1_000, "the writers wrote during pass 1 ({written})");
+    assert!(
+        written > 1_000,
+        "the writers wrote during pass 1 ({written})"
+    );
     eprintln!(
         "pass 1 under {written} writes: {} copied, {} deleted, {} failed; compared then: {during}",
         pass1.migrated,
@@ -459,13 +474,19 @@ async fn a_second_pass_follows_swaps_rename_chains_deletes_and_versions() {
     };
     source.save(&seven).await.unwrap();
     source.persist::<Handle>(6).await.unwrap();
-    let stale = source.relayout_compare::<Handle, _>(&dest, 100).await.unwrap();
+    let stale = source
+        .relayout_compare::<Handle, _>(&dest, 100)
+        .await
+        .unwrap();
     assert_eq!(
         (stale.missing, stale.extra, stale.differing),
         (1, 1, 5),
         "{stale}"
     );
-    assert!(stale.examples.iter().any(|e| e.ends_with("handle:5")), "{stale}");
+    assert!(
+        stale.examples.iter().any(|e| e.ends_with("handle:5")),
+        "{stale}"
+    );
 
     let second = source
         .relayout::<Handle, _>(&dest, 0, 100, |_| {})
@@ -474,7 +495,10 @@ async fn a_second_pass_follows_swaps_rename_chains_deletes_and_versions() {
     assert!(second.failed.is_empty(), "{:?}", second.failed);
     // 5 gone; 1, 2, 3 and 4 released their old names first.
     assert_eq!(second.deleted, 5, "{second:?}");
-    let compared = source.relayout_compare::<Handle, _>(&dest, 100).await.unwrap();
+    let compared = source
+        .relayout_compare::<Handle, _>(&dest, 100)
+        .await
+        .unwrap();
     assert!(compared.is_clean(), "{compared}");
     assert_eq!((compared.source, compared.destination), (6, 6));
     for id in 1..=7u64 {

@@ -195,10 +195,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// How this store holds the entities with `pks`: `None` for one it
     /// does not hold, an error for a record that does not decode.
-    pub(super) async fn held<E: Entity>(
-        &self,
-        pks: &[E::Pk],
-    ) -> Result<Vec<Result<Option<Held>>>> {
+    pub(super) async fn held<E: Entity>(&self, pks: &[E::Pk]) -> Result<Vec<Result<Option<Held>>>> {
         let stored = self.get_many_each::<E>(pks).await?;
         let members: Vec<String> = pks.iter().map(member::<E>).collect();
         let ttls = self.remaining_ttls::<E>(&members).await?;

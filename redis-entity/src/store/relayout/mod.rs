@@ -61,8 +61,8 @@ use super::Store;
 use crate::error::{Error, Result};
 use crate::keyspace::{self, EntityKeys};
 use crate::plan::write;
-use crate::script::write::WriteOp;
 use crate::schema::entity::Entity;
+use crate::script::write::WriteOp;
 use compare::same;
 use redis::aio::ConnectionLike;
 use std::time::Duration;
@@ -162,7 +162,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if found.is_empty() {
             return Ok(out);
         }
-        let here = self.get_many_each::<E>(found.iter().map(|(pk, _)| pk)).await?;
+        let here = self
+            .get_many_each::<E>(found.iter().map(|(pk, _)| pk))
+            .await?;
         let plans: Vec<_> = found
             .iter()
             .zip(here)
@@ -233,9 +235,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     {
         let mut cursor = 0;
         loop {
-            let batch = self
-                .relayout_prune_batch::<E, D>(to, cursor, count)
-                .await?;
+            let batch = self.relayout_prune_batch::<E, D>(to, cursor, count).await?;
             total.deleted += batch.deleted;
             total.failed.extend(batch.failed);
             progress(total);
@@ -280,10 +280,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
 /// The pks and entities of a page of a walk; a record that does not decode
 /// is reported in `failed` with its key.
-fn decoded<E: Entity>(
-    page: Vec<Result<E>>,
-    failed: &mut Vec<(String, String)>,
-) -> Vec<(E::Pk, E)> {
+fn decoded<E: Entity>(page: Vec<Result<E>>, failed: &mut Vec<(String, String)>) -> Vec<(E::Pk, E)> {
     let mut found = Vec::with_capacity(page.len());
     for record in page {
         match record {
