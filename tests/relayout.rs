@@ -4,8 +4,10 @@
 
 use redis_entity::admin::Admin;
 use redis_entity::relation::{Relation, Timeline};
-use redis_entity::{RedisEntity, Store};
+use redis_entity::{Error, RedisEntity, Store};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use support::{RedisCluster, RedisServer};
 
@@ -198,6 +200,10 @@ async fn a_keyspace_moves_to_a_cluster_and_back() {
         "{out}"
     );
     assert!(out.contains("Post: 2 entities copied"), "{out}");
+    assert!(
+        out.contains("User: compared: 601 in the source, 601 in the destination: 0 missing, 0 extra, 0 differing, 0 unreadable; the same"),
+        "{out}"
+    );
     let back = Store::connect(&back_server.url()).await.unwrap();
     let keys: BTreeSet<String> = back_server.keys().into_iter().collect();
     assert!(
@@ -210,4 +216,299 @@ async fn a_keyspace_moves_to_a_cluster_and_back() {
     summary_back.4 = before.4.clone();
     assert_eq!(summary_back, before);
     assert!(back.verify::<User>().await.unwrap().is_clean());
+}
+
+/// An account of the relayout-under-writes scenario: a unique username the
+/// writers rename, a balance they increment.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "account", shards = 4)]
+struct Account {
+    #[pk]
+    id: u64,
+    #[index(unique)]
+    username: String,
+    #[index]
+    city: String,
+    balance: i64,
+}
+
+/// The accounts stored, and the ids the writers touch (a few beyond them:
+/// saves create accounts while the relayout runs).
+const ACCOUNTS: u64 = 3_000;
+const IDS: u64 = 3_300;
+/// Usernames the writers choose from: a few more than accounts, so a rename
+/// often takes a name another account gave up moments before (A->B while
+/// B->C) and often collides.
+const NAMES: u64 = 3_600;
+
+/// xorshift: deterministic per writer, no extra dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn account(id: u64, name: u64) -> Account {
+    Account {
+        id,
+        username: format!("n{name}"),
+        city: ["Rome", "Oslo", "Lima"][(id % 3) as usize].into(),
+        balance: 0,
+    }
+}
+
+/// One writer: saves, renames, deletes and increments on the source until
+/// told to stop; returns the writes that succeeded.
+async fn writer(store: Store, seed: u64, stop: Arc<AtomicBool>) -> u64 {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((seed + 1) * 7919));
+    let mut done = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let id = 1 + rng.next() % IDS;
+        let name = format!("n{}", rng.next() % NAMES);
+        let r = match rng.next() % 8 {
+            0 | 1 => store.save(&account(id, rng.next() % NAMES)).await.map(drop),
+            2 | 3 => {
+                store
+                    .update::<Account>(&id)
+                    .set(Account::USERNAME, name)
+                    .exec()
+                    .await
+            }
+            4 => store.delete::<Account>(&id).await.map(drop),
+            _ => {
+                store
+                    .update::<Account>(&id)
+                    .incr(Account::BALANCE, 1)
+                    .exec()
+                    .await
+            }
+        };
+        match r {
+            Ok(()) => done += 1,
+            Err(Error::UniqueViolation { .. } | Error::NotFound { .. }) => {}
+            Err(e) => panic!("writer {seed}: {e}"),
+        }
+    }
+    done
+}
+
+/// Every account a store holds, by id.
+async fn accounts<C>(store: &Store<C>) -> BTreeMap<u64, Account>
+where
+    C: redis::aio::ConnectionLike + Clone + Send + Sync,
+{
+    store
+        .get_many::<Account>((1..=IDS).collect::<Vec<_>>())
+        .await
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .map(|a| (a.id, a))
+        .collect()
+}
+
+/// Missing, extra and differing accounts of `to` against `from`, read
+/// through the API (independently of the library's own compare).
+fn differences(
+    from: &BTreeMap<u64, Account>,
+    to: &BTreeMap<u64, Account>,
+) -> (usize, usize, usize) {
+    let missing = from.keys().filter(|id| !to.contains_key(id)).count();
+    let extra = to.keys().filter(|id| !from.contains_key(id)).count();
+    let differing = from
+        .iter()
+        .filter(|(id, a)| to.get(id).is_some_and(|b| b != *a))
+        .count();
+    (missing, extra, differing)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_relayout_under_eight_writers_converges_after_the_final_pass() {
+    let server = RedisServer::start();
+    let source = Store::connect(&server.url()).await.unwrap();
+    let seeded: Vec<Account> = (1..=ACCOUNTS).map(|id| account(id, id)).collect();
+    source.save_all(&seeded).await.unwrap();
+    let cluster = RedisCluster::start(3);
+    let dest = Store::connect_cluster(&cluster.urls()).await.unwrap();
+
+    // Pass 1 while 8 writers save, rename, delete and increment.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..8)
+        .map(|w| tokio::spawn(writer(source.clone(), w, stop.clone())))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let pass1 = source
+        .relayout::<Account, _>(&dest, 0, 200, |_| {})
+        .await
+        .unwrap();
+    let during = source
+        .relayout_compare::<Account, _>(&dest, 200)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // Cut-over: the writers stop, a final pass runs.
+    stop.store(true, Ordering::Relaxed);
+    let mut written = 0;
+    for w in writers {
+        written += w.await.unwrap();
+    }
+    assert!(
+        written > 1_000,
+        "the writers wrote during pass 1 ({written})"
+    );
+    eprintln!(
+        "pass 1 under {written} writes: {} copied, {} deleted, {} failed; compared then: {during}",
+        pass1.migrated,
+        pass1.deleted,
+        pass1.failed.len()
+    );
+    let last = source
+        .relayout::<Account, _>(&dest, 0, 200, |_| {})
+        .await
+        .unwrap();
+    assert!(last.failed.is_empty(), "final pass: {:?}", last.failed);
+
+    // The compare proves the destination equal to the source, entity by
+    // entity; the API's own reads of both sides agree.
+    let compared = source
+        .relayout_compare::<Account, _>(&dest, 200)
+        .await
+        .unwrap();
+    assert!(compared.is_clean(), "{compared}");
+    let (from, to) = (accounts(&source).await, accounts(&dest).await);
+    assert!(from.len() > 1_000, "{} accounts", from.len());
+    assert_eq!(compared.source, from.len() as u64);
+    assert_eq!(compared.destination, from.len() as u64);
+    assert_eq!(
+        differences(&from, &to),
+        (0, 0, 0),
+        "missing, extra, differing after pass 1 ({} failed) and the final pass",
+        pass1.failed.len()
+    );
+    let report = dest.verify::<Account>().await.unwrap();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.entities, from.len());
+    for a in from.values().take(50) {
+        let owner = dest
+            .find_unique(Account::USERNAME, a.username.clone())
+            .await
+            .unwrap();
+        assert_eq!(owner.as_ref(), Some(a));
+    }
+
+    // A pass with nothing left to do writes nothing.
+    let again = source
+        .relayout::<Account, _>(&dest, 0, 200, |_| {})
+        .await
+        .unwrap();
+    assert_eq!((again.migrated, again.deleted), (0, 0), "{again:?}");
+    assert_eq!(again.skipped, from.len() as u64);
+}
+
+/// A handle of the rename-chain scenario: a unique name and a version.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "handle")]
+struct Handle {
+    #[pk]
+    id: u64,
+    #[index(unique)]
+    name: String,
+    #[version]
+    version: u64,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_pass_follows_swaps_rename_chains_deletes_and_versions() {
+    let server = RedisServer::start();
+    let source = Store::connect(&server.url()).await.unwrap();
+    for id in 1..=6u64 {
+        let h = Handle {
+            id,
+            name: format!("h{id}"),
+            version: 0,
+        };
+        source.save(&h).await.unwrap();
+    }
+    source
+        .expire::<Handle>(6, Duration::from_secs(600))
+        .await
+        .unwrap();
+    let cluster = RedisCluster::start(3);
+    let dest = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let first = source
+        .relayout::<Handle, _>(&dest, 0, 100, |_| {})
+        .await
+        .unwrap();
+    assert_eq!((first.migrated, first.failed.len()), (6, 0));
+    // The version is copied as stored, not bumped by the copy.
+    assert_eq!(dest.get::<Handle>(1).await.unwrap().unwrap().version, 1);
+
+    // Since: 1 and 2 swap names (through a third), 3 takes 4's name while 4
+    // takes a new one (a chain), 5 goes, 7 comes, 6 loses its TTL.
+    let rename = |id: u64, name: &'static str| {
+        let source = source.clone();
+        async move {
+            source
+                .update::<Handle>(&id)
+                .set(Handle::NAME, name)
+                .exec()
+                .await
+                .unwrap()
+        }
+    };
+    rename(1, "tmp").await;
+    rename(2, "h1").await;
+    rename(1, "h2").await;
+    rename(4, "h9").await;
+    rename(3, "h4").await;
+    source.delete::<Handle>(5).await.unwrap();
+    let seven = Handle {
+        id: 7,
+        name: "h3".into(),
+        version: 0,
+    };
+    source.save(&seven).await.unwrap();
+    source.persist::<Handle>(6).await.unwrap();
+    let stale = source
+        .relayout_compare::<Handle, _>(&dest, 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        (stale.missing, stale.extra, stale.differing),
+        (1, 1, 5),
+        "{stale}"
+    );
+    assert!(
+        stale.examples.iter().any(|e| e.ends_with("handle:5")),
+        "{stale}"
+    );
+
+    let second = source
+        .relayout::<Handle, _>(&dest, 0, 100, |_| {})
+        .await
+        .unwrap();
+    assert!(second.failed.is_empty(), "{:?}", second.failed);
+    // 5 gone; 1, 2, 3 and 4 released their old names first.
+    assert_eq!(second.deleted, 5, "{second:?}");
+    let compared = source
+        .relayout_compare::<Handle, _>(&dest, 100)
+        .await
+        .unwrap();
+    assert!(compared.is_clean(), "{compared}");
+    assert_eq!((compared.source, compared.destination), (6, 6));
+    for id in 1..=7u64 {
+        assert_eq!(
+            dest.get::<Handle>(id).await.unwrap(),
+            source.get::<Handle>(id).await.unwrap()
+        );
+    }
+    let owner = dest.find_unique(Handle::NAME, "h1").await.unwrap();
+    assert_eq!(owner.map(|h| h.id), Some(2));
+    assert_eq!(dest.ttl::<Handle>(6).await.unwrap(), None);
+    assert!(dest.verify::<Handle>().await.unwrap().is_clean());
 }

@@ -20,7 +20,9 @@
 //! `sweep [--budget N] [TYPE...]`, `relayout --to URL[,URL...] [TYPE...]`
 //! (every stored entity copied into the keyspace at `URL`, one server, or
 //! the Redis Cluster of the node URLs given, in that keyspace's key
-//! layout; see [`Store::relayout`]). Without a type, every registered type.
+//! layout; see [`Store::relayout`]: one pass, then the compare, which says
+//! whether the destination holds every entity as the source does). Without
+//! a type, every registered type.
 //! `--json` prints one JSON object per type instead of text, for scripts.
 //! While an operation runs, a progress bar with its rate and time left is
 //! drawn on stderr when stderr is a terminal (feature `progress`, on by
@@ -32,6 +34,7 @@ use crate::plan::verify::{Progress, Repaired, Report};
 use crate::schema::entity::Entity;
 use crate::schema::layout::Registry;
 use crate::store::migrate::Progress as MoveProgress;
+use crate::store::relayout::RelayoutReport;
 use crate::store::Store;
 use redis::aio::ConnectionLike;
 use std::future::Future;
@@ -52,6 +55,10 @@ type Relayout<C> = for<'a> fn(
     OnMove<'a>,
 ) -> BoxFuture<'a, Result<MoveProgress>>;
 
+/// A type's relayout compare with another keyspace, erased.
+type Compare<C> =
+    for<'a> fn(&'a Store<C>, &'a Store<AnyConnection>) -> BoxFuture<'a, Result<RelayoutReport>>;
+
 /// The operations of one registered type, erased over its Rust type.
 struct Ops<C> {
     name: &'static str,
@@ -60,6 +67,7 @@ struct Ops<C> {
     reindex: for<'a> fn(&'a Store<C>, OnProgress<'a>) -> BoxFuture<'a, Result<usize>>,
     sweep: for<'a> fn(&'a Store<C>, usize) -> BoxFuture<'a, Result<usize>>,
     relayout: Relayout<C>,
+    compare: Compare<C>,
 }
 
 /// Draws a progress bar for one operation of one type on stderr (nothing
@@ -141,6 +149,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
             reindex: |s, p| Box::pin(s.reindex_with::<E>(p)),
             sweep: |s, budget| Box::pin(s.sweep::<E>(budget)),
             relayout: |s, to, p| Box::pin(s.relayout::<E, AnyConnection>(to, 0, 500, p)),
+            compare: |s, to| Box::pin(s.relayout_compare::<E, AnyConnection>(to, 500)),
         });
         Ok(self)
     }
@@ -288,41 +297,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
                 };
                 let dest = Store::connect_any(target).await?;
                 for t in self.selected(&names)? {
-                    let bar = Bar::new(t.name, "relayout");
-                    let done = (t.relayout)(&self.store, &dest, &mut |p| {
-                        bar.update(&Progress {
-                            step: "copying",
-                            done: p.migrated as usize,
-                            total: None,
-                        })
-                    })
-                    .await;
-                    bar.finish();
-                    let done = done?;
-                    if json {
-                        line(
-                            &mut out,
-                            serde_json::json!({
-                                "type": t.name,
-                                "copied": done.migrated,
-                                "failed": done.failed.iter().map(|(k, why)| serde_json::json!({
-                                    "key": k, "reason": why,
-                                })).collect::<Vec<_>>(),
-                            }),
-                        );
-                    } else {
-                        let _ = writeln!(
-                            out,
-                            "{}: {} entities copied to the {} layout, {} failed",
-                            t.name,
-                            done.migrated,
-                            dest.key_layout().name(),
-                            done.failed.len()
-                        );
-                        for (k, why) in &done.failed {
-                            let _ = writeln!(out, "  {k}: {why}");
-                        }
-                    }
+                    self.relayout_one(t, &dest, json, &mut out).await?;
                 }
             }
             _ => {
@@ -334,5 +309,75 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
             }
         }
         Ok(out)
+    }
+
+    /// `relayout --to`: one pass of a type into `dest` (prune, then copy),
+    /// then the compare that says whether `dest` may replace the source.
+    async fn relayout_one(
+        &self,
+        t: &Ops<C>,
+        dest: &Store<AnyConnection>,
+        json: bool,
+        out: &mut String,
+    ) -> Result<()> {
+        use std::fmt::Write;
+        let bar = Bar::new(t.name, "relayout");
+        let done = (t.relayout)(&self.store, dest, &mut |p| {
+            bar.update(&Progress {
+                step: "copying",
+                done: p.migrated as usize,
+                total: None,
+            })
+        })
+        .await;
+        bar.finish();
+        let done = done?;
+        let report = (t.compare)(&self.store, dest).await?;
+        let failed = |f: &[(String, String)]| {
+            f.iter()
+                .map(|(k, why)| serde_json::json!({"key": k, "reason": why}))
+                .collect::<Vec<_>>()
+        };
+        if json {
+            let v = serde_json::json!({
+                "type": t.name,
+                "copied": done.migrated,
+                "unchanged": done.skipped,
+                "deleted": done.deleted,
+                "failed": failed(&done.failed),
+                "compare": {
+                    "source": report.source,
+                    "destination": report.destination,
+                    "missing": report.missing,
+                    "extra": report.extra,
+                    "differing": report.differing,
+                    "examples": report.examples,
+                    "failed": failed(&report.failed),
+                    "clean": report.is_clean(),
+                },
+            });
+            let _ = writeln!(out, "{v}");
+            return Ok(());
+        }
+        let _ = writeln!(
+            out,
+            "{}: {} entities copied to the {} layout, {} failed ({} already there, {} deleted there)",
+            t.name,
+            done.migrated,
+            dest.key_layout().name(),
+            done.failed.len(),
+            done.skipped,
+            done.deleted,
+        );
+        for (k, why) in &done.failed {
+            let _ = writeln!(out, "  {k}: {why}");
+        }
+        let verdict = if report.is_clean() {
+            "the same: the source may go once nothing writes to it"
+        } else {
+            "not the same yet: stop the writers and run relayout again"
+        };
+        let _ = writeln!(out, "{}: compared: {report}; {verdict}", t.name);
+        Ok(())
     }
 }

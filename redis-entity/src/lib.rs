@@ -40,7 +40,9 @@
 //!   ([`Equality`], [`Unique`], [`Tags`], [`Prefix`], [`Sorted`], [`NoIndex`]);
 //! - [`relation`] (relations and timelines), [`board`] (time-bucketed
 //!   leaderboards), [`Cache`] (read-through cache), [`verify`] (reports of
-//!   `verify`), [`migrate`] (legacy keys), [`admin`] (embeddable CLI);
+//!   `verify`), [`migrate`] (legacy keys), [`relayout`] (a keyspace moved
+//!   to the other key layout, and the compare that proves it complete),
+//!   [`admin`] (embeddable CLI);
 //! - [`ConnectOptions`]: timeouts and reconnection; `redis`, the driver
 //!   (re-exported for connections of one's own);
 //! - [`Error`], [`Result`]; [`Namespace`] (tenant prefixes); [`KeyPart`] and
@@ -98,7 +100,7 @@ pub use store::cache::{Cache, CacheOptions};
 pub use store::observe::Metrics;
 pub use store::query::{Query, Term};
 pub use store::scan::Scan;
-pub use store::{board, cache, migrate};
+pub use store::{board, cache, migrate, relayout};
 pub use store::{ConnectOptions, Store, Update};
 
 /// Relations between entities kept on both sides (follows / followed by), and

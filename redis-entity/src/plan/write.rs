@@ -422,6 +422,27 @@ pub(crate) fn save(
         }
         None => row,
     };
+    write_row(p, desc, row)
+}
+
+/// Plans the copy of one entity's stored form into another keyspace (a
+/// relayout): a save of `row` as it is, its `#[version]` included and
+/// unchecked, since the source's version is the truth being copied.
+pub(crate) fn copy(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    keys: EntityKeys,
+    row: &Row,
+    ttl: Option<Duration>,
+) -> WritePlan {
+    let mut p = WritePlan::new(WriteOp::Save, desc, ns, keys);
+    p.ttl = ttl;
+    write_row(p, desc, row)
+}
+
+/// The data commands of a save of `row` (columns set or removed, maps
+/// replaced), with the index moves they imply.
+fn write_row(mut p: WritePlan, desc: &'static EntityDesc, row: &Row) -> WritePlan {
     match desc.layout {
         Layout::Hash => {
             let mut set = Vec::new();
@@ -667,6 +688,34 @@ mod tests {
             ]
         );
         assert!(plan.stale.is_empty());
+    }
+
+    #[test]
+    fn copy_writes_the_version_as_it_is_and_expects_none() {
+        let ttl = Some(Duration::from_secs(30));
+        let plan = copy(
+            &USER,
+            &crate::Namespace::none(),
+            keys(&USER, "9"),
+            &user_row(Some("ann@x"), Some("3")),
+            ttl,
+        );
+        assert_eq!(plan.op, WriteOp::Save);
+        assert_eq!(plan.ttl, ttl);
+        // The source's version is copied, not bumped, and nothing is checked.
+        assert_eq!(plan.version_expected, None);
+        assert_eq!(
+            plan.commands[0],
+            cmd(
+                "HSET",
+                0,
+                &[
+                    "username", "ann", "country", "DE", "rating", "7.50", "email", "ann@x",
+                    "version", "3", "tags", "a:b"
+                ]
+            )
+        );
+        assert_eq!(plan.index_values[3], IndexValue::Value(b("ann@x")));
     }
 
     #[test]

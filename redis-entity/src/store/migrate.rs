@@ -52,11 +52,15 @@ pub struct Progress {
     pub done: bool,
     /// Keys read.
     pub scanned: u64,
-    /// Entities written (or, in a dry run, that would be).
+    /// Entities written (or, in a dry run, that would be); in a relayout,
+    /// entities copied.
     pub migrated: u64,
-    /// Keys the converter declined (`Ok(None)`) or that hold no string.
+    /// Keys the converter declined (`Ok(None)`) or that hold no string; in
+    /// a relayout, entities the destination already held the same.
     pub skipped: u64,
-    /// Legacy keys deleted.
+    /// Legacy keys deleted; in a relayout, entities deleted in the
+    /// destination (gone from the source, or renamed there: see
+    /// [`Store::relayout_prune_batch`](crate::Store::relayout_prune_batch)).
     pub deleted: u64,
     /// Keys that failed, with the reason; their sources are kept.
     pub failed: Vec<(String, String)>,

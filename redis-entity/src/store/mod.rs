@@ -15,7 +15,7 @@ pub(crate) mod nodes;
 pub mod observe;
 pub mod query;
 pub(crate) mod relation;
-mod relayout;
+pub mod relayout;
 mod rows;
 pub mod scan;
 pub(crate) mod timeline;
