@@ -128,7 +128,11 @@ end
 -- sorted index in order, a chunk at a time, until the page is full. A
 -- member whose expiry time has passed (one ZMSCORE per chunk) is a ghost
 -- without further look; the others are checked to exist. The work is the
--- page plus the ghosts in front of it, never the whole index.
+-- page plus the ghosts in front of it, never the whole index: the walk goes
+-- by rank (ZRANGE by index costs the chunk, where BYSCORE with LIMIT would
+-- skip the offset again on every chunk, quadratic in the ghosts), and the
+-- chunk doubles while it finds nothing, so a long run of ghosts costs few
+-- calls.
 if order_key ~= '' and may_expire and limit > 0 and #groups <= 1
   and (#groups == 0 or (groups[1].source == 'r' and groups[1].ranges[1].key == order_key)) then
   local min, max = '-inf', '+inf'
@@ -136,28 +140,45 @@ if order_key ~= '' and may_expire and limit > 0 and #groups <= 1
   local t = call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local total = call('ZCOUNT', order_key, min, max)
+  local desc_order = order_dir == 'desc'
+  -- The rank of the range's first member in walk order: the members before
+  -- it (below min ascending, above max descending).
+  local function before(bound, low)
+    if bound == '-inf' or bound == '+inf' then return 0 end
+    local open = string.sub(bound, 1, 1) == '('
+    local v = open and string.sub(bound, 2) or bound
+    if low then return call('ZCOUNT', order_key, '-inf', open and v or ('(' .. v)) end
+    return call('ZCOUNT', order_key, open and v or ('(' .. v), '+inf')
+  end
+  local first = desc_order and before(max, false) or before(min, true)
   local found, n, walk_ghosts, start, chunk = {}, 0, {}, 0, 256
   local want = offset + limit
-  while n < want do
-    local cmd = { 'ZRANGE', order_key, min, max, 'BYSCORE', 'LIMIT', start, chunk, 'WITHSCORES' }
-    if order_dir == 'desc' then
-      cmd = { 'ZRANGE', order_key, max, min, 'BYSCORE', 'REV', 'LIMIT', start, chunk, 'WITHSCORES' }
-    end
-    local flat = call(unpack(cmd))
-    if #flat == 0 then break end
-    local members = {}
-    for j = 1, #flat, 2 do members[#members + 1] = flat[j] end
+  while n < want and start < total do
+    local last = first + math.min(start + chunk, total) - 1
+    local cmd = { 'ZRANGE', order_key, first + start, last }
+    if desc_order then cmd[5] = 'REV' end
+    -- Members only: most of a long walk is ghosts, whose scores nobody reads.
+    local members = call(unpack(cmd))
+    if #members == 0 then break end
     local expires = call('ZMSCORE', expiry_key, unpack(members))
+    local had = n
     for j, m in ipairs(members) do
       local at = expires[j] and tonumber(expires[j])
       if n < want and not (at and at <= now) and alive(m) then
         n = n + 1
-        found[#found + 1] = m; found[#found + 1] = flat[2 * j]
+        found[#found + 1] = m; found[#found + 1] = false
       elseif n < want then
         ghost(walk_ghosts, m)
       end
     end
-    start = start + chunk
+    start = start + #members
+    if n == had and chunk < 4096 then chunk = chunk * 2 end
+  end
+  if with_scores and #found > 0 then
+    local page = {}
+    for j = 1, #found, 2 do page[#page + 1] = found[j] end
+    local got = call('ZMSCORE', order_key, unpack(page))
+    for j = 1, #page do found[2 * j] = got[j] end
   end
   local out = {}
   for j = 2 * offset + 1, #found, 2 do
