@@ -152,6 +152,8 @@ if order_key ~= '' and may_expire and limit > 0 and #groups <= 1
   end
   local first = desc_order and before(max, false) or before(min, true)
   local found, n, walk_ghosts, start, chunk = {}, 0, {}, 0, 256
+  -- The members whose expiry time has passed, once read (see below).
+  local expired, EXPIRED_SET_MAX = nil, 200000
   local want = offset + limit
   while n < want and start < total do
     local last = first + math.min(start + chunk, total) - 1
@@ -160,19 +162,37 @@ if order_key ~= '' and may_expire and limit > 0 and #groups <= 1
     -- Members only: most of a long walk is ghosts, whose scores nobody reads.
     local members = call(unpack(cmd))
     if #members == 0 then break end
-    local expires = call('ZMSCORE', expiry_key, unpack(members))
-    local had = n
+    local past = {}
+    if expired then
+      for j, m in ipairs(members) do past[j] = expired[m] end
+    else
+      local expires = call('ZMSCORE', expiry_key, unpack(members))
+      for j = 1, #members do
+        local at = expires[j] and tonumber(expires[j])
+        past[j] = at and at <= now
+      end
+    end
+    local had, met = n, 0
     for j, m in ipairs(members) do
-      local at = expires[j] and tonumber(expires[j])
-      if n < want and not (at and at <= now) and alive(m) then
+      if n < want and not past[j] and alive(m) then
         n = n + 1
         found[#found + 1] = m; found[#found + 1] = false
       elseif n < want then
         ghost(walk_ghosts, m)
+        met = met + 1
       end
     end
     start = start + #members
     if n == had and chunk < 4096 then chunk = chunk * 2 end
+    -- A walk through mostly ghosts: ZMSCORE costs about 0.3 µs a member
+    -- (it formats every score), a lookup in the set of every member whose
+    -- expiry time has passed, read once by score, a tenth of that. Read it
+    -- once unless it is too large to be worth it.
+    if not expired and n < want and met * 2 >= #members
+      and call('ZCOUNT', expiry_key, '-inf', now) <= EXPIRED_SET_MAX then
+      expired = {}
+      for _, m in ipairs(call('ZRANGE', expiry_key, '-inf', now, 'BYSCORE')) do expired[m] = true end
+    end
   end
   if with_scores and #found > 0 then
     local page = {}
