@@ -83,11 +83,11 @@ const _: () = {
         fn read_member(member: &str) -> ::re::__private::core::option::Option<Self::Pk> {
             let __rest: &str = member;
             let (__seg, __rest) = __rest.split_once("_")?;
-            let __r0 = ::re::__private::KeyPart::read_key(__seg)?;
+            let __r0 = ::re::__private::KeyPart::read_key(__seg, "_@")?;
             let (__seg, __rest) = __rest.split_once("_")?;
-            let __r1 = ::re::__private::KeyPart::read_key(__seg)?;
+            let __r1 = ::re::__private::KeyPart::read_key(__seg, "_@")?;
             let (__seg, __rest) = (__rest, "");
-            let __r2 = ::re::__private::KeyPart::read_key(__seg)?;
+            let __r2 = ::re::__private::KeyPart::read_key(__seg, "_@")?;
             ::re::__private::core::option::Option::Some((__r0, __r1, __r2))
         }
         fn to_row(&self) -> ::re::__private::Result<::re::__private::Row> {

@@ -72,7 +72,7 @@ const _: () = {
         ) -> ::redis_entity::__private::core::option::Option<Self::Pk> {
             let __rest: &str = member;
             let (__seg, __rest) = (__rest, "");
-            let __r0 = ::redis_entity::__private::KeyPart::read_key(__seg)?;
+            let __r0 = ::redis_entity::__private::KeyPart::read_key(__seg, "@")?;
             ::redis_entity::__private::core::option::Option::Some(__r0)
         }
         fn to_row(
