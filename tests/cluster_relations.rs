@@ -2,7 +2,8 @@
 //! 3-master cluster (types of many index shards): each side is one atomic
 //! call, owner first; deletes and sweeps clean the other sides per slot;
 //! what an interrupted pair of calls leaves is reported by `verify` and
-//! fixed by `repair`.
+//! fixed by `repair`; a side that holds a key of the wrong type refuses the
+//! pair with nothing changed (the first call is taken back).
 
 use redis::AsyncCommands;
 use redis_entity::relation::{Relation, Timeline};
@@ -297,4 +298,70 @@ async fn an_interrupted_pair_of_calls_is_reported_and_repaired() {
     assert_eq!(store.related(&FOLLOWS, 2).await.unwrap(), vec![3]);
     let report = store.verify::<Fan>().await.unwrap();
     assert!(report.is_clean(), "{:?}", report.violations);
+}
+
+/// Every key of the cluster with its type and serialized value.
+fn dump(cluster: &RedisCluster) -> Vec<(String, String, Vec<u8>)> {
+    let mut c = cluster.conn();
+    cluster
+        .keys()
+        .into_iter()
+        .map(|k| {
+            let t: String = redis::cmd("TYPE").arg(&k).query(&mut c).unwrap();
+            let d: Vec<u8> = redis::cmd("DUMP").arg(&k).query(&mut c).unwrap();
+            (k, t, d)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_type_on_the_other_side_across_slots_changes_nothing() {
+    let (cluster, store) = started().await;
+    let key = |id: u64| store.keys_of::<Fan>(id).base;
+    let tag = |k: String| k[k.find('{').unwrap()..=k.find('}').unwrap()].to_owned();
+    // Two fans whose keys are in other slots than 1's.
+    let apart: Vec<u64> = (2..=12).filter(|&id| tag(key(id)) != tag(key(1))).collect();
+    let (first, second) = (apart[0], apart[1]);
+    store.relate(&FOLLOWS, 1, first).await.unwrap();
+    // `second`'s reverse set, in another slot than 1's keys, holds a string.
+    let planted = format!("{}:followers", key(second));
+    let () = redis::cmd("SET")
+        .arg(&planted)
+        .arg("x")
+        .query(&mut cluster.conn())
+        .unwrap();
+    let before = dump(&cluster);
+    let err = store.relate(&FOLLOWS, 1, second).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::WrongType { key, .. } if *key == planted),
+        "{err:?}"
+    );
+    assert_eq!(
+        dump(&cluster),
+        before,
+        "relate across slots: nothing changed"
+    );
+
+    // The same for an unrelate whose second side is planted.
+    let planted = format!("{}:followers", key(first));
+    let () = redis::cmd("DEL")
+        .arg(&planted)
+        .query(&mut cluster.conn())
+        .unwrap();
+    let () = redis::cmd("SET")
+        .arg(&planted)
+        .arg("x")
+        .query(&mut cluster.conn())
+        .unwrap();
+    let before = dump(&cluster);
+    let err = store.unrelate(&FOLLOWS, 1, first).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::WrongType { key, .. } if *key == planted),
+        "{err:?}"
+    );
+    assert_eq!(
+        dump(&cluster),
+        before,
+        "unrelate across slots: nothing changed"
+    );
 }

@@ -206,9 +206,29 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             let removed: i64 = script::invoke(conn, &self.sent, &drop_call(&ak, rel.name(), &bm))
                 .await
                 .map_err(|e| Error::redis(&ak, e))?;
-            let _: i64 = script::invoke(conn, &self.sent, &drop_call(&bk, rel.reverse(), &am))
-                .await
-                .map_err(|e| Error::redis(&bk, e))?;
+            if let Err(e) =
+                script::invoke::<i64, _>(conn, &self.sent, &drop_call(&bk, rel.reverse(), &am))
+                    .await
+            {
+                let err = Error::redis(&bk, e);
+                // b's side refused before writing (a key of the wrong type):
+                // a's side gets its member back, so nothing changed.
+                if removed > 0 && matches!(err, Error::WrongType { .. }) {
+                    let back = add_call(
+                        A::DESC,
+                        ns,
+                        &am,
+                        rel.name(),
+                        &keyspace::register_entry(B::DESC, ns, rel.reverse()),
+                        &bm,
+                        false,
+                    );
+                    script::invoke::<Value, _>(conn, &self.sent, &back)
+                        .await
+                        .map_err(|e| Error::redis(&ak, e))?;
+                }
+                return Err(err);
+            }
             return Ok(removed > 0);
         }
         let not_found = |key: &str, e: redis::RedisError| match e.code() {
@@ -246,8 +266,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             Ok(reply) => added_and_left(reply).1,
             Err(e) => {
                 let err = not_found(&bk, e);
-                // `b` is missing: take back what the first call added.
-                if added > 0 && matches!(err, Error::NotFound { .. }) {
+                // `b` is missing, or its side holds a key of the wrong type
+                // (refused before writing): take back what the first call
+                // added, so nothing changed.
+                if added > 0 && matches!(err, Error::NotFound { .. } | Error::WrongType { .. }) {
                     let _: i64 = script::invoke(conn, &self.sent, &drop_call(&ak, rel.name(), &bm))
                         .await
                         .map_err(|e| Error::redis(&ak, e))?;
