@@ -63,9 +63,9 @@ pub struct CacheOptions {
     /// after it took it: a loader that hangs (never returns, or takes far
     /// longer than it should) lets the lock lapse then, one waiting caller
     /// takes it over and loads anew, and the hung loader's result, whenever
-    /// it comes, is not stored (its lock token no longer fences the entry; its
-    /// own caller gets the newer cached value if there is one, else what it
-    /// loaded). Keep it below [`wait`](Self::wait), so that callers that came
+    /// it comes, is not stored (its lock token, the load's fencing token, is
+    /// no longer the entry's; its own caller gets the newer cached value if
+    /// there is one, else what it loaded). Keep it below [`wait`](Self::wait), so that callers that came
     /// during a hung load take over before they give up, and above the
     /// longest load you expect, or slow loads are duplicated.
     /// `Duration::MAX`: no limit (a hung loader then holds the lock for as
