@@ -548,9 +548,9 @@ async fn hung_loader_is_taken_over_and_fenced(
     assert_eq!(fresh.as_deref(), Some("fresh"), "the taker-over's own load");
     assert_eq!(loads.load(Ordering::SeqCst), 2);
     // The lock lapsed at max_load (1 s after the hung loader took it), not
-    // at the waiter's `wait` (6 s); a loaded machine may add a second.
+    // at the waiter's `wait` (6 s); a loaded machine may add a few seconds.
     assert!(
-        waited < Duration::from_millis(2500),
+        waited < Duration::from_millis(3500),
         "taken over at max_load: {waited:?}"
     );
     let raw: String = server.conn().get(&entry).unwrap();
@@ -643,7 +643,7 @@ async fn a_hung_entity_loader_is_taken_over_and_never_overwrites_the_newer_entit
         .expect("a waiter takes over a hung load after max_load");
     assert_eq!(fresh.map(|p| p.name).as_deref(), Some("new tea"));
     assert!(
-        t.elapsed() < Duration::from_millis(2500),
+        t.elapsed() < Duration::from_millis(3500),
         "{:?}",
         t.elapsed()
     );
