@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, rustdoc links, unit, integration
 # (each test starts its own redis-server on a free port), doc and compile-fail
-# (trybuild) tests, against Debian's Redis 7.
+# (trybuild) tests, against Debian's Redis 7, then the benchmark workload's
+# quick run.
 #
 # `scripts/test.sh --valkey` runs the tests again against Valkey 9 instead
 # (installed by scripts/ensure-valkey.sh into a virtualenv under target/),
@@ -39,3 +40,9 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --quiet
 cargo test --workspace --all-features
+# The benchmark workload in its quick form (about 10 s), so that it cannot rot:
+# every wait in it fails the run after 10 s, and `timeout` bounds the whole.
+# Built in the dev profile, which reuses what `cargo test` just built (the
+# optimized build of the dependency tree would add minutes); the figures in
+# docs/benchmarks.md come from `cargo bench --bench workload` proper.
+timeout 300 cargo bench --profile dev --all-features --bench workload -- --quick

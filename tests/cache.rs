@@ -490,3 +490,183 @@ async fn named_caches_keep_apart_and_clear_empties_one() {
         .unwrap();
     assert_eq!(again.as_deref(), Some("13.49"));
 }
+
+/// The options of the hung-loader tests: a short lock, a short maximum load
+/// time, and waiters that wait well past it.
+fn hung_options() -> CacheOptions {
+    CacheOptions {
+        lock_ttl: Duration::from_millis(300),
+        max_load: Duration::from_millis(1000),
+        wait: Duration::from_secs(6),
+        jitter: 0.0,
+        ..CacheOptions::default()
+    }
+}
+
+/// Polls until `key` exists, for at most 5 s.
+fn wait_for_key(server: &Target, key: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !server.conn().exists::<_, bool>(key).unwrap() {
+        assert!(Instant::now() < deadline, "{key} never appeared");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A loader hangs (until `release` is notified, far past `max_load`) holding
+/// the lock of `key` in `hung`'s cache; a caller of `other` takes over after
+/// `max_load` and gets its own value; when the hung loader finally returns,
+/// its late value is not stored over the newer one.
+async fn hung_loader_is_taken_over_and_fenced(
+    server: &Target,
+    hung: Cache<impl ConnLike>,
+    other: Cache<impl ConnLike>,
+) {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let loads = Loads::default();
+    let hung_task = {
+        let (release, loads) = (release.clone(), loads.clone());
+        tokio::spawn(async move {
+            hung.get_or_load("hung", Duration::from_secs(60), || async move {
+                loads.fetch_add(1, Ordering::SeqCst);
+                release.notified().await;
+                Ok::<_, std::io::Error>(Some("late".to_string()))
+            })
+            .await
+        })
+    };
+    let entry = other.key_of("hung");
+    let lock = format!("{entry}:lock");
+    wait_for_key(server, &lock);
+    let t = Instant::now();
+    let fresh = other
+        .get_or_load("hung", Duration::from_secs(60), || {
+            slow_db(loads.clone(), Some("fresh".into()), 0)
+        })
+        .await
+        .expect("a waiter takes over a hung load after max_load");
+    let waited = t.elapsed();
+    assert_eq!(fresh.as_deref(), Some("fresh"), "the taker-over's own load");
+    assert_eq!(loads.load(Ordering::SeqCst), 2);
+    // The lock lapsed at max_load (1 s after the hung loader took it), not
+    // at the waiter's `wait` (6 s); a loaded machine may add a few seconds.
+    assert!(
+        waited < Duration::from_millis(3500),
+        "taken over at max_load: {waited:?}"
+    );
+    let raw: String = server.conn().get(&entry).unwrap();
+    assert!(
+        raw.ends_with(":\"fresh\""),
+        "the newer value is stored: {raw}"
+    );
+    // Long past max_load, the hung loader returns: its value is not stored,
+    // and its caller gets the newer one.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    release.notify_one();
+    let late = tokio::time::timeout(Duration::from_secs(5), hung_task)
+        .await
+        .expect("the hung caller finishes once its loader returns")
+        .unwrap()
+        .unwrap();
+    let after: String = server.conn().get(&entry).unwrap();
+    assert_eq!(
+        after, raw,
+        "the late value was not written over the newer one"
+    );
+    assert_eq!(
+        late.as_deref(),
+        Some("fresh"),
+        "the hung caller gets the newer value"
+    );
+    let lock_left: bool = server.conn().exists(&lock).unwrap();
+    assert!(!lock_left, "no lock left");
+    let read_back = other
+        .get_or_load::<String, _, _, std::io::Error>("hung", Duration::from_secs(60), || async {
+            panic!("the entry is cached: no load")
+        })
+        .await
+        .unwrap();
+    assert_eq!(read_back.as_deref(), Some("fresh"));
+}
+
+trait ConnLike: redis::aio::ConnectionLike + Clone + Send + Sync + 'static {}
+impl<C: redis::aio::ConnectionLike + Clone + Send + Sync + 'static> ConnLike for C {}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hung_loader_is_taken_over_after_max_load_and_its_late_value_discarded() {
+    let server = Target::start();
+    let cache = Cache::from_store(&server.store().await).with_options(hung_options());
+    hung_loader_is_taken_over_and_fenced(&server, cache.clone(), cache).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hung_loader_in_another_process_is_taken_over_and_fenced() {
+    let server = Target::start();
+    // Two stores, two connections: as two processes.
+    let hung = Cache::from_store(&server.store().await).with_options(hung_options());
+    let other = Cache::from_store(&server.store().await).with_options(hung_options());
+    hung_loader_is_taken_over_and_fenced(&server, hung, other).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hung_entity_loader_is_taken_over_and_never_overwrites_the_newer_entity() {
+    let server = Target::start();
+    let (store_a, store_b) = (server.store().await, server.store().await);
+    let hung = Cache::from_store(&store_a).with_options(hung_options());
+    let other = Cache::from_store(&store_b).with_options(hung_options());
+    let release = Arc::new(tokio::sync::Notify::new());
+    let hung_task = {
+        let (release, store_a) = (release.clone(), store_a.clone());
+        tokio::spawn(async move {
+            hung.get_entity_or_load(&store_a, &5, Duration::from_secs(60), || async move {
+                release.notified().await;
+                Ok::<_, std::io::Error>(Some(Product {
+                    id: 5,
+                    name: "old tea".into(),
+                    category: "old".into(),
+                }))
+            })
+            .await
+        })
+    };
+    let entry = other.key_of(&store_b.keys_of::<Product>(5).base);
+    wait_for_key(&server, &format!("{entry}:lock"));
+    let t = Instant::now();
+    let fresh = other
+        .get_entity_or_load(&store_b, &5, Duration::from_secs(60), || async {
+            Ok::<_, std::io::Error>(Some(Product {
+                id: 5,
+                name: "new tea".into(),
+                category: "new".into(),
+            }))
+        })
+        .await
+        .expect("a waiter takes over a hung load after max_load");
+    assert_eq!(fresh.map(|p| p.name).as_deref(), Some("new tea"));
+    assert!(
+        t.elapsed() < Duration::from_millis(3500),
+        "{:?}",
+        t.elapsed()
+    );
+    release.notify_one();
+    let late = tokio::time::timeout(Duration::from_secs(5), hung_task)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    // Read back from Redis: the newer entity, and only its index entry.
+    let stored: Product = store_b.get(&5).await.unwrap().unwrap();
+    assert_eq!(
+        stored.name, "new tea",
+        "the late entity was not saved over it"
+    );
+    assert_eq!(
+        store_b.find(Product::CATEGORY, "new").await.unwrap().len(),
+        1
+    );
+    assert!(store_b
+        .find(Product::CATEGORY, "old")
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(late.map(|p| p.name).as_deref(), Some("new tea"));
+}

@@ -6,8 +6,14 @@
 //! - **breakdown**: on a miss one caller, across all processes, runs the
 //!   loader, guarded by `SET NX PX` with a random token; the others wait and
 //!   read what it stored. A loader that dies holding the lock blocks nobody
-//!   past the lock's expiry, and the lock is released by compare-and-delete,
-//!   never someone else's;
+//!   past the lock's expiry, a loader that hangs blocks nobody past
+//!   [`CacheOptions::max_load`], and the lock is released by
+//!   compare-and-delete, never someone else's;
+//! - **fencing**: the lock's token fences the load's result. It is stored
+//!   only while the lock still holds that token, checked in the same script
+//!   as the write, so a load that outlived its lock (a hung loader past
+//!   `max_load`, a process stalled past `lock_ttl`) and was taken over never
+//!   writes its late result over the newer one;
 //! - **avalanche**: TTLs get random jitter so that keys cached together do
 //!   not expire together; with stale-while-revalidate, a value past its TTL
 //!   is still served while one caller rebuilds it.
@@ -50,9 +56,21 @@ pub struct CacheOptions {
     pub jitter: f64,
     /// Expiry of the rebuild lock: a loader that dies holding it blocks the
     /// others at most this long (breakdown). A live loader renews it every
-    /// third of this time, so one load runs however long it takes. Default
-    /// 5 s.
+    /// third of this time, up to [`max_load`](Self::max_load). Default 5 s.
     pub lock_ttl: Duration,
+    /// The longest one load may hold the rebuild lock. The loader's caller
+    /// renews the lock while the loader runs, but no further than this time
+    /// after it took it: a loader that hangs (never returns, or takes far
+    /// longer than it should) lets the lock lapse then, one waiting caller
+    /// takes it over and loads anew, and the hung loader's result, whenever
+    /// it comes, is not stored (its lock token, the load's fencing token, is
+    /// no longer the entry's; its own caller gets the newer cached value if
+    /// there is one, else what it loaded). Keep it below [`wait`](Self::wait), so that callers that came
+    /// during a hung load take over before they give up, and above the
+    /// longest load you expect, or slow loads are duplicated.
+    /// `Duration::MAX`: no limit (a hung loader then holds the lock for as
+    /// long as its process lives). Default 8 s.
+    pub max_load: Duration,
     /// How long a caller waits for another caller's load before giving up
     /// with [`Error::CacheTimeout`]. Default 10 s.
     pub wait: Duration,
@@ -67,6 +85,7 @@ impl Default for CacheOptions {
             null_ttl: Duration::from_secs(30),
             jitter: 0.1,
             lock_ttl: Duration::from_secs(5),
+            max_load: Duration::from_secs(8),
             wait: Duration::from_secs(10),
             stale_while_revalidate: None,
         }
@@ -150,6 +169,31 @@ fn lookup(reply: Value) -> Option<Lookup> {
         3 => Lookup::MissMine,
         _ => Lookup::MissOther,
     })
+}
+
+/// What the `put` mode of the script answered.
+enum Stored {
+    /// The result is cached.
+    Stored,
+    /// The lock was no longer this caller's: nothing stored; the value
+    /// cached now, if any.
+    Fenced(Option<Vec<u8>>),
+}
+
+fn stored(reply: Value) -> Option<Stored> {
+    let Value::Array(items) = reply else {
+        return None;
+    };
+    let mut it = items.into_iter();
+    match it.next()? {
+        Value::Int(1) => Some(Stored::Stored),
+        Value::Int(0) => match it.next() {
+            Some(Value::BulkString(b)) => Some(Stored::Fenced(Some(b))),
+            None | Some(Value::Nil) => Some(Stored::Fenced(None)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// A stored cache value: `None` for a cached miss.
@@ -310,8 +354,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
             .map_err(|e| Error::redis(keys[0], e))
     }
 
+    /// The lock's expiry when taken: `lock_ttl`, or `max_load` if shorter.
+    fn first_lock_ttl(&self) -> Duration {
+        self.options.lock_ttl.min(self.options.max_load)
+    }
+
     async fn get(&self, keys: [&str; 2], token: &str) -> Result<Lookup> {
-        let lock_ms = self.options.lock_ttl.as_millis().max(1).to_string();
+        let lock_ms = self.first_lock_ttl().as_millis().max(1).to_string();
         let swr = if self.options.stale_while_revalidate.is_some() {
             "1"
         } else {
@@ -329,13 +378,15 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         })
     }
 
+    /// Stores a load's result if this caller still holds the lock (the
+    /// fence); `Ok(Stored::Fenced(now))` otherwise, with the entry cached now.
     async fn put(
         &self,
         keys: [&str; 2],
         token: &str,
         json: Option<&[u8]>,
         ttl: Duration,
-    ) -> Result<()> {
+    ) -> Result<Stored> {
         let (kind, json, soft, hard) = match json {
             Some(j) => {
                 let soft = jittered(ttl, self.options.jitter);
@@ -352,44 +403,66 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
             soft.as_millis().max(1).to_string(),
             hard.as_millis().max(1).to_string(),
         );
-        self.script(
-            keys,
-            &[
-                b"put",
-                token.as_bytes(),
-                kind.as_bytes(),
-                json,
-                soft.as_bytes(),
-                hard.as_bytes(),
-            ],
-        )
-        .await
-        .map(drop)
+        let reply = self
+            .script(
+                keys,
+                &[
+                    b"put",
+                    token.as_bytes(),
+                    kind.as_bytes(),
+                    json,
+                    soft.as_bytes(),
+                    hard.as_bytes(),
+                ],
+            )
+            .await?;
+        stored(reply).ok_or_else(|| Error::UnexpectedReply {
+            key: keys[0].to_owned(),
+            detail: "cache script reply to put".into(),
+        })
     }
 
-    /// Extends the lock this caller holds while its loader runs.
-    async fn renew(&self, keys: [&str; 2], token: &str) -> Result<()> {
-        let lock_ms = self.options.lock_ttl.as_millis().max(1).to_string();
-        self.script(keys, &[b"renew", token.as_bytes(), lock_ms.as_bytes()])
-            .await
-            .map(drop)
+    /// Sets the expiry of the lock this caller holds to `ttl` while its
+    /// loader runs; `false` if the lock is no longer this caller's.
+    async fn renew(&self, keys: [&str; 2], token: &str, ttl: Duration) -> Result<bool> {
+        let lock_ms = ttl.as_millis().max(1).to_string();
+        let reply = self
+            .script(keys, &[b"renew", token.as_bytes(), lock_ms.as_bytes()])
+            .await?;
+        Ok(matches!(reply, Value::Int(1)))
     }
 
     /// Runs `load` while renewing the lock every third of its TTL, so that
-    /// no other caller takes it over during a long load.
+    /// no other caller takes it over during a long load, but only until
+    /// `max_load` after `taken` (when this caller asked for the lock): the
+    /// last renewal is shortened so that the lock lapses then, and a hung
+    /// load is taken over. The load itself is left to run; its result is
+    /// fenced off when it comes (see [`Self::put`]).
     async fn load_holding_lock<Fut: Future>(
         &self,
         keys: [&str; 2],
         token: &str,
+        taken: Instant,
         load: Fut,
     ) -> Result<Fut::Output> {
         let every = (self.options.lock_ttl / 3).max(Duration::from_millis(1));
+        // A limit too far to add (Duration::MAX: none) renews for ever.
+        let until = taken.checked_add(self.options.max_load);
         let mut renewal = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        let mut renewing = true;
         tokio::pin!(load);
         loop {
             tokio::select! {
                 out = &mut load => return Ok(out),
-                _ = renewal.tick() => self.renew(keys, token).await?,
+                _ = renewal.tick(), if renewing => {
+                    let ttl = match until {
+                        Some(u) => u.saturating_duration_since(Instant::now()),
+                        None => self.options.lock_ttl,
+                    }
+                    .min(self.options.lock_ttl);
+                    // Past max_load (or the lock lost): no more renewals.
+                    renewing = ttl.as_millis() > 0 && self.renew(keys, token, ttl).await?;
+                }
             }
         }
     }
@@ -426,6 +499,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         let mut pause = Duration::from_millis(2);
         let mut loader = Some(loader);
         loop {
+            let asked = Instant::now();
             let stale = match self.get(keys, &token).await? {
                 Lookup::Hit(raw) => return decode_value(&value_key, &raw),
                 Lookup::StaleMine(raw) => Some(raw),
@@ -444,7 +518,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
                 self.release(keys, &token).await?;
                 return Err(Error::CacheTimeout { key: value_key });
             };
-            let loaded = match self.load_holding_lock(keys, &token, load()).await? {
+            let loaded = match self.load_holding_lock(keys, &token, asked, load()).await? {
                 Ok(v) => v,
                 Err(e) => {
                     self.release(keys, &token).await?;
@@ -465,8 +539,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
                 })?),
                 None => None,
             };
-            self.put(keys, &token, json.as_deref(), ttl).await?;
-            return Ok(loaded);
+            return match self.put(keys, &token, json.as_deref(), ttl).await? {
+                // Taken over and stored since (not the stale value this
+                // caller was rebuilding): the newer value, not ours.
+                Stored::Fenced(Some(now)) if stale.as_deref() != Some(&now[..]) => {
+                    decode_value(&value_key, &now)
+                }
+                _ => Ok(loaded),
+            };
         }
     }
 
@@ -510,6 +590,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         let deadline = Instant::now().checked_add(self.options.wait);
         let mut pause = Duration::from_millis(2);
         loop {
+            let asked = Instant::now();
             match self.get(keys, &token).await? {
                 Lookup::Hit(_) | Lookup::StaleMine(_) => {
                     // Only null markers are stored here for entities.
@@ -531,7 +612,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
                         self.release(keys, &token).await?;
                         return Ok(Some(e));
                     }
-                    let loaded = match self.load_holding_lock(keys, &token, loader()).await? {
+                    let loaded = match self
+                        .load_holding_lock(keys, &token, asked, loader())
+                        .await?
+                    {
                         Ok(v) => v,
                         Err(e) => {
                             self.release(keys, &token).await?;
@@ -541,17 +625,32 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
                             });
                         }
                     };
-                    match &loaded {
-                        Some(e) => {
-                            let saved = store
-                                .save_with_ttl(e, jittered(ttl, self.options.jitter))
-                                .await;
-                            self.release(keys, &token).await?;
-                            saved?;
-                        }
-                        None => self.put(keys, &token, None, ttl).await?,
+                    let Some(e) = loaded else {
+                        return match self.put(keys, &token, None, ttl).await? {
+                            Stored::Stored => Ok(None),
+                            // Taken over: whatever the newer load stored.
+                            Stored::Fenced(_) => store.get::<E>(pk).await,
+                        };
+                    };
+                    // The fence, for a save that cannot run in the cache's
+                    // script: the lock must still be this caller's (and is
+                    // renewed for the save), and the save is an insert, so
+                    // that a late load never overwrites an entity stored
+                    // since (by a caller that took over, or the application).
+                    if !self.renew(keys, &token, self.options.lock_ttl).await? {
+                        return Ok(Some(store.get::<E>(pk).await?.unwrap_or(e)));
                     }
-                    return Ok(loaded);
+                    let saved = store
+                        .insert_with_ttl(&e, jittered(ttl, self.options.jitter))
+                        .await;
+                    self.release(keys, &token).await?;
+                    return match saved {
+                        Ok(()) => Ok(Some(e)),
+                        Err(Error::AlreadyExists { .. }) => {
+                            Ok(Some(store.get::<E>(pk).await?.unwrap_or(e)))
+                        }
+                        Err(err) => Err(err),
+                    };
                 }
             }
         }

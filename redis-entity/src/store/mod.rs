@@ -659,6 +659,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.save_as(entity, true, None).await.map(drop)
     }
 
+    /// Creates `entity` with a TTL on all its keys; [`Error::AlreadyExists`]
+    /// (and nothing written) if its key is taken. The read-through cache's
+    /// save: a late load never overwrites an entity stored since.
+    pub(crate) async fn insert_with_ttl<E: Entity>(&self, entity: &E, ttl: Duration) -> Result<()> {
+        self.expiring.insert(ExpiringTypes::id(E::DESC));
+        self.save_as(entity, true, Some(ttl)).await.map(drop)
+    }
+
     /// Upserts every entity in one pipelined round trip; each entity's write
     /// is atomic on its own. The first error is returned after all were sent.
     pub async fn save_all<E: Entity>(&self, entities: &[E]) -> Result<()> {
