@@ -4,7 +4,7 @@
 
 use crate::model::{self, Codec, Column, Entity, Field, IndexKind, Layout, TagPart};
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, LitStr};
 
@@ -461,11 +461,13 @@ fn field_inits(e: &Entity, re: &TokenStream) -> Vec<TokenStream> {
 
 // ---- Outside `const _`: the inherent impl users name ----
 
-/// Field handles (`User::EMAIL`), `User::key(&pk)` and `User::layout()`.
-/// Also part of the stub emitted on error: it reads only the model and the
-/// `Entity` trait, never the generated `Entity` impl's details.
+/// Field handles (`User::EMAIL`) with their markers, `User::key(&pk)` and
+/// `User::layout()`. Also part of the stub emitted on error: it reads only
+/// the model and the `Entity` trait, never the generated `Entity` impl's
+/// details.
 pub fn inherent_impl(e: &Entity, re: &TokenStream) -> TokenStream {
     let ident = e.ident;
+    let markers = field_markers(e, re);
     let pk_handles = e
         .pks()
         .filter_map(|(f, pk)| Some(pk_handle(e, f, pk.index.as_ref()?, re)));
@@ -477,6 +479,8 @@ pub fn inherent_impl(e: &Entity, re: &TokenStream) -> TokenStream {
     let key_fn = key_fn(e, re);
     let layout_fn = layout_fn(e, re);
     quote! {
+        #markers
+
         #[allow(dead_code)]
         impl #ident {
             #(#pk_handles)*
@@ -490,6 +494,80 @@ pub fn inherent_impl(e: &Entity, re: &TokenStream) -> TokenStream {
     }
 }
 
+/// The fields that have a `Field` handle.
+fn handled_fields<'e>(e: &'e Entity) -> impl Iterator<Item = &'e Field<'e>> {
+    e.fields.iter().filter(|f| match &f.role {
+        model::Role::Pk(pk) => pk.index.is_some(),
+        model::Role::Column(_) => true,
+        model::Role::Map | model::Role::Skip => false,
+    })
+}
+
+/// The field's position among the struct's fields, which numbers its
+/// marker: `FieldMarker<2>`.
+fn position(e: &Entity, f: &Field) -> proc_macro2::Literal {
+    let i = e.fields.iter().take_while(|g| g.ident != f.ident).count();
+    proc_macro2::Literal::usize_unsuffixed(i)
+}
+
+/// The marker type of each handled field: a unit struct named after the
+/// field, which the handle's type carries so that an error about the
+/// handle (a query its index does not answer, `set` on a pk) names the
+/// field. rustc prints it as `User::email` because it is defined in a
+/// constant named after the type (a braced struct has no value of that
+/// name) and has a twin of the same name (a name defined once is printed
+/// alone). `FieldMarker<i>` names it outside the constant (an impl in a
+/// named constant, which the `non_local_definitions` lint would flag).
+fn field_markers(e: &Entity, re: &TokenStream) -> TokenStream {
+    let ident = e.ident;
+    let (positions, markers): (Vec<_>, Vec<_>) = handled_fields(e)
+        .map(|f| (position(e, f), marker_name(e, f)))
+        .unzip();
+    if markers.is_empty() {
+        return TokenStream::new();
+    }
+    // Spanned at the field: an error's note on the marker shows the field.
+    let structs = markers
+        .iter()
+        .map(|m| quote_spanned!(m.span()=> pub struct #m;));
+    quote! {
+        #[doc(hidden)]
+        #[allow(
+            non_upper_case_globals,
+            non_camel_case_types,
+            non_local_definitions,
+            dead_code,
+            unreachable_pub,
+            unnameable_types
+        )]
+        const #ident: () = {
+            #(#structs)*
+            #(impl #re::FieldMarker<#positions> for #ident {
+                type Marker = #markers;
+            })*
+            const _: () = {
+                #(struct #markers;)*
+            };
+        };
+    }
+}
+
+/// The field's own name, unless that is the struct's (the marker would
+/// hide the struct inside the constant).
+fn marker_name(e: &Entity, f: &Field) -> Ident {
+    if f.ident == e.ident {
+        format_ident!("{}_", f.ident)
+    } else {
+        f.ident.clone()
+    }
+}
+
+/// `<User as FieldMarker<i>>::Marker`: the marker of `f`.
+fn marker_type(e: &Entity, f: &Field, re: &TokenStream) -> TokenStream {
+    let (ident, i) = (e.ident, position(e, f));
+    quote!(<#ident as #re::FieldMarker<#i>>::Marker)
+}
+
 /// `User` field `email` → `User::EMAIL`.
 fn handle_name(ident: &Ident) -> Ident {
     let name = ident.to_string();
@@ -501,6 +579,7 @@ fn pk_handle(e: &Entity, f: &Field, index: &model::Index, re: &TokenStream) -> T
     let (vis, ident) = (e.vis, e.ident);
     let name = handle_name(f.ident);
     let (ty, value_ty) = (f.ty, index.value_ty);
+    let marker = marker_type(e, f, re);
     let stored = lit(&f.name);
     let doc = format!(
         "Handle of the indexed pk field `{}` (queries only: a pk is never set).",
@@ -508,7 +587,7 @@ fn pk_handle(e: &Entity, f: &Field, index: &model::Index, re: &TokenStream) -> T
     );
     quote! {
         #[doc = #doc]
-        #vis const #name: #re::Field<#ident, #ty, #re::PkPart, #re::Equality<#value_ty>> = #re::Field::new(#stored, usize::MAX);
+        #vis const #name: #re::Field<#ident, #ty, #re::PkPart, #re::Equality<#value_ty>, #marker> = #re::Field::new(#stored, usize::MAX);
     }
 }
 
@@ -530,6 +609,7 @@ fn column_handle(e: &Entity, f: &Field, c: &Column, i: usize, re: &TokenStream) 
             }
         }
     };
+    let marker = marker_type(e, f, re);
     let stored = lit(&f.name);
     let doc = format!(
         "Handle of the `{}` field (stored as `{}`).",
@@ -537,7 +617,7 @@ fn column_handle(e: &Entity, f: &Field, c: &Column, i: usize, re: &TokenStream) 
     );
     quote! {
         #[doc = #doc]
-        #vis const #name: #re::Field<#ident, #ty, #codec, #kind> = #re::Field::new(#stored, #i);
+        #vis const #name: #re::Field<#ident, #ty, #codec, #kind, #marker> = #re::Field::new(#stored, #i);
     }
 }
 

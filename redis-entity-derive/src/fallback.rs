@@ -34,6 +34,8 @@ pub fn stub(input: &DeriveInput, entity: Option<&Entity>) -> TokenStream {
 
 /// `Entity` with the model's pk type (`()` when there is no pk: that error
 /// is reported) and bodies that never run: the program does not compile.
+/// `DESC` is a real (empty) description, not `unimplemented!()`: a constant
+/// is evaluated at compile time, where a panic is one more error.
 fn impl_entity(input: &DeriveInput, entity: Option<&Entity>, re: &TokenStream) -> TokenStream {
     let ident = &input.ident;
     let pk_type = match entity {
@@ -45,7 +47,7 @@ fn impl_entity(input: &DeriveInput, entity: Option<&Entity>, re: &TokenStream) -
         impl #re::Entity for #ident {
             type Pk = #pk_type;
 
-            const DESC: &'static #re::EntityDesc = #never;
+            const DESC: &'static #re::EntityDesc = #re::STUB_DESC;
 
             fn write_member(_: &Self::Pk, _: &mut #re::String) {
                 #never

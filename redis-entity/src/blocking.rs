@@ -229,19 +229,19 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             pk: impl IntoPk<E::Pk>,
             key: impl Into<M::Key>,
         ) -> Result<Option<M::Value>>;
-        find[E: Entity, T, Co, K: SetIndex](
-            field: Field<E, T, Co, K>,
+        find[E: Entity, T, Co, K: SetIndex<N>, N](
+            field: Field<E, T, Co, K, N>,
             value: impl Into<K::Value>,
         ) -> Result<Vec<E>>;
-        find_unique[E: Entity, T, Co, K: UniqueIndex](
-            field: Field<E, T, Co, K>,
+        find_unique[E: Entity, T, Co, K: UniqueIndex<N>, N](
+            field: Field<E, T, Co, K, N>,
             value: impl Into<K::Value>,
         ) -> Result<Option<E>>;
-        top[E: Entity, T, Co, K: SortedIndex](field: Field<E, T, Co, K>, n: usize)
+        top[E: Entity, T, Co, K: SortedIndex<N>, N](field: Field<E, T, Co, K, N>, n: usize)
             -> Result<Vec<(E, f64)>>;
-        top_each[E: Entity, T, Co, K: SortedIndex](field: Field<E, T, Co, K>, n: usize)
+        top_each[E: Entity, T, Co, K: SortedIndex<N>, N](field: Field<E, T, Co, K, N>, n: usize)
             -> Result<Vec<Result<(E, f64)>>>;
-        rank[E: Entity, T, Co, K: SortedIndex](field: Field<E, T, Co, K>, pk: impl IntoPk<E::Pk>)
+        rank[E: Entity, T, Co, K: SortedIndex<N>, N](field: Field<E, T, Co, K, N>, pk: impl IntoPk<E::Pk>)
             -> Result<Option<u64>>;
         board_incr[E: Entity](board: &Board<E>, pk: impl IntoPk<E::Pk>, delta: f64) -> Result<f64>;
         board_incr_at[E: Entity](

@@ -92,7 +92,7 @@ pub use schema::entity::{
 pub use schema::escape::{KeyLayout, KeyPart, Namespace, PaddedKeyPart};
 pub use schema::field::{
     AllowsIncr, Assign, Equality, Field, HashField, Incrementable, NoIndex, Prefix, PrefixIndex,
-    SetIndex, Sorted, SortedIndex, Tags, Unique, UniqueIndex, ValueKeyed, Writable,
+    RangeOf, SetIndex, Sorted, SortedIndex, Tags, Unique, UniqueIndex, ValueKeyed, Writable,
 };
 pub use schema::layout::{EntityLayout, KeyPattern, RedisType, Registry};
 pub use schema::pk::IntoPk;
@@ -117,7 +117,7 @@ pub mod verify {
 
 /// The traits of stored values: implement them to store a type of your own.
 pub mod codec {
-    pub use crate::schema::codec::{FieldCodec, MapField, Scalar, SortScore};
+    pub use crate::schema::codec::{FieldCodec, JsonValue, MapField, Scalar, SortScore};
 }
 
 /// The redis-rs driver the store runs on (for connections of one's own,
@@ -233,8 +233,11 @@ pub use redis;
 /// A field of a type the crate cannot store is refused at the field, with
 /// the hint to add `#[redis(json)]`; an index kind the type does not allow
 /// (`sorted` on text, say), a key template that leaves out a `#[pk]`, or two
-/// types whose keys could collide in a [`Registry`] are refused too. The
-/// layout rules and every key family are listed in the repository's
+/// types whose keys could collide in a [`Registry`] are refused too. A query
+/// on a field without the index it reads, or `set` on a pk field, does not
+/// compile either, and the error names the field and the attribute to add
+/// (``field `User::email` has no `#[index]`: add it to query it with `find`, ...``).
+/// The layout rules and every key family are listed in the repository's
 /// `docs/key-layout.md`.
 #[cfg(feature = "derive")]
 pub use redis_entity_derive::RedisEntity;
@@ -255,13 +258,36 @@ pub mod __private {
     };
     pub use crate::schema::escape::{unescape_with, KeyPart, PaddedKeyPart};
     pub use crate::schema::field::{
-        Equality, Field, HashField, NoIndex, Prefix, Sorted, Tags, Unique,
+        Equality, Field, FieldMarker, HashField, NoIndex, Prefix, Sorted, Tags, Unique,
     };
     pub use crate::schema::layout::EntityLayout;
     pub use crate::schema::update_op::UpdateOp;
     pub use ::core;
     pub use ::std::string::String;
     pub use ::std::vec::Vec;
+
+    /// The description in the stub the derive emits next to its errors.
+    /// The program does not compile, so nothing reads it; a constant that
+    /// panics would be one more error wherever `DESC` is evaluated (as
+    /// `cargo build` does).
+    pub const STUB_DESC: &EntityDesc = &EntityDesc {
+        type_name: "",
+        prefix: "",
+        layout: Layout::Hash,
+        key_pattern: "",
+        key_head: "",
+        key_tail: "",
+        pk_fields: &[],
+        numeric_pk: false,
+        columns: &[],
+        maps: &[],
+        indexes: &[],
+        pk_index_value: |_, _| None,
+        version: None,
+        ttl: None,
+        shards: 1,
+        group: None,
+    };
 
     /// Takes the next column value out of a row being decoded.
     pub fn take(columns: &mut ::std::vec::IntoIter<Option<Vec<u8>>>) -> Option<Vec<u8>> {

@@ -119,6 +119,34 @@ const _: () = {
         }
     }
 };
+#[doc(hidden)]
+#[allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_local_definitions,
+    dead_code,
+    unreachable_pub,
+    unnameable_types
+)]
+const RedPackage: () = {
+    pub struct program_id;
+    pub struct uid;
+    pub struct status;
+    impl ::re::__private::FieldMarker<0> for RedPackage {
+        type Marker = program_id;
+    }
+    impl ::re::__private::FieldMarker<2> for RedPackage {
+        type Marker = uid;
+    }
+    impl ::re::__private::FieldMarker<3> for RedPackage {
+        type Marker = status;
+    }
+    const _: () = {
+        struct program_id;
+        struct uid;
+        struct status;
+    };
+};
 #[allow(dead_code)]
 impl RedPackage {
     ///Handle of the indexed pk field `program_id` (queries only: a pk is never set).
@@ -127,6 +155,7 @@ impl RedPackage {
         u64,
         ::re::__private::PkPart,
         ::re::__private::Equality<u64>,
+        <RedPackage as ::re::__private::FieldMarker<0>>::Marker,
     > = ::re::__private::Field::new("program_id", usize::MAX);
     ///Handle of the indexed pk field `uid` (queries only: a pk is never set).
     pub(crate) const UID: ::re::__private::Field<
@@ -134,6 +163,7 @@ impl RedPackage {
         String,
         ::re::__private::PkPart,
         ::re::__private::Equality<String>,
+        <RedPackage as ::re::__private::FieldMarker<2>>::Marker,
     > = ::re::__private::Field::new("uid", usize::MAX);
     ///Handle of the `status` field (stored as `status`).
     pub(crate) const STATUS: ::re::__private::Field<
@@ -141,6 +171,7 @@ impl RedPackage {
         u8,
         ::re::__private::Plain,
         ::re::__private::NoIndex,
+        <RedPackage as ::re::__private::FieldMarker<3>>::Marker,
     > = ::re::__private::Field::new("status", 0usize);
     ///The entity key for `pk`, without namespace: `red_package:{<program_id>_<task_id>_<uid>}`.
     pub(crate) fn key(

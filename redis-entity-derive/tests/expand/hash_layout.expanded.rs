@@ -265,6 +265,64 @@ const _: () = {
         }
     }
 };
+#[doc(hidden)]
+#[allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_local_definitions,
+    dead_code,
+    unreachable_pub,
+    unnameable_types
+)]
+const User: () = {
+    pub struct username;
+    pub struct country;
+    pub struct level;
+    pub struct born;
+    pub struct name;
+    pub struct tags;
+    pub struct email;
+    pub struct extra;
+    pub struct score;
+    impl ::redis_entity::__private::FieldMarker<1> for User {
+        type Marker = username;
+    }
+    impl ::redis_entity::__private::FieldMarker<2> for User {
+        type Marker = country;
+    }
+    impl ::redis_entity::__private::FieldMarker<3> for User {
+        type Marker = level;
+    }
+    impl ::redis_entity::__private::FieldMarker<4> for User {
+        type Marker = born;
+    }
+    impl ::redis_entity::__private::FieldMarker<5> for User {
+        type Marker = name;
+    }
+    impl ::redis_entity::__private::FieldMarker<6> for User {
+        type Marker = tags;
+    }
+    impl ::redis_entity::__private::FieldMarker<7> for User {
+        type Marker = email;
+    }
+    impl ::redis_entity::__private::FieldMarker<8> for User {
+        type Marker = extra;
+    }
+    impl ::redis_entity::__private::FieldMarker<9> for User {
+        type Marker = score;
+    }
+    const _: () = {
+        struct username;
+        struct country;
+        struct level;
+        struct born;
+        struct name;
+        struct tags;
+        struct email;
+        struct extra;
+        struct score;
+    };
+};
 #[allow(dead_code)]
 impl User {
     ///Handle of the `username` field (stored as `username`).
@@ -273,6 +331,7 @@ impl User {
         String,
         ::redis_entity::__private::Plain,
         ::redis_entity::__private::Unique<String>,
+        <User as ::redis_entity::__private::FieldMarker<1>>::Marker,
     > = ::redis_entity::__private::Field::new("username", 0usize);
     ///Handle of the `country` field (stored as `country`).
     const COUNTRY: ::redis_entity::__private::Field<
@@ -280,6 +339,7 @@ impl User {
         String,
         ::redis_entity::__private::Plain,
         ::redis_entity::__private::Equality<String>,
+        <User as ::redis_entity::__private::FieldMarker<2>>::Marker,
     > = ::redis_entity::__private::Field::new("country", 1usize);
     ///Handle of the `level` field (stored as `level`).
     const LEVEL: ::redis_entity::__private::Field<
@@ -287,6 +347,7 @@ impl User {
         i64,
         ::redis_entity::__private::Plain,
         ::redis_entity::__private::Sorted<i64>,
+        <User as ::redis_entity::__private::FieldMarker<3>>::Marker,
     > = ::redis_entity::__private::Field::new("level", 2usize);
     ///Handle of the `born` field (stored as `born`).
     const BORN: ::redis_entity::__private::Field<
@@ -294,6 +355,7 @@ impl User {
         Option<u32>,
         ::redis_entity::__private::Optional,
         ::redis_entity::__private::Sorted<u32>,
+        <User as ::redis_entity::__private::FieldMarker<4>>::Marker,
     > = ::redis_entity::__private::Field::new("born", 3usize);
     ///Handle of the `name` field (stored as `name`).
     const NAME: ::redis_entity::__private::Field<
@@ -301,6 +363,7 @@ impl User {
         String,
         ::redis_entity::__private::Plain,
         ::redis_entity::__private::Prefix<String>,
+        <User as ::redis_entity::__private::FieldMarker<5>>::Marker,
     > = ::redis_entity::__private::Field::new("name", 4usize);
     ///Handle of the `tags` field (stored as `tags`).
     const TAGS: ::redis_entity::__private::Field<
@@ -308,6 +371,7 @@ impl User {
         BTreeSet<String>,
         ::redis_entity::__private::TagList,
         ::redis_entity::__private::Tags<String>,
+        <User as ::redis_entity::__private::FieldMarker<6>>::Marker,
     > = ::redis_entity::__private::Field::new("tags", 5usize);
     ///Handle of the `email` field (stored as `mail`).
     const EMAIL: ::redis_entity::__private::Field<
@@ -315,6 +379,7 @@ impl User {
         Option<String>,
         ::redis_entity::__private::Optional,
         ::redis_entity::__private::NoIndex,
+        <User as ::redis_entity::__private::FieldMarker<7>>::Marker,
     > = ::redis_entity::__private::Field::new("mail", 6usize);
     ///Handle of the `extra` field (stored as `extra`).
     const EXTRA: ::redis_entity::__private::Field<
@@ -322,6 +387,7 @@ impl User {
         Vec<u8>,
         ::redis_entity::__private::Json,
         ::redis_entity::__private::NoIndex,
+        <User as ::redis_entity::__private::FieldMarker<8>>::Marker,
     > = ::redis_entity::__private::Field::new("extra", 7usize);
     ///Handle of the `score` field (stored as `score`).
     const SCORE: ::redis_entity::__private::Field<
@@ -329,6 +395,7 @@ impl User {
         u32,
         ::redis_entity::__private::Defaulted<::redis_entity::__private::Plain>,
         ::redis_entity::__private::NoIndex,
+        <User as ::redis_entity::__private::FieldMarker<9>>::Marker,
     > = ::redis_entity::__private::Field::new("score", 8usize);
     ///Handle of the `#[hash]` field `settings` (its own hash at `<key>:settings`).
     const SETTINGS: ::redis_entity::__private::HashField<

@@ -131,6 +131,39 @@ const _: () = {
         }
     }
 };
+#[doc(hidden)]
+#[allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_local_definitions,
+    dead_code,
+    unreachable_pub,
+    unnameable_types
+)]
+const Document: () = {
+    pub struct title;
+    pub struct body;
+    pub struct tags;
+    pub struct meta;
+    impl ::redis_entity::__private::FieldMarker<1> for Document {
+        type Marker = title;
+    }
+    impl ::redis_entity::__private::FieldMarker<2> for Document {
+        type Marker = body;
+    }
+    impl ::redis_entity::__private::FieldMarker<3> for Document {
+        type Marker = tags;
+    }
+    impl ::redis_entity::__private::FieldMarker<4> for Document {
+        type Marker = meta;
+    }
+    const _: () = {
+        struct title;
+        struct body;
+        struct tags;
+        struct meta;
+    };
+};
 #[allow(dead_code)]
 impl Document {
     ///Handle of the `title` field (stored as `title`).
@@ -139,6 +172,7 @@ impl Document {
         String,
         ::redis_entity::__private::Json,
         ::redis_entity::__private::NoIndex,
+        <Document as ::redis_entity::__private::FieldMarker<1>>::Marker,
     > = ::redis_entity::__private::Field::new("title", 0usize);
     ///Handle of the `body` field (stored as `body`).
     const BODY: ::redis_entity::__private::Field<
@@ -146,6 +180,7 @@ impl Document {
         Option<String>,
         ::redis_entity::__private::JsonOptional,
         ::redis_entity::__private::NoIndex,
+        <Document as ::redis_entity::__private::FieldMarker<2>>::Marker,
     > = ::redis_entity::__private::Field::new("body", 1usize);
     ///Handle of the `tags` field (stored as `tags`).
     const TAGS: ::redis_entity::__private::Field<
@@ -153,6 +188,7 @@ impl Document {
         Vec<String>,
         ::redis_entity::__private::Json,
         ::redis_entity::__private::NoIndex,
+        <Document as ::redis_entity::__private::FieldMarker<3>>::Marker,
     > = ::redis_entity::__private::Field::new("tags", 2usize);
     ///Handle of the `meta` field (stored as `meta`).
     const META: ::redis_entity::__private::Field<
@@ -160,6 +196,7 @@ impl Document {
         BTreeMap<String, u32>,
         ::redis_entity::__private::Json,
         ::redis_entity::__private::NoIndex,
+        <Document as ::redis_entity::__private::FieldMarker<4>>::Marker,
     > = ::redis_entity::__private::Field::new("meta", 3usize);
     ///The entity key for `pk`, without namespace: `doc:{<id>}`.
     fn key(

@@ -116,6 +116,29 @@ const _: () = {
         }
     }
 };
+#[doc(hidden)]
+#[allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_local_definitions,
+    dead_code,
+    unreachable_pub,
+    unnameable_types
+)]
+const Session: () = {
+    pub struct user;
+    pub struct code;
+    impl ::redis_entity::__private::FieldMarker<1> for Session {
+        type Marker = user;
+    }
+    impl ::redis_entity::__private::FieldMarker<2> for Session {
+        type Marker = code;
+    }
+    const _: () = {
+        struct user;
+        struct code;
+    };
+};
 #[allow(dead_code)]
 impl Session {
     ///Handle of the `user` field (stored as `user`).
@@ -124,6 +147,7 @@ impl Session {
         String,
         ::redis_entity::__private::Plain,
         ::redis_entity::__private::NoIndex,
+        <Session as ::redis_entity::__private::FieldMarker<1>>::Marker,
     > = ::redis_entity::__private::Field::new("user", 0usize);
     ///Handle of the `code` field (stored as `code`).
     pub const CODE: ::redis_entity::__private::Field<
@@ -131,6 +155,7 @@ impl Session {
         Option<String>,
         ::redis_entity::__private::Optional,
         ::redis_entity::__private::NoIndex,
+        <Session as ::redis_entity::__private::FieldMarker<2>>::Marker,
     > = ::redis_entity::__private::Field::new("code", 1usize);
     ///Handle of the `#[hash]` field `flags` (its own hash at `<key>:flags`).
     pub const FLAGS: ::redis_entity::__private::HashField<

@@ -4,7 +4,7 @@
 const _: () = {
     impl ::redis_entity::__private::Entity for User {
         type Pk = u64;
-        const DESC: &'static ::redis_entity::__private::EntityDesc = ::redis_entity::__private::core::unimplemented!();
+        const DESC: &'static ::redis_entity::__private::EntityDesc = ::redis_entity::__private::STUB_DESC;
         fn write_member(_: &Self::Pk, _: &mut ::redis_entity::__private::String) {
             ::redis_entity::__private::core::unimplemented!()
         }
@@ -32,6 +32,29 @@ const _: () = {
         }
     }
 };
+#[doc(hidden)]
+#[allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_local_definitions,
+    dead_code,
+    unreachable_pub,
+    unnameable_types
+)]
+const User: () = {
+    pub struct username;
+    pub struct nick;
+    impl ::redis_entity::__private::FieldMarker<1> for User {
+        type Marker = username;
+    }
+    impl ::redis_entity::__private::FieldMarker<2> for User {
+        type Marker = nick;
+    }
+    const _: () = {
+        struct username;
+        struct nick;
+    };
+};
 #[allow(dead_code)]
 impl User {
     ///Handle of the `username` field (stored as `username`).
@@ -40,6 +63,7 @@ impl User {
         String,
         ::redis_entity::__private::Plain,
         ::redis_entity::__private::Unique<String>,
+        <User as ::redis_entity::__private::FieldMarker<1>>::Marker,
     > = ::redis_entity::__private::Field::new("username", 0usize);
     ///Handle of the `nick` field (stored as `nick`).
     const NICK: ::redis_entity::__private::Field<
@@ -47,6 +71,7 @@ impl User {
         String,
         ::redis_entity::__private::Plain,
         ::redis_entity::__private::NoIndex,
+        <User as ::redis_entity::__private::FieldMarker<2>>::Marker,
     > = ::redis_entity::__private::Field::new("nick", 1usize);
     ///The entity key for `pk`, without namespace: `user:{<id>}`.
     fn key(

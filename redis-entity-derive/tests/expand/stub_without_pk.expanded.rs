@@ -4,7 +4,7 @@
 const _: () = {
     impl ::redis_entity::__private::Entity for User {
         type Pk = ();
-        const DESC: &'static ::redis_entity::__private::EntityDesc = ::redis_entity::__private::core::unimplemented!();
+        const DESC: &'static ::redis_entity::__private::EntityDesc = ::redis_entity::__private::STUB_DESC;
         fn write_member(_: &Self::Pk, _: &mut ::redis_entity::__private::String) {
             ::redis_entity::__private::core::unimplemented!()
         }
@@ -32,6 +32,24 @@ const _: () = {
         }
     }
 };
+#[doc(hidden)]
+#[allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_local_definitions,
+    dead_code,
+    unreachable_pub,
+    unnameable_types
+)]
+const User: () = {
+    pub struct name;
+    impl ::redis_entity::__private::FieldMarker<0> for User {
+        type Marker = name;
+    }
+    const _: () = {
+        struct name;
+    };
+};
 #[allow(dead_code)]
 impl User {
     ///Handle of the `name` field (stored as `name`).
@@ -40,6 +58,7 @@ impl User {
         String,
         ::redis_entity::__private::Plain,
         ::redis_entity::__private::NoIndex,
+        <User as ::redis_entity::__private::FieldMarker<0>>::Marker,
     > = ::redis_entity::__private::Field::new("name", 0usize);
     ///The entity key for `pk`, without namespace: ``.
     fn key(

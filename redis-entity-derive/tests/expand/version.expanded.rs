@@ -108,6 +108,29 @@ const _: () = {
         }
     }
 };
+#[doc(hidden)]
+#[allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_local_definitions,
+    dead_code,
+    unreachable_pub,
+    unnameable_types
+)]
+const Account: () = {
+    pub struct balance;
+    pub struct version;
+    impl ::redis_entity::__private::FieldMarker<1> for Account {
+        type Marker = balance;
+    }
+    impl ::redis_entity::__private::FieldMarker<2> for Account {
+        type Marker = version;
+    }
+    const _: () = {
+        struct balance;
+        struct version;
+    };
+};
 #[allow(dead_code)]
 impl Account {
     ///Handle of the `balance` field (stored as `balance`).
@@ -116,6 +139,7 @@ impl Account {
         i64,
         ::redis_entity::__private::Plain,
         ::redis_entity::__private::NoIndex,
+        <Account as ::redis_entity::__private::FieldMarker<1>>::Marker,
     > = ::redis_entity::__private::Field::new("balance", 0usize);
     ///Handle of the `version` field (stored as `version`).
     const VERSION: ::redis_entity::__private::Field<
@@ -123,6 +147,7 @@ impl Account {
         u64,
         ::redis_entity::__private::Plain,
         ::redis_entity::__private::NoIndex,
+        <Account as ::redis_entity::__private::FieldMarker<2>>::Marker,
     > = ::redis_entity::__private::Field::new("version", 1usize);
     ///The entity key for `pk`, without namespace: `account:{<id>}`.
     fn key(

@@ -296,7 +296,20 @@ impl<T: Scalar> FieldCodec<Option<T>> for Optional {
     }
 }
 
-impl<T: serde::Serialize + serde::de::DeserializeOwned> FieldCodec<T> for Json {
+/// A value stored as one JSON value (`#[redis(json)]`, and every field of
+/// the `json` layout): serde's `Serialize` and `Deserialize`.
+#[diagnostic::on_unimplemented(
+    message = "a field of type `{Self}` is stored as JSON, which needs serde's `Serialize` and `Deserialize` on `{Self}`",
+    label = "add `#[derive(serde::Serialize, serde::Deserialize)]` to `{Self}`",
+    note = "every field of the `json` layout, and every `#[redis(json)]` field, is stored as one JSON value"
+)]
+pub trait JsonValue: serde::Serialize + serde::de::DeserializeOwned {}
+/// Not recommended: the error names both derives once, rather than
+/// serde's error for each trait the type lacks.
+#[diagnostic::do_not_recommend]
+impl<T: serde::Serialize + serde::de::DeserializeOwned> JsonValue for T {}
+
+impl<T: JsonValue> FieldCodec<T> for Json {
     fn encode(field: &'static str, value: &T) -> Result<Option<Vec<u8>>, crate::Error> {
         serde_json::to_vec(value)
             .map(Some)
@@ -311,7 +324,7 @@ impl<T: serde::Serialize + serde::de::DeserializeOwned> FieldCodec<T> for Json {
     }
 }
 
-impl<T: serde::Serialize + serde::de::DeserializeOwned> FieldCodec<Option<T>> for JsonOptional {
+impl<T: JsonValue> FieldCodec<Option<T>> for JsonOptional {
     fn encode(f: &'static str, value: &Option<T>) -> Result<Option<Vec<u8>>, crate::Error> {
         match value {
             Some(v) => Json::encode(f, v),

@@ -4,12 +4,18 @@
 //! handle carries the entity type, the value type and the codec, so
 //! `update().set(User::EMAIL, 5)` or `set(Book::TITLE, ..)` on a `User` update
 //! does not compile.
+//!
+//! It also carries a marker type named after the field (`N`), which the
+//! derive defines where rustc prints it as `User::email`: the traits below
+//! take it as a parameter so that a query or update the field cannot serve
+//! fails with an error naming the field and the attribute it lacks.
 
 use crate::error::Result;
 use crate::schema::codec::{to_bytes, Counter, FieldCodec, MapField};
 use crate::schema::entity::Entity;
 use crate::schema::update_op::UpdateOp;
 use std::marker::PhantomData;
+use std::ops::RangeBounds;
 
 /// The index-kind and update traits describe what the runtime can do with
 /// a field; only this crate implements them.
@@ -21,7 +27,7 @@ mod sealed {
     impl<X> Sealed for super::Tags<X> {}
     impl<X> Sealed for super::Prefix<X> {}
     impl<X> Sealed for super::Sorted<X> {}
-    impl<E, T, C, K> Sealed for super::Field<E, T, C, K> {}
+    impl<E, T, C, K, N> Sealed for super::Field<E, T, C, K, N> {}
     impl<E, M> Sealed for super::HashField<E, M> {}
 }
 
@@ -50,81 +56,129 @@ pub struct Prefix<X>(PhantomData<fn() -> X>);
 #[derive(Debug, Clone, Copy)]
 pub struct Sorted<X>(PhantomData<fn() -> X>);
 
-/// Index kinds that answer ranges, ordering, `top` and `rank`.
+/// Index kinds that answer ranges, ordering, `top` and `rank`; `N` is the
+/// field's marker, which the error names.
 #[diagnostic::on_unimplemented(
-    message = "this field has no sorted index",
-    label = "ranges, ordering, `top` and `rank` need `#[index(sorted)]` on the field"
+    message = "field `{N}` has no `#[index(sorted)]`: add it to query it with `range`, `order_asc`, `order_desc`, `top` or `rank`",
+    label = "ranges, ordering, `top` and `rank` read a sorted index"
 )]
-pub trait SortedIndex: sealed::Sealed {
+pub trait SortedIndex<N = ()>: sealed::Sealed {
     /// The scored value type.
     type Value: crate::schema::codec::SortScore;
 }
-impl<X: crate::schema::codec::SortScore> SortedIndex for Sorted<X> {
+impl<X: crate::schema::codec::SortScore, N> SortedIndex<N> for Sorted<X> {
     type Value = X;
 }
-impl<X> AllowsIncr for Sorted<X> {}
+impl<X, N> AllowsIncr<N> for Sorted<X> {}
 
 /// The index kind `find_unique` reads: `#[index(unique)]`.
 #[diagnostic::on_unimplemented(
-    message = "`find_unique` needs a field with `#[index(unique)]`",
-    label = "this field is not unique: query it with `find` or `query().eq(..)` if it has `#[index]`"
+    message = "field `{N}` has no `#[index(unique)]`: add it to query it with `find_unique`",
+    label = "`find_unique` reads a unique index; a field with `#[index]` is read with `find`"
 )]
-pub trait UniqueIndex: sealed::Sealed {
+pub trait UniqueIndex<N = ()>: sealed::Sealed {
     /// The indexed value type.
     type Value: crate::schema::codec::Scalar;
 }
-impl<X: crate::schema::codec::Scalar> UniqueIndex for Unique<X> {
+impl<X: crate::schema::codec::Scalar, N> UniqueIndex<N> for Unique<X> {
     type Value = X;
 }
 
-/// Index kinds that answer "starts with" (`query().prefix(..)`).
+/// Index kinds that answer "starts with" (`query().prefix(..)`), which
+/// also answer equality.
 #[diagnostic::on_unimplemented(
-    message = "this field has no prefix index",
-    label = "`prefix` needs `#[index(prefix)]` on the field"
+    message = "field `{N}` has no `#[index(prefix)]`: add it to query it with `prefix`",
+    label = "`prefix` reads a prefix index"
 )]
-pub trait PrefixIndex: sealed::Sealed {}
-impl<X> PrefixIndex for Prefix<X> {}
+pub trait PrefixIndex<N = ()>: SetIndex<N> {}
+impl<X: crate::schema::codec::Scalar, N> PrefixIndex<N> for Prefix<X> {}
 
 /// Index kinds whose entries are sets of members, which `find`, `eq`,
 /// `all`, `any` and `none` read.
 #[diagnostic::on_unimplemented(
-    message = "this field has no equality index or tag relation to query",
-    label = "needs `#[index]` on the field (a unique field is read with `find_unique`)"
+    message = "field `{N}` has no `#[index]`: add it to query it with `find`, `eq`, `all`, `any` or `none`",
+    label = "these queries read an equality index or a tag relation"
 )]
-pub trait SetIndex: sealed::Sealed {
+pub trait SetIndex<N = ()>: sealed::Sealed {
     /// The value (or element) type a condition compares with.
     type Value: crate::schema::codec::Scalar;
 }
-impl<X: crate::schema::codec::Scalar> SetIndex for Equality<X> {
+impl<X: crate::schema::codec::Scalar, N> SetIndex<N> for Equality<X> {
     type Value = X;
 }
-impl<X: crate::schema::codec::Scalar> SetIndex for Tags<X> {
+impl<X: crate::schema::codec::Scalar, N> SetIndex<N> for Tags<X> {
     type Value = X;
 }
 /// A prefix index also answers equality (an exact lexicographic range).
-impl<X: crate::schema::codec::Scalar> SetIndex for Prefix<X> {
+impl<X: crate::schema::codec::Scalar, N> SetIndex<N> for Prefix<X> {
     type Value = X;
+}
+/// A unique field is not a set of members: the error says to read it with
+/// `find_unique` (the bound on `N` never holds).
+impl<X: crate::schema::codec::Scalar, N: unqueried::ReadWithFindUnique> SetIndex<N> for Unique<X> {
+    type Value = X;
+}
+/// A sorted field is read by score: the error says which queries read it.
+impl<X: crate::schema::codec::Scalar, N: unqueried::ReadByScore> SetIndex<N> for Sorted<X> {
+    type Value = X;
+}
+
+/// Bounds no field marker meets: they turn a query on an index of the
+/// wrong kind into an error that says which queries the field's index
+/// answers instead.
+mod unqueried {
+    #[diagnostic::on_unimplemented(
+        message = "field `{Self}` has `#[index(unique)]`: read it with `find_unique`",
+        label = "a unique index holds one owner per value, not a set to query with `find`, `eq`, `all`, `any` or `none`"
+    )]
+    pub trait ReadWithFindUnique {}
+
+    #[diagnostic::on_unimplemented(
+        message = "field `{Self}` has `#[index(sorted)]`: query it with `range`, `order_asc`, `order_desc`, `top` or `rank`",
+        label = "a sorted index is read by score, not with `find`, `eq`, `all`, `any` or `none`"
+    )]
+    pub trait ReadByScore {}
 }
 
 /// Index kinds that allow `incr` (a unique value must be checked before it
 /// is written, and an increment computes it in Redis).
 #[diagnostic::on_unimplemented(
-    message = "a `#[index(unique)]` field cannot be incremented in place",
+    message = "field `{N}` has `#[index(unique)]`: it cannot be incremented in place",
     label = "its new value must be checked for uniqueness before it is written; use `set`"
 )]
-pub trait AllowsIncr: sealed::Sealed {}
-impl AllowsIncr for NoIndex {}
-impl<X> AllowsIncr for Equality<X> {}
+pub trait AllowsIncr<N = ()>: sealed::Sealed {}
+impl<N> AllowsIncr<N> for NoIndex {}
+impl<X, N> AllowsIncr<N> for Equality<X> {}
 
-/// A stored column of entity `E` holding a `T`, encoded by codec `C`, with
-/// index kind `K` ([`NoIndex`], [`Equality`], [`Unique`], [`Tags`]).
-pub struct Field<E, T, C, K = NoIndex> {
-    name: &'static str,
-    col: usize,
-    _p: Marker<(E, T, C, K)>,
+/// The bounds of a range on sorted field `N`: values of its type `V`.
+#[diagnostic::on_unimplemented(
+    message = "field `{N}` holds `{V}` values: a range on it takes `{V}` bounds, not `{Self}`",
+    label = "expected a range of `{V}` (`a..b`, `a..=b`, `a..`, `..b` or `..`)"
+)]
+pub trait RangeOf<V, N = ()>: RangeBounds<V> {}
+#[diagnostic::do_not_recommend]
+impl<R: RangeBounds<V>, V, N> RangeOf<V, N> for R {}
+
+/// The marker type of field number `I` (in declaration order) of an entity.
+/// The derive defines it, named after the field, where rustc prints it as
+/// `User::email`, and implements this trait on the entity to name it in the
+/// handle's type, so that the errors of the traits above name the field.
+pub trait FieldMarker<const I: usize> {
+    /// The marker: a unit struct named after the field.
+    type Marker;
 }
 
-impl<E, T, C, K> Field<E, T, C, K> {
+/// A stored column of entity `E` holding a `T`, encoded by codec `C`, with
+/// index kind `K` ([`NoIndex`], [`Equality`], [`Unique`], [`Tags`],
+/// [`Prefix`], [`Sorted`]); `N` is the marker type named after the field,
+/// which compile errors about the handle name.
+pub struct Field<E, T, C, K = NoIndex, N = ()> {
+    name: &'static str,
+    col: usize,
+    _p: Marker<(E, T, C, K, N)>,
+}
+
+impl<E, T, C, K, N> Field<E, T, C, K, N> {
     #[doc(hidden)]
     pub const fn new(name: &'static str, col: usize) -> Self {
         Field {
@@ -145,14 +199,14 @@ impl<E, T, C, K> Field<E, T, C, K> {
     }
 }
 
-impl<E, T, C, K> Clone for Field<E, T, C, K> {
+impl<E, T, C, K, N> Clone for Field<E, T, C, K, N> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<E, T, C, K> Copy for Field<E, T, C, K> {}
+impl<E, T, C, K, N> Copy for Field<E, T, C, K, N> {}
 
-impl<E, T, C, K> std::fmt::Debug for Field<E, T, C, K> {
+impl<E, T, C, K, N> std::fmt::Debug for Field<E, T, C, K, N> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Field({})", self.name)
     }
@@ -173,7 +227,7 @@ impl<X: crate::schema::codec::Scalar> ValueKeyed for Tags<X> {
     type Value = X;
 }
 
-impl<E: Entity, T, C, K: ValueKeyed> Field<E, T, C, K> {
+impl<E: Entity, T, C, K: ValueKeyed, N> Field<E, T, C, K, N> {
     /// The index key of `value` in the standalone layout without namespace
     /// (users by username: `user:@username:lisi`): `User::USERNAME.key("lisi")`.
     /// The `@` marks the type's own families, which no entity key can spell.
@@ -202,7 +256,7 @@ impl<E: Entity, T, C, K: ValueKeyed> Field<E, T, C, K> {
     }
 }
 
-impl<E: Entity, T, C, X> Field<E, T, C, Sorted<X>> {
+impl<E: Entity, T, C, X, N> Field<E, T, C, Sorted<X>, N> {
     /// The sorted set of this sorted index, in the standalone layout without
     /// namespace (`player:@score`).
     pub fn key(&self) -> String {
@@ -210,7 +264,7 @@ impl<E: Entity, T, C, X> Field<E, T, C, Sorted<X>> {
     }
 }
 
-impl<E: Entity, T, C, X> Field<E, T, C, Prefix<X>> {
+impl<E: Entity, T, C, X, N> Field<E, T, C, Prefix<X>, N> {
     /// The sorted set of this prefix index, without namespace.
     pub fn key(&self) -> String {
         crate::keyspace::index_zset(E::DESC, &Default::default(), self.name)
@@ -259,6 +313,10 @@ impl<E, M> std::fmt::Debug for HashField<E, M> {
 }
 
 /// A field that `update().set(..)` can assign.
+#[diagnostic::on_unimplemented(
+    message = "`set` on an update of `{E}` takes a handle of a field of `{E}`",
+    label = "not a field of `{E}`"
+)]
 pub trait Assign<E: Entity>: sealed::Sealed {
     /// The value type.
     type Value;
@@ -267,7 +325,7 @@ pub trait Assign<E: Entity>: sealed::Sealed {
     fn assign(&self, value: &Self::Value) -> Result<UpdateOp>;
 }
 
-impl<E: Entity, T, C: FieldCodec<T>, K> Assign<E> for Field<E, T, C, K> {
+impl<E: Entity, T, C: Writable<T, N>, K, N> Assign<E> for Field<E, T, C, K, N> {
     type Value = T;
     fn assign(&self, value: &T) -> Result<UpdateOp> {
         Ok(UpdateOp::Set {
@@ -290,12 +348,16 @@ impl<E: Entity, M: MapField> Assign<E> for HashField<E, M> {
 
 /// The codec of a stored field: every codec but the one of pk fields, which
 /// are part of the key and never written, so `update()` cannot change them.
+/// `N` is the field's marker, which the error names.
 #[diagnostic::on_unimplemented(
-    message = "a pk field is part of the entity's key and is never written",
-    label = "`update()` cannot change a pk field"
+    message = "field `{N}` is part of the entity's key: `update()` cannot change it",
+    label = "a pk field is never written: `set` and `incr` take stored fields"
 )]
-pub trait Writable<T> {}
-impl<T, C: FieldCodec<T>> Writable<T> for C {}
+pub trait Writable<T, N = ()>: FieldCodec<T> {}
+/// Not recommended: the error is about the pk field, not about the codec
+/// trait its codec lacks.
+#[diagnostic::do_not_recommend]
+impl<T, N, C: FieldCodec<T>> Writable<T, N> for C {}
 
 /// A field type that can be incremented in place: a number, or an
 /// `Option` of one (Redis treats a missing field as 0).
@@ -318,7 +380,7 @@ macro_rules! incrementable {
 }
 incrementable!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64);
 
-impl<E, T: Incrementable, C, K: AllowsIncr> Field<E, T, C, K> {
+impl<E, T: Incrementable, C, K: AllowsIncr<N>, N> Field<E, T, C, K, N> {
     /// The update operation adding `delta`.
     pub(crate) fn incr_op(&self, delta: T::Delta) -> UpdateOp {
         UpdateOp::Incr {

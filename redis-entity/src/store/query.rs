@@ -10,14 +10,14 @@ use crate::plan::query::{self, index_of, index_value, Condition, RangeCondition,
 use crate::plan::write;
 use crate::schema::codec::SortScore;
 use crate::schema::entity::Entity;
-use crate::schema::field::{Field, PrefixIndex, SetIndex, SortedIndex, UniqueIndex};
+use crate::schema::field::{Field, PrefixIndex, RangeOf, SetIndex, SortedIndex, UniqueIndex};
 use crate::schema::pk::IntoPk;
 use crate::script;
 use crate::script::write::WriteOp;
 use redis::aio::ConnectionLike;
 use redis::Value;
 use std::marker::PhantomData;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 
 /// One term of an OR across fields ([`Query::any_of`]): a field with an
 /// equality index or a tag relation, and a value.
@@ -40,7 +40,10 @@ impl<E> std::fmt::Debug for Term<E> {
 
 impl<E: Entity> Term<E> {
     /// `field` equals `value` (or, for tags, contains it).
-    pub fn eq<T, C, K: SetIndex>(field: Field<E, T, C, K>, value: impl Into<K::Value>) -> Self {
+    pub fn eq<T, C, K: SetIndex<N>, N>(
+        field: Field<E, T, C, K, N>,
+        value: impl Into<K::Value>,
+    ) -> Self {
         Term {
             field: field.name(),
             value: index_value(&value.into()),
@@ -75,9 +78,9 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
         }
     }
 
-    fn push<T, C, K: SetIndex, V: Into<K::Value>>(
+    fn push<T, C, K: SetIndex<N>, N, V: Into<K::Value>>(
         mut self,
-        field: Field<E, T, C, K>,
+        field: Field<E, T, C, K, N>,
         op: SetOp,
         values: impl IntoIterator<Item = V>,
     ) -> Self {
@@ -145,36 +148,36 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
     }
 
     /// Entities whose field equals `value` (or whose tags contain it).
-    pub fn eq<T, C, K: SetIndex>(
+    pub fn eq<T, C, K: SetIndex<N>, N>(
         self,
-        field: Field<E, T, C, K>,
+        field: Field<E, T, C, K, N>,
         value: impl Into<K::Value>,
     ) -> Self {
         self.push(field, SetOp::All, [value])
     }
 
     /// Entities having every one of `values` (SINTER).
-    pub fn all<T, C, K: SetIndex, V: Into<K::Value>>(
+    pub fn all<T, C, K: SetIndex<N>, N, V: Into<K::Value>>(
         self,
-        field: Field<E, T, C, K>,
+        field: Field<E, T, C, K, N>,
         values: impl IntoIterator<Item = V>,
     ) -> Self {
         self.push(field, SetOp::All, values)
     }
 
     /// Entities having at least one of `values` (SUNION). An empty list matches nothing.
-    pub fn any<T, C, K: SetIndex, V: Into<K::Value>>(
+    pub fn any<T, C, K: SetIndex<N>, N, V: Into<K::Value>>(
         self,
-        field: Field<E, T, C, K>,
+        field: Field<E, T, C, K, N>,
         values: impl IntoIterator<Item = V>,
     ) -> Self {
         self.push(field, SetOp::Any, values)
     }
 
     /// Entities having none of `values` (SDIFF).
-    pub fn none<T, C, K: SetIndex, V: Into<K::Value>>(
+    pub fn none<T, C, K: SetIndex<N>, N, V: Into<K::Value>>(
         self,
-        field: Field<E, T, C, K>,
+        field: Field<E, T, C, K, N>,
         values: impl IntoIterator<Item = V>,
     ) -> Self {
         self.push(field, SetOp::None, values)
@@ -182,9 +185,9 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
 
     /// Entities whose text field starts with `prefix` (ZRANGEBYLEX on its
     /// prefix index; byte order, so it is correct for any UTF-8 text).
-    pub fn prefix<T, C, K: PrefixIndex + SetIndex>(
+    pub fn prefix<T, C, K: PrefixIndex<N>, N>(
         self,
-        field: Field<E, T, C, K>,
+        field: Field<E, T, C, K, N>,
         prefix: impl Into<K::Value>,
     ) -> Self {
         self.push(field, SetOp::StartsWith, [prefix])
@@ -198,7 +201,7 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
         self
     }
 
-    fn sorted_index<T, C, K>(&mut self, field: Field<E, T, C, K>) -> Option<usize> {
+    fn sorted_index<T, C, K, N>(&mut self, field: Field<E, T, C, K, N>) -> Option<usize> {
         let found = index_of(E::DESC, field.name());
         if found.is_none() {
             self.error.get_or_insert(Error::UnexpectedReply {
@@ -211,10 +214,10 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
 
     /// Entities whose sorted `field` lies in `range` (`a..b`, `a..=b`, `a..`,
     /// `..b`, `..`; ZRANGEBYSCORE).
-    pub fn range<T, C, K: SortedIndex>(
+    pub fn range<T, C, K: SortedIndex<N>, N>(
         mut self,
-        field: Field<E, T, C, K>,
-        range: impl RangeBounds<K::Value>,
+        field: Field<E, T, C, K, N>,
+        range: impl RangeOf<K::Value, N>,
     ) -> Self {
         let map = |b: Bound<&K::Value>| match b {
             Bound::Included(v) => Bound::Included(v.score()),
@@ -241,7 +244,7 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
     /// Results in ascending order of the sorted `field`; equal scores in
     /// byte order of their members (Redis' own order); entities without a
     /// value last.
-    pub fn order_asc<T, C, K: SortedIndex>(mut self, field: Field<E, T, C, K>) -> Self {
+    pub fn order_asc<T, C, K: SortedIndex<N>, N>(mut self, field: Field<E, T, C, K, N>) -> Self {
         if let Some(index) = self.sorted_index(field) {
             self.spec.order = Some((index, false));
         }
@@ -251,7 +254,7 @@ impl<'s, E: Entity, S> Query<'s, E, S> {
     /// Results in descending order of the sorted `field`; equal scores in
     /// reverse byte order of their members (as `ZREVRANGE`); entities
     /// without a value last.
-    pub fn order_desc<T, C, K: SortedIndex>(mut self, field: Field<E, T, C, K>) -> Self {
+    pub fn order_desc<T, C, K: SortedIndex<N>, N>(mut self, field: Field<E, T, C, K, N>) -> Self {
         if let Some(index) = self.sorted_index(field) {
             self.spec.order = Some((index, true));
         }
@@ -267,9 +270,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// Every `E` whose indexed `field` equals `value` (or, for a tag
     /// relation, has the tag): `query().eq(field, value).fetch()`.
-    pub fn find<E: Entity, T, Co, K: SetIndex>(
+    pub fn find<E: Entity, T, Co, K: SetIndex<N>, N>(
         &self,
-        field: Field<E, T, Co, K>,
+        field: Field<E, T, Co, K, N>,
         value: impl Into<K::Value>,
     ) -> Pending<'_, Vec<E>> {
         Box::pin(self.query::<E>().eq(field, value).fetch())
@@ -277,9 +280,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// The `E` whose unique `field` holds `value`, if any (two round trips:
     /// the unique key, then the entity, which is checked to still hold it).
-    pub fn find_unique<E: Entity, T, Co, K: UniqueIndex>(
+    pub fn find_unique<E: Entity, T, Co, K: UniqueIndex<N>, N>(
         &self,
-        field: Field<E, T, Co, K>,
+        field: Field<E, T, Co, K, N>,
         value: impl Into<K::Value>,
     ) -> Pending<'_, Option<E>> {
         // The value is encoded here and the future's type names `E` alone,
@@ -328,9 +331,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// The `n` entities with the highest sorted `field`, with their scores
     /// (a leaderboard with profiles): two round trips, whatever `n`.
-    pub fn top<E: Entity, T, Co, K: SortedIndex>(
+    pub fn top<E: Entity, T, Co, K: SortedIndex<N>, N>(
         &self,
-        field: Field<E, T, Co, K>,
+        field: Field<E, T, Co, K, N>,
         n: usize,
     ) -> Pending<'_, Vec<(E, f64)>> {
         let index = query::index_of(E::DESC, field.name());
@@ -340,9 +343,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// [`top`](Self::top) with a result per entity: a record that does not
     /// decode is an error in its place, naming its key and field, and the
     /// others are still returned.
-    pub fn top_each<E: Entity, T, Co, K: SortedIndex>(
+    pub fn top_each<E: Entity, T, Co, K: SortedIndex<N>, N>(
         &self,
-        field: Field<E, T, Co, K>,
+        field: Field<E, T, Co, K, N>,
         n: usize,
     ) -> Pending<'_, Vec<Result<(E, f64)>>> {
         Box::pin(self.top_at::<E>(query::index_of(E::DESC, field.name()), n))
@@ -414,9 +417,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// The 0-based rank of the entity by its sorted `field`, highest first
     /// (`ZREVRANK`, one round trip); `None` when it has no value or no entity.
     /// Expired entities are never counted above it.
-    pub fn rank<'a, E: Entity, T, Co, K: SortedIndex>(
+    pub fn rank<'a, E: Entity, T, Co, K: SortedIndex<N>, N>(
         &'a self,
-        field: Field<E, T, Co, K>,
+        field: Field<E, T, Co, K, N>,
         pk: impl IntoPk<E::Pk>,
     ) -> Pending<'a, Option<u64>> {
         let pk = &pk.into_pk();

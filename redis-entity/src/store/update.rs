@@ -76,9 +76,9 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
     }
 
     /// Adds `delta` to a numeric field in place (`HINCRBY` / `HINCRBYFLOAT`).
-    pub fn incr<T: Incrementable, C: Writable<T>, K: AllowsIncr>(
+    pub fn incr<T: Incrementable, C: Writable<T, N>, K: AllowsIncr<N>, N>(
         self,
-        field: Field<E, T, C, K>,
+        field: Field<E, T, C, K, N>,
         delta: T::Delta,
     ) -> Self {
         let op = field.incr_op(delta);
