@@ -100,7 +100,7 @@ pub(crate) fn unescape(segment: &str) -> Option<String> {
     unescape_with(segment, "")
 }
 
-/// The exact inverse of [`escape_into`] with `extra`: `None` for any text
+/// The exact inverse of `escape_into` with `extra`: `None` for any text
 /// that `escape_into(.., extra)` never writes (a character it escapes left
 /// raw, an escape of one it keeps, lower-case hex, a lone `%`), so that a key
 /// walked in Redis is either the key of one value or of none.
