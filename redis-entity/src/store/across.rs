@@ -202,8 +202,20 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let ns = &self.ns;
         let [(am, ak), (bm, bk)] = sides;
         let conn = &mut self.conn.clone();
+        // a's side: `b` added to its set (relate, and the take-back of an
+        // unrelate refused on b's side); `b` dropped from it.
+        let forward = add_call(
+            A::DESC,
+            ns,
+            &am,
+            rel.name(),
+            &keyspace::register_entry(B::DESC, ns, rel.reverse()),
+            &bm,
+            false,
+        );
+        let drop_forward = drop_call(&ak, rel.name(), &bm);
         if !relate {
-            let removed: i64 = script::invoke(conn, &self.sent, &drop_call(&ak, rel.name(), &bm))
+            let removed: i64 = script::invoke(conn, &self.sent, &drop_forward)
                 .await
                 .map_err(|e| Error::redis(&ak, e))?;
             if let Err(e) =
@@ -214,16 +226,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 // b's side refused before writing (a key of the wrong type):
                 // a's side gets its member back, so nothing changed.
                 if removed > 0 && matches!(err, Error::WrongType { .. }) {
-                    let back = add_call(
-                        A::DESC,
-                        ns,
-                        &am,
-                        rel.name(),
-                        &keyspace::register_entry(B::DESC, ns, rel.reverse()),
-                        &bm,
-                        false,
-                    );
-                    script::invoke::<Value, _>(conn, &self.sent, &back)
+                    script::invoke::<Value, _>(conn, &self.sent, &forward)
                         .await
                         .map_err(|e| Error::redis(&ak, e))?;
                 }
@@ -237,15 +240,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             },
             _ => Error::redis(key, e),
         };
-        let forward = add_call(
-            A::DESC,
-            ns,
-            &am,
-            rel.name(),
-            &keyspace::register_entry(B::DESC, ns, rel.reverse()),
-            &bm,
-            false,
-        );
         let (added, _) = added_and_left(
             script::invoke(conn, &self.sent, &forward)
                 .await
@@ -270,7 +264,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 // (refused before writing): take back what the first call
                 // added, so nothing changed.
                 if added > 0 && matches!(err, Error::NotFound { .. } | Error::WrongType { .. }) {
-                    let _: i64 = script::invoke(conn, &self.sent, &drop_call(&ak, rel.name(), &bm))
+                    let _: i64 = script::invoke(conn, &self.sent, &drop_forward)
                         .await
                         .map_err(|e| Error::redis(&ak, e))?;
                 }

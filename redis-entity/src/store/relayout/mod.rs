@@ -84,15 +84,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     where
         D: ConnectionLike + Clone + Send + Sync,
     {
-        let mut walk = self.scan_from::<E>(cursor, count);
-        let page = walk.next_page().await?.unwrap_or_default();
-        let mut out = Progress {
-            cursor: walk.cursor(),
-            done: walk.cursor() == 0,
-            scanned: page.len() as u64,
-            ..Progress::default()
-        };
-        let found = decoded(page, &mut out.failed);
+        let (mut out, found) = page_of::<E, C>(self, cursor, count).await?;
         if found.is_empty() {
             return Ok(out);
         }
@@ -123,10 +115,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             plans.push(write::copy(E::DESC, &to.ns, keys, &here.row, here.ttl));
         }
         for (plan, r) in plans.iter().zip(to.write_many(&plans).await?) {
-            match r {
-                Ok(_) => out.migrated += 1,
-                Err(e) => out.failed.push((plan.key().to_owned(), e.to_string())),
-            }
+            tally(r, Some(plan.key()), &mut out.migrated, &mut out.failed);
         }
         for pk in &persist {
             if let Err(e) = to.persist::<E>(pk).await {
@@ -150,15 +139,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     where
         D: ConnectionLike + Clone + Send + Sync,
     {
-        let mut walk = to.scan_from::<E>(cursor, count);
-        let page = walk.next_page().await?.unwrap_or_default();
-        let mut out = Progress {
-            cursor: walk.cursor(),
-            done: walk.cursor() == 0,
-            scanned: page.len() as u64,
-            ..Progress::default()
-        };
-        let found = decoded(page, &mut out.failed);
+        let (mut out, found) = page_of::<E, D>(to, cursor, count).await?;
         if found.is_empty() {
             return Ok(out);
         }
@@ -180,10 +161,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             })
             .collect();
         for (plan, r) in plans.iter().zip(to.write_many(&plans).await?) {
-            match r {
-                Ok(_) => out.deleted += 1,
-                Err(e) => out.failed.push((plan.key().to_owned(), e.to_string())),
-            }
+            tally(r, Some(plan.key()), &mut out.deleted, &mut out.failed);
         }
         Ok(out)
     }
@@ -275,6 +253,40 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             },
         )
         .await
+    }
+}
+
+/// One page of `store`'s walk of `E` from `cursor` (about `count`
+/// entities): the progress it starts (cursor, done, scanned) and the pks
+/// and entities that decode (the others are in its `failed`).
+async fn page_of<E: Entity, S: ConnectionLike + Clone + Send + Sync>(
+    store: &Store<S>,
+    cursor: u64,
+    count: usize,
+) -> Result<(Progress, Vec<(E::Pk, E)>)> {
+    let mut walk = store.scan_from::<E>(cursor, count);
+    let page = walk.next_page().await?.unwrap_or_default();
+    let mut out = Progress {
+        cursor: walk.cursor(),
+        done: walk.cursor() == 0,
+        scanned: page.len() as u64,
+        ..Progress::default()
+    };
+    let found = decoded(page, &mut out.failed);
+    Ok((out, found))
+}
+
+/// Counts one write's outcome: a success in `counter`, a failure in
+/// `failed` under `key` (the error's own key when `None`).
+pub(super) fn tally<T>(
+    r: Result<T>,
+    key: Option<&str>,
+    counter: &mut u64,
+    failed: &mut Vec<(String, String)>,
+) {
+    match r {
+        Ok(_) => *counter += 1,
+        Err(e) => failed.push((key.map_or_else(|| error_key(&e), str::to_owned), e.to_string())),
     }
 }
 

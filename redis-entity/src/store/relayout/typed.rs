@@ -2,7 +2,7 @@
 //! moved by its own call once the entities of its types have (after the
 //! final pass, see the module above).
 
-use super::{error_key, member};
+use super::{member, tally};
 use crate::error::{Error, Result};
 use crate::keyspace;
 use crate::schema::entity::Entity;
@@ -44,19 +44,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 let done =
                     futures_util::future::join_all(relate.map(|b| to.relate(rel, &a, b))).await;
                 for r in done {
-                    match r {
-                        Ok(_) => total.migrated += 1,
-                        Err(e) => total.failed.push((error_key(&e), e.to_string())),
-                    }
+                    tally(r, None, &mut total.migrated, &mut total.failed);
                 }
                 let gone = there.iter().filter(|b| !held.contains(&member::<B>(b)));
                 let done =
                     futures_util::future::join_all(gone.map(|b| to.unrelate(rel, &a, b))).await;
                 for r in done {
-                    match r {
-                        Ok(_) => total.deleted += 1,
-                        Err(e) => total.failed.push((error_key(&e), e.to_string())),
-                    }
+                    tally(r, None, &mut total.deleted, &mut total.failed);
                 }
             }
         }
