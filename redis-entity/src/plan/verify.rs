@@ -789,6 +789,22 @@ impl Listing {
     }
 }
 
+/// Adds a [`Violation::WrongType`] for `key` to `report`, unless `seen`
+/// holds it already.
+fn wrong_type_once(
+    seen: &mut std::collections::BTreeSet<String>,
+    report: &mut Vec<Violation>,
+    key: &str,
+    wanted: &'static str,
+) {
+    if seen.insert(key.to_owned()) {
+        report.push(Violation::WrongType {
+            key: key.to_owned(),
+            wanted,
+        });
+    }
+}
+
 /// True for an error reply of a command on a key of another type.
 fn is_wrong_type(v: &Value) -> bool {
     matches!(v, Value::ServerError(e) if e.code() == "WRONGTYPE")
@@ -932,12 +948,7 @@ impl<'a> Verifier<'a> {
 
     /// Reports `key` as holding the wrong type (once).
     fn wrong_type(&mut self, key: &str, wanted: &'static str) {
-        if self.wrong_typed.insert(key.to_owned()) {
-            self.unreadable.push(Violation::WrongType {
-                key: key.to_owned(),
-                wanted,
-            });
-        }
+        wrong_type_once(&mut self.wrong_typed, &mut self.unreadable, key, wanted);
     }
 
     /// The next pipeline to send, or `None` when the report is ready.
@@ -1176,10 +1187,14 @@ impl<'a> Verifier<'a> {
                             // is the problem to report, not a one-sided pair.
                             let theirs = crate::keyspace::key_from_entry(&l.head, m, &l.tail);
                             let key = crate::keyspace::sub_key(&theirs, reverse);
-                            if self.wrong_typed.insert(key.clone()) {
-                                self.unreadable
-                                    .push(Violation::WrongType { key, wanted: "set" });
-                            }
+                            // (Fields, not `self.wrong_type`: the loop holds
+                            // `self.references`.)
+                            wrong_type_once(
+                                &mut self.wrong_typed,
+                                &mut self.unreadable,
+                                &key,
+                                "set",
+                            );
                             continue;
                         }
                     }

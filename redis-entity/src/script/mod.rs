@@ -140,6 +140,12 @@ pub(crate) static QUERY: LazyLock<Script> =
 pub(crate) static RANK: LazyLock<Script> =
     LazyLock::new(|| Script::read_only(naming_calls(include_str!("lua/rank.lua"))));
 
+/// A writing script with `wrong_type` and `wrong_types`
+/// (lua/key_types.lua, which the write libraries share) before its text.
+fn checking_types(text: &str) -> String {
+    format!("{}{text}", include_str!("lua/key_types.lua"))
+}
+
 /// A read script with `call` (lua/naming_call.lua) defined after its
 /// `#!lua` line: its reads name a key of the wrong type.
 fn naming_calls(text: &str) -> String {
@@ -148,7 +154,7 @@ fn naming_calls(text: &str) -> String {
 }
 /// Relate or unrelate two entities on both sides.
 pub(crate) static RELATION: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/relation.lua").to_owned()));
+    LazyLock::new(|| Script::new(checking_types(include_str!("lua/relation.lua"))));
 /// Repair: removes a listed member, or a leftover key, of an entity that is gone.
 pub(crate) static REPAIR: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/repair.lua").to_owned()));
@@ -157,7 +163,7 @@ pub(crate) static CLAIM: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/claim.lua").to_owned()));
 /// A post pushed onto many owners' timelines, every key checked first.
 pub(crate) static TIMELINE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/timeline.lua").to_owned()));
+    LazyLock::new(|| Script::new(checking_types(include_str!("lua/timeline.lua"))));
 /// A score added on a board bucket, and the bucket's expiry.
 pub(crate) static BOARD: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/board.lua").to_owned()));

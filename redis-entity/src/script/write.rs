@@ -145,6 +145,7 @@ fn function_name(library: &str, op: WriteOp, batch: bool) -> String {
 /// replaces by the library's name.
 pub(crate) fn code(desc: &EntityDesc, layout: KeyLayout) -> String {
     let mut s = header(desc, layout);
+    s.push_str(include_str!("lua/key_types.lua"));
     s.push_str(include_str!("lua/write_prelude.lua"));
     s.push_str(include_str!("lua/batch.lua"));
     for body in BODIES {

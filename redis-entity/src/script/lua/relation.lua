@@ -21,22 +21,12 @@
 -- name) removes one member and returns how many went.
 local mode = ARGV[1]
 
--- Every key a call writes is checked before the first write: a key of the
--- wrong type fails the call with nothing written, naming that key
--- (`WRONGTYPE_KEY <found> <wanted> <key>`), instead of half-way through.
-local PROBE = { set = 'SCARD', zset = 'ZCARD', hash = 'HLEN' }
-local function wrong_type(list)
-  for _, kt in ipairs(list) do
-    local r = redis.pcall(PROBE[kt[2]], kt[1])
-    if type(r) == 'table' and r.err then
-      return redis.error_reply('WRONGTYPE_KEY ' .. redis.call('TYPE', kt[1]).ok .. ' ' .. kt[2] .. ' ' .. kt[1])
-    end
-  end
-  return nil
-end
+-- Every key a call writes is checked before the first write (`wrong_types`,
+-- lua/key_types.lua): a key of the wrong type fails the call with nothing
+-- written, naming that key, instead of half-way through.
 
 if mode == 'drop' then
-  local refused = wrong_type({ { KEYS[1], 'set' }, { KEYS[2], 'hash' } })
+  local refused = wrong_types({ { KEYS[1], 'set' }, { KEYS[2], 'hash' } })
   if refused then return refused end
   local removed = redis.call('SREM', KEYS[1], ARGV[2])
   if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('HDEL', KEYS[2], ARGV[3]) end
@@ -48,7 +38,7 @@ if mode == 'add' then
   local pttl = redis.call('PTTL', key)
   local touched = { { KEYS[1], 'set' }, { KEYS[2], 'hash' } }
   if pttl > 0 and expiry ~= '' then touched[3] = { expiry, 'zset' } end
-  local refused = wrong_type(touched)
+  local refused = wrong_types(touched)
   if refused then return refused end
   local out = { 0 }
   if take == '1' then
@@ -68,7 +58,7 @@ if mode == 'add' then
   return out
 end
 local a, b, name, reverse = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local refused = wrong_type({ { KEYS[1], 'set' }, { KEYS[2], 'set' }, { KEYS[3], 'hash' }, { KEYS[4], 'hash' } })
+local refused = wrong_types({ { KEYS[1], 'set' }, { KEYS[2], 'set' }, { KEYS[3], 'hash' }, { KEYS[4], 'hash' } })
 if refused then return refused end
 if mode == 'unrelate' then
   local removed = redis.call('SREM', KEYS[1], b)
@@ -99,7 +89,7 @@ if ARGV[8] == '1' then
     end
   end
 end
-refused = wrong_type(more)
+refused = wrong_types(more)
 if refused then return refused end
 -- One-to-many: b leaves its previous a.
 for _, old in ipairs(previous) do

@@ -4,17 +4,13 @@
 -- ARGV: mode (push | check), the post's member, the last position kept
 --       (cap - 1), the timeline's name, its register entry.
 --
--- Every key is checked before the first write: a key of the wrong type
+-- Every key is checked before the first write (lua/key_types.lua): a key of the wrong type
 -- fails the call with nothing written, naming that key. Mode `check` only
 -- checks (the client checks every batch of a push to many owners before it
 -- writes the first).
-local PROBE = { list = 'LLEN', hash = 'HLEN' }
 for i = 1, #KEYS do
-  local t = (i % 2 == 1) and 'list' or 'hash'
-  local r = redis.pcall(PROBE[t], KEYS[i])
-  if type(r) == 'table' and r.err then
-    return redis.error_reply('WRONGTYPE_KEY ' .. redis.call('TYPE', KEYS[i]).ok .. ' ' .. t .. ' ' .. KEYS[i])
-  end
+  local refused = wrong_type(KEYS[i], (i % 2 == 1) and 'list' or 'hash')
+  if refused then return refused end
 end
 if ARGV[1] == 'check' then return 0 end
 for i = 1, #KEYS, 2 do

@@ -372,27 +372,6 @@ end
 -- The Redis type each kind of index keeps its entries in.
 local ENTRY_TYPE = { u = 'string', e = 'set', t = 'set', p = 'zset', s = 'zset' }
 
--- Checks, before the first write, that every key the write will touch holds
--- the type it needs (or nothing): a key of the wrong type then fails the
--- write with nothing changed, instead of half-way through. On a Redis
--- Cluster a shared key of another slot fails here too, for the same reason.
--- `maps`: the #[hash] maps (written by HSET); `entries`: the index keys of
--- the old (and known new) values, and the set of all ids if the entity is
--- new or `entries` is 'all'; `expiry`: the expiry set.
--- The cheapest command of each type that fails on a key of another type
--- (and answers an integer, which costs less to hand to Lua than TYPE's
--- status reply).
-local PROBE = { set = 'SCARD', string = 'STRLEN', zset = 'ZCARD', hash = 'HLEN' }
-
-local function type_error(key, t)
-  local r = redis.pcall(PROBE[t], key)
-  if type(r) == 'table' and r.err then
-    local got = redis.call('TYPE', key).ok
-    return redis.error_reply('WRONGTYPE_KEY ' .. got .. ' ' .. t .. ' ' .. key)
-  end
-  return nil
-end
-
 -- The entries of index n this write adds or removes (all of them with
 -- `force`): the only index keys it writes.
 local function moved_entries(n, force)
@@ -404,12 +383,20 @@ local function moved_entries(n, force)
   return out
 end
 
+-- Checks, before the first write, that every key the write will touch holds
+-- the type it needs (or nothing): a key of the wrong type then fails the
+-- write with nothing changed, instead of half-way through. On a Redis
+-- Cluster a shared key of another slot fails here too, for the same reason.
+-- `maps`: the #[hash] maps (written by HSET); `entries`: the index keys of
+-- the old (and known new) values, and the set of all ids if the entity is
+-- new or `entries` is 'all'; `expiry`: the expiry set.
+-- (`wrong_type`: lua/key_types.lua, before this prelude.)
 local function check_key_types(maps, entries, expiry)
   local err
   if maps then
     for i = 1, #K do
       if role(i) == 'd' then
-        err = type_error(K[i], 'hash')
+        err = wrong_type(K[i], 'hash')
         if err then return err end
       end
     end
@@ -417,18 +404,18 @@ local function check_key_types(maps, entries, expiry)
   if entries and #T.idx > 0 then
     -- The set of all ids changes when an entity comes or goes.
     if entries == 'all' or not existed then
-      err = type_error(ids_key, 'set')
+      err = wrong_type(ids_key, 'set')
       if err then return err end
     end
     local force = entries == 'all'
     for n, spec in ipairs(T.idx) do
       local t, moved = ENTRY_TYPE[spec.kind], moved_entries(n, force)
       if #moved > 0 and (spec.kind == 'p' or spec.kind == 's') then
-        err = type_error(pre[n], t)
+        err = wrong_type(pre[n], t)
         if err then return err end
       elseif #moved > 0 then
         for _, e in ipairs(moved) do
-          err = type_error(pre[n] .. e, t)
+          err = wrong_type(pre[n] .. e, t)
           if err then return err end
         end
       end
@@ -438,7 +425,7 @@ local function check_key_types(maps, entries, expiry)
   -- without indexes only while in a relation): on a cluster it lives in
   -- another slot than such an entity's keys.
   if expiry and tracked() then
-    return type_error(expiry_key, 'zset')
+    return wrong_type(expiry_key, 'zset')
   end
   return nil
 end
@@ -448,19 +435,19 @@ end
 -- and, where this script reaches them, the other sides' sets and registers.
 local function check_relation_types()
   if member == '' then return nil end
-  local err = type_error(rel_key, 'hash')
+  local err = wrong_type(rel_key, 'hash')
   if err then return err end
   local flat = redis.call('HGETALL', rel_key)
   for j = 1, #flat, 2 do
     local head, tail, other = string.match(flat[j + 1], '^(.-)\n(.-)\n([^\n]*)')
     if head and head ~= '@list' then
       local own = K[1] .. ':' .. flat[j]
-      err = type_error(own, 'set')
+      err = wrong_type(own, 'set')
       if err then return err end
       for _, m in ipairs(redis.call('SMEMBERS', own)) do
         local theirs = head .. m .. tail
         if local_side(head, theirs) then
-          err = type_error(theirs .. ':' .. other, 'set') or type_error(theirs .. T.rel, 'hash')
+          err = wrong_type(theirs .. ':' .. other, 'set') or wrong_type(theirs .. T.rel, 'hash')
           if err then return err end
         end
       end

@@ -286,7 +286,10 @@ pub(super) fn tally<T>(
 ) {
     match r {
         Ok(_) => *counter += 1,
-        Err(e) => failed.push((key.map_or_else(|| error_key(&e), str::to_owned), e.to_string())),
+        Err(e) => failed.push((
+            key.map_or_else(|| error_key(&e), str::to_owned),
+            e.to_string(),
+        )),
     }
 }
 
