@@ -300,20 +300,6 @@ async fn an_interrupted_pair_of_calls_is_reported_and_repaired() {
     assert!(report.is_clean(), "{:?}", report.violations);
 }
 
-/// Every key of the cluster with its type and serialized value.
-fn dump(cluster: &RedisCluster) -> Vec<(String, String, Vec<u8>)> {
-    let mut c = cluster.conn();
-    cluster
-        .keys()
-        .into_iter()
-        .map(|k| {
-            let t: String = redis::cmd("TYPE").arg(&k).query(&mut c).unwrap();
-            let d: Vec<u8> = redis::cmd("DUMP").arg(&k).query(&mut c).unwrap();
-            (k, t, d)
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_type_on_the_other_side_across_slots_changes_nothing() {
     let (cluster, store) = started().await;
@@ -330,14 +316,14 @@ async fn a_wrong_type_on_the_other_side_across_slots_changes_nothing() {
         .arg("x")
         .query(&mut cluster.conn())
         .unwrap();
-    let before = dump(&cluster);
+    let before = cluster.snapshot();
     let err = store.relate(&FOLLOWS, 1, second).await.unwrap_err();
     assert!(
         matches!(&err, Error::WrongType { key, .. } if *key == planted),
         "{err:?}"
     );
     assert_eq!(
-        dump(&cluster),
+        cluster.snapshot(),
         before,
         "relate across slots: nothing changed"
     );
@@ -353,14 +339,14 @@ async fn a_wrong_type_on_the_other_side_across_slots_changes_nothing() {
         .arg("x")
         .query(&mut cluster.conn())
         .unwrap();
-    let before = dump(&cluster);
+    let before = cluster.snapshot();
     let err = store.unrelate(&FOLLOWS, 1, first).await.unwrap_err();
     assert!(
         matches!(&err, Error::WrongType { key, .. } if *key == planted),
         "{err:?}"
     );
     assert_eq!(
-        dump(&cluster),
+        cluster.snapshot(),
         before,
         "unrelate across slots: nothing changed"
     );

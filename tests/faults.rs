@@ -41,22 +41,6 @@ fn acct(id: u64, username: &str, country: &str) -> Acct {
     }
 }
 
-/// Every key with its type, serialized value and TTL.
-fn snapshot(server: &RedisServer) -> BTreeMap<String, (String, Vec<u8>, i64)> {
-    let mut c = server.conn();
-    server
-        .keys()
-        .into_iter()
-        .map(|k| {
-            let t: String = redis::cmd("TYPE").arg(&k).query(&mut c).unwrap();
-            let dump: Vec<u8> = redis::cmd("DUMP").arg(&k).query(&mut c).unwrap();
-            let ttl: i64 = redis::cmd("PTTL").arg(&k).query(&mut c).unwrap();
-            // A TTL counts down; whether there is one is what must not change.
-            (k, (t, dump, ttl.signum()))
-        })
-        .collect()
-}
-
 /// Plants `key` holding a value of another type than its family uses.
 fn plant(server: &RedisServer, key: &str, as_string: bool) {
     let mut c = server.conn();
@@ -93,14 +77,14 @@ where
 {
     let (server, store) = fresh().await;
     plant(&server, key, as_string);
-    let before = snapshot(&server);
+    let before = server.snapshot();
     let err = write(store).await.expect_err(what);
     match &err {
         Error::WrongType { key: named, .. } => assert_eq!(named, key, "{what}: {err}"),
         other => panic!("{what}: expected WrongType naming {key}, got {other:?}"),
     }
     assert!(!err.to_string().contains("user_script"), "{what}: {err}");
-    assert_eq!(snapshot(&server), before, "{what}: the keyspace changed");
+    assert_eq!(server.snapshot(), before, "{what}: the keyspace changed");
 }
 
 #[tokio::test]
@@ -174,13 +158,13 @@ async fn a_write_that_meets_a_wrong_type_changes_nothing() {
 async fn the_entity_key_of_the_wrong_type_fails_before_any_write() {
     let (server, store) = fresh().await;
     plant(&server, "acct:1", false);
-    let before = snapshot(&server);
+    let before = server.snapshot();
     let err = store.save(&acct(1, "lisi", "CN")).await.unwrap_err();
     assert!(
         matches!(&err, Error::WrongType { key, .. } if key == "acct:1"),
         "{err:?}"
     );
-    assert_eq!(snapshot(&server), before);
+    assert_eq!(server.snapshot(), before);
 }
 
 #[tokio::test]
@@ -235,7 +219,7 @@ async fn an_increment_of_a_field_that_is_not_a_number_changes_nothing() {
         .arg("n/a")
         .query(&mut server.conn())
         .unwrap();
-    let before = snapshot(&server);
+    let before = server.snapshot();
     // The first increment alone would succeed; the second cannot.
     let err = store
         .update::<Counter>(&1)
@@ -255,7 +239,7 @@ async fn an_increment_of_a_field_that_is_not_a_number_changes_nothing() {
         other => panic!("expected Decode naming counter:{{1}} ratio, got {other:?}"),
     }
     assert!(!err.to_string().contains("@user"), "{err}");
-    assert_eq!(snapshot(&server), before, "nothing was written");
+    assert_eq!(server.snapshot(), before, "nothing was written");
 }
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]

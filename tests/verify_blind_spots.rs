@@ -35,6 +35,22 @@ fn cmd(server: &RedisServer, args: &[&str]) {
     let _: redis::Value = c.query(&mut server.conn()).unwrap();
 }
 
+/// A private server with accounts 1 and 2, unrelated.
+async fn two_accounts() -> (RedisServer, Store) {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    for id in [1, 2] {
+        store
+            .save(&Acct {
+                id,
+                name: format!("a{id}"),
+            })
+            .await
+            .unwrap();
+    }
+    (server, store)
+}
+
 #[tokio::test]
 async fn a_key_no_pk_produces_is_reported_and_never_indexed() {
     let server = RedisServer::start();
@@ -49,7 +65,7 @@ async fn a_key_no_pk_produces_is_reported_and_never_indexed() {
     for key in ["product:{X}", "product:a*b", "product:%41"] {
         cmd(&server, &["HSET", key, "color", "red"]);
     }
-    let before = server.keys();
+    let before = server.snapshot();
     let report = store.verify::<Product>().await.unwrap();
     let mut foreign: Vec<&str> = report
         .violations
@@ -69,23 +85,17 @@ async fn a_key_no_pk_produces_is_reported_and_never_indexed() {
     let repaired = store.repair::<Product>(&report).await.unwrap();
     assert_eq!((repaired.fixed, repaired.left.len()), (0, 3));
     assert_eq!(store.reindex::<Product>().await.unwrap(), 1);
-    assert_eq!(server.keys(), before, "repair and reindex wrote nothing");
+    assert_eq!(
+        server.snapshot(),
+        before,
+        "repair and reindex wrote nothing"
+    );
     assert_eq!(store.find(Product::COLOR, "red").await.unwrap(), vec![p]);
 }
 
 #[tokio::test]
 async fn a_relation_set_of_an_entity_without_relations_is_reported() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
-    for id in [1, 2] {
-        store
-            .save(&Acct {
-                id,
-                name: format!("a{id}"),
-            })
-            .await
-            .unwrap();
-    }
+    let (server, store) = two_accounts().await;
     cmd(&server, &["SADD", "acct:1:following", "77"]);
     let report = store.verify::<Acct>().await.unwrap();
     assert_eq!(
@@ -109,17 +119,7 @@ async fn a_relation_set_of_an_entity_without_relations_is_reported() {
 
 #[tokio::test]
 async fn a_relation_set_or_register_of_the_wrong_type_is_a_type_problem() {
-    let server = RedisServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
-    for id in [1, 2] {
-        store
-            .save(&Acct {
-                id,
-                name: format!("a{id}"),
-            })
-            .await
-            .unwrap();
-    }
+    let (server, store) = two_accounts().await;
     store.relate(&FOLLOWS, 1, 2).await.unwrap();
     cmd(&server, &["DEL", "acct:1:following"]);
     cmd(&server, &["SET", "acct:1:following", "x"]);

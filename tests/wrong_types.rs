@@ -9,7 +9,6 @@
 use redis_entity::board::Board;
 use redis_entity::relation::{Relation, Timeline};
 use redis_entity::{Error, RedisEntity, Store};
-use std::collections::BTreeMap;
 use support::RedisServer;
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
@@ -47,21 +46,6 @@ fn acct(id: u64) -> Acct {
         country: "DE".into(),
         score: id as f64,
     }
-}
-
-/// Every key with its type, serialized value and whether it has a TTL.
-fn snapshot(server: &RedisServer) -> BTreeMap<String, (String, Vec<u8>, i64)> {
-    let mut c = server.conn();
-    server
-        .keys()
-        .into_iter()
-        .map(|k| {
-            let t: String = redis::cmd("TYPE").arg(&k).query(&mut c).unwrap();
-            let dump: Vec<u8> = redis::cmd("DUMP").arg(&k).query(&mut c).unwrap();
-            let ttl: i64 = redis::cmd("PTTL").arg(&k).query(&mut c).unwrap();
-            (k, (t, dump, ttl.signum()))
-        })
-        .collect()
 }
 
 fn plant(server: &RedisServer, key: &str) {
@@ -107,10 +91,10 @@ where
 {
     let (server, store) = accounts().await;
     plant(&server, key);
-    let before = snapshot(&server);
+    let before = server.snapshot();
     let err = write(store).await.expect_err(what);
     names(what, &err, key);
-    assert_eq!(snapshot(&server), before, "{what}: the keyspace changed");
+    assert_eq!(server.snapshot(), before, "{what}: the keyspace changed");
 }
 
 #[tokio::test]
@@ -205,23 +189,66 @@ async fn timeline_pushes_and_board_increments_meeting_a_wrong_type_write_nothing
     .await;
 }
 
+/// A private server with meter 1 (bucket 5) saved, then `key` planted.
+async fn meter_with(key: &str) -> (RedisServer, Store) {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let m = Meter {
+        id: 1,
+        bucket: 5,
+        reading: 1.0,
+        label: "hall".into(),
+    };
+    store.save(&m).await.unwrap();
+    plant(&server, key);
+    (server, store)
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "gauge", layout = "strings")]
+struct Gauge {
+    #[pk]
+    id: u64,
+    #[index]
+    level: Option<i64>,
+}
+
+/// The increment probe puts back a strings-layout column as it was, and
+/// deletes a field the increment created.
+#[tokio::test]
+async fn an_increment_probe_leaves_columns_and_absent_fields_as_they_were() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store
+        .save(&Gauge {
+            id: 1,
+            level: Some(5),
+        })
+        .await
+        .unwrap();
+    store.save(&Gauge { id: 2, level: None }).await.unwrap();
+    for (id, planted) in [(1, "gauge:@level:6"), (2, "gauge:@level:1")] {
+        plant(&server, planted);
+        let before = server.snapshot();
+        let err = store
+            .update::<Gauge>(id)
+            .incr(Gauge::LEVEL, 1)
+            .exec()
+            .await
+            .expect_err(planted);
+        names(planted, &err, planted);
+        assert_eq!(server.snapshot(), before, "{planted}: the keyspace changed");
+    }
+}
+
 #[tokio::test]
 async fn increments_and_sets_into_an_index_meeting_a_wrong_type_write_nothing() {
     for (what, key) in [
         ("incr into an equality index", "meter:@bucket:6"),
         ("incr of a sorted index", "meter:@reading"),
     ] {
-        let server = RedisServer::start();
-        let store = Store::connect(&server.url()).await.unwrap();
-        let m = Meter {
-            id: 1,
-            bucket: 5,
-            reading: 1.0,
-            label: "hall".into(),
-        };
-        store.save(&m).await.unwrap();
-        plant(&server, key);
-        let before = snapshot(&server);
+        let (server, store) = meter_with(key).await;
+        let before = server.snapshot();
         let err = store
             .update::<Meter>(1)
             .incr(Meter::BUCKET, 1)
@@ -230,7 +257,7 @@ async fn increments_and_sets_into_an_index_meeting_a_wrong_type_write_nothing() 
             .await
             .expect_err(what);
         names(what, &err, key);
-        assert_eq!(snapshot(&server), before, "{what}: the keyspace changed");
+        assert_eq!(server.snapshot(), before, "{what}: the keyspace changed");
         // Once the planted key is gone, the same increment goes through.
         let () = redis::cmd("DEL")
             .arg(key)
@@ -256,19 +283,8 @@ async fn increments_and_sets_into_an_index_meeting_a_wrong_type_write_nothing() 
         ("set of an equality index", "meter:@bucket:9"),
         ("set of a prefix index", "meter:@label"),
     ] {
-        let server = RedisServer::start();
-        let store = Store::connect(&server.url()).await.unwrap();
-        store
-            .save(&Meter {
-                id: 1,
-                bucket: 5,
-                reading: 1.0,
-                label: "hall".into(),
-            })
-            .await
-            .unwrap();
-        plant(&server, key);
-        let before = snapshot(&server);
+        let (server, store) = meter_with(key).await;
+        let before = server.snapshot();
         let err = store
             .update::<Meter>(1)
             .set(Meter::BUCKET, 9)
@@ -277,7 +293,7 @@ async fn increments_and_sets_into_an_index_meeting_a_wrong_type_write_nothing() 
             .await
             .expect_err(what);
         names(what, &err, key);
-        assert_eq!(snapshot(&server), before, "{what}: the keyspace changed");
+        assert_eq!(server.snapshot(), before, "{what}: the keyspace changed");
     }
 }
 

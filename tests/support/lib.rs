@@ -222,6 +222,36 @@ impl Drop for RedisServer {
     }
 }
 
+/// Each key with its type, serialized value (`DUMP`) and whether it has a
+/// TTL (the sign of `PTTL`: a TTL counts down, whether there is one is what
+/// must not change): what a refused write must leave as it was.
+pub type Snapshot = std::collections::BTreeMap<String, (String, Vec<u8>, i64)>;
+
+fn snapshot_of(keys: Vec<String>, c: &mut impl redis::ConnectionLike) -> Snapshot {
+    keys.into_iter()
+        .map(|k| {
+            let t: String = redis::cmd("TYPE").arg(&k).query(c).unwrap();
+            let dump: Vec<u8> = redis::cmd("DUMP").arg(&k).query(c).unwrap();
+            let ttl: i64 = redis::cmd("PTTL").arg(&k).query(c).unwrap();
+            (k, (t, dump, ttl.signum()))
+        })
+        .collect()
+}
+
+impl RedisServer {
+    /// Every key of the server, as [`Snapshot`] describes.
+    pub fn snapshot(&self) -> Snapshot {
+        snapshot_of(self.keys(), &mut self.conn())
+    }
+}
+
+impl RedisCluster {
+    /// Every key of every master, as [`Snapshot`] describes.
+    pub fn snapshot(&self) -> Snapshot {
+        snapshot_of(self.keys(), &mut self.conn())
+    }
+}
+
 /// The key, after its namespace, recording a namespace's layout
 /// (`Store::check_layout`).
 pub const LAYOUT_MARKER: &str = "@redis-entity:layout";
