@@ -101,16 +101,22 @@ pub use store::observe::Metrics;
 pub use store::query::{Query, Term};
 pub use store::scan::Scan;
 pub use store::{board, cache, migrate, relayout};
-pub use store::{ConnectOptions, Store, Update};
+pub use store::{ConnectOptions, Expiry, Store, Update};
 
 /// Relations between entities kept on both sides (follows / followed by), and
 /// pushed timelines.
 pub mod relation {
-    pub use crate::store::relation::Relation;
-    pub use crate::store::timeline::Timeline;
+    pub use crate::store::relation::{Relation, Relations};
+    pub use crate::store::timeline::{Timeline, Timelines};
 }
 
-/// The reports of [`Store::verify`].
+/// The maintenance of one entity type: [`Maintenance`](maintenance::Maintenance),
+/// `store.maintenance::<User>()`.
+pub mod maintenance {
+    pub use crate::store::maintenance::Maintenance;
+}
+
+/// The reports of [`Maintenance::verify`](maintenance::Maintenance::verify).
 pub mod verify {
     pub use crate::plan::verify::{Progress, Repaired, Report, Unrepaired, Violation};
 }

@@ -20,9 +20,10 @@ use super::Store;
 use crate::error::{Error, Result};
 use crate::plan::query;
 use crate::schema::entity::Entity;
+use crate::schema::field::{Field, SortedIndex};
 use crate::schema::escape::Namespace;
 use crate::schema::pk::IntoPk;
-use redis::aio::ConnectionLike;
+use redis::aio::{ConnectionLike, ConnectionManager};
 use std::marker::PhantomData;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -168,7 +169,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Adds `delta` to the entity's score on `board` in the current bucket
     /// (`ZINCRBY`) and sets the bucket's expiry, in one round trip; returns
     /// the new score.
-    pub async fn board_incr<E: Entity>(
+    pub(crate) async fn board_incr<E: Entity>(
         &self,
         board: &Board<E>,
         pk: impl IntoPk<E::Pk>,
@@ -180,7 +181,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// Like `board_incr`, in the bucket of time `at`.
-    pub async fn board_incr_at<E: Entity>(
+    pub(crate) async fn board_incr_at<E: Entity>(
         &self,
         board: &Board<E>,
         pk: impl IntoPk<E::Pk>,
@@ -206,13 +207,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// The `n` best entities of the current bucket of `board`, with scores
     /// (two round trips).
-    pub async fn board_top<E: Entity>(&self, board: &Board<E>, n: usize) -> Result<Vec<(E, f64)>> {
+    pub(crate) async fn board_top<E: Entity>(&self, board: &Board<E>, n: usize) -> Result<Vec<(E, f64)>> {
         self.board_top_at(board, std::time::SystemTime::now(), n)
             .await
     }
 
     /// The `n` best entities of the bucket of time `at`.
-    pub async fn board_top_at<E: Entity>(
+    pub(crate) async fn board_top_at<E: Entity>(
         &self,
         board: &Board<E>,
         at: std::time::SystemTime,
@@ -239,7 +240,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// The entity's 0-based rank in the current bucket of `board`, best first.
-    pub async fn board_rank<E: Entity>(
+    pub(crate) async fn board_rank<E: Entity>(
         &self,
         board: &Board<E>,
         pk: impl IntoPk<E::Pk>,
@@ -252,6 +253,145 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(&key, e))
+    }
+}
+
+/// A sorted index as a leaderboard: `store.board(Player::SCORE)`, the best
+/// entities with their profiles and an entity's rank, skipping expired
+/// entities.
+///
+/// ```no_run
+/// # use redis_entity::{RedisEntity, Store};
+/// #[derive(RedisEntity)]
+/// struct Player { #[pk] id: u64, name: String, #[index(sorted)] score: f64 }
+/// # async fn run(store: Store) -> redis_entity::Result<()> {
+/// let top: Vec<(Player, f64)> = store.board(Player::SCORE).top(10).await?;
+/// let rank: Option<u64> = store.board(Player::SCORE).rank(&9).await?; // 0 = best
+/// # Ok(()) }
+/// ```
+pub struct Leaderboard<'s, E, C = ConnectionManager> {
+    store: &'s Store<C>,
+    /// The sorted index's place in `E::DESC.indexes`.
+    index: Option<usize>,
+    _e: PhantomData<fn() -> E>,
+}
+
+impl<E, C> Clone for Leaderboard<'_, E, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E, C> Copy for Leaderboard<'_, E, C> {}
+
+impl<E: Entity, C> std::fmt::Debug for Leaderboard<'_, E, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let field = self.index.map(|i| E::DESC.indexes[i].field);
+        write!(f, "Leaderboard({}.{})", E::DESC.prefix, field.unwrap_or("?"))
+    }
+}
+
+/// The buckets of one rotating [`Board`] in a store: `store.rotating(&WEEKLY)`.
+///
+/// ```no_run
+/// # use redis_entity::{RedisEntity, Store, board::Board};
+/// # #[derive(RedisEntity)] struct Player { #[pk] id: u64, name: String }
+/// const WEEKLY: Board<Player> = Board::weekly("score", 1);
+/// # async fn run(store: Store) -> redis_entity::Result<()> {
+/// store.rotating(&WEEKLY).incr(&9, 10.0).await?;     // this week's bucket
+/// let best = store.rotating(&WEEKLY).top(3).await?;
+/// # Ok(()) }
+/// ```
+pub struct Rotating<'s, E, C = ConnectionManager> {
+    store: &'s Store<C>,
+    board: Board<E>,
+}
+
+impl<E, C> Clone for Rotating<'_, E, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E, C> Copy for Rotating<'_, E, C> {}
+
+impl<E, C> std::fmt::Debug for Rotating<'_, E, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Rotating({:?})", self.board)
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// The sorted index on `field` as a leaderboard: its best entities and
+    /// an entity's rank. A field without `#[index(sorted)]` does not compile.
+    pub fn board<E: Entity, T, Co, K: SortedIndex<N>, N>(
+        &self,
+        field: Field<E, T, Co, K, N>,
+    ) -> Leaderboard<'_, E, C> {
+        Leaderboard {
+            store: self,
+            index: query::index_of(E::DESC, field.name()),
+            _e: PhantomData,
+        }
+    }
+
+    /// The buckets of the rotating (time-bucketed) `board`.
+    pub fn rotating<E: Entity>(&self, board: &Board<E>) -> Rotating<'_, E, C> {
+        Rotating {
+            store: self,
+            board: *board,
+        }
+    }
+}
+
+impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Leaderboard<'_, E, C> {
+    /// The `n` best entities, highest score first, with their scores (one
+    /// round trip, or two when some may have expired; on a cluster one per
+    /// index shard, merged). A record that does not decode fails the call:
+    /// see [`top_each`](Self::top_each).
+    pub async fn top(&self, n: usize) -> Result<Vec<(E, f64)>> {
+        self.store.top_at::<E>(self.index, n).await?.into_iter().collect()
+    }
+
+    /// [`top`](Self::top) with a result per entity: a record that does not
+    /// decode is an error in its place, naming its key and field, and the
+    /// others are still returned.
+    pub async fn top_each(&self, n: usize) -> Result<Vec<Result<(E, f64)>>> {
+        self.store.top_at::<E>(self.index, n).await
+    }
+
+    /// The entity's 0-based rank, best first (`ZREVRANK`, expired entities
+    /// not counted); `None` when it is not on the board.
+    pub async fn rank(&self, pk: impl IntoPk<E::Pk>) -> Result<Option<u64>> {
+        let pk = &pk.into_pk();
+        self.store.rank_at::<E>(self.index, E::member(pk)).await
+    }
+}
+
+impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Rotating<'_, E, C> {
+    /// Adds `delta` to the entity's score in the current bucket (`ZINCRBY`)
+    /// and sets the bucket's expiry, in one round trip; returns the new score.
+    pub async fn incr(&self, pk: impl IntoPk<E::Pk>, delta: f64) -> Result<f64> {
+        self.store.board_incr(&self.board, pk, delta).await
+    }
+
+    /// Like [`incr`](Self::incr), in the bucket of time `at`.
+    pub async fn incr_at(&self, pk: impl IntoPk<E::Pk>, delta: f64, at: SystemTime) -> Result<f64> {
+        self.store.board_incr_at(&self.board, pk, delta, at).await
+    }
+
+    /// The `n` best entities of the current bucket, with scores (two round
+    /// trips); entities deleted since are skipped.
+    pub async fn top(&self, n: usize) -> Result<Vec<(E, f64)>> {
+        self.store.board_top(&self.board, n).await
+    }
+
+    /// The `n` best entities of the bucket of time `at`.
+    pub async fn top_at(&self, at: SystemTime, n: usize) -> Result<Vec<(E, f64)>> {
+        self.store.board_top_at(&self.board, at, n).await
+    }
+
+    /// The entity's 0-based rank in the current bucket, best first.
+    pub async fn rank(&self, pk: impl IntoPk<E::Pk>) -> Result<Option<u64>> {
+        self.store.board_rank(&self.board, pk).await
     }
 }
 

@@ -3,6 +3,10 @@
 //! (entries of expired entities). The checking itself is the pure state
 //! machine of [`crate::plan::verify`].
 
+mod handle;
+
+pub use handle::Maintenance;
+
 use super::Store;
 use crate::error::{Error, Result};
 use crate::keyspace::{self, EntityKeys};
@@ -24,13 +28,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Checks every index invariant of `E` against what is stored (SCAN, never
     /// KEYS; reads every entity and index key, so its cost is proportional to
     /// the data). See [`crate::verify::Violation`] for what it finds.
-    pub async fn verify<E: Entity>(&self) -> Result<Report> {
+    pub(crate) async fn verify<E: Entity>(&self) -> Result<Report> {
         self.verify_with::<E>(|_| {}).await
     }
 
     /// [`verify`](Self::verify), calling `progress` after every round trip
     /// (each reads at most 500 keys).
-    pub async fn verify_with<E: Entity>(
+    pub(crate) async fn verify_with<E: Entity>(
         &self,
         mut progress: impl FnMut(&Progress) + Send,
     ) -> Result<Report> {
@@ -128,7 +132,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// many expired entities were unindexed. Queries already skip expired
     /// entities and remove what they meet; a periodic sweep removes the rest,
     /// with no keyspace notifications and no `CONFIG`.
-    pub async fn sweep<E: Entity>(&self, budget: usize) -> Result<usize> {
+    pub(crate) async fn sweep<E: Entity>(&self, budget: usize) -> Result<usize> {
         let mut swept = 0;
         for space in keyspace::spaces(E::DESC, &self.ns) {
             swept += self
@@ -179,13 +183,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// one-sided relation is removed. Duplicate unique values, unreadable
     /// and undecodable records need a person: they are returned in
     /// [`Repaired::left`] with the reason, as is any fix whose write failed.
-    pub async fn repair<E: Entity>(&self, report: &Report) -> Result<Repaired> {
+    pub(crate) async fn repair<E: Entity>(&self, report: &Report) -> Result<Repaired> {
         self.repair_with::<E>(report, |_| {}).await
     }
 
     /// [`repair`](Self::repair), calling `progress` after every round trip
     /// (each carries at most 500 fixes).
-    pub async fn repair_with<E: Entity>(
+    pub(crate) async fn repair_with<E: Entity>(
         &self,
         report: &Report,
         mut progress: impl FnMut(&Progress) + Send,
@@ -403,13 +407,13 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
     /// was added to the type, or to rebuild lost index keys): SCAN of the
     /// entity keys, one pipelined write per 500 entities. Returns how many
     /// entities were indexed.
-    pub async fn reindex<E: Entity>(&self) -> Result<usize> {
+    pub(crate) async fn reindex<E: Entity>(&self) -> Result<usize> {
         self.reindex_with::<E>(|_| {}).await
     }
 
     /// [`reindex`](Self::reindex), calling `progress` after every round
     /// trip (a SCAN page, then each batch of 500 entities).
-    pub async fn reindex_with<E: Entity>(
+    pub(crate) async fn reindex_with<E: Entity>(
         &self,
         mut progress: impl FnMut(&Progress) + Send,
     ) -> Result<usize> {

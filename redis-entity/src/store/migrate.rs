@@ -86,7 +86,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Runs one batch of `migration` from `cursor`: SCAN, read, convert,
     /// save (each entity atomic), and delete the sources if asked. `convert`
     /// gets each legacy key and its value; `Ok(None)` skips the key.
-    pub async fn migrate_batch<E, F>(
+    pub(crate) async fn migrate_batch<E, F>(
         &self,
         migration: &Migration,
         cursor: u64,
@@ -203,7 +203,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Runs `migration` from `cursor` to the end, batch after batch,
     /// reporting progress after each (persist `progress.cursor` to resume
     /// after an interruption).
-    pub async fn migrate<E, F, P>(
+    pub(crate) async fn migrate<E, F, P>(
         &self,
         migration: &Migration,
         cursor: u64,

@@ -9,7 +9,8 @@ mod across;
 pub mod board;
 pub mod cache;
 pub(crate) mod connect;
-mod maintenance;
+mod expiry;
+pub(crate) mod maintenance;
 pub mod migrate;
 pub(crate) mod nodes;
 pub mod observe;
@@ -24,6 +25,7 @@ mod unplaced;
 mod update;
 
 pub use connect::ConnectOptions;
+pub use expiry::Expiry;
 pub use update::Update;
 
 use crate::error::{Error, FieldError, Result};
@@ -621,20 +623,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.save_as(entity, false, None).await
     }
 
-    /// Upserts `entity` and gives all its keys a new TTL.
-    pub async fn save_with_ttl<E: Entity>(&self, entity: &E, ttl: Duration) -> Result<bool> {
-        self.expiring.insert(ExpiringTypes::id(E::DESC));
-        self.save_as(entity, false, Some(ttl)).await
-    }
-
-    /// Upserts `entity` and removes its TTL, if it had one (it then lives
-    /// until deleted; its index entries leave the expiry bookkeeping).
-    pub async fn save_without_ttl<E: Entity>(&self, entity: &E) -> Result<bool> {
-        let mut plan = self.save_plan(entity, false, None)?;
-        plan.remove_ttl = true;
-        self.write(&plan).await
-    }
-
     /// What `save(entity)` would send, without sending it: one function
     /// call, its keys and arguments.
     ///
@@ -787,19 +775,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Update::new(self, pk)
     }
 
-    /// Gives every key of the entity a TTL; `false` if there is no such entity.
-    pub async fn expire<E: Entity>(&self, pk: impl IntoPk<E::Pk>, ttl: Duration) -> Result<bool> {
-        let pk = &pk.into_pk();
-        self.expiring.insert(ExpiringTypes::id(E::DESC));
-        self.lifecycle::<E>(pk, WriteOp::Expire, Some(ttl)).await
-    }
-
-    /// Removes the TTL of every key of the entity; `false` if there is no such entity.
-    pub async fn persist<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> Result<bool> {
-        let pk = &pk.into_pk();
-        self.lifecycle::<E>(pk, WriteOp::Persist, None).await
-    }
-
     pub(crate) async fn lifecycle<E: Entity>(
         &self,
         pk: &E::Pk,
@@ -815,18 +790,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             Err(Error::NotFound { .. }) => Ok(false),
             Err(e) => Err(e),
         }
-    }
-
-    /// The remaining TTL of the entity: `None` when it has none or does not exist.
-    pub async fn ttl<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> Result<Option<Duration>> {
-        let pk = &pk.into_pk();
-        let keys = EntityKeys::of::<E>(&self.ns, pk);
-        let cmd = ttl_cmd(E::DESC, &keys);
-        let ms: Vec<i64> = cmd
-            .query_async(&mut self.reader())
-            .await
-            .map_err(|e| Error::redis(&keys.base, e))?;
-        Ok(remaining(&ms))
     }
 
     /// Reads one entry of a `#[hash]` field (`HGET <key>:<field> k`).

@@ -11,7 +11,6 @@ use crate::plan::write;
 use crate::schema::codec::SortScore;
 use crate::schema::entity::Entity;
 use crate::schema::field::{Field, PrefixIndex, RangeOf, SetIndex, SortedIndex, UniqueIndex};
-use crate::schema::pk::IntoPk;
 use crate::script;
 use crate::script::write::WriteOp;
 use redis::aio::ConnectionLike;
@@ -329,29 +328,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok(found)
     }
 
-    /// The `n` entities with the highest sorted `field`, with their scores
-    /// (a leaderboard with profiles): two round trips, whatever `n`.
-    pub fn top<E: Entity, T, Co, K: SortedIndex<N>, N>(
-        &self,
-        field: Field<E, T, Co, K, N>,
-        n: usize,
-    ) -> Pending<'_, Vec<(E, f64)>> {
-        let index = query::index_of(E::DESC, field.name());
-        Box::pin(async move { self.top_at::<E>(index, n).await?.into_iter().collect() })
-    }
-
-    /// [`top`](Self::top) with a result per entity: a record that does not
-    /// decode is an error in its place, naming its key and field, and the
-    /// others are still returned.
-    pub fn top_each<E: Entity, T, Co, K: SortedIndex<N>, N>(
-        &self,
-        field: Field<E, T, Co, K, N>,
-        n: usize,
-    ) -> Pending<'_, Vec<Result<(E, f64)>>> {
-        Box::pin(self.top_at::<E>(query::index_of(E::DESC, field.name()), n))
-    }
-
-    async fn top_at<E: Entity>(
+    pub(crate) async fn top_at<E: Entity>(
         &self,
         index: Option<usize>,
         n: usize,
@@ -414,20 +391,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok(top)
     }
 
-    /// The 0-based rank of the entity by its sorted `field`, highest first
-    /// (`ZREVRANK`, one round trip); `None` when it has no value or no entity.
-    /// Expired entities are never counted above it.
-    pub fn rank<'a, E: Entity, T, Co, K: SortedIndex<N>, N>(
-        &'a self,
-        field: Field<E, T, Co, K, N>,
-        pk: impl IntoPk<E::Pk>,
-    ) -> Pending<'a, Option<u64>> {
-        let pk = &pk.into_pk();
-        let index = query::index_of(E::DESC, field.name());
-        Box::pin(self.rank_at::<E>(index, E::member(pk)))
-    }
-
-    async fn rank_at<E: Entity>(
+    pub(crate) async fn rank_at<E: Entity>(
         &self,
         index: Option<usize>,
         member: String,

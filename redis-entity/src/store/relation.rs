@@ -24,7 +24,7 @@ use crate::schema::entity::{Entity, EntityDesc};
 use crate::schema::escape::Namespace;
 use crate::schema::pk::IntoPk;
 use crate::script;
-use redis::aio::ConnectionLike;
+use redis::aio::{ConnectionLike, ConnectionManager};
 use std::marker::PhantomData;
 
 /// A relation from entities of type `A` to entities of type `B`.
@@ -152,7 +152,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Relates `a` to `b` on both sides in one atomic call (for follows:
     /// follow); `true` when it was new. [`Error::NotFound`] (naming the
     /// missing entity's key) and nothing written when either does not exist.
-    pub async fn relate<A: Entity, B: Entity>(
+    pub(crate) async fn relate<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
         a: impl IntoPk<A::Pk>,
@@ -165,7 +165,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// Removes the relation of `a` to `b` on both sides (unfollow); `true`
     /// when there was one.
-    pub async fn unrelate<A: Entity, B: Entity>(
+    pub(crate) async fn unrelate<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
         a: impl IntoPk<A::Pk>,
@@ -211,7 +211,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// True when `a` relates to `b` (does 8 follow 9?): `SISMEMBER`, one
     /// round trip.
-    pub async fn is_related<A: Entity, B: Entity>(
+    pub(crate) async fn is_related<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
         a: impl IntoPk<A::Pk>,
@@ -225,7 +225,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// How many `B`s `a` relates to (how many people 8 follows): `SCARD`.
-    pub async fn related_count<A: Entity, B: Entity>(
+    pub(crate) async fn related_count<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
         a: impl IntoPk<A::Pk>,
@@ -236,7 +236,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// How many `A`s relate to `b` (how many followers 9 has): `SCARD`.
-    pub async fn related_back_count<A: Entity, B: Entity>(
+    pub(crate) async fn related_back_count<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
         b: impl IntoPk<B::Pk>,
@@ -247,7 +247,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// The pks of the `B`s that `a` relates to (people I follow), one round trip.
-    pub async fn related<A: Entity, B: Entity>(
+    pub(crate) async fn related<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
         a: impl IntoPk<A::Pk>,
@@ -259,7 +259,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// The pks of the `A`s related to `b` (people who follow me), one round trip.
-    pub async fn related_back<A: Entity, B: Entity>(
+    pub(crate) async fn related_back<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
         b: impl IntoPk<B::Pk>,
@@ -272,7 +272,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// For a relation of a type to itself: the pks related both ways with
     /// `a` (mutual follows), by SINTER, one round trip.
-    pub async fn mutual<A: Entity>(
+    pub(crate) async fn mutual<A: Entity>(
         &self,
         rel: &Relation<A, A>,
         a: impl IntoPk<A::Pk>,
@@ -285,7 +285,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// The `B`s that `a` relates to, read in one pipelined round trip after
     /// the set (two in all); ones deleted or expired since are skipped.
-    pub async fn related_entities<A: Entity, B: Entity>(
+    pub(crate) async fn related_entities<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
         a: impl IntoPk<A::Pk>,
@@ -315,5 +315,110 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .iter()
             .filter_map(|m| query::parse_member::<E>(m))
             .collect())
+    }
+}
+
+/// The pairs of one [`Relation`] in a store: `store.relation(&FOLLOWS)`.
+///
+/// Writes change both sides in one atomic call; reads are one round trip
+/// (two for [`related_entities`](Self::related_entities)).
+///
+/// ```no_run
+/// # use redis_entity::{RedisEntity, Store, relation::Relation};
+/// # #[derive(RedisEntity)] struct User { #[pk] id: u64, name: String }
+/// const FOLLOWS: Relation<User, User> = Relation::many_to_many("following", "followers");
+/// # async fn run(store: Store) -> redis_entity::Result<()> {
+/// store.relation(&FOLLOWS).relate(&8, &9).await?;          // 8 follows 9
+/// assert_eq!(store.relation(&FOLLOWS).related_back(&9).await?, vec![8]);
+/// # Ok(()) }
+/// ```
+pub struct Relations<'s, A, B, C = ConnectionManager> {
+    store: &'s Store<C>,
+    rel: Relation<A, B>,
+}
+
+impl<A, B, C> Clone for Relations<'_, A, B, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A, B, C> Copy for Relations<'_, A, B, C> {}
+
+impl<A, B, C> std::fmt::Debug for Relations<'_, A, B, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Relations({:?})", self.rel)
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// The pairs of `rel` in this store: relate, unrelate and read them.
+    pub fn relation<A: Entity, B: Entity>(&self, rel: &Relation<A, B>) -> Relations<'_, A, B, C> {
+        Relations { store: self, rel: *rel }
+    }
+}
+
+impl<A: Entity, B: Entity, C: ConnectionLike + Clone + Send + Sync> Relations<'_, A, B, C> {
+    /// Relates `a` to `b` on both sides in one atomic call (follow); `true`
+    /// when it was new. [`Error::NotFound`] (naming the missing entity's
+    /// key) and nothing written when either does not exist; a side's key of
+    /// the wrong type is [`Error::WrongType`] naming it, nothing written.
+    pub async fn relate(&self, a: impl IntoPk<A::Pk>, b: impl IntoPk<B::Pk>) -> Result<bool> {
+        self.store.relate(&self.rel, a, b).await
+    }
+
+    /// Removes the relation of `a` to `b` on both sides (unfollow); `true`
+    /// when there was one.
+    pub async fn unrelate(&self, a: impl IntoPk<A::Pk>, b: impl IntoPk<B::Pk>) -> Result<bool> {
+        self.store.unrelate(&self.rel, a, b).await
+    }
+
+    /// True when `a` relates to `b` (does 8 follow 9?): `SISMEMBER`.
+    pub async fn is_related(&self, a: impl IntoPk<A::Pk>, b: impl IntoPk<B::Pk>) -> Result<bool> {
+        self.store.is_related(&self.rel, a, b).await
+    }
+
+    /// How many `B`s `a` relates to (how many people 8 follows): `SCARD`.
+    pub async fn related_count(&self, a: impl IntoPk<A::Pk>) -> Result<u64> {
+        self.store.related_count(&self.rel, a).await
+    }
+
+    /// How many `A`s relate to `b` (how many followers 9 has): `SCARD`.
+    pub async fn related_back_count(&self, b: impl IntoPk<B::Pk>) -> Result<u64> {
+        self.store.related_back_count(&self.rel, b).await
+    }
+
+    /// The pks of the `B`s that `a` relates to (people 8 follows), in the
+    /// type's pk order: `SMEMBERS`.
+    pub async fn related(&self, a: impl IntoPk<A::Pk>) -> Result<Vec<B::Pk>> {
+        self.store.related(&self.rel, a).await
+    }
+
+    /// The pks of the `A`s related to `b` (people who follow 9).
+    pub async fn related_back(&self, b: impl IntoPk<B::Pk>) -> Result<Vec<A::Pk>> {
+        self.store.related_back(&self.rel, b).await
+    }
+
+    /// The `B`s that `a` relates to, read in one pipelined round trip after
+    /// the set (two in all); ones deleted or expired since are skipped.
+    pub async fn related_entities(&self, a: impl IntoPk<A::Pk>) -> Result<Vec<B>> {
+        self.store.related_entities(&self.rel, a).await
+    }
+
+    /// Makes this relation in `to` hold the pairs it holds here (the last
+    /// step of a relayout, after the entities of both types moved; see
+    /// [`crate::relayout`]).
+    pub async fn relayout<D>(&self, to: &Store<D>, count: usize) -> Result<crate::migrate::Progress>
+    where
+        D: ConnectionLike + Clone + Send + Sync,
+    {
+        self.store.relayout_relation(&self.rel, to, count).await
+    }
+}
+
+impl<A: Entity, C: ConnectionLike + Clone + Send + Sync> Relations<'_, A, A, C> {
+    /// For a relation of a type to itself: the pks related both ways with
+    /// `a` (mutual follows), by `SINTER`, one round trip.
+    pub async fn mutual(&self, a: impl IntoPk<A::Pk>) -> Result<Vec<A::Pk>> {
+        self.store.mutual(&self.rel, a).await
     }
 }

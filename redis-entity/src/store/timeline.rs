@@ -10,7 +10,7 @@ use crate::schema::entity::Entity;
 use crate::schema::escape::Namespace;
 use crate::schema::pk::IntoPk;
 use crate::script;
-use redis::aio::ConnectionLike;
+use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::Value;
 use std::marker::PhantomData;
 
@@ -113,7 +113,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// (with more than 1,000 owners, in a first pipeline of checking
     /// calls), so a key of the wrong type fails the push with
     /// [`Error::WrongType`] naming it and nothing pushed.
-    pub async fn timeline_push<O: Entity, P: Entity>(
+    pub(crate) async fn timeline_push<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
         post: impl IntoPk<P::Pk>,
@@ -170,7 +170,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Pushes `post` onto the timelines of everyone related back to `author`
     /// (a new post goes to every follower): one round trip for the
     /// followers, one per 1,000 of them for the push.
-    pub async fn timeline_push_related<O: Entity, P: Entity>(
+    pub(crate) async fn timeline_push_related<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
         post: impl IntoPk<P::Pk>,
@@ -186,7 +186,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// How many entries `owner`'s timeline holds (`LLEN`, one round trip;
     /// entries of posts deleted since count until `repair` removes them).
-    pub async fn timeline_len<O: Entity, P: Entity>(
+    pub(crate) async fn timeline_len<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
         owner: impl IntoPk<O::Pk>,
@@ -198,7 +198,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// The pks of a page of `owner`'s timeline, newest first, without the
     /// posts (`LRANGE`, one round trip; posts deleted since included).
-    pub async fn timeline_ids<O: Entity, P: Entity>(
+    pub(crate) async fn timeline_ids<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
         owner: impl IntoPk<O::Pk>,
@@ -223,7 +223,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// A page of `owner`'s timeline with its posts, newest first: `LRANGE`,
     /// then one pipelined read (two round trips). Posts deleted or expired
     /// since are skipped.
-    pub async fn timeline<O: Entity, P: Entity>(
+    pub(crate) async fn timeline_page<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
         owner: impl IntoPk<O::Pk>,
@@ -238,5 +238,114 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .into_iter()
             .flatten()
             .collect())
+    }
+}
+
+/// The lists of one [`Timeline`] in a store: `store.timeline(&PUSHED)`.
+///
+/// ```no_run
+/// # use redis_entity::{RedisEntity, Store, relation::{Relation, Timeline}};
+/// # #[derive(RedisEntity)] struct User { #[pk] id: u64, name: String }
+/// # #[derive(RedisEntity)] struct Post { #[pk] id: u64, text: String }
+/// const FOLLOWS: Relation<User, User> = Relation::many_to_many("following", "followers");
+/// const PUSHED: Timeline<User, Post> = Timeline::new("pushed", 1000);
+/// # async fn run(store: Store) -> redis_entity::Result<()> {
+/// // Post 1 by user 9 goes to everyone who follows 9.
+/// store.timeline(&PUSHED).push_related(&1, &FOLLOWS, &9).await?;
+/// let newest: Vec<Post> = store.timeline(&PUSHED).page(&8, 0, 20).await?;
+/// # Ok(()) }
+/// ```
+pub struct Timelines<'s, O, P, C = ConnectionManager> {
+    store: &'s Store<C>,
+    timeline: Timeline<O, P>,
+}
+
+impl<O, P, C> Clone for Timelines<'_, O, P, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<O, P, C> Copy for Timelines<'_, O, P, C> {}
+
+impl<O, P, C> std::fmt::Debug for Timelines<'_, O, P, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Timelines({:?})", self.timeline)
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// The lists of `timeline` in this store: push posts, read pages.
+    pub fn timeline<O: Entity, P: Entity>(
+        &self,
+        timeline: &Timeline<O, P>,
+    ) -> Timelines<'_, O, P, C> {
+        Timelines {
+            store: self,
+            timeline: *timeline,
+        }
+    }
+}
+
+impl<O: Entity, P: Entity, C: ConnectionLike + Clone + Send + Sync> Timelines<'_, O, P, C> {
+    /// Pushes `post` onto the list of every owner, newest first, capped:
+    /// one atomic script call per 1,000 owners, all in one pipeline (on a
+    /// cluster, one pipeline per slot among them, the slots concurrently).
+    /// Every owner's list and register is checked before the first write,
+    /// so a key of the wrong type fails the push with [`Error::WrongType`]
+    /// naming it and nothing pushed.
+    pub async fn push(
+        &self,
+        post: impl IntoPk<P::Pk>,
+        owners: impl IntoIterator<Item = impl IntoPk<O::Pk>>,
+    ) -> Result<()> {
+        self.store.timeline_push(&self.timeline, post, owners).await
+    }
+
+    /// Pushes `post` onto the lists of everyone related back to `author`
+    /// by `rel` (a new post goes to every follower): one round trip for the
+    /// followers, one per 1,000 of them for the push. Returns how many.
+    pub async fn push_related(
+        &self,
+        post: impl IntoPk<P::Pk>,
+        rel: &Relation<O, O>,
+        author: impl IntoPk<O::Pk>,
+    ) -> Result<usize> {
+        self.store
+            .timeline_push_related(&self.timeline, post, rel, author)
+            .await
+    }
+
+    /// How many entries `owner`'s list holds (`LLEN`; entries of posts
+    /// deleted since count until `repair` removes them).
+    pub async fn len(&self, owner: impl IntoPk<O::Pk>) -> Result<u64> {
+        self.store.timeline_len(&self.timeline, owner).await
+    }
+
+    /// The pks of a page of `owner`'s list, newest first, without the posts
+    /// (`LRANGE`, one round trip; posts deleted since included).
+    pub async fn ids(&self, owner: impl IntoPk<O::Pk>, offset: usize, n: usize) -> Result<Vec<P::Pk>> {
+        self.store
+            .timeline_ids(&self.timeline, owner, offset, n)
+            .await
+    }
+
+    /// A page of `owner`'s list with its posts, newest first: `LRANGE`,
+    /// then one pipelined read (two round trips). Posts deleted or expired
+    /// since are skipped.
+    pub async fn page(&self, owner: impl IntoPk<O::Pk>, offset: usize, n: usize) -> Result<Vec<P>> {
+        self.store
+            .timeline_page(&self.timeline, owner, offset, n)
+            .await
+    }
+
+    /// Copies every owner's list into `to` (the last step of a relayout,
+    /// after the owners moved; see [`crate::relayout`]).
+    pub async fn relayout<D>(&self, to: &Store<D>, count: usize) -> Result<crate::migrate::Progress>
+    where
+        D: ConnectionLike + Clone + Send + Sync,
+    {
+        self.store
+            .relayout_timeline(&self.timeline, to, count)
+            .await
     }
 }

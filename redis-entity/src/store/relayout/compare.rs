@@ -111,7 +111,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// the extra ones. Exact when nothing writes either side meanwhile (the
     /// end of the procedure in the module docs); under writes it reports
     /// what the walks met.
-    pub async fn relayout_compare<E: Entity, D>(
+    pub(crate) async fn relayout_compare<E: Entity, D>(
         &self,
         to: &Store<D>,
         count: usize,

@@ -75,7 +75,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// refused there (a unique value `to` still gives another entity: run
     /// [`relayout_prune_batch`](Self::relayout_prune_batch) first), are
     /// reported in `failed` with their key.
-    pub async fn relayout_batch<E: Entity, D>(
+    pub(crate) async fn relayout_batch<E: Entity, D>(
         &self,
         to: &Store<D>,
         cursor: u64,
@@ -118,7 +118,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             tally(r, Some(plan.key()), &mut out.migrated, &mut out.failed);
         }
         for pk in &persist {
-            if let Err(e) = to.persist::<E>(pk).await {
+            if let Err(e) = to.expiry::<E>().persist(pk).await {
                 out.failed.push((error_key(&e), e.to_string()));
             }
         }
@@ -130,7 +130,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// each one whose unique values differ from this store's (its values
     /// are released; the copy walk writes it again). Counted in `deleted`;
     /// `scanned` counts `to`'s records.
-    pub async fn relayout_prune_batch<E: Entity, D>(
+    pub(crate) async fn relayout_prune_batch<E: Entity, D>(
         &self,
         to: &Store<D>,
         cursor: u64,
@@ -172,7 +172,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// cursor (a pass cut short), resumes the copy there. Calls `progress`
     /// after each batch with the totals so far (`scanned` counts this
     /// store's records).
-    pub async fn relayout<E: Entity, D>(
+    pub(crate) async fn relayout<E: Entity, D>(
         &self,
         to: &Store<D>,
         cursor: u64,

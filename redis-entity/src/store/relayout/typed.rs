@@ -23,7 +23,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// types: a pair whose side is missing in `to` is reported in
     /// `failed`. An `A` gone from this store lost its pairs in `to` when
     /// the prune deleted it there.
-    pub async fn relayout_relation<A: Entity, B: Entity, D>(
+    pub(crate) async fn relayout_relation<A: Entity, B: Entity, D>(
         &self,
         rel: &Relation<A, B>,
         to: &Store<D>,
@@ -62,7 +62,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// replacing what `to` held for it; an owner with none here has none
     /// there): a walk of the owners, one read and one pipelined write per
     /// owner. Returns the owners copied.
-    pub async fn relayout_timeline<O: Entity, P: Entity, D>(
+    pub(crate) async fn relayout_timeline<O: Entity, P: Entity, D>(
         &self,
         timeline: &Timeline<O, P>,
         to: &Store<D>,

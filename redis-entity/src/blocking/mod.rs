@@ -9,30 +9,26 @@
 
 use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
-use crate::plan::verify::{Progress as VerifyProgress, Repaired, Report};
 use crate::schema::codec::MapField;
 use crate::schema::entity::Entity;
 use crate::schema::escape::Namespace;
-use crate::schema::field::{Field, HashField, SetIndex, SortedIndex, UniqueIndex};
+use crate::schema::field::{Field, HashField, SetIndex, UniqueIndex};
 use crate::schema::pk::IntoPk;
-use crate::store::board::Board;
-use crate::store::migrate::{Migration, Progress};
 use crate::store::query::Query;
-use crate::store::relation::Relation;
-use crate::store::timeline::Timeline;
 use crate::store::Update;
 use redis::aio::{ConnectionLike, ConnectionManager};
-use std::time::Duration;
 
-/// The blocking form of async store methods, from one list of signatures:
-/// each runs the async method of the same name to completion. Generics go
-/// in brackets; `as name::<..>` gives the turbofish the call needs.
+/// The blocking form of async methods, from one list of signatures per
+/// type (the store and each feature handle): each runs the async method of
+/// the same name on `self.inner` to completion with `self.run`. `$path` is
+/// the async type, for the docs. Generics go in brackets; `as name::<..>`
+/// gives the turbofish the call needs.
 macro_rules! blocking {
-    ($(
+    ($path:literal; $(
         $name:ident [$($gen:tt)*] ($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty
             $(as $call:ident::<$($turbofish:ty),*>)?;
     )*) => {$(
-        #[doc = concat!("See [`crate::Store::", stringify!($name), "`].")]
+        #[doc = concat!("See [`", $path, "::", stringify!($name), "`].")]
         pub fn $name<$($gen)*>(&self, $($arg: $ty),*) -> $ret {
             self.run(blocking!(@call self.inner, ($($arg),*), $name $(, $call::<$($turbofish),*>)?))
         }
@@ -42,6 +38,15 @@ macro_rules! blocking {
         $inner.$call::<$($turbofish),*>($($arg),*)
     };
 }
+
+// After the macro: the modules use it.
+mod cache;
+mod features;
+mod scan;
+
+pub use cache::Cache;
+pub use features::{Expiry, Leaderboard, Maintenance, Relations, Rotating, Timelines};
+pub use scan::Scan;
 
 /// Saves, loads and deletes entities without async.
 ///
@@ -109,6 +114,14 @@ impl Store<crate::AnyConnection> {
     }
 }
 
+impl<C> Store<C> {
+    /// Runs `f` (a call of the async store or of one of its handles) to
+    /// completion on this store's runtime.
+    fn run<T>(&self, f: impl std::future::Future<Output = T>) -> T {
+        self.rt.block_on(f)
+    }
+}
+
 impl<C> std::fmt::Debug for Store<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("blocking::Store")
@@ -160,6 +173,46 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.inner.explain_save(entity)
     }
 
+    /// The same store with `n` retries of a write whose outcome is unknown
+    /// (see [`crate::Store::with_write_retries`]).
+    pub fn with_write_retries(mut self, n: usize) -> Self {
+        self.inner = self.inner.with_write_retries(n);
+        self
+    }
+
+    /// The same store writing `layout` (see [`crate::Store::with_key_layout`]).
+    pub fn with_key_layout(mut self, layout: crate::KeyLayout) -> Self {
+        self.inner = self.inner.with_key_layout(layout);
+        self
+    }
+
+    /// The same store checking its namespace's layout marker (see
+    /// [`crate::Store::with_layout_check`]).
+    pub fn with_layout_check(mut self) -> Self {
+        self.inner = self.inner.with_layout_check();
+        self
+    }
+
+    /// The key layout this store writes.
+    pub fn key_layout(&self) -> crate::KeyLayout {
+        self.inner.key_layout()
+    }
+
+    /// What the store has done (see [`crate::Store::metrics`]).
+    pub fn metrics(&self) -> crate::Metrics {
+        self.inner.metrics()
+    }
+
+    /// The near cache, if the store has one.
+    pub fn near_cache(&self) -> Option<&crate::near::NearCache> {
+        self.inner.near_cache()
+    }
+
+    /// A clone of the underlying connection.
+    pub fn connection(&self) -> C {
+        self.inner.connection()
+    }
+
     /// The async store this one runs.
     pub fn as_async(&self) -> &crate::Store<C> {
         &self.inner
@@ -181,9 +234,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.inner.keys_of::<E>(pk)
     }
 
-    fn run<T>(&self, f: impl std::future::Future<Output = T>) -> T {
-        self.rt.block_on(f)
-    }
 
     /// See [`crate::Store::update`].
     pub fn update<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> Update<'_, E, Self> {
@@ -209,10 +259,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Query::new(self)
     }
 
-    blocking! {
+    blocking! { "crate::Store";
         save[E: Entity](entity: &E) -> Result<bool>;
-        save_with_ttl[E: Entity](entity: &E, ttl: Duration) -> Result<bool>;
-        save_without_ttl[E: Entity](entity: &E) -> Result<bool>;
         insert[E: Entity](entity: &E) -> Result<()>;
         save_all[E: Entity](entities: &[E]) -> Result<()>;
         get[E: Entity](pk: impl IntoPk<E::Pk>) -> Result<Option<E>> as get::<E>;
@@ -221,9 +269,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             as get_many_each::<E>;
         exists[E: Entity](pk: impl IntoPk<E::Pk>) -> Result<bool> as exists::<E>;
         delete[E: Entity](pk: impl IntoPk<E::Pk>) -> Result<bool> as delete::<E>;
-        expire[E: Entity](pk: impl IntoPk<E::Pk>, ttl: Duration) -> Result<bool> as expire::<E>;
-        persist[E: Entity](pk: impl IntoPk<E::Pk>) -> Result<bool> as persist::<E>;
-        ttl[E: Entity](pk: impl IntoPk<E::Pk>) -> Result<Option<Duration>> as ttl::<E>;
         hget[E: Entity, M: MapField](
             field: HashField<E, M>,
             pk: impl IntoPk<E::Pk>,
@@ -237,87 +282,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             field: Field<E, T, Co, K, N>,
             value: impl Into<K::Value>,
         ) -> Result<Option<E>>;
-        top[E: Entity, T, Co, K: SortedIndex<N>, N](field: Field<E, T, Co, K, N>, n: usize)
-            -> Result<Vec<(E, f64)>>;
-        top_each[E: Entity, T, Co, K: SortedIndex<N>, N](field: Field<E, T, Co, K, N>, n: usize)
-            -> Result<Vec<Result<(E, f64)>>>;
-        rank[E: Entity, T, Co, K: SortedIndex<N>, N](field: Field<E, T, Co, K, N>, pk: impl IntoPk<E::Pk>)
-            -> Result<Option<u64>>;
-        board_incr[E: Entity](board: &Board<E>, pk: impl IntoPk<E::Pk>, delta: f64) -> Result<f64>;
-        board_incr_at[E: Entity](
-            board: &Board<E>,
-            pk: impl IntoPk<E::Pk>,
-            delta: f64,
-            at: std::time::SystemTime,
-        ) -> Result<f64>;
-        board_top[E: Entity](board: &Board<E>, n: usize) -> Result<Vec<(E, f64)>>;
-        board_top_at[E: Entity](board: &Board<E>, at: std::time::SystemTime, n: usize)
-            -> Result<Vec<(E, f64)>>;
-        board_rank[E: Entity](board: &Board<E>, pk: impl IntoPk<E::Pk>) -> Result<Option<u64>>;
-        relate[A: Entity, B: Entity](rel: &Relation<A, B>, a: impl IntoPk<A::Pk>, b: impl IntoPk<B::Pk>) -> Result<bool>;
-        unrelate[A: Entity, B: Entity](rel: &Relation<A, B>, a: impl IntoPk<A::Pk>, b: impl IntoPk<B::Pk>)
-            -> Result<bool>;
-        related[A: Entity, B: Entity](rel: &Relation<A, B>, a: impl IntoPk<A::Pk>) -> Result<Vec<B::Pk>>;
-        related_back[A: Entity, B: Entity](rel: &Relation<A, B>, b: impl IntoPk<B::Pk>)
-            -> Result<Vec<A::Pk>>;
-        mutual[A: Entity](rel: &Relation<A, A>, a: impl IntoPk<A::Pk>) -> Result<Vec<A::Pk>>;
-        is_related[A: Entity, B: Entity](rel: &Relation<A, B>, a: impl IntoPk<A::Pk>, b: impl IntoPk<B::Pk>)
-            -> Result<bool>;
-        related_count[A: Entity, B: Entity](rel: &Relation<A, B>, a: impl IntoPk<A::Pk>) -> Result<u64>;
-        related_back_count[A: Entity, B: Entity](rel: &Relation<A, B>, b: impl IntoPk<B::Pk>)
-            -> Result<u64>;
-        related_entities[A: Entity, B: Entity](rel: &Relation<A, B>, a: impl IntoPk<A::Pk>)
-            -> Result<Vec<B>>;
-        timeline_push[O: Entity, P: Entity](
-            timeline: &Timeline<O, P>,
-            post: impl IntoPk<P::Pk>,
-            owners: impl IntoIterator<Item = impl IntoPk<O::Pk>>,
-        ) -> Result<()>;
-        timeline_push_related[O: Entity, P: Entity](
-            timeline: &Timeline<O, P>,
-            post: impl IntoPk<P::Pk>,
-            rel: &Relation<O, O>,
-            author: impl IntoPk<O::Pk>,
-        ) -> Result<usize>;
-        timeline_len[O: Entity, P: Entity](timeline: &Timeline<O, P>, owner: impl IntoPk<O::Pk>)
-            -> Result<u64>;
-        timeline_ids[O: Entity, P: Entity](
-            timeline: &Timeline<O, P>,
-            owner: impl IntoPk<O::Pk>,
-            offset: usize,
-            n: usize,
-        ) -> Result<Vec<P::Pk>>;
-        timeline[O: Entity, P: Entity](
-            timeline: &Timeline<O, P>,
-            owner: impl IntoPk<O::Pk>,
-            offset: usize,
-            n: usize,
-        ) -> Result<Vec<P>>;
-        migrate_batch[E: Entity, F: FnMut(&str, &[u8]) -> std::result::Result<Option<E>, String>](
-            migration: &Migration,
-            cursor: u64,
-            convert: F,
-        ) -> Result<Progress>;
-        migrate[
-            E: Entity,
-            F: FnMut(&str, &[u8]) -> std::result::Result<Option<E>, String>,
-            P: FnMut(&Progress),
-        ](migration: &Migration, cursor: u64, convert: F, on_progress: P) -> Result<Progress>;
-        verify[E: Entity]() -> Result<Report> as verify::<E>;
-        verify_with[E: Entity, P: FnMut(&VerifyProgress) + Send](progress: P) -> Result<Report>
-            as verify_with::<E>;
-        repair[E: Entity](report: &Report) -> Result<Repaired> as repair::<E>;
-        repair_with[E: Entity, P: FnMut(&VerifyProgress) + Send](report: &Report, progress: P)
-            -> Result<Repaired> as repair_with::<E>;
-        sweep[E: Entity](budget: usize) -> Result<usize> as sweep::<E>;
-    }
-}
-
-impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
-    blocking! {
-        reindex[E: Entity]() -> Result<usize> as reindex::<E>;
-        reindex_with[E: Entity, P: FnMut(&VerifyProgress) + Send](progress: P) -> Result<usize>
-            as reindex_with::<E>;
+        check_layout[]() -> Result<()>;
+        scan_keys[](pattern: &str) -> Result<Vec<String>>;
     }
 }
 
@@ -388,132 +354,3 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
     }
 }
 
-/// The read-through [`crate::Cache`] without async: the loader is a plain
-/// closure (a SQL query on a blocking driver, say).
-///
-/// ```no_run
-/// # use redis_entity::blocking::{Cache, Store};
-/// # use std::time::Duration;
-/// # fn run() -> redis_entity::Result<()> {
-/// let store = Store::connect("redis://127.0.0.1/")?;
-/// let cache = Cache::from_store(&store);
-/// let price: Option<u64> = cache.get_or_load(&store, "price:42", Duration::from_secs(60), || {
-///     Ok::<_, std::io::Error>(Some(42))
-/// })?;
-/// # Ok(()) }
-/// ```
-#[derive(Debug, Clone)]
-pub struct Cache<C = ConnectionManager> {
-    inner: crate::Cache<C>,
-}
-
-impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
-    /// A cache sharing `store`'s connection and namespace.
-    pub fn from_store(store: &Store<C>) -> Self {
-        Cache {
-            inner: crate::Cache::from_store(&store.inner),
-        }
-    }
-
-    /// The same cache with other options.
-    pub fn with_options(self, options: crate::CacheOptions) -> Self {
-        Cache {
-            inner: self.inner.with_options(options),
-        }
-    }
-
-    /// See [`crate::Cache::get_or_load`]; runs on `store`'s runtime.
-    pub fn get_or_load<T, F, LE>(
-        &self,
-        store: &Store<C>,
-        key: &str,
-        ttl: Duration,
-        loader: F,
-    ) -> Result<Option<T>>
-    where
-        T: serde::Serialize + serde::de::DeserializeOwned,
-        F: FnOnce() -> std::result::Result<Option<T>, LE>,
-        LE: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
-        store.run(self.inner.get_or_load(key, ttl, || async { loader() }))
-    }
-
-    /// See [`crate::Cache::get_entity_or_load`].
-    pub fn get_entity_or_load<E, F, LE>(
-        &self,
-        store: &Store<C>,
-        pk: impl IntoPk<E::Pk>,
-        ttl: Duration,
-        loader: F,
-    ) -> Result<Option<E>>
-    where
-        E: Entity,
-        F: FnOnce() -> std::result::Result<Option<E>, LE>,
-        LE: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
-        store.run(
-            self.inner
-                .get_entity_or_load(&store.inner, pk, ttl, || async { loader() }),
-        )
-    }
-
-    /// See [`crate::Cache::invalidate`].
-    pub fn invalidate(&self, store: &Store<C>, key: &str) -> Result<()> {
-        store.run(self.inner.invalidate(key))
-    }
-}
-
-/// A walk over every stored `E`, or every `E` a query matches (see
-/// [`crate::Scan`]): page by page with [`next_page`](Self::next_page), or
-/// entity by entity as an iterator, which reads a page when it needs one.
-///
-/// ```no_run
-/// # use redis_entity::RedisEntity;
-/// # #[derive(RedisEntity)] struct User { #[pk] id: u64, name: String }
-/// # fn run(store: redis_entity::blocking::Store) -> redis_entity::Result<()> {
-/// for user in store.scan::<User>(500) {
-///     println!("{}", user?.name);
-/// }
-/// # Ok(()) }
-/// ```
-pub struct Scan<'s, E, C> {
-    store: &'s Store<C>,
-    inner: crate::Scan<'s, E, C>,
-    /// What is left of the page the iterator is on.
-    page: std::vec::IntoIter<Result<E>>,
-}
-
-impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
-    /// See [`crate::Scan::cursor`]. While iterating, entities of the page
-    /// already read may be left: resume from a page boundary.
-    pub fn cursor(&self) -> u64 {
-        self.inner.cursor()
-    }
-
-    /// See [`crate::Scan::next_page`].
-    pub fn next_page(&mut self) -> Result<Option<Vec<Result<E>>>> {
-        self.store.run(self.inner.next_page())
-    }
-}
-
-impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Iterator for Scan<'_, E, C> {
-    type Item = Result<E>;
-
-    /// The next entity; a failed page read is one error, after which the
-    /// walk ends.
-    fn next(&mut self) -> Option<Result<E>> {
-        loop {
-            if let Some(e) = self.page.next() {
-                return Some(e);
-            }
-            match self.next_page() {
-                Ok(Some(page)) => self.page = page.into_iter(),
-                Ok(None) => return None,
-                Err(e) => {
-                    self.inner.stop();
-                    return Some(Err(e));
-                }
-            }
-        }
-    }
-}
