@@ -273,11 +273,11 @@ async fn main() {
         cl,
         cl_trips,
         |s, _i| {
-            assert_eq!(s.top(Player::SCORE, 10).await.unwrap().len(), 10);
+            assert_eq!(s.board(Player::SCORE).top(10).await.unwrap().len(), 10);
         }
     );
     step!("rank", 100 * scale, one, one_trips, cl, cl_trips, |s, i| {
-        assert!(s.rank(Player::SCORE, i).await.unwrap().is_some());
+        assert!(s.board(Player::SCORE).rank(i).await.unwrap().is_some());
     });
     step!(
         "relate (sides in two slots)",
@@ -288,7 +288,7 @@ async fn main() {
         cl_trips,
         |s, _i| {
             let a = fresh(s.key_layout(), 0);
-            assert!(s.relate(&FOLLOWS, a, a + 1).await.unwrap());
+            assert!(s.relation(&FOLLOWS).relate(a, a + 1).await.unwrap());
         }
     );
     step!(

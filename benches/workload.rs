@@ -1031,7 +1031,7 @@ async fn main() {
         false,
         |r| async move {
             for _ in r {
-                let top = store.top(Player::SCORE, 10).await.unwrap();
+                let top = store.board(Player::SCORE).top(10).await.unwrap();
                 *bf.borrow_mut() = top.into_iter().map(|(_, s)| s).collect::<Vec<f64>>();
             }
         },
@@ -1066,7 +1066,7 @@ async fn main() {
 
     near_cache_steps(&fw, &hand, n_users, scale).await;
 
-    let report = store.verify::<User>().await.unwrap();
+    let report = store.maintenance::<User>().verify().await.unwrap();
     println!(
         "\nverify::<User>() after the run: {} entities, {} violations",
         report.entities,

@@ -51,14 +51,14 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
         .incr(Player::SCORE, 50.0)
         .exec()
         .await?;
-    let top = store.top(Player::SCORE, 10).await?;
+    let top = store.board(Player::SCORE).top(10).await?;
     println!("top 10 (ZREVRANGE + pipelined HGETALL, 2 round trips):");
     for (i, (p, score)) in top.iter().enumerate() {
         println!("  {:>2}. {:<4} {:<3} {score:>5}", i + 1, p.name, p.country);
     }
     println!(
         "rank of player 1003 (ZREVRANK) -> {:?}",
-        store.rank(Player::SCORE, 1003).await?
+        store.board(Player::SCORE).rank(1003).await?
     );
 
     // Range and order combined with another index.
@@ -74,9 +74,9 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 
     // A weekly board: its key rotates every ISO week and expires by itself.
     for (id, points) in [(1000, 5.0), (1001, 12.0), (1000, 9.0)] {
-        store.board_incr(&WEEKLY, &id, points).await?;
+        store.rotating(&WEEKLY).incr(&id, points).await?;
     }
-    let week = store.board_top(&WEEKLY, 3).await?;
+    let week = store.rotating(&WEEKLY).top(3).await?;
     let week: Vec<(&str, f64)> = week.iter().map(|(p, s)| (p.name.as_str(), *s)).collect();
     let key = WEEKLY.key(store.namespace(), std::time::SystemTime::now());
     let mut conn = store.connection();

@@ -105,7 +105,10 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     let mut plan = Migration::new("User_*_Profile");
     plan.batch = 200;
     plan.dry_run = true;
-    let dry = store.migrate(&plan, 0, convert, |_| {}).await?;
+    let dry = store
+        .maintenance()
+        .migrate(&plan, 0, convert, |_| {})
+        .await?;
     println!(
         "dry run  -> would migrate {}, failing {:?}",
         dry.migrated, dry.failed
@@ -116,13 +119,17 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     // The first two batches, as if the process were stopped there...
     let (mut cursor, mut before) = (0, 0);
     for _ in 0..2 {
-        let batch = store.migrate_batch(&plan, cursor, convert).await?;
+        let batch = store
+            .maintenance()
+            .migrate_batch(&plan, cursor, convert)
+            .await?;
         cursor = batch.cursor;
         before += batch.migrated;
     }
     println!("stopped  -> {before} migrated, resume from cursor {cursor}");
     // ... and resumed from the saved cursor, with a progress bar.
     let done = store
+        .maintenance()
         .migrate(&plan, cursor, convert, |p| {
             println!("  {}", bar(before + p.migrated, dry.migrated));
         })
@@ -141,7 +148,10 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
             .map(|p| (p.name, p.visits, p.settings))
     );
     assert!(p.is_none());
-    println!("verify   -> {}", store.verify::<Profile>().await?);
+    println!(
+        "verify   -> {}",
+        store.maintenance::<Profile>().verify().await?
+    );
     // Leave the server as found.
     let _: () = c.del("User_77_Profile").await.expect("del");
     for id in 1..=1000 {

@@ -60,12 +60,17 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 
     // EXPIRE: a cached profile lives for an hour; saving again keeps the clock.
     store
-        .expire::<Profile>(&1001, Duration::from_secs(3600))
+        .expiry::<Profile>()
+        .expire(&1001, Duration::from_secs(3600))
         .await?;
     store.save(&p).await?;
     println!(
         "EXPIRE 3600, save again      -> ttl {:?}",
-        store.ttl::<Profile>(&1001).await?.map(|d| d.as_secs())
+        store
+            .expiry::<Profile>()
+            .ttl(&1001)
+            .await?
+            .map(|d| d.as_secs())
     );
 
     // Another tenant sees nothing.

@@ -48,23 +48,23 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     let store = Store::connect_any(url).await?;
     store.save_all(&users()).await?;
     // insert into follower (userid, followerid) values (9, 8), (9, 7), (8, 9);
-    store.relate(&FOLLOWS, &8, &9).await?; // 8 follows 9
-    store.relate(&FOLLOWS, &7, &9).await?;
-    store.relate(&FOLLOWS, &9, &8).await?;
+    store.relation(&FOLLOWS).relate(&8, &9).await?; // 8 follows 9
+    store.relation(&FOLLOWS).relate(&7, &9).await?;
+    store.relation(&FOLLOWS).relate(&9, &8).await?;
 
     // select distinct userid from follower where followerid = 9;   (people 9 follows)
     println!(
         "9 follows           -> {:?}",
-        store.related(&FOLLOWS, &9).await?
+        store.relation(&FOLLOWS).related(&9).await?
     );
     // select distinct followerid from follower where userid = 9;   (people following 9)
     println!(
         "followers of 9      -> {:?}",
-        store.related_back(&FOLLOWS, &9).await?
+        store.relation(&FOLLOWS).related_back(&9).await?
     );
     println!(
         "mutual with 9       -> {:?}   (SINTER)",
-        store.mutual(&FOLLOWS, &9).await?
+        store.relation(&FOLLOWS).mutual(&9).await?
     );
 
     // 9 posts; the post is pushed to every follower (insert into push ...).
@@ -76,11 +76,12 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     };
     store.save(&post).await?;
     let pushed_to = store
-        .timeline_push_related(&PUSHED, &1, &FOLLOWS, &9)
+        .timeline(&PUSHED)
+        .push_related(&1, &FOLLOWS, &9)
         .await?;
     println!("post 1 pushed to    -> {pushed_to} followers");
     // select postid from push where userid=8 order by time desc;
-    let timeline = store.timeline(&PUSHED, &8, 0, 10).await?;
+    let timeline = store.timeline(&PUSHED).page(&8, 0, 10).await?;
     let posts: Vec<(u64, &str)> = timeline
         .iter()
         .map(|p| (p.postid, p.content.as_str()))
@@ -93,12 +94,12 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     );
 
     // 7 unfollows 9; then 8 deletes the account: gone from every relation.
-    store.unrelate(&FOLLOWS, &7, &9).await?;
+    store.relation(&FOLLOWS).unrelate(&7, &9).await?;
     store.delete::<User>(&8).await?;
     println!(
         "after unfollow and delete -> followers of 9 {:?}, 9 follows {:?}",
-        store.related_back(&FOLLOWS, &9).await?,
-        store.related(&FOLLOWS, &9).await?
+        store.relation(&FOLLOWS).related_back(&9).await?,
+        store.relation(&FOLLOWS).related(&9).await?
     );
     println!("keys -> {:?}\n", store.scan_keys("user:*").await?);
     for u in users() {

@@ -72,10 +72,20 @@ async fn reindex_after_an_index_was_added() {
         store.find(User::COUNTRY, "DE").await.unwrap().is_empty(),
         "not indexed yet"
     );
-    assert!(!store.verify::<User>().await.unwrap().is_clean());
-    assert_eq!(store.reindex::<User>().await.unwrap(), 1200);
+    assert!(!store
+        .maintenance::<User>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
+    assert_eq!(store.maintenance::<User>().reindex().await.unwrap(), 1200);
     assert_eq!(store.find(User::COUNTRY, "DE").await.unwrap().len(), 600);
-    assert!(store.verify::<User>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<User>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 #[tokio::test]
@@ -146,7 +156,8 @@ async fn the_embedded_command_line() {
     assert!(again.contains("0 violations"), "{again}");
 
     store
-        .expire::<Book>(&2, Duration::from_millis(30))
+        .expiry::<Book>()
+        .expire(&2, Duration::from_millis(30))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(80)).await;
@@ -259,7 +270,8 @@ async fn reindex_reports_its_progress() {
     store.save_all(&users).await.unwrap();
     let mut steps = Vec::new();
     let n = store
-        .reindex_with::<User>(|p| steps.push((p.step, p.done, p.total)))
+        .maintenance::<User>()
+        .reindex_with(|p| steps.push((p.step, p.done, p.total)))
         .await
         .unwrap();
     assert_eq!(n, 1200);

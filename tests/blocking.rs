@@ -74,10 +74,13 @@ fn crud<C: redis::aio::ConnectionLike + Clone + Send + Sync>(server: &Target, st
         store.hget(User::SETTINGS, 1, "lang").unwrap().as_deref(),
         Some("en")
     );
-    assert!(store.expire::<User>(&1, Duration::from_secs(50)).unwrap());
-    assert!(store.ttl::<User>(&1).unwrap().unwrap() > Duration::from_secs(45));
-    assert!(store.persist::<User>(&1).unwrap());
-    assert_eq!(store.ttl::<User>(&1).unwrap(), None);
+    assert!(store
+        .expiry::<User>()
+        .expire(1, Duration::from_secs(50))
+        .unwrap());
+    assert!(store.expiry::<User>().ttl(1).unwrap().unwrap() > Duration::from_secs(45));
+    assert!(store.expiry::<User>().persist(1).unwrap());
+    assert_eq!(store.expiry::<User>().ttl(1).unwrap(), None);
     assert!(store.exists::<User>(&1).unwrap());
     assert!(store.delete::<User>(&1).unwrap());
     assert!(!store.exists::<User>(&1).unwrap());

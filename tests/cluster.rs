@@ -64,7 +64,8 @@ async fn single_entity_operations_run_on_a_cluster() {
         let back = store.get::<Profile>(&id).await.unwrap().unwrap();
         assert_eq!((back.visits, back.settings.len()), (2, 2));
         assert!(store
-            .expire::<Profile>(&id, Duration::from_secs(60))
+            .expiry::<Profile>()
+            .expire(&id, Duration::from_secs(60))
             .await
             .unwrap());
         let keys = store.keys_of::<Profile>(&id);
@@ -215,12 +216,12 @@ async fn indexed_entities_are_sharded_and_queries_give_one_servers_answers() {
     assert_eq!(ids(page), expected[5..17].to_vec());
 
     // A leaderboard: top merged, rank summed over the shards.
-    let top = store.top(Player::SCORE, 7).await.unwrap();
+    let top = store.board(Player::SCORE).top(7).await.unwrap();
     let top_ids: Vec<u64> = top.iter().map(|(p, _)| p.id).collect();
     let board = by_score_desc(all.clone());
     assert_eq!(top_ids, board[..7].to_vec());
     for id in [1u64, 5, 30, 60] {
-        let rank = store.rank(Player::SCORE, id).await.unwrap();
+        let rank = store.board(Player::SCORE).rank(id).await.unwrap();
         let at = board.iter().position(|&b| b == id).unwrap() as u64;
         assert_eq!(rank, Some(at), "rank of {id}");
     }
@@ -241,7 +242,7 @@ async fn indexed_entities_are_sharded_and_queries_give_one_servers_answers() {
 
     // verify, repair, reindex and sweep walk shard after shard, each on
     // its node.
-    let report = store.verify::<Player>().await.unwrap();
+    let report = store.maintenance::<Player>().verify().await.unwrap();
     assert!(report.is_clean(), "{report}");
     assert_eq!(report.entities, 60);
     let de_key = format!("{tag}:player:@country:DE");
@@ -267,11 +268,11 @@ async fn indexed_entities_are_sharded_and_queries_give_one_servers_answers() {
             .unwrap(),
     };
     assert_eq!(planted, 1, "player 7 is from CN: a stale DE entry");
-    let report = store.verify::<Player>().await.unwrap();
+    let report = store.maintenance::<Player>().verify().await.unwrap();
     assert_eq!(report.violations.len(), 1, "{report}");
-    let repaired = store.repair::<Player>(&report).await.unwrap();
+    let repaired = store.maintenance::<Player>().repair(&report).await.unwrap();
     assert_eq!((repaired.fixed, repaired.left.len()), (1, 0), "{repaired}");
-    let after = store.verify::<Player>().await.unwrap();
+    let after = store.maintenance::<Player>().verify().await.unwrap();
     assert!(after.is_clean(), "before: {report}\nafter: {after}");
     // Player 7 listed in another shard than its own (a write around the
     // library): reported with that shard's key, removed there by repair.
@@ -284,7 +285,7 @@ async fn indexed_entities_are_sharded_and_queries_give_one_servers_answers() {
         .await
         .unwrap();
     assert_eq!(n, 1);
-    let report = store.verify::<Player>().await.unwrap();
+    let report = store.maintenance::<Player>().verify().await.unwrap();
     assert_eq!(
         report.violations,
         [redis_entity::verify::Violation::StaleEntry {
@@ -292,22 +293,28 @@ async fn indexed_entities_are_sharded_and_queries_give_one_servers_answers() {
             member: "7".into()
         }]
     );
-    let repaired = store.repair::<Player>(&report).await.unwrap();
+    let repaired = store.maintenance::<Player>().repair(&report).await.unwrap();
     assert_eq!((repaired.fixed, repaired.left.len()), (1, 0), "{repaired}");
     let left: bool = redis::AsyncCommands::sismember(&mut store.connection(), &foreign_key, "7")
         .await
         .unwrap();
     assert!(!left, "removed from the shard that listed it");
-    assert!(store.verify::<Player>().await.unwrap().is_clean());
-    assert_eq!(store.reindex::<Player>().await.unwrap(), 60);
+    assert!(store
+        .maintenance::<Player>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
+    assert_eq!(store.maintenance::<Player>().reindex().await.unwrap(), 60);
     for id in [10u64, 20] {
         assert!(store
-            .expire::<Player>(id, Duration::from_millis(50))
+            .expiry::<Player>()
+            .expire(id, Duration::from_millis(50))
             .await
             .unwrap());
     }
     tokio::time::sleep(Duration::from_millis(120)).await;
-    assert_eq!(store.sweep::<Player>(100).await.unwrap(), 2);
+    assert_eq!(store.maintenance::<Player>().sweep(100).await.unwrap(), 2);
     assert_eq!(store.query::<Player>().count().await.unwrap(), 58);
 
     // Updates move entries within the shard; deletes leave nothing.
@@ -411,7 +418,12 @@ async fn a_unique_value_has_exactly_one_owner_on_a_cluster() {
         .flatten()
         .collect::<Vec<_>>();
     assert_eq!(holders, vec![owner]);
-    assert!(store.verify::<Member>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<Member>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 
     // More shards than one with a unique index: owner keys per value
     // (tests/cluster_unique.rs).
@@ -426,8 +438,11 @@ async fn a_unique_value_has_exactly_one_owner_on_a_cluster() {
     );
     // A relation between two slots: one call per side (tests/cluster_relations.rs).
     store.save(&player(5)).await.unwrap();
-    assert!(store.relate(&COACHES, 1, 5).await.unwrap());
-    assert_eq!(store.related_back(&COACHES, 5).await.unwrap(), vec![1]);
+    assert!(store.relation(&COACHES).relate(1, 5).await.unwrap());
+    assert_eq!(
+        store.relation(&COACHES).related_back(5).await.unwrap(),
+        vec![1]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -471,7 +486,8 @@ async fn the_cache_and_migrations_walk_every_master() {
         ..redis_entity::migrate::Migration::new("Legacy_*_Profile")
     };
     let progress = store
-        .migrate::<Profile, _, _>(
+        .maintenance::<Profile>()
+        .migrate(
             &migration,
             0,
             |key, raw| {
@@ -564,9 +580,16 @@ async fn relations_and_timelines_run_within_a_slot_group() {
     );
     assert_eq!(cluster.keys[0].pattern, "{social:0}:note:<id>");
     for follower in 2..=6u64 {
-        assert!(store.relate(&FOLLOWS, follower, 1).await.unwrap());
+        assert!(store.relation(&FOLLOWS).relate(follower, 1).await.unwrap());
     }
-    assert_eq!(store.related_back_count(&FOLLOWS, 1).await.unwrap(), 5);
+    assert_eq!(
+        store
+            .relation(&FOLLOWS)
+            .related_back_count(1)
+            .await
+            .unwrap(),
+        5
+    );
     let note = Note {
         id: 10,
         author: 1,
@@ -575,20 +598,33 @@ async fn relations_and_timelines_run_within_a_slot_group() {
     store.save(&note).await.unwrap();
     assert_eq!(
         store
-            .timeline_push_related(&FEED, 10, &FOLLOWS, 1)
+            .timeline(&FEED)
+            .push_related(10, &FOLLOWS, 1)
             .await
             .unwrap(),
         5
     );
     assert_eq!(
-        store.timeline(&FEED, 4, 0, 10).await.unwrap(),
+        store.timeline(&FEED).page(4, 0, 10).await.unwrap(),
         vec![note.clone()]
     );
 
     // Deleting a user takes it out of every relation, in the one script.
     assert!(store.delete::<Fan>(4).await.unwrap());
-    assert_eq!(store.related_back_count(&FOLLOWS, 1).await.unwrap(), 4);
-    assert!(store.verify::<Fan>().await.unwrap().is_clean());
+    assert_eq!(
+        store
+            .relation(&FOLLOWS)
+            .related_back_count(1)
+            .await
+            .unwrap(),
+        4
+    );
+    assert!(store
+        .maintenance::<Fan>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
     let mut rome: Vec<u64> = store
         .find(Fan::CITY, "Rome")
         .await
@@ -606,8 +642,8 @@ async fn the_weibo_model_runs_on_a_cluster() {
     let cluster = RedisCluster::start(3);
     let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
     store.save_all(&users()).await.unwrap();
-    assert!(store.relate(&FOLLOWS, 8, 9).await.unwrap());
-    assert!(store.relate(&FOLLOWS, 7, 9).await.unwrap());
+    assert!(store.relation(&FOLLOWS).relate(8, 9).await.unwrap());
+    assert!(store.relation(&FOLLOWS).relate(7, 9).await.unwrap());
     let post = Post {
         postid: 1,
         userid: 9,
@@ -617,20 +653,34 @@ async fn the_weibo_model_runs_on_a_cluster() {
     store.save(&post).await.unwrap();
     assert_eq!(
         store
-            .timeline_push_related(&PUSHED, 1, &FOLLOWS, 9)
+            .timeline(&PUSHED)
+            .push_related(1, &FOLLOWS, 9)
             .await
             .unwrap(),
         2
     );
     assert_eq!(
-        store.timeline(&PUSHED, 8, 0, 10).await.unwrap(),
+        store.timeline(&PUSHED).page(8, 0, 10).await.unwrap(),
         vec![post.clone()]
     );
     assert_eq!(store.find(Post::USERID, 9u64).await.unwrap(), vec![post]);
     assert!(store.delete::<User>(8).await.unwrap());
-    assert_eq!(store.related_back(&FOLLOWS, 9).await.unwrap(), vec![7]);
-    assert!(store.verify::<User>().await.unwrap().is_clean());
-    assert!(store.verify::<Post>().await.unwrap().is_clean());
+    assert_eq!(
+        store.relation(&FOLLOWS).related_back(9).await.unwrap(),
+        vec![7]
+    );
+    assert!(store
+        .maintenance::<User>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
+    assert!(store
+        .maintenance::<Post>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 /// A type before and after its first index, with a map and a TTL.
@@ -669,7 +719,8 @@ async fn entities_written_before_the_first_index_move_into_their_shards() {
         store.save(&m).await.unwrap();
     }
     store
-        .expire::<MemberV1>(3, Duration::from_secs(300))
+        .expiry::<MemberV1>()
+        .expire(3, Duration::from_secs(300))
         .await
         .unwrap();
     assert_eq!(store.keys_of::<MemberV1>(3).base, "member2:{3}");
@@ -681,7 +732,7 @@ async fn entities_written_before_the_first_index_move_into_their_shards() {
     );
 
     // verify names each one; repair moves it with its map and TTL, indexed.
-    let report = store.verify::<MemberV2>().await.unwrap();
+    let report = store.maintenance::<MemberV2>().verify().await.unwrap();
     let unplaced: Vec<&str> = report
         .violations
         .iter()
@@ -692,11 +743,15 @@ async fn entities_written_before_the_first_index_move_into_their_shards() {
         .collect();
     assert_eq!(unplaced.len(), 20, "{report}");
     assert!(unplaced.contains(&"member2:{3}"));
-    let repaired = store.repair::<MemberV2>(&report).await.unwrap();
+    let repaired = store
+        .maintenance::<MemberV2>()
+        .repair(&report)
+        .await
+        .unwrap();
     assert!(repaired.left.is_empty(), "{repaired}");
     let back = store.get::<MemberV2>(3).await.unwrap().unwrap();
     assert_eq!((back.city.as_str(), &back.prefs), ("Oslo", &prefs));
-    let ttl = store.ttl::<MemberV2>(3).await.unwrap().unwrap();
+    let ttl = store.expiry::<MemberV2>().ttl(3).await.unwrap().unwrap();
     assert!(ttl > Duration::from_secs(250), "{ttl:?}");
     assert_eq!(store.find(MemberV2::CITY, "Rome").await.unwrap().len(), 10);
     assert_eq!(
@@ -704,5 +759,10 @@ async fn entities_written_before_the_first_index_move_into_their_shards() {
         None,
         "the old keys are gone"
     );
-    assert!(store.verify::<MemberV2>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<MemberV2>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }

@@ -148,12 +148,27 @@ async fn hot_reads_come_from_memory_and_writes_anywhere_invalidate() {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     // A delete through the cached store cleans other sides in other slots.
-    cached.relate(&FOLLOWS, 1, 2).await.unwrap();
-    cached.relate(&FOLLOWS, 3, 1).await.unwrap();
+    cached.relation(&FOLLOWS).relate(1, 2).await.unwrap();
+    cached.relation(&FOLLOWS).relate(3, 1).await.unwrap();
     assert!(cached.delete::<User>(1).await.unwrap());
-    assert!(other.related_back(&FOLLOWS, 2).await.unwrap().is_empty());
-    assert!(other.related(&FOLLOWS, 3).await.unwrap().is_empty());
-    assert!(other.verify::<User>().await.unwrap().is_clean());
+    assert!(other
+        .relation(&FOLLOWS)
+        .related_back(2)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(other
+        .relation(&FOLLOWS)
+        .related(3)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(other
+        .maintenance::<User>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

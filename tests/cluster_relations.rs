@@ -94,49 +94,62 @@ async fn relations_between_shards_keep_both_sides() {
 
     // Everyone follows 1; 1 follows the even ones.
     for id in 2..=12u64 {
-        assert!(store.relate(&FOLLOWS, id, 1).await.unwrap());
+        assert!(store.relation(&FOLLOWS).relate(id, 1).await.unwrap());
     }
-    assert!(!store.relate(&FOLLOWS, 2, 1).await.unwrap(), "not new");
+    assert!(
+        !store.relation(&FOLLOWS).relate(2, 1).await.unwrap(),
+        "not new"
+    );
     for id in (2..=12u64).step_by(2) {
-        assert!(store.relate(&FOLLOWS, 1, id).await.unwrap());
+        assert!(store.relation(&FOLLOWS).relate(1, id).await.unwrap());
     }
     assert_eq!(
-        sorted(store.related_back(&FOLLOWS, 1).await.unwrap()),
+        sorted(store.relation(&FOLLOWS).related_back(1).await.unwrap()),
         (2..=12).collect::<Vec<_>>()
     );
-    assert_eq!(store.related(&FOLLOWS, 3).await.unwrap(), vec![1]);
+    assert_eq!(store.relation(&FOLLOWS).related(3).await.unwrap(), vec![1]);
     assert_eq!(
-        sorted(store.mutual(&FOLLOWS, 1).await.unwrap()),
+        sorted(store.relation(&FOLLOWS).mutual(1).await.unwrap()),
         vec![2, 4, 6, 8, 10, 12]
     );
-    assert!(store.is_related(&FOLLOWS, 5, 1).await.unwrap());
-    let entities = store.related_entities(&FOLLOWS, 1).await.unwrap();
+    assert!(store.relation(&FOLLOWS).is_related(5, 1).await.unwrap());
+    let entities = store.relation(&FOLLOWS).related_entities(1).await.unwrap();
     assert_eq!(entities.len(), 6);
 
     // Unrelate: both sides, and an emptied set leaves its register.
-    assert!(store.unrelate(&FOLLOWS, 3, 1).await.unwrap());
-    assert!(!store.unrelate(&FOLLOWS, 3, 1).await.unwrap());
-    assert!(store.related(&FOLLOWS, 3).await.unwrap().is_empty());
-    assert!(!store.related_back(&FOLLOWS, 1).await.unwrap().contains(&3));
+    assert!(store.relation(&FOLLOWS).unrelate(3, 1).await.unwrap());
+    assert!(!store.relation(&FOLLOWS).unrelate(3, 1).await.unwrap());
+    assert!(store
+        .relation(&FOLLOWS)
+        .related(3)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(!store
+        .relation(&FOLLOWS)
+        .related_back(1)
+        .await
+        .unwrap()
+        .contains(&3));
     let register = format!("{}:@rel", store.keys_of::<Fan>(3).base);
     let n: i64 = store.connection().exists(&register).await.unwrap();
     assert_eq!(n, 0, "{register} left behind");
 
     // A missing side: NotFound naming it, nothing written on either side.
-    let err = store.relate(&FOLLOWS, 5, 99).await.unwrap_err();
+    let err = store.relation(&FOLLOWS).relate(5, 99).await.unwrap_err();
     let missing = store.keys_of::<Fan>(99).base;
     assert!(
         matches!(&err, Error::NotFound { key } if *key == missing),
         "{err:?}"
     );
-    assert_eq!(store.related(&FOLLOWS, 5).await.unwrap(), vec![1]);
-    let err = store.relate(&FOLLOWS, 99, 5).await.unwrap_err();
+    assert_eq!(store.relation(&FOLLOWS).related(5).await.unwrap(), vec![1]);
+    let err = store.relation(&FOLLOWS).relate(99, 5).await.unwrap_err();
     assert!(
         matches!(&err, Error::NotFound { key } if *key == missing),
         "{err:?}"
     );
     assert_eq!(
-        store.related_back(&FOLLOWS, 5).await.unwrap(),
+        store.relation(&FOLLOWS).related_back(5).await.unwrap(),
         Vec::<u64>::new()
     );
 
@@ -144,15 +157,25 @@ async fn relations_between_shards_keep_both_sides() {
     assert!(store.delete::<Fan>(1).await.unwrap());
     for id in 2..=12u64 {
         assert!(
-            store.related(&FOLLOWS, id).await.unwrap().is_empty(),
+            store
+                .relation(&FOLLOWS)
+                .related(id)
+                .await
+                .unwrap()
+                .is_empty(),
             "{id}"
         );
         assert!(
-            store.related_back(&FOLLOWS, id).await.unwrap().is_empty(),
+            store
+                .relation(&FOLLOWS)
+                .related_back(id)
+                .await
+                .unwrap()
+                .is_empty(),
             "{id}"
         );
     }
-    let report = store.verify::<Fan>().await.unwrap();
+    let report = store.maintenance::<Fan>().verify().await.unwrap();
     assert!(report.is_clean(), "{:?}", report.violations);
 }
 
@@ -161,40 +184,64 @@ async fn one_to_many_across_slots_moves_a_member_to_its_new_owner() {
     let (_cluster, store) = started().await;
     store.save_all(&[club(1), club(2), club(3)]).await.unwrap();
     for id in 1..=6u64 {
-        store.relate(&SQUAD, 1, id).await.unwrap();
+        store.relation(&SQUAD).relate(1, id).await.unwrap();
     }
-    store.relate(&SQUAD, 2, 3).await.unwrap();
-    store.relate(&SQUAD, 3, 4).await.unwrap();
+    store.relation(&SQUAD).relate(2, 3).await.unwrap();
+    store.relation(&SQUAD).relate(3, 4).await.unwrap();
     assert_eq!(
-        sorted(store.related(&SQUAD, 1).await.unwrap()),
+        sorted(store.relation(&SQUAD).related(1).await.unwrap()),
         vec![1, 2, 5, 6]
     );
-    assert_eq!(store.related(&SQUAD, 2).await.unwrap(), vec![3]);
-    assert_eq!(store.related_back(&SQUAD, 3).await.unwrap(), vec![2]);
-    assert_eq!(store.related_back(&SQUAD, 4).await.unwrap(), vec![3]);
+    assert_eq!(store.relation(&SQUAD).related(2).await.unwrap(), vec![3]);
+    assert_eq!(
+        store.relation(&SQUAD).related_back(3).await.unwrap(),
+        vec![2]
+    );
+    assert_eq!(
+        store.relation(&SQUAD).related_back(4).await.unwrap(),
+        vec![3]
+    );
     // Relating again to the same owner keeps it.
-    store.relate(&SQUAD, 2, 3).await.unwrap();
-    assert_eq!(store.related_back(&SQUAD, 3).await.unwrap(), vec![2]);
+    store.relation(&SQUAD).relate(2, 3).await.unwrap();
+    assert_eq!(
+        store.relation(&SQUAD).related_back(3).await.unwrap(),
+        vec![2]
+    );
     // A missing fan: the club's side is taken back.
     assert!(matches!(
-        store.relate(&SQUAD, 2, 77).await.unwrap_err(),
+        store.relation(&SQUAD).relate(2, 77).await.unwrap_err(),
         Error::NotFound { .. }
     ));
-    assert_eq!(store.related(&SQUAD, 2).await.unwrap(), vec![3]);
+    assert_eq!(store.relation(&SQUAD).related(2).await.unwrap(), vec![3]);
     // Deleting a club frees its fans.
     assert!(store.delete::<Club>(1).await.unwrap());
     for id in [1, 2, 5, 6] {
-        assert!(store.related_back(&SQUAD, id).await.unwrap().is_empty());
+        assert!(store
+            .relation(&SQUAD)
+            .related_back(id)
+            .await
+            .unwrap()
+            .is_empty());
     }
-    assert!(store.verify::<Club>().await.unwrap().is_clean());
-    assert!(store.verify::<Fan>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<Club>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
+    assert!(store
+        .maintenance::<Fan>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timelines_across_slots_and_an_expired_member_swept() {
     let (_cluster, store) = started().await;
     for id in 2..=12u64 {
-        store.relate(&FOLLOWS, id, 1).await.unwrap();
+        store.relation(&FOLLOWS).relate(id, 1).await.unwrap();
     }
     let note = Note {
         id: 7,
@@ -203,48 +250,65 @@ async fn timelines_across_slots_and_an_expired_member_swept() {
     store.save(&note).await.unwrap();
     assert_eq!(
         store
-            .timeline_push_related(&FEED, 7, &FOLLOWS, 1)
+            .timeline(&FEED)
+            .push_related(7, &FOLLOWS, 1)
             .await
             .unwrap(),
         11
     );
     for id in 2..=12u64 {
         assert_eq!(
-            store.timeline(&FEED, id, 0, 10).await.unwrap(),
+            store.timeline(&FEED).page(id, 0, 10).await.unwrap(),
             vec![note.clone()]
         );
     }
     // A deleted note stays listed until repair removes it (the timelines
     // are their owners' alone): verify names it.
     assert!(store.delete::<Note>(7).await.unwrap());
-    let report = store.verify::<Fan>().await.unwrap();
+    let report = store.maintenance::<Fan>().verify().await.unwrap();
     let dangling = report
         .violations
         .iter()
         .filter(|v| matches!(v, Violation::DanglingMember { member, .. } if member == "7"))
         .count();
     assert_eq!(dangling, 11, "{:?}", report.violations);
-    let repaired = store.repair::<Fan>(&report).await.unwrap();
+    let repaired = store.maintenance::<Fan>().repair(&report).await.unwrap();
     assert!(repaired.left.is_empty(), "{:?}", repaired.left);
-    assert_eq!(store.timeline_len(&FEED, 2).await.unwrap(), 0);
-    assert!(store.verify::<Fan>().await.unwrap().is_clean());
+    assert_eq!(store.timeline(&FEED).len(2).await.unwrap(), 0);
+    assert!(store
+        .maintenance::<Fan>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 
     // An expired follower leaves the followed one's set when swept.
     store
-        .expire::<Fan>(5, Duration::from_millis(50))
+        .expiry::<Fan>()
+        .expire(5, Duration::from_millis(50))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(120)).await;
-    assert_eq!(store.sweep::<Fan>(100).await.unwrap(), 1);
-    assert!(!store.related_back(&FOLLOWS, 1).await.unwrap().contains(&5));
-    assert!(store.verify::<Fan>().await.unwrap().is_clean());
+    assert_eq!(store.maintenance::<Fan>().sweep(100).await.unwrap(), 1);
+    assert!(!store
+        .relation(&FOLLOWS)
+        .related_back(1)
+        .await
+        .unwrap()
+        .contains(&5));
+    assert!(store
+        .maintenance::<Fan>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_pair_of_calls_is_reported_and_repaired() {
     let (_cluster, store) = started().await;
-    store.relate(&FOLLOWS, 2, 3).await.unwrap();
-    store.relate(&FOLLOWS, 4, 5).await.unwrap();
+    store.relation(&FOLLOWS).relate(2, 3).await.unwrap();
+    store.relation(&FOLLOWS).relate(4, 5).await.unwrap();
     let mut conn = store.connection();
     let key = |id: u64| store.keys_of::<Fan>(id).base;
 
@@ -270,10 +334,15 @@ async fn an_interrupted_pair_of_calls_is_reported_and_repaired() {
     // A crash after a delete of 5, before its other sides were cleaned: 4's
     // set still lists 5.
     assert!(store.delete::<Fan>(5).await.unwrap());
-    assert!(store.related(&FOLLOWS, 4).await.unwrap().is_empty());
+    assert!(store
+        .relation(&FOLLOWS)
+        .related(4)
+        .await
+        .unwrap()
+        .is_empty());
     plant(4, "5").await;
 
-    let report = store.verify::<Fan>().await.unwrap();
+    let report = store.maintenance::<Fan>().verify().await.unwrap();
     let mut found: Vec<String> = report
         .violations
         .iter()
@@ -290,13 +359,23 @@ async fn an_interrupted_pair_of_calls_is_reported_and_repaired() {
     ];
     expected.sort();
     assert_eq!(found, expected);
-    let repaired = store.repair::<Fan>(&report).await.unwrap();
+    let repaired = store.maintenance::<Fan>().repair(&report).await.unwrap();
     assert_eq!(repaired.fixed, 2);
     assert!(repaired.left.is_empty(), "{:?}", repaired.left);
-    assert!(store.related(&FOLLOWS, 4).await.unwrap().is_empty());
-    assert!(store.related(&FOLLOWS, 6).await.unwrap().is_empty());
-    assert_eq!(store.related(&FOLLOWS, 2).await.unwrap(), vec![3]);
-    let report = store.verify::<Fan>().await.unwrap();
+    assert!(store
+        .relation(&FOLLOWS)
+        .related(4)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store
+        .relation(&FOLLOWS)
+        .related(6)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(store.relation(&FOLLOWS).related(2).await.unwrap(), vec![3]);
+    let report = store.maintenance::<Fan>().verify().await.unwrap();
     assert!(report.is_clean(), "{:?}", report.violations);
 }
 
@@ -308,7 +387,7 @@ async fn a_wrong_type_on_the_other_side_across_slots_changes_nothing() {
     // Two fans whose keys are in other slots than 1's.
     let apart: Vec<u64> = (2..=12).filter(|&id| tag(key(id)) != tag(key(1))).collect();
     let (first, second) = (apart[0], apart[1]);
-    store.relate(&FOLLOWS, 1, first).await.unwrap();
+    store.relation(&FOLLOWS).relate(1, first).await.unwrap();
     // `second`'s reverse set, in another slot than 1's keys, holds a string.
     let planted = format!("{}:followers", key(second));
     let () = redis::cmd("SET")
@@ -317,7 +396,11 @@ async fn a_wrong_type_on_the_other_side_across_slots_changes_nothing() {
         .query(&mut cluster.conn())
         .unwrap();
     let before = cluster.snapshot();
-    let err = store.relate(&FOLLOWS, 1, second).await.unwrap_err();
+    let err = store
+        .relation(&FOLLOWS)
+        .relate(1, second)
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, Error::WrongType { key, .. } if *key == planted),
         "{err:?}"
@@ -340,7 +423,11 @@ async fn a_wrong_type_on_the_other_side_across_slots_changes_nothing() {
         .query(&mut cluster.conn())
         .unwrap();
     let before = cluster.snapshot();
-    let err = store.unrelate(&FOLLOWS, 1, first).await.unwrap_err();
+    let err = store
+        .relation(&FOLLOWS)
+        .unrelate(1, first)
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, Error::WrongType { key, .. } if *key == planted),
         "{err:?}"

@@ -105,7 +105,7 @@ async fn check(store: &Store<redis::cluster_async::ClusterConnection>, tally: &T
         "{failed} of {} writes failed",
         ok + failed
     );
-    let report = store.verify::<Runner>().await.unwrap();
+    let report = store.maintenance::<Runner>().verify().await.unwrap();
     assert!(report.is_clean(), "{report}");
     assert!(report.entities > 0);
     // Queries still give one server's answers.

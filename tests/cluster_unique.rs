@@ -118,7 +118,7 @@ async fn a_unique_value_has_one_owner_across_shards() {
         .await
         .unwrap();
     assert_eq!(owner(&store, "b2@x").await.as_deref(), Some("51"));
-    let report = store.verify::<Account>().await.unwrap();
+    let report = store.maintenance::<Account>().verify().await.unwrap();
     assert!(report.is_clean(), "{:?}", report.violations);
 
     // 16 tasks of different shards race for one value: exactly one owns it.
@@ -148,7 +148,12 @@ async fn a_unique_value_has_one_owner_across_shards() {
         .map(|a| a.id)
         .collect();
     assert_eq!(holders, winners);
-    assert!(store.verify::<Account>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<Account>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -222,7 +227,7 @@ async fn leftovers_of_a_crash_are_taken_over_reported_and_repaired() {
     // was lost: both reported, both repaired.
     plant("old@x", "2", 0).await;
     let () = conn.del(owner_key("one@x")).await.unwrap();
-    let report = store.verify::<Account>().await.unwrap();
+    let report = store.maintenance::<Account>().verify().await.unwrap();
     let mut found: Vec<String> = report
         .violations
         .iter()
@@ -240,11 +245,15 @@ async fn leftovers_of_a_crash_are_taken_over_reported_and_repaired() {
             format!("unowned {} 1", owner_key("one@x")),
         ]
     );
-    let repaired = store.repair::<Account>(&report).await.unwrap();
+    let repaired = store
+        .maintenance::<Account>()
+        .repair(&report)
+        .await
+        .unwrap();
     assert_eq!(repaired.fixed, 2);
     assert!(repaired.left.is_empty(), "{:?}", repaired.left);
     assert_eq!(owner(&store, "old@x").await, None);
     assert_eq!(owner(&store, "one@x").await.as_deref(), Some("1"));
-    let report = store.verify::<Account>().await.unwrap();
+    let report = store.maintenance::<Account>().verify().await.unwrap();
     assert!(report.is_clean(), "{:?}", report.violations);
 }

@@ -143,7 +143,7 @@ async fn eight_concurrent_writers_leave_zero_violations() {
         done += w.await.unwrap();
     }
     assert!(done > 1000, "most operations succeeded ({done})");
-    let report = store.verify::<User>().await.unwrap();
+    let report = store.maintenance::<User>().verify().await.unwrap();
     assert!(report.is_clean(), "{report}");
     assert!(report.entities > 0 && report.index_entries > 0, "{report}");
 
@@ -201,7 +201,7 @@ async fn concurrent_writers_in_the_strings_layout() {
     for w in writers {
         w.await.unwrap();
     }
-    let report = store.verify::<Member>().await.unwrap();
+    let report = store.maintenance::<Member>().verify().await.unwrap();
     assert!(report.is_clean(), "{report}");
 }
 
@@ -224,7 +224,12 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
         ])
         .await
         .unwrap();
-    assert!(store.verify::<User>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<User>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 
     let mut c = server.conn();
     let k = |key: &str| in_space(&store, key);
@@ -252,7 +257,7 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
     let _: () = c.sadd(k("user:@ids"), "88").unwrap();
     let _: () = c.srem(k("user:@ids"), "2").unwrap();
 
-    let report = store.verify::<User>().await.unwrap();
+    let report = store.maintenance::<User>().verify().await.unwrap();
     let v = &report.violations;
     let has = |want: &Violation| v.contains(want);
     assert!(
@@ -303,7 +308,7 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
     assert_eq!(v.len(), 7, "{report}");
 
     // Repair fixes everything but the duplicate, which needs a decision.
-    let repaired = store.repair::<User>(&report).await.unwrap();
+    let repaired = store.maintenance::<User>().repair(&report).await.unwrap();
     assert_eq!(repaired.fixed, 6, "{repaired}");
     assert_eq!(repaired.left.len(), 1, "{repaired}");
     assert!(
@@ -314,7 +319,7 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
         "{repaired}"
     );
     assert!(repaired.left[0].reason.contains("decide"), "{repaired}");
-    let after = store.verify::<User>().await.unwrap();
+    let after = store.maintenance::<User>().verify().await.unwrap();
     assert_eq!(
         after.violations,
         vec![Violation::DuplicateUnique {
@@ -324,9 +329,14 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
         "{after}"
     );
     let _: () = c.hset(&user_3, "username", "anna").unwrap();
-    let report = store.verify::<User>().await.unwrap();
-    store.repair::<User>(&report).await.unwrap();
-    assert!(store.verify::<User>().await.unwrap().is_clean());
+    let report = store.maintenance::<User>().verify().await.unwrap();
+    store.maintenance::<User>().repair(&report).await.unwrap();
+    assert!(store
+        .maintenance::<User>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 #[test]
@@ -348,7 +358,7 @@ fn blocking_verify_and_repair_on<C: redis::aio::ConnectionLike + Clone + Send + 
         })
         .collect();
     store.save_all(&members).unwrap();
-    let report = store.verify::<Member>().unwrap();
+    let report = store.maintenance::<Member>().verify().unwrap();
     assert!(report.is_clean(), "{report}");
     assert_eq!(
         report.entities, 1200,
@@ -366,8 +376,11 @@ fn blocking_verify_and_repair_on<C: redis::aio::ConnectionLike + Clone + Send + 
     let removed: u64 = server.conn().srem(&de, 4).unwrap();
     assert_eq!(removed, 1, "member 4 was listed in {de}");
     let _: () = server.conn().sadd(&de, 5).unwrap();
-    let report = store.verify::<Member>().unwrap();
+    let report = store.maintenance::<Member>().verify().unwrap();
     assert_eq!(report.violations.len(), 2, "{report}");
-    assert_eq!(store.repair::<Member>(&report).unwrap().fixed, 2);
-    assert!(store.verify::<Member>().unwrap().is_clean());
+    assert_eq!(
+        store.maintenance::<Member>().repair(&report).unwrap().fixed,
+        2
+    );
+    assert!(store.maintenance::<Member>().verify().unwrap().is_clean());
 }

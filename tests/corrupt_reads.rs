@@ -173,18 +173,21 @@ async fn fetch_each_and_top_each_keep_the_good_records() {
     );
 
     // Highest first: 4, 3 (bad), 2 (bad), 1.
-    let top = store.top_each(Acct::SCORE, 10).await.unwrap();
+    let top = store.board(Acct::SCORE).top_each(10).await.unwrap();
     assert_eq!(top.len(), 4);
     assert_eq!(top[0].as_ref().unwrap(), &(acct(4), 4.0));
     assert!(is_bad_settings(top[1].as_ref().unwrap_err(), &settings));
     assert!(is_bad_score(top[2].as_ref().unwrap_err(), &score));
     assert_eq!(top[3].as_ref().unwrap(), &(acct(1), 1.0));
     assert!(is_bad_settings(
-        &store.top(Acct::SCORE, 10).await.unwrap_err(),
+        &store.board(Acct::SCORE).top(10).await.unwrap_err(),
         &settings
     ));
     // A page that does not reach the bad records is whole.
-    assert_eq!(store.top(Acct::SCORE, 1).await.unwrap(), [(acct(4), 4.0)]);
+    assert_eq!(
+        store.board(Acct::SCORE).top(1).await.unwrap(),
+        [(acct(4), 4.0)]
+    );
 }
 
 #[test]
@@ -210,5 +213,5 @@ fn blocking_reads<C: redis::aio::ConnectionLike + Clone + Send + Sync>(
         .fetch_each()
         .unwrap();
     assert_eq!(page.iter().filter(|r| r.is_ok()).count(), 2);
-    assert_eq!(store.top_each(Acct::SCORE, 10).unwrap().len(), 4);
+    assert_eq!(store.board(Acct::SCORE).top_each(10).unwrap().len(), 4);
 }

@@ -91,6 +91,7 @@ async fn an_expired_entity_is_never_found_and_its_entries_go() {
     let server = Target::start();
     let store = server.store().await;
     store
+        .expiry()
         .save_with_ttl(&session(1, 7, 100), Duration::from_millis(100))
         .await
         .unwrap();
@@ -157,7 +158,12 @@ async fn an_expired_entity_is_never_found_and_its_entries_go() {
         .zrange(in_space(&store, "session:@device"), 0, -1)
         .unwrap();
     assert_eq!(devices, ["phone-2:2"]);
-    assert!(store.verify::<Session>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<Session>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 #[tokio::test]
@@ -166,21 +172,22 @@ async fn sweep_removes_what_no_query_met_within_its_budget() {
     let store = server.store().await;
     for id in 0..10 {
         store
+            .expiry()
             .save_with_ttl(&session(id, id, 50), Duration::from_millis(50))
             .await
             .unwrap();
     }
     store.save(&session(100, 100, 0)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let report = store.verify::<Session>().await.unwrap();
+    let report = store.maintenance::<Session>().verify().await.unwrap();
     assert!(
         !report.is_clean(),
         "expired entities left entries: {report}"
     );
-    assert_eq!(store.sweep::<Session>(3).await.unwrap(), 3);
-    assert_eq!(store.sweep::<Session>(100).await.unwrap(), 7);
-    assert_eq!(store.sweep::<Session>(100).await.unwrap(), 0);
-    let report = store.verify::<Session>().await.unwrap();
+    assert_eq!(store.maintenance::<Session>().sweep(3).await.unwrap(), 3);
+    assert_eq!(store.maintenance::<Session>().sweep(100).await.unwrap(), 7);
+    assert_eq!(store.maintenance::<Session>().sweep(100).await.unwrap(), 0);
+    let report = store.maintenance::<Session>().verify().await.unwrap();
     assert!(report.is_clean(), "{report}");
     let left = index_keys(&server, &store);
     assert_eq!(
@@ -224,6 +231,7 @@ async fn a_recreated_entity_does_not_inherit_old_entries_and_unique_values_free_
     let server = Target::start();
     let store = server.store().await;
     store
+        .expiry()
         .save_with_ttl(&session(1, 7, 50), Duration::from_millis(50))
         .await
         .unwrap();
@@ -255,7 +263,12 @@ async fn a_recreated_entity_does_not_inherit_old_entries_and_unique_values_free_
         .get(in_space(&store, "session:@token:tok1"))
         .unwrap();
     assert_eq!(owner, "2");
-    assert!(store.verify::<Session>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<Session>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
     let exists: bool = server.conn().exists(shadow(&store, 1)).unwrap();
     assert!(!exists, "no TTL any more, no shadow");
 }
@@ -266,7 +279,8 @@ async fn expire_and_persist_keep_the_shadow_in_step() {
     let store = server.store().await;
     store.save(&session(1, 7, 0)).await.unwrap();
     store
-        .expire::<Session>(&1, Duration::from_secs(60))
+        .expiry::<Session>()
+        .expire(&1, Duration::from_secs(60))
         .await
         .unwrap();
     let expiry = in_space(&store, "session:@expiry");
@@ -284,7 +298,7 @@ async fn expire_and_persist_keep_the_shadow_in_step() {
     assert!(entries.iter().any(|(_, v)| v == "8"), "{entries:?}");
     let ttl: i64 = server.conn().ttl(&shadow_1).unwrap();
     assert_eq!(ttl, -1, "the shadow outlives the entity");
-    store.persist::<Session>(&1).await.unwrap();
+    store.expiry::<Session>().persist(&1).await.unwrap();
     let expiring: Vec<String> = server.conn().zrange(&expiry, 0, -1).unwrap();
     assert!(expiring.is_empty());
     let exists: bool = server.conn().exists(&shadow_1).unwrap();
@@ -309,15 +323,20 @@ async fn save_without_ttl_and_update_persist_remove_the_ttl_in_the_same_write() 
     let expiring =
         |c: &mut support::TargetConnection| -> Vec<String> { c.zrange(&expiry, 0, -1).unwrap() };
     store
+        .expiry()
         .save_with_ttl(&session(1, 7, 60_000), Duration::from_secs(60))
         .await
         .unwrap();
     // A plain save keeps the remaining TTL...
     store.save(&session(1, 8, 60_000)).await.unwrap();
-    assert!(store.ttl::<Session>(&1).await.unwrap().is_some());
+    assert!(store.expiry::<Session>().ttl(&1).await.unwrap().is_some());
     // ...save_without_ttl removes it, with the shadow and the expiry entry.
-    store.save_without_ttl(&session(1, 9, 0)).await.unwrap();
-    assert_eq!(store.ttl::<Session>(&1).await.unwrap(), None);
+    store
+        .expiry()
+        .save_without_ttl(&session(1, 9, 0))
+        .await
+        .unwrap();
+    assert_eq!(store.expiry::<Session>().ttl(&1).await.unwrap(), None);
     assert!(expiring(&mut c).is_empty());
     let shadow: bool = c.exists(shadow(&store, 1)).unwrap();
     assert!(!shadow);
@@ -326,7 +345,8 @@ async fn save_without_ttl_and_update_persist_remove_the_ttl_in_the_same_write() 
 
     // update().persist() changes a field and removes the TTL atomically.
     store
-        .expire::<Session>(&1, Duration::from_secs(60))
+        .expiry::<Session>()
+        .expire(&1, Duration::from_secs(60))
         .await
         .unwrap();
     assert_eq!(expiring(&mut c), ["1"]);
@@ -337,7 +357,7 @@ async fn save_without_ttl_and_update_persist_remove_the_ttl_in_the_same_write() 
         .exec()
         .await
         .unwrap();
-    assert_eq!(store.ttl::<Session>(&1).await.unwrap(), None);
+    assert_eq!(store.expiry::<Session>().ttl(&1).await.unwrap(), None);
     assert!(expiring(&mut c).is_empty());
     assert_eq!(store.find(Session::USER, 10u64).await.unwrap().len(), 1);
     // The last of ttl() and persist() wins.
@@ -348,11 +368,20 @@ async fn save_without_ttl_and_update_persist_remove_the_ttl_in_the_same_write() 
         .exec()
         .await
         .unwrap();
-    assert!(store.ttl::<Session>(&1).await.unwrap().is_some());
+    assert!(store.expiry::<Session>().ttl(&1).await.unwrap().is_some());
     // Without a TTL to remove, persist is harmless.
-    store.save_without_ttl(&session(2, 7, 0)).await.unwrap();
-    assert_eq!(store.ttl::<Session>(&2).await.unwrap(), None);
-    assert!(store.verify::<Session>().await.unwrap().is_clean());
+    store
+        .expiry()
+        .save_without_ttl(&session(2, 7, 0))
+        .await
+        .unwrap();
+    assert_eq!(store.expiry::<Session>().ttl(&2).await.unwrap(), None);
+    assert!(store
+        .maintenance::<Session>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -371,7 +400,11 @@ async fn expired_entities_never_appear_while_eight_writers_keep_saving() {
                     let ttl = 20 + (i * 13 + w) % 60;
                     let mut s = session(id, id % 3, ttl);
                     s.token = format!("w{w}-{i}");
-                    match store.save_with_ttl(&s, Duration::from_millis(ttl)).await {
+                    match store
+                        .expiry()
+                        .save_with_ttl(&s, Duration::from_millis(ttl))
+                        .await
+                    {
                         Ok(_) | Err(Error::UniqueViolation { .. }) => {}
                         Err(e) => panic!("{e}"),
                     }
@@ -433,8 +466,8 @@ async fn expired_entities_never_appear_while_eight_writers_keep_saving() {
             0
         );
     }
-    while store.sweep::<Session>(1000).await.unwrap() > 0 {}
-    let report = store.verify::<Session>().await.unwrap();
+    while store.maintenance::<Session>().sweep(1000).await.unwrap() > 0 {}
+    let report = store.maintenance::<Session>().verify().await.unwrap();
     assert!(report.is_clean(), "{report}");
     assert_eq!(
         index_keys(&server, &store),
@@ -466,6 +499,7 @@ async fn a_leaderboard_read_skips_thousands_of_expired_entries_and_cleans_a_boun
     for chunk in fast.chunks(2_000) {
         for r in chunk {
             store
+                .expiry()
                 .save_with_ttl(r, Duration::from_millis(300))
                 .await
                 .unwrap();
@@ -498,7 +532,7 @@ async fn a_leaderboard_read_skips_thousands_of_expired_entries_and_cleans_a_boun
         "the expired racers' entries are there"
     );
 
-    let top = store.top(Racer::POINTS, 5).await.unwrap();
+    let top = store.board(Racer::POINTS).top(5).await.unwrap();
     let ids: Vec<u64> = top.iter().map(|(r, _)| r.id).collect();
     assert_eq!(ids, [5, 4, 3, 2, 1]);
     // The read removed the entries of at most 100 expired racers; the rest
@@ -508,8 +542,8 @@ async fn a_leaderboard_read_skips_thousands_of_expired_entries_and_cleans_a_boun
         (20_005 - 100..20_005).contains(&left),
         "{left} entries left after one read"
     );
-    assert_eq!(store.rank(Racer::POINTS, 5).await.unwrap(), Some(0));
-    assert_eq!(store.rank(Racer::POINTS, 1).await.unwrap(), Some(4));
+    assert_eq!(store.board(Racer::POINTS).rank(5).await.unwrap(), Some(0));
+    assert_eq!(store.board(Racer::POINTS).rank(1).await.unwrap(), Some(4));
     let page = store
         .query::<Racer>()
         .order_desc(Racer::POINTS)
@@ -531,7 +565,7 @@ async fn a_leaderboard_read_skips_thousands_of_expired_entries_and_cleans_a_boun
     let left = points(&server);
     let mut swept = 0;
     loop {
-        let n = store.sweep::<Racer>(5_000).await.unwrap();
+        let n = store.maintenance::<Racer>().sweep(5_000).await.unwrap();
         if n == 0 {
             break;
         }
@@ -540,6 +574,6 @@ async fn a_leaderboard_read_skips_thousands_of_expired_entries_and_cleans_a_boun
     assert_eq!(swept as u64, left - 5);
     assert_eq!(points(&server), 5);
     // With the expired entries swept, ranks count the live racers alone.
-    assert_eq!(store.rank(Racer::POINTS, 5).await.unwrap(), Some(0));
-    assert_eq!(store.rank(Racer::POINTS, 1).await.unwrap(), Some(4));
+    assert_eq!(store.board(Racer::POINTS).rank(5).await.unwrap(), Some(0));
+    assert_eq!(store.board(Racer::POINTS).rank(1).await.unwrap(), Some(4));
 }

@@ -119,6 +119,7 @@ async fn a_write_that_meets_a_wrong_type_changes_nothing() {
     .await;
     refused("expiry set", "acct:@expiry", true, |store| async move {
         store
+            .expiry()
             .save_with_ttl(&acct(1, "lisi", "DE"), Duration::from_secs(60))
             .await
             .map(drop)
@@ -187,7 +188,12 @@ async fn after_the_planted_key_is_gone_the_write_goes_through() {
             .collect::<Vec<_>>(),
         [1]
     );
-    assert!(store.verify::<Acct>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<Acct>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
@@ -284,8 +290,12 @@ async fn a_ttl_too_long_for_redis_is_the_longest_one_not_a_panic_or_a_wrap() {
     let server = RedisServer::start();
     let store = Store::connect(&server.url()).await.unwrap();
     let r = Runner { id: 1, points: 1.0 };
-    store.save_with_ttl(&r, Duration::MAX).await.unwrap();
-    let ttl = store.ttl::<Runner>(&1).await.unwrap().unwrap();
+    store
+        .expiry()
+        .save_with_ttl(&r, Duration::MAX)
+        .await
+        .unwrap();
+    let ttl = store.expiry::<Runner>().ttl(&1).await.unwrap().unwrap();
     assert!(ttl > Duration::from_secs(100 * 365 * 86_400), "{ttl:?}");
     assert_eq!(store.get::<Runner>(&1).await.unwrap(), Some(r));
 }
@@ -303,7 +313,7 @@ async fn verify_and_repair_go_on_past_an_unreadable_entity_and_a_bad_score() {
         .query(&mut server.conn())
         .unwrap();
 
-    let report = store.verify::<Acct>().await.unwrap();
+    let report = store.maintenance::<Acct>().verify().await.unwrap();
     let unreadable: Vec<&str> = report
         .violations
         .iter()
@@ -318,7 +328,7 @@ async fn verify_and_repair_go_on_past_an_unreadable_entity_and_a_bad_score() {
 
     // Repair fixes what it can (entity 3's score entry, which a text value
     // cannot have) and leaves entity 2 alone.
-    let repaired = store.repair::<Acct>(&report).await.unwrap();
+    let repaired = store.maintenance::<Acct>().repair(&report).await.unwrap();
     // Listed as left: the unreadable entity, with why.
     assert!(
         repaired.left.iter().any(|u| matches!(
@@ -342,7 +352,7 @@ async fn verify_and_repair_go_on_past_an_unreadable_entity_and_a_bad_score() {
     assert!(still, "entity 2's entries are left for a person to decide");
     // What is left needs a person: the unreadable entity 2, and entity 3's
     // score, which is text.
-    let again = store.verify::<Acct>().await.unwrap();
+    let again = store.maintenance::<Acct>().verify().await.unwrap();
     assert!(
         again.violations.iter().all(|v| matches!(
             v,
@@ -397,7 +407,7 @@ async fn a_crash_during_eight_writers_leaves_no_half_written_entity() {
     }
     assert!(written > 100, "the writers wrote ({written})");
     let store = Store::connect(&server.url()).await.unwrap();
-    let report = store.verify::<Acct>().await.unwrap();
+    let report = store.maintenance::<Acct>().verify().await.unwrap();
     assert!(report.entities > 0, "{report}");
     assert!(report.is_clean(), "{report}");
 }
@@ -430,7 +440,7 @@ async fn verify_reports_a_field_that_does_not_decode_with_its_key() {
         .query(&mut c)
         .map(|_: i64| ())
         .unwrap();
-    let report = store.verify::<Counter>().await.unwrap();
+    let report = store.maintenance::<Counter>().verify().await.unwrap();
     let found: Vec<(String, &str)> = report
         .violations
         .iter()
@@ -452,7 +462,11 @@ async fn verify_reports_a_field_that_does_not_decode_with_its_key() {
     assert_eq!(report.violations.len(), 2, "{report}");
     // Repair leaves such records to a person, says why, and does not fail
     // on them.
-    let repaired = store.repair::<Counter>(&report).await.unwrap();
+    let repaired = store
+        .maintenance::<Counter>()
+        .repair(&report)
+        .await
+        .unwrap();
     assert_eq!(repaired.fixed, 0, "{repaired}");
     assert_eq!(repaired.left.len(), 2, "{repaired}");
     assert!(

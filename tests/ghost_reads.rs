@@ -33,6 +33,7 @@ async fn top_over_sixty_thousand_ghosts_is_right_and_cleans_a_budget() {
         .collect();
     for r in &ghosts {
         store
+            .expiry()
             .save_with_ttl(r, Duration::from_millis(1500))
             .await
             .unwrap();
@@ -47,12 +48,12 @@ async fn top_over_sixty_thousand_ghosts_is_right_and_cleans_a_budget() {
     tokio::time::sleep(Duration::from_millis(1600)).await;
 
     let t = Instant::now();
-    let top = store.top(Runner::POINTS, 5).await.unwrap();
+    let top = store.board(Runner::POINTS).top(5).await.unwrap();
     let first = t.elapsed();
     let ids: Vec<u64> = top.iter().map(|(r, _)| r.id).collect();
     assert_eq!(ids, [100_010, 100_009, 100_008, 100_007, 100_006]);
     let t = Instant::now();
-    let again = store.top(Runner::POINTS, 5).await.unwrap();
+    let again = store.board(Runner::POINTS).top(5).await.unwrap();
     let second = t.elapsed();
     assert_eq!(again, top);
     println!("top(5) over 60,000 ghosts: {first:?}, then {second:?}");
@@ -87,6 +88,6 @@ async fn top_over_sixty_thousand_ghosts_is_right_and_cleans_a_budget() {
         (60_010 - 500..60_010).contains(&left),
         "{left} entries left after five reads"
     );
-    let swept = store.sweep::<Runner>(100_000).await.unwrap();
+    let swept = store.maintenance::<Runner>().sweep(100_000).await.unwrap();
     assert_eq!(swept as u64, left - 10, "sweep takes the rest");
 }

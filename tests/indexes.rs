@@ -367,6 +367,7 @@ async fn queries_stay_at_two_round_trips_when_entities_expire() {
     // This store gave an entity a TTL: its queries go to the script, which
     // skips expired entities, at once.
     store
+        .expiry()
         .save_with_ttl(&user(2, "b", "DE"), std::time::Duration::from_millis(300))
         .await
         .unwrap();

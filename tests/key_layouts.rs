@@ -137,7 +137,12 @@ async fn a_member_never_spells_an_index_family() {
             .len(),
         1
     );
-    assert!(store.verify::<Handle>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<Handle>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 /// Without a unique index (which a cluster cannot shard yet).
@@ -220,8 +225,13 @@ async fn the_cluster_layout_tags_every_key_of_an_entity() {
         "{plan}"
     );
     assert_eq!(store.find(Player::COUNTRY, "DE").await.unwrap(), vec![p]);
-    assert_eq!(store.rank(Player::SCORE, 9).await.unwrap(), Some(0));
-    assert!(store.verify::<Player>().await.unwrap().is_clean());
+    assert_eq!(store.board(Player::SCORE).rank(9).await.unwrap(), Some(0));
+    assert!(store
+        .maintenance::<Player>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
     assert!(store.delete::<Player>(9).await.unwrap());
     assert!(server.keys().is_empty(), "{:?}", server.keys());
     assert_eq!(marker(&server).await.as_deref(), Some("cluster"));
@@ -296,7 +306,12 @@ async fn a_tenant_limited_to_its_prefix_connects_reads_and_writes() {
     store.save(&lisi()).await.unwrap();
     assert_eq!(store.get::<User>(9).await.unwrap(), Some(lisi()));
     assert_eq!(store.find(User::COUNTRY, "DE").await.unwrap(), vec![lisi()]);
-    assert!(store.verify::<User>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<User>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
     let mut all: Vec<String> = redis::cmd("KEYS")
         .arg("*")
         .query(&mut server.conn())

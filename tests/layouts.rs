@@ -394,6 +394,7 @@ async fn strings_layout_column_ttl() {
     assert_eq!(back.username, "lisi");
     // An entity TTL does not override the column's own one.
     store
+        .expiry()
         .save_with_ttl(&a, std::time::Duration::from_secs(1000))
         .await
         .unwrap();

@@ -21,7 +21,11 @@ async fn a_dry_run_converts_everything_and_writes_nothing() {
     let mut plan = Migration::new("User_*_Profile");
     plan.dry_run = true;
     plan.delete_source = true;
-    let p = store.migrate(&plan, 0, convert, |_| {}).await.unwrap();
+    let p = store
+        .maintenance()
+        .migrate(&plan, 0, convert, |_| {})
+        .await
+        .unwrap();
     assert!(p.done);
     assert_eq!((p.scanned, p.migrated, p.deleted), (300, 300, 0));
     assert_eq!(server.keys().len(), 300, "only the legacy keys");
@@ -44,7 +48,11 @@ async fn migration_in_batches_resumes_from_its_cursor_and_deletes_sources() {
     let mut migrated = 0;
     let mut failed = Vec::new();
     for _ in 0..3 {
-        let b = store.migrate_batch(&plan, cursor, convert).await.unwrap();
+        let b = store
+            .maintenance()
+            .migrate_batch(&plan, cursor, convert)
+            .await
+            .unwrap();
         assert!(!b.done);
         cursor = b.cursor;
         migrated += b.migrated;
@@ -54,6 +62,7 @@ async fn migration_in_batches_resumes_from_its_cursor_and_deletes_sources() {
     // ... then resumed from the saved cursor.
     let mut reports = 0;
     let rest = store
+        .maintenance()
         .migrate(&plan, cursor, convert, |_| reports += 1)
         .await
         .unwrap();
@@ -84,9 +93,18 @@ async fn migration_in_batches_resumes_from_its_cursor_and_deletes_sources() {
             .len(),
         1
     );
-    assert!(store.verify::<Profile>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<Profile>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
     // Running it again finds nothing left to do.
-    let again = store.migrate(&plan, 0, convert, |_| {}).await.unwrap();
+    let again = store
+        .maintenance()
+        .migrate(&plan, 0, convert, |_| {})
+        .await
+        .unwrap();
     assert_eq!(again.migrated, 0);
 }
 
@@ -97,7 +115,10 @@ fn blocking_migration() {
     rt.block_on(seed_legacy(&server.url(), 50));
     let store = redis_entity::blocking::Store::connect_any(&server.url()).unwrap();
     let plan = Migration::new("User_*_Profile");
-    let p = store.migrate(&plan, 0, convert, |_| {}).unwrap();
+    let p = store
+        .maintenance()
+        .migrate(&plan, 0, convert, |_| {})
+        .unwrap();
     assert_eq!(p.migrated, 50);
     assert_eq!(store.get::<Profile>(&7).unwrap().unwrap().visits, 7);
 }

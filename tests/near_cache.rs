@@ -241,6 +241,7 @@ async fn an_entity_that_expires_is_not_served_after_its_ttl() {
     let server = RedisServer::start();
     let (store, near) = cached_store(&server).await;
     store
+        .expiry()
         .save_with_ttl(&user(9, "lisi"), Duration::from_millis(300))
         .await
         .unwrap();
@@ -273,7 +274,7 @@ async fn get_many_queries_and_top_read_records_from_memory_and_indexes_from_redi
         assert_eq!(many, users.iter().cloned().map(Some).collect::<Vec<_>>());
         let de = store.find(User::COUNTRY, "DE").await.unwrap();
         assert_eq!(de.len(), 5);
-        let top = store.top(User::SCORE, 2).await.unwrap();
+        let top = store.board(User::SCORE).top(2).await.unwrap();
         assert_eq!(top, [(user(5, "u5"), 5.0), (user(4, "u4"), 4.0)]);
     }
     assert_eq!(server.calls("hgetall"), reads, "no record read from Redis");

@@ -163,7 +163,12 @@ async fn a_prefix_field_is_refused_and_stale_entries_stay_out() {
         .query(&mut server.conn())
         .unwrap();
     assert_eq!(added, 1);
-    assert!(!store.verify::<Book>().await.unwrap().is_clean());
+    assert!(!store
+        .maintenance::<Book>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
     let found = store
         .query::<Book>()
         .any_of([Term::eq(Book::AUTHOR, "knuth"), Term::eq(Book::TAGS, "go")])
@@ -177,10 +182,16 @@ async fn a_prefix_field_is_refused_and_stale_entries_stay_out() {
     );
     // The read cleaned it.
     tokio::time::sleep(Duration::from_millis(10)).await;
-    assert!(store.verify::<Book>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<Book>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 
     // With an expiring entity, the script path skips expired ones.
     store
+        .expiry()
         .save_with_ttl(
             &book(6, "knuth", &["tex"], 1986),
             Duration::from_millis(100),

@@ -198,7 +198,12 @@ async fn renames_and_deletes_move_prefix_entries() {
     );
     let of_35: Vec<String> = server.conn().zrange(names_of(&store, 35), 0, -1).unwrap();
     assert!(of_35.contains(&"zhao:0000000035".to_string()), "{of_35:?}");
-    assert!(store.verify::<SecurityUser>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<SecurityUser>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 #[tokio::test]
@@ -212,7 +217,7 @@ async fn stale_prefix_entries_are_dropped_cleaned_and_verified() {
     }
     // A stale entry: 38 is lisi, but the index also says wangzz.
     let _: () = c.zadd(&names, "wangzz:0000000038", 0).unwrap();
-    let report = store.verify::<SecurityUser>().await.unwrap();
+    let report = store.maintenance::<SecurityUser>().verify().await.unwrap();
     // Named by the sorted set that holds it, with the value it lists.
     assert_eq!(
         report.violations,
@@ -239,15 +244,29 @@ async fn stale_prefix_entries_are_dropped_cleaned_and_verified() {
         entries.contains(&"lisi:0000000038".to_string()),
         "kept: {entries:?}"
     );
-    assert!(store.verify::<SecurityUser>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<SecurityUser>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
     // The same fault planted again is what repair removes.
     let _: () = c.zadd(&names, "wangzz:0000000038", 0).unwrap();
-    let report = store.verify::<SecurityUser>().await.unwrap();
-    let repaired = store.repair::<SecurityUser>(&report).await.unwrap();
+    let report = store.maintenance::<SecurityUser>().verify().await.unwrap();
+    let repaired = store
+        .maintenance::<SecurityUser>()
+        .repair(&report)
+        .await
+        .unwrap();
     assert_eq!((repaired.fixed, repaired.left.len()), (1, 0), "{repaired}");
     let entries = name_entries(&server);
     assert!(!entries.contains(&"wangzz:0000000038".to_string()));
-    assert!(store.verify::<SecurityUser>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<SecurityUser>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 /// Text with structure characters in a prefix index.

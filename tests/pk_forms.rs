@@ -75,20 +75,33 @@ async fn string_pks_are_accepted_as_str_owned_and_borrowed() {
         25
     );
 
-    assert!(store.relate(&BUNDLED_WITH, "SKU-1", "SKU-2").await.unwrap());
     assert!(store
-        .is_related(&BUNDLED_WITH, "SKU-1", &"SKU-2".to_string())
+        .relation(&BUNDLED_WITH)
+        .relate("SKU-1", "SKU-2")
+        .await
+        .unwrap());
+    assert!(store
+        .relation(&BUNDLED_WITH)
+        .is_related("SKU-1", &"SKU-2".to_string())
         .await
         .unwrap());
     assert_eq!(
-        store.related_back(&BUNDLED_WITH, "SKU-2").await.unwrap(),
+        store
+            .relation(&BUNDLED_WITH)
+            .related_back("SKU-2")
+            .await
+            .unwrap(),
         vec!["SKU-1".to_string()]
     );
 
     assert!(store.delete::<Product>("SKU-1").await.unwrap());
     assert_eq!(store.get::<Product>("SKU-1").await.unwrap(), None);
     assert_eq!(
-        store.related_back(&BUNDLED_WITH, "SKU-2").await.unwrap(),
+        store
+            .relation(&BUNDLED_WITH)
+            .related_back("SKU-2")
+            .await
+            .unwrap(),
         Vec::<String>::new(),
         "the delete by &str cleaned the relation like any delete"
     );

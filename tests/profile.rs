@@ -127,9 +127,10 @@ async fn expire_applies_to_every_key_and_save_keeps_the_remaining_ttl() {
     let server = Target::start();
     let store = server.store().await;
     store.save(&ada()).await.unwrap();
-    assert_eq!(store.ttl::<Profile>(&1001).await.unwrap(), None);
+    assert_eq!(store.expiry::<Profile>().ttl(&1001).await.unwrap(), None);
     assert!(store
-        .expire::<Profile>(&1001, Duration::from_secs(100))
+        .expiry::<Profile>()
+        .expire(&1001, Duration::from_secs(100))
         .await
         .unwrap());
     let mut c = server.conn();
@@ -148,21 +149,23 @@ async fn expire_applies_to_every_key_and_save_keeps_the_remaining_ttl() {
         let ttl: i64 = c.ttl(key).unwrap();
         assert!((95..=100).contains(&ttl), "{key} ttl {ttl} after save");
     }
-    let left = store.ttl::<Profile>(&1001).await.unwrap().unwrap();
+    let left = store.expiry::<Profile>().ttl(&1001).await.unwrap().unwrap();
     assert!(left > Duration::from_secs(95));
 
     // A save with a new TTL replaces it; persist removes it.
     store
+        .expiry()
         .save_with_ttl(&changed, Duration::from_secs(10))
         .await
         .unwrap();
     let ttl: i64 = c.ttl(&settings).unwrap();
     assert!((8..=10).contains(&ttl), "ttl {ttl}");
-    assert!(store.persist::<Profile>(&1001).await.unwrap());
+    assert!(store.expiry::<Profile>().persist(&1001).await.unwrap());
     let ttl: i64 = c.ttl(&profile).unwrap();
     assert_eq!(ttl, -1);
     assert!(!store
-        .expire::<Profile>(&7, Duration::from_secs(1))
+        .expiry::<Profile>()
+        .expire(&7, Duration::from_secs(1))
         .await
         .unwrap());
 }
@@ -172,6 +175,7 @@ async fn an_expired_profile_is_gone_and_cannot_be_updated() {
     let server = Target::start();
     let store = server.store().await;
     store
+        .expiry()
         .save_with_ttl(&ada(), Duration::from_millis(50))
         .await
         .unwrap();
@@ -214,7 +218,8 @@ async fn container_ttl_is_set_on_creation_only() {
     assert!((3590..=3600).contains(&ttl), "ttl {ttl}");
     // Shorten it, then save again: the remaining TTL is kept, not reset to 3600.
     store
-        .expire::<Session>(&"abc".to_string(), Duration::from_secs(30))
+        .expiry::<Session>()
+        .expire(&"abc".to_string(), Duration::from_secs(30))
         .await
         .unwrap();
     store.save(&s).await.unwrap();

@@ -99,5 +99,10 @@ async fn the_example_runs() {
 
 async fn store_is_clean(server: &Target) -> bool {
     let store = server.store().await;
-    store.verify::<RedPackage>().await.unwrap().is_clean()
+    store
+        .maintenance::<RedPackage>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean()
 }

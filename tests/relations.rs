@@ -61,37 +61,41 @@ async fn follow_keeps_both_sides_in_one_round_trip() {
     let server = RedisServer::start();
     let (store, trips) = support::counted_store(&server).await;
     store.save_all(&users()).await.unwrap();
-    store.relate(&FOLLOWS, &7, &7).await.unwrap(); // load the script
-    store.unrelate(&FOLLOWS, &7, &7).await.unwrap();
+    store.relation(&FOLLOWS).relate(&7, &7).await.unwrap(); // load the script
+    store.relation(&FOLLOWS).unrelate(&7, &7).await.unwrap();
     trips.take();
-    assert!(store.relate(&FOLLOWS, &8, &9).await.unwrap());
+    assert!(store.relation(&FOLLOWS).relate(&8, &9).await.unwrap());
     assert_eq!(trips.take(), 1, "follow is one atomic call");
     assert!(
-        !store.relate(&FOLLOWS, &8, &9).await.unwrap(),
+        !store.relation(&FOLLOWS).relate(&8, &9).await.unwrap(),
         "already following"
     );
-    store.relate(&FOLLOWS, &9, &8).await.unwrap();
-    store.relate(&FOLLOWS, &7, &9).await.unwrap();
+    store.relation(&FOLLOWS).relate(&9, &8).await.unwrap();
+    store.relation(&FOLLOWS).relate(&7, &9).await.unwrap();
     // The seed's two sets: who 8 follows, who follows 9.
     assert_eq!(members(&server, "user:userid:8:following"), [9]);
     assert_eq!(members(&server, "user:userid:9:followers"), [7, 8]);
     trips.take();
-    assert_eq!(store.related(&FOLLOWS, &9).await.unwrap(), [8]);
-    assert_eq!(store.related_back(&FOLLOWS, &9).await.unwrap(), [7, 8]);
-    assert_eq!(store.mutual(&FOLLOWS, &9).await.unwrap(), [8]);
+    assert_eq!(store.relation(&FOLLOWS).related(&9).await.unwrap(), [8]);
+    assert_eq!(
+        store.relation(&FOLLOWS).related_back(&9).await.unwrap(),
+        [7, 8]
+    );
+    assert_eq!(store.relation(&FOLLOWS).mutual(&9).await.unwrap(), [8]);
     assert_eq!(trips.take(), 3, "one round trip each");
     let followed: Vec<String> = store
-        .related_entities(&FOLLOWS, &7)
+        .relation(&FOLLOWS)
+        .related_entities(&7)
         .await
         .unwrap()
         .into_iter()
         .map(|u| u.username)
         .collect();
     assert_eq!(followed, ["lisi"]);
-    assert!(store.unrelate(&FOLLOWS, &8, &9).await.unwrap());
+    assert!(store.relation(&FOLLOWS).unrelate(&8, &9).await.unwrap());
     assert_eq!(members(&server, "user:userid:9:followers"), [7]);
     assert!(members(&server, "user:userid:8:following").is_empty());
-    assert!(!store.unrelate(&FOLLOWS, &8, &9).await.unwrap());
+    assert!(!store.relation(&FOLLOWS).unrelate(&8, &9).await.unwrap());
 }
 
 #[tokio::test]
@@ -99,18 +103,34 @@ async fn deleting_a_user_removes_it_from_every_relation_and_its_timeline() {
     let server = Target::start();
     let store = server.store().await;
     store.save_all(&users()).await.unwrap();
-    store.relate(&FOLLOWS, &8, &9).await.unwrap();
-    store.relate(&FOLLOWS, &9, &8).await.unwrap();
-    store.relate(&FOLLOWS, &7, &8).await.unwrap();
+    store.relation(&FOLLOWS).relate(&8, &9).await.unwrap();
+    store.relation(&FOLLOWS).relate(&9, &8).await.unwrap();
+    store.relation(&FOLLOWS).relate(&7, &8).await.unwrap();
     store.save(&post(1, 9)).await.unwrap();
     store
-        .timeline_push_related(&PUSHED, &1, &FOLLOWS, &9)
+        .timeline(&PUSHED)
+        .push_related(&1, &FOLLOWS, &9)
         .await
         .unwrap();
     assert!(store.delete::<User>(&8).await.unwrap());
-    assert!(store.related_back(&FOLLOWS, &9).await.unwrap().is_empty());
-    assert!(store.related(&FOLLOWS, &9).await.unwrap().is_empty());
-    assert!(store.related(&FOLLOWS, &7).await.unwrap().is_empty());
+    assert!(store
+        .relation(&FOLLOWS)
+        .related_back(&9)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store
+        .relation(&FOLLOWS)
+        .related(&9)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store
+        .relation(&FOLLOWS)
+        .related(&7)
+        .await
+        .unwrap()
+        .is_empty());
     let left: Vec<String> = server
         .keys()
         .into_iter()
@@ -132,21 +152,27 @@ async fn an_expired_user_is_swept_out_of_relations() {
     let server = Target::start();
     let store = server.store().await;
     store.save_all(&users()).await.unwrap();
-    store.relate(&FOLLOWS, &8, &9).await.unwrap();
+    store.relation(&FOLLOWS).relate(&8, &9).await.unwrap();
     store
-        .expire::<User>(&8, Duration::from_millis(50))
+        .expiry::<User>()
+        .expire(&8, Duration::from_millis(50))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     // Reading the followers' profiles already skips the expired one.
     assert!(store
-        .get_many::<User>(&store.related_back(&FOLLOWS, &9).await.unwrap())
+        .get_many::<User>(&store.relation(&FOLLOWS).related_back(&9).await.unwrap())
         .await
         .unwrap()
         .iter()
         .all(Option::is_none));
-    assert_eq!(store.sweep::<User>(10).await.unwrap(), 1);
-    assert!(store.related_back(&FOLLOWS, &9).await.unwrap().is_empty());
+    assert_eq!(store.maintenance::<User>().sweep(10).await.unwrap(), 1);
+    assert!(store
+        .relation(&FOLLOWS)
+        .related_back(&9)
+        .await
+        .unwrap()
+        .is_empty());
     let left: Vec<String> = server
         .keys()
         .into_iter()
@@ -187,22 +213,27 @@ async fn one_to_many_moves_a_child_to_its_new_parent() {
     }
     for id in [2, 3] {
         store.save(&Task { id, reward: 5 }).await.unwrap();
-        store.relate(&TASKS, &1, &id).await.unwrap();
+        store.relation(&TASKS).relate(&1, &id).await.unwrap();
     }
-    assert_eq!(store.related(&TASKS, &1).await.unwrap(), [2, 3]);
-    assert_eq!(store.related_back(&TASKS, &3).await.unwrap(), [1]);
-    store.relate(&TASKS, &2, &3).await.unwrap();
-    assert_eq!(store.related(&TASKS, &1).await.unwrap(), [2]);
-    assert_eq!(store.related(&TASKS, &2).await.unwrap(), [3]);
+    assert_eq!(store.relation(&TASKS).related(&1).await.unwrap(), [2, 3]);
+    assert_eq!(store.relation(&TASKS).related_back(&3).await.unwrap(), [1]);
+    store.relation(&TASKS).relate(&2, &3).await.unwrap();
+    assert_eq!(store.relation(&TASKS).related(&1).await.unwrap(), [2]);
+    assert_eq!(store.relation(&TASKS).related(&2).await.unwrap(), [3]);
     assert_eq!(
-        store.related_back(&TASKS, &3).await.unwrap(),
+        store.relation(&TASKS).related_back(&3).await.unwrap(),
         [2],
         "one parent at most"
     );
-    let tasks = store.related_entities(&TASKS, &2).await.unwrap();
+    let tasks = store.relation(&TASKS).related_entities(&2).await.unwrap();
     assert_eq!(tasks, vec![Task { id: 3, reward: 5 }]);
     store.delete::<Program>(&2).await.unwrap();
-    assert!(store.related_back(&TASKS, &3).await.unwrap().is_empty());
+    assert!(store
+        .relation(&TASKS)
+        .related_back(&3)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test]
@@ -219,14 +250,19 @@ async fn a_post_is_pushed_to_every_follower_and_read_back_with_its_posts() {
     store.save_all(&many).await.unwrap();
     store.save_all(&users()).await.unwrap();
     for u in &many {
-        store.relate(&FOLLOWS, &u.userid, &9).await.unwrap();
+        store
+            .relation(&FOLLOWS)
+            .relate(&u.userid, &9)
+            .await
+            .unwrap();
     }
     for id in 1..=3 {
         store.save(&post(id, 9)).await.unwrap();
     }
     trips.take();
     let n = store
-        .timeline_push_related(&PUSHED, &1, &FOLLOWS, &9)
+        .timeline(&PUSHED)
+        .push_related(&1, &FOLLOWS, &9)
         .await
         .unwrap();
     assert_eq!(n, 1500);
@@ -235,10 +271,10 @@ async fn a_post_is_pushed_to_every_follower_and_read_back_with_its_posts() {
         3,
         "followers, then a pipeline checking every key, then one pushing"
     );
-    store.timeline_push(&PUSHED, &2, &[100, 101]).await.unwrap();
-    store.timeline_push(&PUSHED, &3, &[100]).await.unwrap();
+    store.timeline(&PUSHED).push(&2, &[100, 101]).await.unwrap();
+    store.timeline(&PUSHED).push(&3, &[100]).await.unwrap();
     trips.take();
-    let page = store.timeline(&PUSHED, &100, 0, 10).await.unwrap();
+    let page = store.timeline(&PUSHED).page(&100, 0, 10).await.unwrap();
     assert_eq!(trips.take(), 2, "a page with its posts");
     assert_eq!(
         page.iter().map(|p| p.postid).collect::<Vec<_>>(),
@@ -246,17 +282,17 @@ async fn a_post_is_pushed_to_every_follower_and_read_back_with_its_posts() {
         "newest first"
     );
     assert_eq!(
-        store.timeline(&PUSHED, &100, 1, 1).await.unwrap()[0].postid,
+        store.timeline(&PUSHED).page(&100, 1, 1).await.unwrap()[0].postid,
         2
     );
     // A deleted post disappears from the page.
     store.delete::<Post>(&2).await.unwrap();
-    let page = store.timeline(&PUSHED, &100, 0, 10).await.unwrap();
+    let page = store.timeline(&PUSHED).page(&100, 0, 10).await.unwrap();
     assert_eq!(page.iter().map(|p| p.postid).collect::<Vec<_>>(), [3, 1]);
     // Capped lists keep the newest entries only.
     const SHORT: Timeline<User, Post> = Timeline::new("short", 2);
     for id in 1..=3 {
-        store.timeline_push(&SHORT, &id, &[7]).await.unwrap();
+        store.timeline(&SHORT).push(&id, &[7]).await.unwrap();
     }
     let len: usize = server.conn().llen("user:userid:7:short").unwrap();
     assert_eq!(len, 2);
@@ -276,7 +312,8 @@ async fn relating_an_entity_that_already_has_a_ttl_makes_it_sweepable() {
     store.save_all(&users()).await.unwrap();
     // A TTL first (nothing to sweep yet: no relation), then the relation.
     store
-        .expire::<User>(&8, Duration::from_millis(500))
+        .expiry::<User>()
+        .expire(&8, Duration::from_millis(500))
         .await
         .unwrap();
     let expiry = user_family(&store, "user:@expiry");
@@ -287,10 +324,15 @@ async fn relating_an_entity_that_already_has_a_ttl_makes_it_sweepable() {
     }
     let tracked: bool = server.conn().exists(&expiry).unwrap();
     assert!(!tracked, "a plain entity with a TTL leaves no bookkeeping");
-    store.relate(&FOLLOWS, &8, &9).await.unwrap();
+    store.relation(&FOLLOWS).relate(&8, &9).await.unwrap();
     tokio::time::sleep(Duration::from_millis(700)).await;
-    assert_eq!(store.sweep::<User>(10).await.unwrap(), 1);
-    assert!(store.related_back(&FOLLOWS, &9).await.unwrap().is_empty());
+    assert_eq!(store.maintenance::<User>().sweep(10).await.unwrap(), 1);
+    assert!(store
+        .relation(&FOLLOWS)
+        .related_back(&9)
+        .await
+        .unwrap()
+        .is_empty());
     assert!(
         server
             .keys()
@@ -306,16 +348,21 @@ async fn verify_checks_both_sides_of_every_relation() {
     let server = Target::start();
     let store = server.store().await;
     store.save_all(&users()).await.unwrap();
-    store.relate(&FOLLOWS, &8, &9).await.unwrap();
-    store.relate(&FOLLOWS, &7, &9).await.unwrap();
-    assert!(store.verify::<User>().await.unwrap().is_clean());
+    store.relation(&FOLLOWS).relate(&8, &9).await.unwrap();
+    store.relation(&FOLLOWS).relate(&7, &9).await.unwrap();
+    assert!(store
+        .maintenance::<User>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
     // Plant half a relation: 9 no longer lists 8 as a follower.
     let followers9 = user_key(&store, 9, "followers");
     if !server.is_cluster() {
         assert_eq!(followers9, "user:userid:9:followers");
     }
     let _: () = server.conn().srem(&followers9, 8).unwrap();
-    let report = store.verify::<User>().await.unwrap();
+    let report = store.maintenance::<User>().verify().await.unwrap();
     assert_eq!(
         report.violations,
         vec![redis_entity::verify::Violation::OneSidedRelation {
@@ -324,11 +371,24 @@ async fn verify_checks_both_sides_of_every_relation() {
         }],
         "{report}"
     );
-    let repaired = store.repair::<User>(&report).await.unwrap();
+    let repaired = store.maintenance::<User>().repair(&report).await.unwrap();
     assert_eq!((repaired.fixed, repaired.left.len()), (1, 0), "{repaired}");
-    assert!(store.verify::<User>().await.unwrap().is_clean());
-    assert!(store.related(&FOLLOWS, &8).await.unwrap().is_empty());
-    assert_eq!(store.related_back(&FOLLOWS, &9).await.unwrap(), [7]);
+    assert!(store
+        .maintenance::<User>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
+    assert!(store
+        .relation(&FOLLOWS)
+        .related(&8)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        store.relation(&FOLLOWS).related_back(&9).await.unwrap(),
+        [7]
+    );
 }
 
 #[tokio::test]
@@ -344,13 +404,18 @@ async fn relating_a_missing_entity_is_an_error_and_writes_nothing() {
         assert_eq!(missing, "{weibo:0}:user:userid:999");
     }
     for (a, b) in [(8, 999), (999, 8)] {
-        match store.relate(&FOLLOWS, &a, &b).await {
+        match store.relation(&FOLLOWS).relate(&a, &b).await {
             Err(redis_entity::Error::NotFound { key }) => assert_eq!(key, missing),
             other => panic!("relate({a}, {b}): {other:?}"),
         }
     }
     assert_eq!(server.keys(), before, "no set or register was created");
-    assert!(store.related(&FOLLOWS, &8).await.unwrap().is_empty());
+    assert!(store
+        .relation(&FOLLOWS)
+        .related(&8)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test]
@@ -359,12 +424,17 @@ async fn verify_reports_dangling_members_and_leftovers_and_repair_removes_them()
     let server = Target::start();
     let store = server.store().await;
     store.save_all(&users()).await.unwrap();
-    store.relate(&FOLLOWS, &8, &9).await.unwrap();
-    store.relate(&FOLLOWS, &7, &9).await.unwrap();
+    store.relation(&FOLLOWS).relate(&8, &9).await.unwrap();
+    store.relation(&FOLLOWS).relate(&7, &9).await.unwrap();
     store.save_all(&[post(1, 9), post(2, 9)]).await.unwrap();
-    store.timeline_push(&PUSHED, &1, &[8, 7]).await.unwrap();
-    store.timeline_push(&PUSHED, &2, &[8]).await.unwrap();
-    assert!(store.verify::<User>().await.unwrap().is_clean());
+    store.timeline(&PUSHED).push(&1, &[8, 7]).await.unwrap();
+    store.timeline(&PUSHED).push(&2, &[8]).await.unwrap();
+    assert!(store
+        .maintenance::<User>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 
     // User 9's own keys deleted around the library (its relation sets and
     // register stay); post 1 deleted, which timelines keep listing.
@@ -378,7 +448,7 @@ async fn verify_reports_dangling_members_and_leftovers_and_repair_removes_them()
     let _: () = server.conn().del(&own).unwrap();
     assert!(store.delete::<Post>(&1).await.unwrap());
 
-    let report = store.verify::<User>().await.unwrap();
+    let report = store.maintenance::<User>().verify().await.unwrap();
     let presence = store.keys_of::<User>(9).columns[0].clone();
     let post1 = store.keys_of::<Post>(1).columns[0].clone();
     if !server.is_cluster() {
@@ -418,9 +488,14 @@ async fn verify_reports_dangling_members_and_leftovers_and_repair_removes_them()
     assert_eq!(text(&got), text(&want), "{report}");
     want.clear();
 
-    let repaired = store.repair::<User>(&report).await.unwrap();
+    let repaired = store.maintenance::<User>().repair(&report).await.unwrap();
     assert_eq!((repaired.fixed, repaired.left.len()), (5, 0), "{repaired}");
-    assert!(store.verify::<User>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<User>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
     let keys = server.keys();
     assert!(
         keys.iter().all(|k| !k.contains("{9}")
@@ -434,7 +509,7 @@ async fn verify_reports_dangling_members_and_leftovers_and_repair_removes_them()
         .lrange(user_key(&store, 8, "pushed"), 0, -1)
         .unwrap();
     assert_eq!(pushed, [2]);
-    let page = store.timeline(&PUSHED, &8, 0, 10).await.unwrap();
+    let page = store.timeline(&PUSHED).page(&8, 0, 10).await.unwrap();
     assert_eq!(page, [post(2, 9)]);
 }
 
@@ -444,19 +519,24 @@ async fn repair_leaves_a_member_that_came_back_since_the_report() {
     let store = server.store().await;
     store.save_all(&users()).await.unwrap();
     store.save(&post(1, 9)).await.unwrap();
-    store.timeline_push(&PUSHED, &1, &[8]).await.unwrap();
+    store.timeline(&PUSHED).push(&1, &[8]).await.unwrap();
     store.delete::<Post>(&1).await.unwrap();
-    let report = store.verify::<User>().await.unwrap();
+    let report = store.maintenance::<User>().verify().await.unwrap();
     assert_eq!(report.violations.len(), 1, "{report}");
     // Post 1 is written again before the repair runs: its entry stays.
     store.save(&post(1, 9)).await.unwrap();
-    store.repair::<User>(&report).await.unwrap();
+    store.maintenance::<User>().repair(&report).await.unwrap();
     let pushed: Vec<u64> = server
         .conn()
         .lrange(user_key(&store, 8, "pushed"), 0, -1)
         .unwrap();
     assert_eq!(pushed, [1]);
-    assert!(store.verify::<User>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<User>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 #[tokio::test]
@@ -480,7 +560,7 @@ async fn races_of_delete_and_relate_end_clean_after_repair() {
                 let (a, b) = ((i * 7 + t) % 20 + 1, (i * 13 + t * 3) % 20 + 1);
                 match (i + t) % 3 {
                     // A missing side is a typed error, never half a relation.
-                    0 => match store.relate(&FOLLOWS, &a, &b).await {
+                    0 => match store.relation(&FOLLOWS).relate(&a, &b).await {
                         Ok(_) | Err(redis_entity::Error::NotFound { .. }) => {}
                         Err(e) => panic!("{e}"),
                     },
@@ -497,19 +577,24 @@ async fn races_of_delete_and_relate_end_clean_after_repair() {
     for t in tasks {
         t.await.unwrap();
     }
-    let report = store.verify::<User>().await.unwrap();
-    let repaired = store.repair::<User>(&report).await.unwrap();
+    let report = store.maintenance::<User>().verify().await.unwrap();
+    let repaired = store.maintenance::<User>().repair(&report).await.unwrap();
     assert!(repaired.left.is_empty(), "{repaired}");
-    let after = store.verify::<User>().await.unwrap();
+    let after = store.maintenance::<User>().verify().await.unwrap();
     assert!(after.is_clean(), "{after}");
     // Every relation that is left joins two stored users, both ways.
     for u in 1..=20u64 {
         let stored = store.exists::<User>(&u).await.unwrap();
-        let following = store.related(&FOLLOWS, &u).await.unwrap();
+        let following = store.relation(&FOLLOWS).related(&u).await.unwrap();
         assert!(stored || following.is_empty(), "{u} is gone but follows");
         for f in following {
             assert!(store.exists::<User>(&f).await.unwrap());
-            assert!(store.related_back(&FOLLOWS, &f).await.unwrap().contains(&u));
+            assert!(store
+                .relation(&FOLLOWS)
+                .related_back(&f)
+                .await
+                .unwrap()
+                .contains(&u));
         }
     }
 }
@@ -528,10 +613,14 @@ async fn verify_and_repair_report_their_progress() {
         .collect();
     store.save_all(&people).await.unwrap();
     for u in 2..=1200u64 {
-        store.relate(&FOLLOWS, &u, &1).await.unwrap();
+        store.relation(&FOLLOWS).relate(&u, &1).await.unwrap();
     }
     let mut seen: Vec<Progress> = Vec::new();
-    let report = store.verify_with::<User>(|p| seen.push(*p)).await.unwrap();
+    let report = store
+        .maintenance::<User>()
+        .verify_with(|p| seen.push(*p))
+        .await
+        .unwrap();
     assert!(report.is_clean(), "{report}");
     // Entities read in rounds of at most 500, each reported.
     let reads: Vec<(usize, Option<usize>)> = seen
@@ -555,7 +644,7 @@ async fn verify_and_repair_report_their_progress() {
         .filter(|k| store.keys_of::<User>(1).columns.contains(k))
         .collect();
     let _: () = server.conn().del(&own).unwrap();
-    let report = store.verify::<User>().await.unwrap();
+    let report = store.maintenance::<User>().verify().await.unwrap();
     assert_eq!(
         report.violations.len(),
         1200,
@@ -563,7 +652,8 @@ async fn verify_and_repair_report_their_progress() {
     );
     let mut steps: Vec<(usize, Option<usize>)> = Vec::new();
     let repaired = store
-        .repair_with::<User>(&report, |p| steps.push((p.done, p.total)))
+        .maintenance::<User>()
+        .repair_with(&report, |p| steps.push((p.done, p.total)))
         .await
         .unwrap();
     assert_eq!(repaired.fixed, 1200, "{repaired}");
@@ -577,7 +667,12 @@ async fn verify_and_repair_report_their_progress() {
             (1202, Some(1202))
         ]
     );
-    assert!(store.verify::<User>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<User>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 #[tokio::test]
@@ -585,29 +680,44 @@ async fn relation_membership_and_counts_and_timeline_length_and_ids() {
     let server = Target::start();
     let store = server.store().await;
     store.save_all(&users()).await.unwrap();
-    store.relate(&FOLLOWS, &8, &9).await.unwrap();
-    store.relate(&FOLLOWS, &7, &9).await.unwrap();
-    store.relate(&FOLLOWS, &9, &8).await.unwrap();
-    assert!(store.is_related(&FOLLOWS, &8, &9).await.unwrap());
-    assert!(!store.is_related(&FOLLOWS, &9, &7).await.unwrap());
-    assert_eq!(store.related_count(&FOLLOWS, &9).await.unwrap(), 1);
-    assert_eq!(store.related_back_count(&FOLLOWS, &9).await.unwrap(), 2);
-    assert_eq!(store.related_count(&FOLLOWS, &7).await.unwrap(), 1);
-    assert_eq!(store.related_back_count(&FOLLOWS, &7).await.unwrap(), 0);
+    store.relation(&FOLLOWS).relate(&8, &9).await.unwrap();
+    store.relation(&FOLLOWS).relate(&7, &9).await.unwrap();
+    store.relation(&FOLLOWS).relate(&9, &8).await.unwrap();
+    assert!(store.relation(&FOLLOWS).is_related(&8, &9).await.unwrap());
+    assert!(!store.relation(&FOLLOWS).is_related(&9, &7).await.unwrap());
+    assert_eq!(store.relation(&FOLLOWS).related_count(&9).await.unwrap(), 1);
+    assert_eq!(
+        store
+            .relation(&FOLLOWS)
+            .related_back_count(&9)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(store.relation(&FOLLOWS).related_count(&7).await.unwrap(), 1);
+    assert_eq!(
+        store
+            .relation(&FOLLOWS)
+            .related_back_count(&7)
+            .await
+            .unwrap(),
+        0
+    );
 
     for id in 1..=3 {
         store.save(&post(id, 9)).await.unwrap();
-        store.timeline_push(&PUSHED, &id, &[8]).await.unwrap();
+        store.timeline(&PUSHED).push(&id, &[8]).await.unwrap();
     }
-    assert_eq!(store.timeline_len(&PUSHED, &8).await.unwrap(), 3);
-    assert_eq!(store.timeline_len(&PUSHED, &7).await.unwrap(), 0);
+    assert_eq!(store.timeline(&PUSHED).len(&8).await.unwrap(), 3);
+    assert_eq!(store.timeline(&PUSHED).len(&7).await.unwrap(), 0);
     assert_eq!(
-        store.timeline_ids(&PUSHED, &8, 0, 10).await.unwrap(),
+        store.timeline(&PUSHED).ids(&8, 0, 10).await.unwrap(),
         [3, 2, 1]
     );
-    assert_eq!(store.timeline_ids(&PUSHED, &8, 1, 1).await.unwrap(), [2]);
+    assert_eq!(store.timeline(&PUSHED).ids(&8, 1, 1).await.unwrap(), [2]);
     assert!(store
-        .timeline_ids(&PUSHED, &8, 0, 0)
+        .timeline(&PUSHED)
+        .ids(&8, 0, 0)
         .await
         .unwrap()
         .is_empty());
@@ -615,9 +725,9 @@ async fn relation_membership_and_counts_and_timeline_length_and_ids() {
     // delete): its id is listed, the page of posts skips it.
     store.delete::<Post>(&2).await.unwrap();
     assert_eq!(
-        store.timeline_ids(&PUSHED, &8, 0, 10).await.unwrap(),
+        store.timeline(&PUSHED).ids(&8, 0, 10).await.unwrap(),
         [3, 2, 1]
     );
-    let page = store.timeline(&PUSHED, &8, 0, 10).await.unwrap();
+    let page = store.timeline(&PUSHED).page(&8, 0, 10).await.unwrap();
     assert_eq!(page, [post(3, 9), post(1, 9)]);
 }

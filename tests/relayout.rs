@@ -71,13 +71,14 @@ where
         .await
         .unwrap();
     store
+        .expiry()
         .save_with_ttl(&user(601), Duration::from_secs(600))
         .await
         .unwrap();
     for id in 2..=20u64 {
-        store.relate(&FOLLOWS, id, 1).await.unwrap();
+        store.relation(&FOLLOWS).relate(id, 1).await.unwrap();
     }
-    store.relate(&FOLLOWS, 1, 2).await.unwrap();
+    store.relation(&FOLLOWS).relate(1, 2).await.unwrap();
     for id in [1u64, 2] {
         store
             .save(&Post {
@@ -87,8 +88,8 @@ where
             .await
             .unwrap();
     }
-    store.timeline_push(&FEED, 1, [3u64, 4]).await.unwrap();
-    store.timeline_push(&FEED, 2, [3u64]).await.unwrap();
+    store.timeline(&FEED).push(1, [3u64, 4]).await.unwrap();
+    store.timeline(&FEED).push(2, [3u64]).await.unwrap();
 }
 
 /// What a keyspace holds, as the API reads it, for comparing two.
@@ -107,23 +108,25 @@ where
         .map(|u| u.id)
         .collect();
     rome.sort();
-    let mut followers = store.related_back(&FOLLOWS, 1).await.unwrap();
+    let mut followers = store.relation(&FOLLOWS).related_back(1).await.unwrap();
     followers.sort();
     let top: Vec<u64> = store
-        .top(User::SCORE, 5)
+        .board(User::SCORE)
+        .top(5)
         .await
         .unwrap()
         .into_iter()
         .map(|(u, _)| u.id)
         .collect();
     let feed: Vec<u64> = store
-        .timeline(&FEED, 3, 0, 10)
+        .timeline(&FEED)
+        .page(3, 0, 10)
         .await
         .unwrap()
         .into_iter()
         .map(|p| p.id)
         .collect();
-    let ttl = store.ttl::<User>(601).await.unwrap();
+    let ttl = store.expiry::<User>().ttl(601).await.unwrap();
     let owner = store.find_unique(User::EMAIL, "u7@x").await.unwrap();
     (
         all_users(store).await,
@@ -151,7 +154,8 @@ async fn a_keyspace_moves_to_a_cluster_and_back() {
     let (mut cursor, mut copied, mut batches) = (0, 0, 0);
     loop {
         let b = one
-            .relayout_batch::<User, _>(&many, cursor, 100)
+            .maintenance::<User>()
+            .relayout_batch(&many, cursor, 100)
             .await
             .unwrap();
         assert!(b.failed.is_empty(), "{:?}", b.failed);
@@ -165,21 +169,22 @@ async fn a_keyspace_moves_to_a_cluster_and_back() {
     assert_eq!(copied, 601);
     assert!(batches > 1, "walked in pages");
     let posts = one
-        .relayout::<Post, _>(&many, 0, 100, |_| {})
+        .maintenance::<Post>()
+        .relayout(&many, 0, 100, |_| {})
         .await
         .unwrap();
     assert_eq!(posts.migrated, 2);
-    let pairs = one.relayout_relation(&FOLLOWS, &many, 100).await.unwrap();
+    let pairs = one.relation(&FOLLOWS).relayout(&many, 100).await.unwrap();
     assert_eq!(pairs.migrated, 20);
     assert!(pairs.failed.is_empty());
-    let feeds = one.relayout_timeline(&FEED, &many, 100).await.unwrap();
+    let feeds = one.timeline(&FEED).relayout(&many, 100).await.unwrap();
     assert_eq!(feeds.migrated, 2);
 
     assert_eq!(summary(&many).await, before);
     assert!(many.keys_of::<User>(9).base.starts_with('{'));
     for report in [
-        many.verify::<User>().await.unwrap(),
-        many.verify::<Post>().await.unwrap(),
+        many.maintenance::<User>().verify().await.unwrap(),
+        many.maintenance::<Post>().verify().await.unwrap(),
     ] {
         assert!(report.is_clean(), "{:?}", report.violations);
     }
@@ -215,7 +220,12 @@ async fn a_keyspace_moves_to_a_cluster_and_back() {
     summary_back.2 = before.2.clone();
     summary_back.4 = before.4.clone();
     assert_eq!(summary_back, before);
-    assert!(back.verify::<User>().await.unwrap().is_clean());
+    assert!(back
+        .maintenance::<User>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 /// An account of the relayout-under-writes scenario: a unique username the
@@ -342,11 +352,13 @@ async fn a_relayout_under_eight_writers_converges_after_the_final_pass() {
         .collect();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let pass1 = source
-        .relayout::<Account, _>(&dest, 0, 200, |_| {})
+        .maintenance::<Account>()
+        .relayout(&dest, 0, 200, |_| {})
         .await
         .unwrap();
     let during = source
-        .relayout_compare::<Account, _>(&dest, 200)
+        .maintenance::<Account>()
+        .relayout_compare(&dest, 200)
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -368,7 +380,8 @@ async fn a_relayout_under_eight_writers_converges_after_the_final_pass() {
         pass1.failed.len()
     );
     let last = source
-        .relayout::<Account, _>(&dest, 0, 200, |_| {})
+        .maintenance::<Account>()
+        .relayout(&dest, 0, 200, |_| {})
         .await
         .unwrap();
     assert!(last.failed.is_empty(), "final pass: {:?}", last.failed);
@@ -376,7 +389,8 @@ async fn a_relayout_under_eight_writers_converges_after_the_final_pass() {
     // The compare proves the destination equal to the source, entity by
     // entity; the API's own reads of both sides agree.
     let compared = source
-        .relayout_compare::<Account, _>(&dest, 200)
+        .maintenance::<Account>()
+        .relayout_compare(&dest, 200)
         .await
         .unwrap();
     assert!(compared.is_clean(), "{compared}");
@@ -390,7 +404,7 @@ async fn a_relayout_under_eight_writers_converges_after_the_final_pass() {
         "missing, extra, differing after pass 1 ({} failed) and the final pass",
         pass1.failed.len()
     );
-    let report = dest.verify::<Account>().await.unwrap();
+    let report = dest.maintenance::<Account>().verify().await.unwrap();
     assert!(report.is_clean(), "{report}");
     assert_eq!(report.entities, from.len());
     for a in from.values().take(50) {
@@ -403,7 +417,8 @@ async fn a_relayout_under_eight_writers_converges_after_the_final_pass() {
 
     // A pass with nothing left to do writes nothing.
     let again = source
-        .relayout::<Account, _>(&dest, 0, 200, |_| {})
+        .maintenance::<Account>()
+        .relayout(&dest, 0, 200, |_| {})
         .await
         .unwrap();
     assert_eq!((again.migrated, again.deleted), (0, 0), "{again:?}");
@@ -435,13 +450,15 @@ async fn a_second_pass_follows_swaps_rename_chains_deletes_and_versions() {
         source.save(&h).await.unwrap();
     }
     source
-        .expire::<Handle>(6, Duration::from_secs(600))
+        .expiry::<Handle>()
+        .expire(6, Duration::from_secs(600))
         .await
         .unwrap();
     let cluster = RedisCluster::start(3);
     let dest = Store::connect_cluster(&cluster.urls()).await.unwrap();
     let first = source
-        .relayout::<Handle, _>(&dest, 0, 100, |_| {})
+        .maintenance::<Handle>()
+        .relayout(&dest, 0, 100, |_| {})
         .await
         .unwrap();
     assert_eq!((first.migrated, first.failed.len()), (6, 0));
@@ -473,9 +490,10 @@ async fn a_second_pass_follows_swaps_rename_chains_deletes_and_versions() {
         version: 0,
     };
     source.save(&seven).await.unwrap();
-    source.persist::<Handle>(6).await.unwrap();
+    source.expiry::<Handle>().persist(6).await.unwrap();
     let stale = source
-        .relayout_compare::<Handle, _>(&dest, 100)
+        .maintenance::<Handle>()
+        .relayout_compare(&dest, 100)
         .await
         .unwrap();
     assert_eq!(
@@ -489,14 +507,16 @@ async fn a_second_pass_follows_swaps_rename_chains_deletes_and_versions() {
     );
 
     let second = source
-        .relayout::<Handle, _>(&dest, 0, 100, |_| {})
+        .maintenance::<Handle>()
+        .relayout(&dest, 0, 100, |_| {})
         .await
         .unwrap();
     assert!(second.failed.is_empty(), "{:?}", second.failed);
     // 5 gone; 1, 2, 3 and 4 released their old names first.
     assert_eq!(second.deleted, 5, "{second:?}");
     let compared = source
-        .relayout_compare::<Handle, _>(&dest, 100)
+        .maintenance::<Handle>()
+        .relayout_compare(&dest, 100)
         .await
         .unwrap();
     assert!(compared.is_clean(), "{compared}");
@@ -509,6 +529,11 @@ async fn a_second_pass_follows_swaps_rename_chains_deletes_and_versions() {
     }
     let owner = dest.find_unique(Handle::NAME, "h1").await.unwrap();
     assert_eq!(owner.map(|h| h.id), Some(2));
-    assert_eq!(dest.ttl::<Handle>(6).await.unwrap(), None);
-    assert!(dest.verify::<Handle>().await.unwrap().is_clean());
+    assert_eq!(dest.expiry::<Handle>().ttl(6).await.unwrap(), None);
+    assert!(dest
+        .maintenance::<Handle>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }

@@ -97,14 +97,15 @@ async fn reads_go_to_the_replica_and_writes_to_the_primary() {
         Some(player(3, "blue", 20.0))
     );
     let top: Vec<u64> = store
-        .top(Player::SCORE, 2)
+        .board(Player::SCORE)
+        .top(2)
         .await
         .unwrap()
         .into_iter()
         .map(|(p, _)| p.id)
         .collect();
     assert_eq!(top, [2, 3]);
-    assert_eq!(store.rank(Player::SCORE, 1).await.unwrap(), Some(2));
+    assert_eq!(store.board(Player::SCORE).rank(1).await.unwrap(), Some(2));
     // The primary answered none of it; the replica all of it.
     let after = (
         primary.calls("hgetall"),
@@ -126,5 +127,5 @@ async fn reads_go_to_the_replica_and_writes_to_the_primary() {
         .arg(2000)
         .query(&mut primary.conn())
         .unwrap();
-    assert_eq!(store.rank(Player::SCORE, 1).await.unwrap(), Some(0));
+    assert_eq!(store.board(Player::SCORE).rank(1).await.unwrap(), Some(0));
 }

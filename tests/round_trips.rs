@@ -74,7 +74,7 @@ async fn every_call_is_one_round_trip() {
     assert_eq!(trips.take(), 1, "exists");
     assert!(store.delete::<User>(&1).await.unwrap());
     assert_eq!(trips.take(), 1, "delete");
-    store.ttl::<User>(&2).await.unwrap();
+    store.expiry::<User>().ttl(&2).await.unwrap();
     assert_eq!(trips.take(), 1, "ttl");
 
     let c = Columns {

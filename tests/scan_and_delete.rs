@@ -189,7 +189,12 @@ async fn delete_by_query_removes_every_match_and_its_entries() {
         .await
         .unwrap();
     assert_eq!(deleted, 3);
-    assert!(store.verify::<Session>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<Session>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
     let (left, _) = walk::<Session>(&store, 200).await;
     assert_eq!(left.len(), 1100 - 367 - 3);
 }

@@ -282,11 +282,11 @@ async fn reads_run_during_client_pause_write() {
         Some(user(2, "wang", "CN", &[]))
     );
     assert_eq!(
-        store.top(Player::SCORE, 2).await.unwrap(),
+        store.board(Player::SCORE).top(2).await.unwrap(),
         [(player(2, 30), 30.0), (player(3, 20), 20.0)]
     );
-    assert_eq!(store.rank(Player::SCORE, 1).await.unwrap(), Some(2));
-    assert_eq!(store.rank(Player::SCORE, 2).await.unwrap(), Some(0));
+    assert_eq!(store.board(Player::SCORE).rank(1).await.unwrap(), Some(2));
+    assert_eq!(store.board(Player::SCORE).rank(2).await.unwrap(), Some(0));
     let reads_took = paused_at.elapsed();
 
     // Give the paused save time to reach the server (and to outlast a
@@ -515,7 +515,7 @@ async fn a_new_store_loads_the_library_in_the_first_round_trip() {
     assert_eq!(trips2.take(), 1);
     assert_eq!(libraries(&server), libs);
     assert_eq!(
-        second.top(Player::SCORE, 5).await.unwrap(),
+        second.board(Player::SCORE).top(5).await.unwrap(),
         [(player(2, 7), 7.0), (player(1, 5), 5.0)]
     );
 }
@@ -540,7 +540,7 @@ async fn scripts_survive_script_flush_for_reads() {
     trips.take();
     assert_eq!(de().await.unwrap(), 2);
     assert_eq!(trips.take(), 1, "the first call sends the text (EVAL_RO)");
-    assert_eq!(store.rank(Player::SCORE, 1).await.unwrap(), Some(1));
+    assert_eq!(store.board(Player::SCORE).rank(1).await.unwrap(), Some(1));
     assert_eq!(trips.take(), 1);
 
     let _: () = redis::cmd("SCRIPT")
@@ -552,9 +552,9 @@ async fn scripts_survive_script_flush_for_reads() {
     assert_eq!(trips.take(), 2, "NOSCRIPT, then EVAL_RO");
     assert_eq!(de().await.unwrap(), 2);
     assert_eq!(trips.take(), 1, "cached again");
-    assert_eq!(store.rank(Player::SCORE, 1).await.unwrap(), Some(1));
+    assert_eq!(store.board(Player::SCORE).rank(1).await.unwrap(), Some(1));
     assert_eq!(trips.take(), 2, "rank: NOSCRIPT, then EVAL_RO");
-    assert_eq!(store.rank(Player::SCORE, 2).await.unwrap(), Some(0));
+    assert_eq!(store.board(Player::SCORE).rank(2).await.unwrap(), Some(0));
     assert_eq!(trips.take(), 1);
 
     // SCRIPT FLUSH leaves the function libraries alone.
@@ -599,14 +599,16 @@ async fn a_plain_entity_without_indexes_writes_no_shared_key() {
 
     // A TTL does not make it tracked either.
     store
+        .expiry()
         .save_with_ttl(&note(5), Duration::from_secs(600))
         .await
         .unwrap();
     assert!(store
-        .expire::<Note>(&2, Duration::from_secs(600))
+        .expiry::<Note>()
+        .expire(&2, Duration::from_secs(600))
         .await
         .unwrap());
-    assert!(store.persist::<Note>(&2).await.unwrap());
+    assert!(store.expiry::<Note>().persist(&2).await.unwrap());
     store
         .update::<Note>(&5)
         .set(Note::TEXT, "changed".to_string())
@@ -617,7 +619,7 @@ async fn a_plain_entity_without_indexes_writes_no_shared_key() {
         all_keys(&server),
         sorted([2, 3, 4, 5].map(|id| Note::key(&id)).to_vec())
     );
-    assert!(store.ttl::<Note>(&5).await.unwrap().is_some());
+    assert!(store.expiry::<Note>().ttl(&5).await.unwrap().is_some());
     for id in [2, 3, 4, 5] {
         assert!(store.delete::<Note>(&id).await.unwrap());
     }

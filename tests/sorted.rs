@@ -180,7 +180,12 @@ async fn the_sorted_set_follows_saves_updates_and_deletes() {
         n += part;
     }
     assert_eq!(n, 5);
-    assert!(store.verify::<Item>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<Item>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 #[tokio::test]
@@ -333,19 +338,25 @@ async fn top_with_profiles_in_two_round_trips_and_rank_in_one() {
     let server = RedisServer::start();
     let (store, trips) = support::counted_store(&server).await;
     store.save_all(&players()).await.unwrap();
-    store.top(Player::SCORE, 1).await.unwrap();
-    store.rank(Player::SCORE, 1000).await.unwrap();
+    store.board(Player::SCORE).top(1).await.unwrap();
+    store.board(Player::SCORE).rank(1000).await.unwrap();
     trips.take();
-    let top = store.top(Player::SCORE, 10).await.unwrap();
+    let top = store.board(Player::SCORE).top(10).await.unwrap();
     assert_eq!(trips.take(), 2, "top 10 with profiles");
     assert_eq!(top.len(), 10);
     assert!(top.windows(2).all(|w| w[0].1 >= w[1].1), "best first");
     assert_eq!(top[0].0.name, "ivy");
     assert_eq!(top[0].1, 96.0);
-    assert_eq!(store.rank(Player::SCORE, 1008).await.unwrap(), Some(0));
+    assert_eq!(
+        store.board(Player::SCORE).rank(1008).await.unwrap(),
+        Some(0)
+    );
     assert_eq!(trips.take(), 1, "rank");
-    assert_eq!(store.rank(Player::SCORE, 1005).await.unwrap(), Some(1));
-    assert_eq!(store.rank(Player::SCORE, 9999).await.unwrap(), None);
+    assert_eq!(
+        store.board(Player::SCORE).rank(1005).await.unwrap(),
+        Some(1)
+    );
+    assert_eq!(store.board(Player::SCORE).rank(9999).await.unwrap(), None);
     // ZINCRBY moves a player up.
     store
         .update::<Player>(&1000)
@@ -353,9 +364,15 @@ async fn top_with_profiles_in_two_round_trips_and_rank_in_one() {
         .exec()
         .await
         .unwrap();
-    assert_eq!(store.rank(Player::SCORE, 1000).await.unwrap(), Some(0));
-    assert_eq!(store.top(Player::SCORE, 1).await.unwrap()[0].0.id, 1000);
-    assert!(store.top(Player::SCORE, 0).await.unwrap().is_empty());
+    assert_eq!(
+        store.board(Player::SCORE).rank(1000).await.unwrap(),
+        Some(0)
+    );
+    assert_eq!(
+        store.board(Player::SCORE).top(1).await.unwrap()[0].0.id,
+        1000
+    );
+    assert!(store.board(Player::SCORE).top(0).await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -365,14 +382,18 @@ async fn expired_players_are_not_ranked_or_listed() {
     store.save_all(&players()).await.unwrap();
     // ivy (1008, best) leaves soon.
     store
-        .expire::<Player>(&1008, Duration::from_millis(50))
+        .expiry::<Player>()
+        .expire(&1008, Duration::from_millis(50))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let top = store.top(Player::SCORE, 3).await.unwrap();
+    let top = store.board(Player::SCORE).top(3).await.unwrap();
     assert_eq!(top[0].0.name, "flo", "the expired leader is gone");
-    assert_eq!(store.rank(Player::SCORE, 1005).await.unwrap(), Some(0));
-    assert_eq!(store.rank(Player::SCORE, 1008).await.unwrap(), None);
+    assert_eq!(
+        store.board(Player::SCORE).rank(1005).await.unwrap(),
+        Some(0)
+    );
+    assert_eq!(store.board(Player::SCORE).rank(1008).await.unwrap(), None);
 }
 
 #[tokio::test]
@@ -385,23 +406,25 @@ async fn weekly_boards_rotate_and_expire() {
     let now = SystemTime::now();
     let next = now + Duration::from_secs(7 * 86_400);
     store
-        .board_incr_at(&WEEKLY, &1000, 5.0, next)
+        .rotating(&WEEKLY)
+        .incr_at(&1000, 5.0, next)
         .await
         .unwrap();
     assert_eq!(
         store
-            .board_incr_at(&WEEKLY, &1000, 2.5, next)
+            .rotating(&WEEKLY)
+            .incr_at(&1000, 2.5, next)
             .await
             .unwrap(),
         7.5
     );
-    let next_top = store.board_top_at(&WEEKLY, next, 5).await.unwrap();
+    let next_top = store.rotating(&WEEKLY).top_at(next, 5).await.unwrap();
     assert_eq!(
         next_top.iter().map(|(p, s)| (p.id, *s)).collect::<Vec<_>>(),
         [(1000, 7.5)]
     );
     assert!(
-        store.board_top(&WEEKLY, 5).await.unwrap().is_empty(),
+        store.rotating(&WEEKLY).top(5).await.unwrap().is_empty(),
         "another bucket"
     );
     let next_key = WEEKLY.key(store.namespace(), next);
@@ -416,17 +439,22 @@ async fn weekly_boards_rotate_and_expire() {
     );
     // A bucket of a week long gone is dropped by its expiry at once.
     let old = UNIX_EPOCH + Duration::from_secs(18_630 * 86_400);
-    store.board_incr_at(&WEEKLY, &1001, 9.0, old).await.unwrap();
+    store
+        .rotating(&WEEKLY)
+        .incr_at(&1001, 9.0, old)
+        .await
+        .unwrap();
     assert!(store
-        .board_top_at(&WEEKLY, old, 5)
+        .rotating(&WEEKLY)
+        .top_at(old, 5)
         .await
         .unwrap()
         .is_empty());
     // The current week: ZINCRBY and a rank.
-    store.board_incr(&WEEKLY, &1002, 3.0).await.unwrap();
-    store.board_incr(&WEEKLY, &1003, 4.0).await.unwrap();
-    assert_eq!(store.board_rank(&WEEKLY, &1003).await.unwrap(), Some(0));
-    assert_eq!(store.board_rank(&WEEKLY, &1002).await.unwrap(), Some(1));
+    store.rotating(&WEEKLY).incr(&1002, 3.0).await.unwrap();
+    store.rotating(&WEEKLY).incr(&1003, 4.0).await.unwrap();
+    assert_eq!(store.rotating(&WEEKLY).rank(&1003).await.unwrap(), Some(0));
+    assert_eq!(store.rotating(&WEEKLY).rank(&1002).await.unwrap(), Some(1));
     let current = WEEKLY.key(store.namespace(), SystemTime::now());
     let ttl: i64 = server.conn().ttl(&current).unwrap();
     assert!(
@@ -463,7 +491,7 @@ async fn verify_names_the_sorted_set_of_a_wrong_score_and_repair_rewrites_it() {
     // Item 1 listed at 99 instead of 1.5; item 9 does not exist.
     let _: () = c.zadd(&price1, "1", 99.0).unwrap();
     let _: () = c.zadd(&stock9, "9", 4.0).unwrap();
-    let report = store.verify::<Item>().await.unwrap();
+    let report = store.maintenance::<Item>().verify().await.unwrap();
     let mut got = report.violations.clone();
     got.sort_by_key(|v| v.to_string());
     let mut want = vec![
@@ -498,11 +526,16 @@ async fn verify_names_the_sorted_set_of_a_wrong_score_and_repair_rewrites_it() {
     assert!(report.to_string().contains(&format!(
         "stale entry: `{price1}` lists `1` with `99`, which it does not hold"
     )));
-    let repaired = store.repair::<Item>(&report).await.unwrap();
+    let repaired = store.maintenance::<Item>().repair(&report).await.unwrap();
     assert_eq!((repaired.fixed, repaired.left.len()), (3, 0), "{repaired}");
     let p: f64 = c.zscore(&price1, "1").unwrap();
     assert_eq!(p, 1.5);
     let gone: Option<f64> = c.zscore(&stock9, "9").unwrap();
     assert_eq!(gone, None);
-    assert!(store.verify::<Item>().await.unwrap().is_clean());
+    assert!(store
+        .maintenance::<Item>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
 }

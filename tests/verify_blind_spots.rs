@@ -66,7 +66,7 @@ async fn a_key_no_pk_produces_is_reported_and_never_indexed() {
         cmd(&server, &["HSET", key, "color", "red"]);
     }
     let before = server.snapshot();
-    let report = store.verify::<Product>().await.unwrap();
+    let report = store.maintenance::<Product>().verify().await.unwrap();
     let mut foreign: Vec<&str> = report
         .violations
         .iter()
@@ -82,9 +82,13 @@ async fn a_key_no_pk_produces_is_reported_and_never_indexed() {
         "{report:?}"
     );
     assert_eq!(report.violations.len(), 3, "{report:?}");
-    let repaired = store.repair::<Product>(&report).await.unwrap();
+    let repaired = store
+        .maintenance::<Product>()
+        .repair(&report)
+        .await
+        .unwrap();
     assert_eq!((repaired.fixed, repaired.left.len()), (0, 3));
-    assert_eq!(store.reindex::<Product>().await.unwrap(), 1);
+    assert_eq!(store.maintenance::<Product>().reindex().await.unwrap(), 1);
     assert_eq!(
         server.snapshot(),
         before,
@@ -97,7 +101,7 @@ async fn a_key_no_pk_produces_is_reported_and_never_indexed() {
 async fn a_relation_set_of_an_entity_without_relations_is_reported() {
     let (server, store) = two_accounts().await;
     cmd(&server, &["SADD", "acct:1:following", "77"]);
-    let report = store.verify::<Acct>().await.unwrap();
+    let report = store.maintenance::<Acct>().verify().await.unwrap();
     assert_eq!(
         report.violations,
         vec![Violation::UnlistedKey {
@@ -106,8 +110,8 @@ async fn a_relation_set_of_an_entity_without_relations_is_reported() {
         }]
     );
     // With a live relation the set is listed, and its stray member found.
-    store.relate(&FOLLOWS, 1, 2).await.unwrap();
-    let report = store.verify::<Acct>().await.unwrap();
+    store.relation(&FOLLOWS).relate(1, 2).await.unwrap();
+    let report = store.maintenance::<Acct>().verify().await.unwrap();
     assert!(
         report
             .violations
@@ -120,10 +124,10 @@ async fn a_relation_set_of_an_entity_without_relations_is_reported() {
 #[tokio::test]
 async fn a_relation_set_or_register_of_the_wrong_type_is_a_type_problem() {
     let (server, store) = two_accounts().await;
-    store.relate(&FOLLOWS, 1, 2).await.unwrap();
+    store.relation(&FOLLOWS).relate(1, 2).await.unwrap();
     cmd(&server, &["DEL", "acct:1:following"]);
     cmd(&server, &["SET", "acct:1:following", "x"]);
-    let report = store.verify::<Acct>().await.unwrap();
+    let report = store.maintenance::<Acct>().verify().await.unwrap();
     assert_eq!(
         report.violations,
         vec![Violation::WrongType {
@@ -134,7 +138,7 @@ async fn a_relation_set_or_register_of_the_wrong_type_is_a_type_problem() {
     );
     cmd(&server, &["DEL", "acct:1:following", "acct:2:@rel"]);
     cmd(&server, &["SET", "acct:2:@rel", "x"]);
-    let report = store.verify::<Acct>().await.unwrap();
+    let report = store.maintenance::<Acct>().verify().await.unwrap();
     assert!(
         report.violations.contains(&Violation::WrongType {
             key: "acct:2:@rel".into(),
@@ -142,7 +146,7 @@ async fn a_relation_set_or_register_of_the_wrong_type_is_a_type_problem() {
         }),
         "{report:?}"
     );
-    let repaired = store.repair::<Acct>(&report).await.unwrap();
+    let repaired = store.maintenance::<Acct>().repair(&report).await.unwrap();
     assert!(repaired
         .left
         .iter()

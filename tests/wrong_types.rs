@@ -63,9 +63,9 @@ async fn accounts() -> (RedisServer, Store) {
     for id in 1..=4 {
         store.save(&acct(id)).await.unwrap();
     }
-    store.relate(&FOLLOWS, 1, 2).await.unwrap();
-    store.relate(&FOLLOWS, 1, 3).await.unwrap();
-    store.relate(&MENTOR, 1, 2).await.unwrap();
+    store.relation(&FOLLOWS).relate(1, 2).await.unwrap();
+    store.relation(&FOLLOWS).relate(1, 3).await.unwrap();
+    store.relation(&MENTOR).relate(1, 2).await.unwrap();
     (server, store)
 }
 
@@ -102,38 +102,38 @@ async fn relation_writes_meeting_a_wrong_type_write_nothing() {
     refused(
         "relate: b's reverse set",
         "acct:4:followers",
-        |s| async move { s.relate(&FOLLOWS, 1, 4).await.map(drop) },
+        |s| async move { s.relation(&FOLLOWS).relate(1, 4).await.map(drop) },
     )
     .await;
     refused(
         "relate: a's forward set",
         "acct:4:following",
-        |s| async move { s.relate(&FOLLOWS, 4, 1).await.map(drop) },
+        |s| async move { s.relation(&FOLLOWS).relate(4, 1).await.map(drop) },
     )
     .await;
     refused("relate: a's register", "acct:4:@rel", |s| async move {
-        s.relate(&FOLLOWS, 4, 1).await.map(drop)
+        s.relation(&FOLLOWS).relate(4, 1).await.map(drop)
     })
     .await;
     refused("relate: b's register", "acct:4:@rel", |s| async move {
-        s.relate(&FOLLOWS, 1, 4).await.map(drop)
+        s.relation(&FOLLOWS).relate(1, 4).await.map(drop)
     })
     .await;
     // One-to-many: 2 leaves mentor 1 for 3; 1's set is written too.
     refused(
         "one-to-many: the previous owner's set",
         "acct:1:mentees",
-        |s| async move { s.relate(&MENTOR, 3, 2).await.map(drop) },
+        |s| async move { s.relation(&MENTOR).relate(3, 2).await.map(drop) },
     )
     .await;
     refused(
         "unrelate: b's reverse set",
         "acct:2:followers",
-        |s| async move { s.unrelate(&FOLLOWS, 1, 2).await.map(drop) },
+        |s| async move { s.relation(&FOLLOWS).unrelate(1, 2).await.map(drop) },
     )
     .await;
     refused("unrelate: b's register", "acct:3:@rel", |s| async move {
-        s.unrelate(&FOLLOWS, 1, 3).await.map(drop)
+        s.relation(&FOLLOWS).unrelate(1, 3).await.map(drop)
     })
     .await;
 }
@@ -163,20 +163,20 @@ async fn timeline_pushes_and_board_increments_meeting_a_wrong_type_write_nothing
     refused(
         "timeline push: one owner's list",
         "acct:3:feed",
-        |s| async move { s.timeline_push(&FEED, 4, [1, 2, 3]).await },
+        |s| async move { s.timeline(&FEED).push(4, [1, 2, 3]).await },
     )
     .await;
     refused(
         "timeline push: one owner's register",
         "acct:2:@rel",
-        |s| async move { s.timeline_push(&FEED, 4, [1, 2, 3]).await },
+        |s| async move { s.timeline(&FEED).push(4, [1, 2, 3]).await },
     )
     .await;
     // More owners than one call covers: the first calls write nothing either.
     refused(
         "timeline push to 2,500 owners",
         "acct:2400:feed",
-        |s| async move { s.timeline_push(&FEED, 4, 1..=2500u64).await },
+        |s| async move { s.timeline(&FEED).push(4, 1..=2500u64).await },
     )
     .await;
     let today = DAILY.key(
@@ -184,7 +184,7 @@ async fn timeline_pushes_and_board_increments_meeting_a_wrong_type_write_nothing
         std::time::SystemTime::now(),
     );
     refused("board increment", &today, |s| async move {
-        s.board_incr(&DAILY, 1, 5.0).await.map(drop)
+        s.rotating(&DAILY).incr(1, 5.0).await.map(drop)
     })
     .await;
 }
@@ -277,7 +277,15 @@ async fn increments_and_sets_into_an_index_meeting_a_wrong_type_write_nothing() 
             vec![m.clone()],
             "{what}"
         );
-        assert!(store.verify::<Meter>().await.unwrap().is_clean(), "{what}");
+        assert!(
+            store
+                .maintenance::<Meter>()
+                .verify()
+                .await
+                .unwrap()
+                .is_clean(),
+            "{what}"
+        );
     }
     for (what, key) in [
         ("set of an equality index", "meter:@bucket:9"),
@@ -326,6 +334,6 @@ async fn reads_name_the_key_of_the_wrong_type() {
         .await
         .unwrap_err();
     names("range", &err, "acct:@score");
-    let err = store.rank(Acct::SCORE, 1).await.unwrap_err();
+    let err = store.board(Acct::SCORE).rank(1).await.unwrap_err();
     names("rank", &err, "acct:@score");
 }

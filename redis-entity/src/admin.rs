@@ -20,7 +20,7 @@
 //! `sweep [--budget N] [TYPE...]`, `relayout --to URL[,URL...] [TYPE...]`
 //! (every stored entity copied into the keyspace at `URL`, one server, or
 //! the Redis Cluster of the node URLs given, in that keyspace's key
-//! layout; see [`Store::relayout`]: one pass, then the compare, which says
+//! layout; see [`Maintenance::relayout`](crate::maintenance::Maintenance::relayout): one pass, then the compare, which says
 //! whether the destination holds every entity as the source does). Without
 //! a type, every registered type.
 //! `--json` prints one JSON object per type instead of text, for scripts.

@@ -28,8 +28,8 @@ async fn wrong(store: Store) {
     // Ranges, ordering, top and rank need a sorted index.
     let _ = store.query::<User>().range(User::LEVEL, 1..5).ids().await;
     let _ = store.query::<User>().order_desc(User::LEVEL).ids().await;
-    let _ = store.top(User::LEVEL, 10).await;
-    let _ = store.rank(User::LEVEL, 1).await;
+    let _ = store.board(User::LEVEL).top(10).await;
+    let _ = store.board(User::LEVEL).rank(1).await;
     // Starts-with needs a prefix index.
     let _ = store.query::<User>().prefix(User::COUNTRY, "D").ids().await;
 }
@@ -37,7 +37,7 @@ async fn wrong(store: Store) {
 fn blocking(store: redis_entity::blocking::Store) {
     // The blocking store has the same bounds.
     let _ = store.find(User::EMAIL, "a@b.c");
-    let _ = store.top(User::LEVEL, 10);
+    let _ = store.board(User::LEVEL).top(10);
 }
 
 fn main() {}

@@ -20,10 +20,10 @@ const WROTE: Relation<User, Post> = Relation::one_to_many("posts", "author");
 
 async fn wrong(store: Store) {
     // A post's pk where a user's is expected.
-    let _ = store.relate(&WROTE, &String::from("p1"), &String::from("p2")).await;
+    let _ = store.relation(&WROTE).relate(&String::from("p1"), &String::from("p2")).await;
     // Mutual follows exist only for a relation of a type to itself.
-    let _ = store.mutual(&WROTE, &1).await;
-    let _ = store.relate(&FOLLOWS, &1, &2).await;
+    let _ = store.relation(&WROTE).mutual(&1).await;
+    let _ = store.relation(&FOLLOWS).relate(&1, &2).await;
 }
 
 fn main() {}

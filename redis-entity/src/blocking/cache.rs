@@ -81,4 +81,3 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         store.run(self.inner.invalidate(key))
     }
 }
-

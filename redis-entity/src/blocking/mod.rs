@@ -234,7 +234,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.inner.keys_of::<E>(pk)
     }
 
-
     /// See [`crate::Store::update`].
     pub fn update<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> Update<'_, E, Self> {
         Update::new(self, &pk.into_pk())
@@ -353,4 +352,3 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
         self.rebind(&store.inner).explain()
     }
 }
-

@@ -20,8 +20,8 @@ use super::Store;
 use crate::error::{Error, Result};
 use crate::plan::query;
 use crate::schema::entity::Entity;
-use crate::schema::field::{Field, SortedIndex};
 use crate::schema::escape::Namespace;
+use crate::schema::field::{Field, SortedIndex};
 use crate::schema::pk::IntoPk;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use std::marker::PhantomData;
@@ -207,7 +207,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// The `n` best entities of the current bucket of `board`, with scores
     /// (two round trips).
-    pub(crate) async fn board_top<E: Entity>(&self, board: &Board<E>, n: usize) -> Result<Vec<(E, f64)>> {
+    pub(crate) async fn board_top<E: Entity>(
+        &self,
+        board: &Board<E>,
+        n: usize,
+    ) -> Result<Vec<(E, f64)>> {
         self.board_top_at(board, std::time::SystemTime::now(), n)
             .await
     }
@@ -286,7 +290,12 @@ impl<E, C> Copy for Leaderboard<'_, E, C> {}
 impl<E: Entity, C> std::fmt::Debug for Leaderboard<'_, E, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let field = self.index.map(|i| E::DESC.indexes[i].field);
-        write!(f, "Leaderboard({}.{})", E::DESC.prefix, field.unwrap_or("?"))
+        write!(
+            f,
+            "Leaderboard({}.{})",
+            E::DESC.prefix,
+            field.unwrap_or("?")
+        )
     }
 }
 
@@ -348,7 +357,11 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Leaderboard<'_, E, C> {
     /// index shard, merged). A record that does not decode fails the call:
     /// see [`top_each`](Self::top_each).
     pub async fn top(&self, n: usize) -> Result<Vec<(E, f64)>> {
-        self.store.top_at::<E>(self.index, n).await?.into_iter().collect()
+        self.store
+            .top_at::<E>(self.index, n)
+            .await?
+            .into_iter()
+            .collect()
     }
 
     /// [`top`](Self::top) with a result per entity: a record that does not

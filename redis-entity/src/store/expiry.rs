@@ -81,7 +81,9 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Expiry<'_, E, C> {
     pub async fn expire(&self, pk: impl IntoPk<E::Pk>, ttl: Duration) -> Result<bool> {
         let pk = &pk.into_pk();
         self.store.expiring.insert(ExpiringTypes::id(E::DESC));
-        self.store.lifecycle::<E>(pk, WriteOp::Expire, Some(ttl)).await
+        self.store
+            .lifecycle::<E>(pk, WriteOp::Expire, Some(ttl))
+            .await
     }
 
     /// Removes the TTL of every key of the entity; `false` if there is no

@@ -60,7 +60,7 @@ pub struct Progress {
     pub skipped: u64,
     /// Legacy keys deleted; in a relayout, entities deleted in the
     /// destination (gone from the source, or renamed there: see
-    /// [`Store::relayout_prune_batch`](crate::Store::relayout_prune_batch)).
+    /// [`Maintenance::relayout_prune_batch`](crate::maintenance::Maintenance::relayout_prune_batch)).
     pub deleted: u64,
     /// Keys that failed, with the reason; their sources are kept.
     pub failed: Vec<(String, String)>,

@@ -353,7 +353,10 @@ impl<A, B, C> std::fmt::Debug for Relations<'_, A, B, C> {
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// The pairs of `rel` in this store: relate, unrelate and read them.
     pub fn relation<A: Entity, B: Entity>(&self, rel: &Relation<A, B>) -> Relations<'_, A, B, C> {
-        Relations { store: self, rel: *rel }
+        Relations {
+            store: self,
+            rel: *rel,
+        }
     }
 }
 

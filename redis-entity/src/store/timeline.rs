@@ -323,7 +323,12 @@ impl<O: Entity, P: Entity, C: ConnectionLike + Clone + Send + Sync> Timelines<'_
 
     /// The pks of a page of `owner`'s list, newest first, without the posts
     /// (`LRANGE`, one round trip; posts deleted since included).
-    pub async fn ids(&self, owner: impl IntoPk<O::Pk>, offset: usize, n: usize) -> Result<Vec<P::Pk>> {
+    pub async fn ids(
+        &self,
+        owner: impl IntoPk<O::Pk>,
+        offset: usize,
+        n: usize,
+    ) -> Result<Vec<P::Pk>> {
         self.store
             .timeline_ids(&self.timeline, owner, offset, n)
             .await

@@ -101,7 +101,12 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Maintenance<'_, E, C> {
 
     /// Copies one page of `E` into `to` from `cursor` (0 starts); see
     /// [`crate::relayout`] for the whole procedure.
-    pub async fn relayout_batch<D>(&self, to: &Store<D>, cursor: u64, count: usize) -> Result<migrate::Progress>
+    pub async fn relayout_batch<D>(
+        &self,
+        to: &Store<D>,
+        cursor: u64,
+        count: usize,
+    ) -> Result<migrate::Progress>
     where
         D: ConnectionLike + Clone + Send + Sync,
     {

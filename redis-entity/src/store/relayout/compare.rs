@@ -12,7 +12,7 @@ use std::time::Duration;
 /// How many examples a report keeps.
 const EXAMPLES: usize = 10;
 
-/// What [`Store::relayout_compare`] found: the entities of one type in the
+/// What [`Maintenance::relayout_compare`](crate::maintenance::Maintenance::relayout_compare) found: the entities of one type in the
 /// source and in the destination, and those that are not the same in both.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RelayoutReport {

@@ -5,19 +5,20 @@
 //! A pass makes the destination's entities of a type equal to the source's
 //! as the pass reads them, and can be run again and again:
 //!
-//! 1. **prune** ([`Store::relayout_prune_batch`]): a walk of the
+//! 1. **prune** ([`Maintenance::relayout_prune_batch`](crate::maintenance::Maintenance::relayout_prune_batch)): a walk of the
 //!    destination deletes there every entity the source no longer has, and
 //!    every one whose unique values the source's no longer holds (a rename),
 //!    so that the values it held are free before anything claims them (a
 //!    rename chain A->B while B->C, or a swap, never collides);
-//! 2. **copy** ([`Store::relayout_batch`]): a walk of the source (SCAN or
+//! 2. **copy** ([`Maintenance::relayout_batch`](crate::maintenance::Maintenance::relayout_batch)): a walk of the source (SCAN or
 //!    SSCAN, never KEYS; shard after shard on a cluster) reads each page's
 //!    entities here and there, with their TTLs, and writes in the
 //!    destination each one it does not hold as the source does (the stored
 //!    form as it is, `#[version]` included, its TTL kept or removed; each
 //!    entity atomic with its indexes). Equal ones are left alone.
 //!
-//! [`Store::relayout`] runs both. [`Store::relayout_compare`] then proves
+//! [`Maintenance::relayout`](crate::maintenance::Maintenance::relayout) runs both.
+//! [`Maintenance::relayout_compare`](crate::maintenance::Maintenance::relayout_compare) then proves
 //! the two keyspaces equal entity by entity (a [`RelayoutReport`] of the
 //! missing, extra and differing ones).
 //!
@@ -31,7 +32,8 @@
 //! `relayout_compare`, which then reports 0 missing, 0 extra and 0
 //! differing; point the application at the destination, and only then drop
 //! the source. Relations and timelines are typed, so they move with
-//! [`Store::relayout_relation`] and [`Store::relayout_timeline`] after the
+//! [`Relations::relayout`](crate::relation::Relations::relayout) and
+//! [`Timelines::relayout`](crate::relation::Timelines::relayout) after the
 //! final pass of their entities.
 //!
 //! ```no_run
@@ -41,11 +43,11 @@
 //! let old = Store::connect("redis://10.0.0.1:6379/").await?;
 //! let new = Store::connect_cluster(&["redis://10.0.0.2:7000/", "redis://10.0.0.3:7000/"]).await?;
 //! // While the application still writes to `old`:
-//! old.relayout::<User, _>(&new, 0, 500, |p| eprintln!("{} copied", p.migrated)).await?;
+//! old.maintenance::<User>().relayout(&new, 0, 500, |p| eprintln!("{} copied", p.migrated)).await?;
 //! // Writers stopped: the final pass, then the proof.
-//! let last = old.relayout::<User, _>(&new, 0, 500, |_| {}).await?;
+//! let last = old.maintenance::<User>().relayout(&new, 0, 500, |_| {}).await?;
 //! assert!(last.failed.is_empty());
-//! let report = old.relayout_compare::<User, _>(&new, 500).await?;
+//! let report = old.maintenance::<User>().relayout_compare(&new, 500).await?;
 //! assert!(report.is_clean(), "{report}");
 //! // Cut over to `new`; `old` may go now.
 //! # Ok(()) }
