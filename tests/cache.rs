@@ -1,4 +1,4 @@
-//! Seed 002: cache penetration, breakdown and avalanche, against a real
+//! The read-through cache: penetration, breakdown and avalanche, against a real
 //! server, with loads counted. Runs on one server, and with
 //! `REDIS_ENTITY_TEST_CLUSTER` set on a 3-master cluster, where the cache
 //! entries keep their names (`cache:{<escaped key>}`, a hash tag of their

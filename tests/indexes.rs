@@ -1,4 +1,4 @@
-//! Secondary indexes: unique lookups (seed 000's `user:username:lisi:uid`),
+//! Secondary indexes: unique lookups (the users-by-username scenario's `user:username:lisi:uid`),
 //! equality indexes, and their atomic maintenance on every write. Runs on
 //! one server, and with `REDIS_ENTITY_TEST_CLUSTER` set on a 3-master
 //! cluster, where `User` (a unique index, so one shard) keeps every key in

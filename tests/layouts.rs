@@ -157,7 +157,7 @@ async fn a_default_field_reads_absent_as_default() {
     assert_eq!(back.added_later, 0);
 }
 
-/// Seed 001's legacy format: one JSON string per user.
+/// The legacy format of the migration scenario: one JSON string per user.
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(layout = "json", key = "User_{id}_Profile")]
 struct LegacyProfile {
@@ -347,7 +347,7 @@ async fn an_entity_with_only_none_fields_still_exists() {
     assert!(store.exists::<SparseColumns>(&2).await.unwrap());
 }
 
-/// Seed 000: a column with its own timeout in the strings layout.
+/// Users as one string key per column: a column with its own timeout.
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(layout = "strings", key = "user:userid:{id}")]
 struct Account {

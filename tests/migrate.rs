@@ -1,4 +1,4 @@
-//! Seed 001: migration of legacy JSON strings to entities with SCAN, batches,
+//! Migration of legacy JSON strings to entities with SCAN, batches,
 //! a resumable cursor, a dry run, and source deletion. Runs on one server,
 //! and with `REDIS_ENTITY_TEST_CLUSTER` set on a 3-master cluster, where the
 //! migration walks every master with SCAN and `Profile` (indexed) is written

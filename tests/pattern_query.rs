@@ -1,4 +1,4 @@
-//! Seed 004: multi-condition and "starts with" queries met with indexes,
+//! Pattern queries without KEYS: multi-condition and "starts with" queries met with indexes,
 //! and zero-padded ids. Runs on one server, and with `scripts/test.sh
 //! --cluster` on a 3-master cluster, where each index is split over the
 //! type's index shards (`{SU1:<n>}:SU1:@user_name`).

@@ -1,4 +1,4 @@
-//! Seed 001: a profile cache as one hash per user (HSET one field, HINCRBY,
+//! The profile cache: a profile as one hash per user (HSET one field, HINCRBY,
 //! EXPIRE), settings in their own hash (`user:1001:settings`), tenant prefixes.
 //! Runs on one server, and with `scripts/test.sh --cluster` on a 3-master
 //! cluster, where the same keys carry a hash tag (`user:{1001}:profile`).

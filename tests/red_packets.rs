@@ -1,4 +1,4 @@
-//! Seed 000, red packets: a composite key found by indexes on pk fields.
+//! Red packets by (programId, uid): a composite key found by indexes on pk fields.
 //! Runs on one server, and with `scripts/test.sh --cluster` on a 3-master
 //! cluster, where a packet and its entries live in its index shard
 //! (`{red_package:<n>}:red_package:1_2_3`, `{red_package:<n>}:red_package:@uid:3`).

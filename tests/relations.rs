@@ -1,4 +1,4 @@
-//! Seed 000, Weibo: relations kept on both sides, cleaned on delete and
+//! Weibo followers and timelines: relations kept on both sides, cleaned on delete and
 //! expiry, one-to-many relations, and pushed timelines. Runs on one server,
 //! and with `scripts/test.sh --cluster` on a 3-master cluster, where users and
 //! posts share the `weibo` group's slot (`{weibo:0}:user:userid:8:following`).
@@ -72,7 +72,7 @@ async fn follow_keeps_both_sides_in_one_round_trip() {
     );
     store.relation(&FOLLOWS).relate(&9, &8).await.unwrap();
     store.relation(&FOLLOWS).relate(&7, &9).await.unwrap();
-    // The seed's two sets: who 8 follows, who follows 9.
+    // The Weibo model's two sets: who 8 follows, who follows 9.
     assert_eq!(members(&server, "user:userid:8:following"), [9]);
     assert_eq!(members(&server, "user:userid:9:followers"), [7, 8]);
     trips.take();
@@ -195,7 +195,7 @@ struct Task {
     reward: u32,
 }
 
-/// Seed 000: one live program has many red-packet tasks.
+/// Red packets: one live program has many red-packet tasks.
 const TASKS: Relation<Program, Task> = Relation::one_to_many("tasks", "program");
 
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! Sorted indexes and leaderboards (seed 001): ranges with every kind of
+//! Sorted indexes and leaderboards with profiles: ranges with every kind of
 //! bound, ordering, limits, combinations, in-place increments, top N with
 //! profiles, ranks, ties, negative and fractional scores, weekly boards.
 //! Runs on one server, and with `scripts/test.sh --cluster` on a 3-master

@@ -7,7 +7,8 @@ use redis::Commands;
 use redis_entity::{Error, RedisEntity};
 use support::Target;
 
-/// Seed 000 section 1.1: `set user:userid:9:username lisi` and so on.
+/// Users by pk and by username, as one string key per column: `set
+/// user:userid:9:username lisi` and so on.
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(layout = "strings", key = "user:userid:{id}")]
 struct User {
