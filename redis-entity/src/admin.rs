@@ -30,9 +30,9 @@
 
 use crate::any::AnyConnection;
 use crate::error::{Error, Result};
+use crate::keyspace::layout::Registry;
 use crate::plan::verify::{Progress, Repaired, Report};
 use crate::schema::entity::Entity;
-use crate::schema::layout::Registry;
 use crate::store::migrate::Progress as MoveProgress;
 use crate::store::relayout::RelayoutReport;
 use crate::store::Store;

@@ -85,7 +85,8 @@ impl Store<AnyConnection> {
                     .get_async_connection()
                     .await
                     .map_err(|e| Error::redis(many[0], e))?;
-                Store::new(AnyConnection::Cluster(conn)).with_key_layout(crate::KeyLayout::Cluster)
+                Store::new(AnyConnection::Cluster(conn))
+                    .with_key_layout(crate::schema::escape::KeyLayout::Cluster)
             }
         };
         Ok(store.with_layout_check())

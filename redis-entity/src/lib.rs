@@ -83,6 +83,7 @@ pub mod near;
 pub use any::AnyConnection;
 pub use conn::{CountingConnection, RoundTrips};
 pub use error::{Error, FieldError, FieldErrorKind, Result};
+pub use keyspace::layout::{EntityLayout, KeyPattern, RedisType, Registry};
 pub use keyspace::EntityKeys;
 pub use plan::explain::Explain;
 pub use schema::entity::{
@@ -94,7 +95,6 @@ pub use schema::field::{
     AllowsIncr, Assign, Equality, Field, HashField, Incrementable, NoIndex, Prefix, PrefixIndex,
     RangeOf, SetIndex, Sorted, SortedIndex, Tags, Unique, UniqueIndex, ValueKeyed, Writable,
 };
-pub use schema::layout::{EntityLayout, KeyPattern, RedisType, Registry};
 pub use schema::pk::IntoPk;
 pub use store::cache::{Cache, CacheOptions};
 pub use store::observe::Metrics;
@@ -253,6 +253,7 @@ pub use redis_entity_derive::RedisEntity;
 pub mod __private {
     pub use crate::error::{FieldError, Result};
     pub use crate::keyspace::entity_key_of as entity_key;
+    pub use crate::keyspace::layout::EntityLayout;
     pub use crate::schema::codec::SortScore;
     pub use crate::schema::codec::{
         decode_map, to_bytes, Defaulted, FieldCodec, Json, JsonOptional, MapField, Optional,
@@ -266,7 +267,6 @@ pub mod __private {
     pub use crate::schema::field::{
         Equality, Field, FieldMarker, HashField, NoIndex, Prefix, Sorted, Tags, Unique,
     };
-    pub use crate::schema::layout::EntityLayout;
     pub use crate::schema::update_op::UpdateOp;
     pub use ::core;
     pub use ::std::string::String;

@@ -23,19 +23,19 @@ use std::time::Duration;
 /// ```
 #[derive(Debug, Clone)]
 pub struct Cache<C = ConnectionManager> {
-    inner: crate::Cache<C>,
+    inner: crate::store::cache::Cache<C>,
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
     /// A cache sharing `store`'s connection and namespace.
     pub fn from_store(store: &Store<C>) -> Self {
         Cache {
-            inner: crate::Cache::from_store(&store.inner),
+            inner: crate::store::cache::Cache::from_store(&store.inner),
         }
     }
 
     /// The same cache with other options.
-    pub fn with_options(self, options: crate::CacheOptions) -> Self {
+    pub fn with_options(self, options: crate::store::cache::CacheOptions) -> Self {
         Cache {
             inner: self.inner.with_options(options),
         }

@@ -46,28 +46,28 @@ macro_rules! handle {
 
 handle!(
     /// A sorted index as a leaderboard (see [`crate::board::Leaderboard`]).
-    Leaderboard<E> = crate::board::Leaderboard<'s, E, C>
+    Leaderboard<E> = crate::store::board::Leaderboard<'s, E, C>
 );
 handle!(
     /// The buckets of a rotating board (see [`crate::board::Rotating`]).
-    Rotating<E> = crate::board::Rotating<'s, E, C>
+    Rotating<E> = crate::store::board::Rotating<'s, E, C>
 );
 handle!(
     /// The pairs of one relation (see [`crate::relation::Relations`]).
-    Relations<A, B> = crate::relation::Relations<'s, A, B, C>
+    Relations<A, B> = crate::store::relation::Relations<'s, A, B, C>
 );
 handle!(
     /// The lists of one timeline (see [`crate::relation::Timelines`]).
-    Timelines<O, P> = crate::relation::Timelines<'s, O, P, C>
+    Timelines<O, P> = crate::store::timeline::Timelines<'s, O, P, C>
 );
 handle!(
     /// The maintenance of one entity type (see
     /// [`crate::maintenance::Maintenance`]).
-    Maintenance<E> = crate::maintenance::Maintenance<'s, E, C>
+    Maintenance<E> = crate::store::maintenance::Maintenance<'s, E, C>
 );
 handle!(
     /// The TTLs of one entity type (see [`crate::Expiry`]).
-    Expiry<E> = crate::Expiry<'s, E, C>
+    Expiry<E> = crate::store::Expiry<'s, E, C>
 );
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
@@ -154,7 +154,7 @@ impl<A: Entity, B: Entity, C: ConnectionLike + Clone + Send + Sync> Relations<'_
         related[](a: impl IntoPk<A::Pk>) -> Result<Vec<B::Pk>>;
         related_back[](b: impl IntoPk<B::Pk>) -> Result<Vec<A::Pk>>;
         related_entities[](a: impl IntoPk<A::Pk>) -> Result<Vec<B>>;
-        relayout[D: ConnectionLike + Clone + Send + Sync](to: &crate::Store<D>, count: usize)
+        relayout[D: ConnectionLike + Clone + Send + Sync](to: &crate::store::Store<D>, count: usize)
             -> Result<Progress>;
     }
 }
@@ -174,7 +174,7 @@ impl<O: Entity, P: Entity, C: ConnectionLike + Clone + Send + Sync> Timelines<'_
         len[](owner: impl IntoPk<O::Pk>) -> Result<u64>;
         ids[](owner: impl IntoPk<O::Pk>, offset: usize, n: usize) -> Result<Vec<P::Pk>>;
         page[](owner: impl IntoPk<O::Pk>, offset: usize, n: usize) -> Result<Vec<P>>;
-        relayout[D: ConnectionLike + Clone + Send + Sync](to: &crate::Store<D>, count: usize)
+        relayout[D: ConnectionLike + Clone + Send + Sync](to: &crate::store::Store<D>, count: usize)
             -> Result<Progress>;
     }
 }
@@ -188,22 +188,22 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Maintenance<'_, E, C> {
             -> Result<Repaired>;
         sweep[](budget: usize) -> Result<usize>;
         relayout_batch[D: ConnectionLike + Clone + Send + Sync](
-            to: &crate::Store<D>,
+            to: &crate::store::Store<D>,
             cursor: u64,
             count: usize,
         ) -> Result<Progress>;
         relayout_prune_batch[D: ConnectionLike + Clone + Send + Sync](
-            to: &crate::Store<D>,
+            to: &crate::store::Store<D>,
             cursor: u64,
             count: usize,
         ) -> Result<Progress>;
         relayout[D: ConnectionLike + Clone + Send + Sync, F: FnMut(&Progress) + Send](
-            to: &crate::Store<D>,
+            to: &crate::store::Store<D>,
             cursor: u64,
             count: usize,
             progress: F,
         ) -> Result<Progress>;
-        relayout_compare[D: ConnectionLike + Clone + Send + Sync](to: &crate::Store<D>, count: usize)
+        relayout_compare[D: ConnectionLike + Clone + Send + Sync](to: &crate::store::Store<D>, count: usize)
             -> Result<RelayoutReport>;
         migrate_batch[F: FnMut(&str, &[u8]) -> std::result::Result<Option<E>, String>](
             migration: &Migration,

@@ -68,7 +68,7 @@ pub use scan::Scan;
 /// ```
 pub struct Store<C = ConnectionManager> {
     rt: tokio::runtime::Runtime,
-    inner: crate::Store<C>,
+    inner: crate::store::Store<C>,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -82,13 +82,13 @@ impl Store<ConnectionManager> {
     /// Connects to `url` (`redis://[user:password@]host:port/db`) with the
     /// default [`crate::ConnectOptions`] (see [`crate::Store::connect`]).
     pub fn connect(url: &str) -> Result<Self> {
-        Self::connect_with(url, crate::ConnectOptions::default())
+        Self::connect_with(url, crate::store::ConnectOptions::default())
     }
 
     /// Connects to `url` with `options` (timeouts, reconnection).
-    pub fn connect_with(url: &str, options: crate::ConnectOptions) -> Result<Self> {
+    pub fn connect_with(url: &str, options: crate::store::ConnectOptions) -> Result<Self> {
         let rt = runtime()?;
-        let inner = rt.block_on(crate::Store::connect_with(url, options))?;
+        let inner = rt.block_on(crate::store::Store::connect_with(url, options))?;
         Ok(Store { rt, inner })
     }
 }
@@ -98,18 +98,18 @@ impl Store<redis::cluster_async::ClusterConnection> {
     /// [`crate::Store::connect_cluster`]).
     pub fn connect_cluster<S: AsRef<str>>(urls: &[S]) -> Result<Self> {
         let rt = runtime()?;
-        let inner = rt.block_on(crate::Store::connect_cluster(urls))?;
+        let inner = rt.block_on(crate::store::Store::connect_cluster(urls))?;
         Ok(Store { rt, inner })
     }
 }
 
-impl Store<crate::AnyConnection> {
+impl Store<crate::any::AnyConnection> {
     /// Connects to one server, or given several URLs separated by commas to
     /// the Redis Cluster they belong to, as one store type (see
     /// [`crate::Store::connect_any`]).
     pub fn connect_any(target: &str) -> Result<Self> {
         let rt = runtime()?;
-        let inner = rt.block_on(crate::Store::connect_any(target))?;
+        let inner = rt.block_on(crate::store::Store::connect_any(target))?;
         Ok(Store { rt, inner })
     }
 }
@@ -133,7 +133,7 @@ impl<C> std::fmt::Debug for Store<C> {
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// A blocking store running `store` (its connection must be driven by a
     /// runtime that outlives this store, or be created by [`Store::connect`]).
-    pub fn from_async(store: crate::Store<C>) -> Result<Self> {
+    pub fn from_async(store: crate::store::Store<C>) -> Result<Self> {
         Ok(Store {
             rt: runtime()?,
             inner: store,
@@ -156,7 +156,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         url: &str,
         options: crate::near::NearCacheOptions,
     ) -> Result<Self> {
-        let near = if self.inner.key_layout() == crate::KeyLayout::Cluster {
+        let near = if self.inner.key_layout() == crate::schema::escape::KeyLayout::Cluster {
             let urls: Vec<&str> = url.split(',').map(str::trim).collect();
             self.rt
                 .block_on(crate::near::NearCache::connect_cluster(&urls, options))?
@@ -181,7 +181,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// The same store writing `layout` (see [`crate::Store::with_key_layout`]).
-    pub fn with_key_layout(mut self, layout: crate::KeyLayout) -> Self {
+    pub fn with_key_layout(mut self, layout: crate::schema::escape::KeyLayout) -> Self {
         self.inner = self.inner.with_key_layout(layout);
         self
     }
@@ -194,12 +194,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// The key layout this store writes.
-    pub fn key_layout(&self) -> crate::KeyLayout {
+    pub fn key_layout(&self) -> crate::schema::escape::KeyLayout {
         self.inner.key_layout()
     }
 
     /// What the store has done (see [`crate::Store::metrics`]).
-    pub fn metrics(&self) -> crate::Metrics {
+    pub fn metrics(&self) -> crate::store::observe::Metrics {
         self.inner.metrics()
     }
 
@@ -214,7 +214,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// The async store this one runs.
-    pub fn as_async(&self) -> &crate::Store<C> {
+    pub fn as_async(&self) -> &crate::store::Store<C> {
         &self.inner
     }
 

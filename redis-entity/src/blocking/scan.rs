@@ -20,7 +20,7 @@ use redis::aio::ConnectionLike;
 /// ```
 pub struct Scan<'s, E, C> {
     pub(super) store: &'s Store<C>,
-    pub(super) inner: crate::Scan<'s, E, C>,
+    pub(super) inner: crate::store::scan::Scan<'s, E, C>,
     /// What is left of the page the iterator is on.
     pub(super) page: std::vec::IntoIter<Result<E>>,
 }

@@ -430,7 +430,7 @@ impl std::fmt::Debug for NearCache {
 impl NearCache {
     /// Opens the tracking connection to `url` (the same server the store
     /// uses) and an empty cache.
-    pub async fn connect(url: &str, options: NearCacheOptions) -> crate::Result<Self> {
+    pub async fn connect(url: &str, options: NearCacheOptions) -> crate::error::Result<Self> {
         let shared = Arc::new(Shared::new(&options));
         let tracking = Arc::new(tracking::Tracking::new(url, &options, shared.clone())?);
         let route = Arc::new(route::Route::One(tracking));
@@ -458,7 +458,7 @@ impl NearCache {
     pub async fn connect_cluster<S: AsRef<str>>(
         urls: &[S],
         options: NearCacheOptions,
-    ) -> crate::Result<Self> {
+    ) -> crate::error::Result<Self> {
         let shared = Arc::new(Shared::new(&options));
         let urls: Vec<String> = urls.iter().map(|u| u.as_ref().to_owned()).collect();
         let route = Arc::new(route::Route::cluster(&urls, options, shared.clone())?);
@@ -488,7 +488,7 @@ impl NearCache {
 
     /// The tracking connection's id on the server (`CLIENT ID`), if it is
     /// connected: what `CLIENT LIST` and `CLIENT KILL ID` name it by.
-    pub async fn client_id(&self) -> crate::Result<i64> {
+    pub async fn client_id(&self) -> crate::error::Result<i64> {
         self.route.first().await?.client_id().await
     }
 }

@@ -139,7 +139,7 @@ impl Nodes {
     }
 
     async fn to(&self, key: &str) -> Result<Arc<Tracking>> {
-        let slot = crate::store::nodes::slot_of(crate::keyspace::slot_tag(key));
+        let slot = crate::keyspace::nodes::slot_of(crate::keyspace::slot_tag(key));
         for attempt in 0..2 {
             if attempt == 1 || self.current().is_empty() {
                 self.load().await?;
@@ -166,7 +166,7 @@ impl Nodes {
             .get_multiplexed_async_connection()
             .await
             .map_err(|e| Error::redis("CLUSTER SLOTS", e))?;
-        let masters = crate::store::nodes::masters(&mut conn).await?;
+        let masters = crate::keyspace::nodes::masters(&mut conn).await?;
         let old = self.current();
         let mut map = SlotMap::new();
         for (address, ranges) in masters {

@@ -123,7 +123,7 @@ pub(crate) fn json_document(desc: &EntityDesc, row: &Row) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::fixtures::*;
+    use crate::schema::fixtures::*;
 
     #[test]
     fn the_document_holds_present_columns_as_json_text() {

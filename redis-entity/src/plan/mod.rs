@@ -10,8 +10,6 @@
 //! - [`verify`]: the `verify` state machine and its repairs.
 
 pub(crate) mod explain;
-#[cfg(test)]
-pub(crate) mod fixtures;
 pub(crate) mod json;
 pub(crate) mod query;
 pub(crate) mod read;

@@ -898,8 +898,8 @@ pub(crate) fn finish_unique<E: Entity>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::fixtures::*;
     use crate::schema::entity::Layout;
+    use crate::schema::fixtures::*;
 
     const COUNTRY_IDX: usize = 1;
     const RATING_IDX: usize = 2;

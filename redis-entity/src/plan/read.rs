@@ -136,7 +136,7 @@ pub(crate) fn decode_read(
 
 /// The entity of a stored row; an error names the field and the key that
 /// holds it.
-pub(crate) fn entity_from_row<E: crate::Entity>(
+pub(crate) fn entity_from_row<E: crate::schema::entity::Entity>(
     pk: &E::Pk,
     keys: &EntityKeys,
     row: Row,
@@ -161,7 +161,7 @@ fn field_key<'k>(desc: &EntityDesc, keys: &'k EntityKeys, field: &str) -> &'k st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::fixtures::*;
+    use crate::schema::fixtures::*;
 
     fn read_commands(desc: &EntityDesc, member: &str) -> Vec<Vec<String>> {
         let mut pipe = redis::pipe();
@@ -216,7 +216,7 @@ mod tests {
         .expect("stored");
         assert_eq!(
             row,
-            crate::plan::fixtures::row(
+            crate::schema::fixtures::row(
                 &[Some("ann"), Some("DE"), None, None, None, Some("a:b")],
                 &[&[("theme", "dark")]]
             )
@@ -355,7 +355,7 @@ mod tests {
 #[cfg(test)]
 mod decoding_never_panics {
     use super::*;
-    use crate::plan::fixtures::{ACCOUNT, DOC, SESSION, USER};
+    use crate::schema::fixtures::{ACCOUNT, DOC, SESSION, USER};
     use proptest::prelude::*;
 
     /// Replies of any shape a server (or a corrupt keyspace) could give.
@@ -378,7 +378,7 @@ mod decoding_never_panics {
         #[test]
         fn on_arbitrary_replies(replies in prop::collection::vec(reply(), 0..4)) {
             for desc in [&USER, &SESSION, &DOC, &ACCOUNT] {
-                let keys = EntityKeys::new(desc, &crate::Namespace::none(), "1".into());
+                let keys = EntityKeys::new(desc, &crate::schema::escape::Namespace::none(), "1".into());
                 let _ = decode_read(desc, &keys, &mut replies.clone().into_iter());
             }
         }

@@ -380,7 +380,7 @@ impl Expected {
         desc: &'static EntityDesc,
         ns: &Namespace,
         member: &str,
-        row: &crate::Row,
+        row: &crate::schema::entity::Row,
     ) {
         self.members.insert(member.to_owned());
         for i in 0..desc.indexes.len() {
@@ -836,21 +836,22 @@ impl Verifier<'_> {
 
 /// Decodes the row of a member as the entity type would; the field and the
 /// reason of a failure.
-pub(crate) type RowCheck = fn(member: &str, row: &crate::Row) -> Option<(&'static str, String)>;
+pub(crate) type RowCheck =
+    fn(member: &str, row: &crate::schema::entity::Row) -> Option<(&'static str, String)>;
 
 /// Whether a member is one that a pk of the type writes.
 pub(crate) type MemberCheck = fn(member: &str) -> bool;
 
 /// The [`MemberCheck`] of entity type `E`: its pk reads the member back
 /// (strictly: only what it writes).
-pub(crate) fn member_check<E: crate::Entity>(member: &str) -> bool {
+pub(crate) fn member_check<E: crate::schema::entity::Entity>(member: &str) -> bool {
     E::read_member(member).is_some()
 }
 
 /// The [`RowCheck`] of entity type `E`.
-pub(crate) fn row_check<E: crate::Entity>(
+pub(crate) fn row_check<E: crate::schema::entity::Entity>(
     member: &str,
-    row: &crate::Row,
+    row: &crate::schema::entity::Row,
 ) -> Option<(&'static str, String)> {
     let pk = E::read_member(member)?;
     match E::from_row(&pk, row.clone()) {
@@ -858,8 +859,10 @@ pub(crate) fn row_check<E: crate::Entity>(
         Err(e) => Some((
             e.field,
             match e.kind {
-                crate::FieldErrorKind::Missing => "missing".to_owned(),
-                crate::FieldErrorKind::Parse { value, reason } => format!("{value:?}: {reason}"),
+                crate::error::FieldErrorKind::Missing => "missing".to_owned(),
+                crate::error::FieldErrorKind::Parse { value, reason } => {
+                    format!("{value:?}: {reason}")
+                }
             },
         )),
     }
@@ -1349,7 +1352,7 @@ impl<'a> Verifier<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::fixtures::{b, bulk, commands, ACCOUNT};
+    use crate::schema::fixtures::{b, bulk, commands, ACCOUNT};
 
     /// What the fake server holds under one key.
     enum Stored {

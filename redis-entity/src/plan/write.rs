@@ -614,7 +614,7 @@ pub(crate) fn cas_backoff(attempt: usize) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::fixtures::*;
+    use crate::schema::fixtures::*;
 
     fn cmd(name: &'static str, key: usize, args: &[&str]) -> DataCommand {
         DataCommand {
@@ -647,7 +647,7 @@ mod tests {
     fn save_of_a_hash_sets_present_columns_and_deletes_absent_ones() {
         let plan = save(
             &USER,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             keys(&USER, "9"),
             &user_row(None, Some("3")),
             false,
@@ -695,7 +695,7 @@ mod tests {
         let ttl = Some(Duration::from_secs(30));
         let plan = copy(
             &USER,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             keys(&USER, "9"),
             &user_row(Some("ann@x"), Some("3")),
             ttl,
@@ -722,7 +722,7 @@ mod tests {
     fn save_without_a_stored_version_checks_none() {
         let plan = save(
             &USER,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             keys(&USER, "9"),
             &user_row(Some("ann@x"), None),
             false,
@@ -742,7 +742,7 @@ mod tests {
         let row = user_row(None, Some("0"));
         let insert = save(
             &USER,
-            &crate::Namespace::trusted_prefix("t").unwrap(),
+            &crate::schema::escape::Namespace::trusted_prefix("t").unwrap(),
             keys(&USER, "9"),
             &row,
             true,
@@ -750,7 +750,7 @@ mod tests {
         );
         let upsert = save(
             &USER,
-            &crate::Namespace::trusted_prefix("t").unwrap(),
+            &crate::schema::escape::Namespace::trusted_prefix("t").unwrap(),
             keys(&USER, "9"),
             &row,
             false,
@@ -769,7 +769,7 @@ mod tests {
         row.columns[RATING] = Some(b("high"));
         let plan = save(
             &USER,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             keys(&USER, "9"),
             &row,
             false,
@@ -783,7 +783,7 @@ mod tests {
         let k = keys(&SESSION, "s1");
         let plan = save(
             &SESSION,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             k.clone(),
             &row(&[Some("ann"), None, Some("3"), Some("1")], &[]),
             false,
@@ -814,7 +814,7 @@ mod tests {
         // A column with a TTL of its own carries it, in milliseconds.
         let plan = save(
             &SESSION,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             k,
             &row(&[Some("ann"), Some("x"), Some("3"), None], &[]),
             false,
@@ -829,7 +829,7 @@ mod tests {
     fn save_of_json_writes_one_document_and_its_maps() {
         let plan = save(
             &DOC,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             keys(&DOC, "d1"),
             &row(&[Some("\"Hi\""), None], &[&[("n1", "first")]]),
             false,
@@ -874,7 +874,7 @@ mod tests {
         ];
         let plan = update(
             &USER,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             keys(&USER, "9"),
             &ops,
             None,
@@ -915,7 +915,7 @@ mod tests {
         }];
         let plan = update(
             &USER,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             keys(&USER, "9"),
             &set,
             None,
@@ -931,7 +931,7 @@ mod tests {
         }];
         let plan = update(
             &USER,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             keys(&USER, "9"),
             &incr,
             None,
@@ -960,7 +960,7 @@ mod tests {
         let ttl = Some(Duration::from_millis(1500));
         let plan = update(
             &SESSION,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             keys(&SESSION, "s1"),
             &ops,
             ttl,
@@ -995,7 +995,7 @@ mod tests {
         }];
         let plan = update(
             &SESSION,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             keys(&SESSION, "s1"),
             &float,
             None,
@@ -1019,7 +1019,7 @@ mod tests {
         let ttl = Some(Duration::from_secs(5));
         let plan = json_cas(
             &DOC,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             keys(&DOC, "d1"),
             b("{\"title\":\"Old\"}"),
             b("{\"title\":\"New\"}"),
@@ -1042,7 +1042,12 @@ mod tests {
     #[test]
     fn clean_carries_the_stale_entries_and_writes_no_data() {
         let entries = vec![(COUNTRY, b("DE")), (TAGS, b("php"))];
-        let plan = clean(&USER, &crate::Namespace::none(), keys(&USER, "9"), &entries);
+        let plan = clean(
+            &USER,
+            &crate::schema::escape::Namespace::none(),
+            keys(&USER, "9"),
+            &entries,
+        );
         assert_eq!(plan.op, WriteOp::Clean);
         assert_eq!(plan.stale, entries);
         assert!(plan.commands.is_empty());
@@ -1061,7 +1066,7 @@ mod tests {
         ] {
             let plan = lifecycle(
                 &USER,
-                &crate::Namespace::trusted_prefix("t").unwrap(),
+                &crate::schema::escape::Namespace::trusted_prefix("t").unwrap(),
                 keys(&USER, "9"),
                 op,
                 ttl,
@@ -1080,7 +1085,7 @@ mod tests {
         // Member `a%3Ab_7`: shop `a:b`, n 7.
         let plan = lifecycle(
             &ORDER,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             keys(&ORDER, "a%3Ab_7"),
             WriteOp::Delete,
             None,
@@ -1091,7 +1096,7 @@ mod tests {
         );
         let plan = save(
             &ORDER,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             keys(&ORDER, "acme_8"),
             &row(&[Some("paid")], &[]),
             false,
@@ -1104,7 +1109,7 @@ mod tests {
         // A member that does not parse has no value for the field.
         let plan = lifecycle(
             &ORDER,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             keys(&ORDER, "nonsense"),
             WriteOp::Sweep,
             None,
@@ -1175,7 +1180,7 @@ mod tests {
         let plans = [
             save(
                 &SESSION,
-                &crate::Namespace::none(),
+                &crate::schema::escape::Namespace::none(),
                 keys(&SESSION, "s1"),
                 &row(&[Some("ann"), None, Some("1"), None], &[]),
                 false,
@@ -1183,7 +1188,7 @@ mod tests {
             ),
             save(
                 &SESSION,
-                &crate::Namespace::none(),
+                &crate::schema::escape::Namespace::none(),
                 keys(&SESSION, "s2"),
                 &row(&[Some("bob"), Some("c"), Some("2"), Some("7")], &[]),
                 false,
@@ -1212,7 +1217,7 @@ mod tests {
         // (1-based index, escaped value) pairs.
         let mut plan = lifecycle(
             &ACCOUNT,
-            &crate::Namespace::trusted_prefix("t").unwrap(),
+            &crate::schema::escape::Namespace::trusted_prefix("t").unwrap(),
             keys(&ACCOUNT, "9"),
             WriteOp::Update,
             None,
@@ -1234,7 +1239,7 @@ mod tests {
 
         let mut plan = lifecycle(
             &ACCOUNT,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             keys(&ACCOUNT, "9"),
             WriteOp::Delete,
             None,
@@ -1256,7 +1261,7 @@ mod tests {
     fn script_errors_become_typed_errors_naming_the_key() {
         let plan = update(
             &USER,
-            &crate::Namespace::none(),
+            &crate::schema::escape::Namespace::none(),
             keys(&USER, "9"),
             &[UpdateOp::Set {
                 col: USERNAME,

@@ -252,7 +252,7 @@ pub fn score_text(score: f64) -> String {
 /// How one field of type `T` is stored: `None` from `encode` means "store nothing".
 pub trait FieldCodec<T> {
     /// The stored bytes, or `None` when nothing is stored (an absent `Option`).
-    fn encode(field: &'static str, value: &T) -> Result<Option<Vec<u8>>, crate::Error>;
+    fn encode(field: &'static str, value: &T) -> Result<Option<Vec<u8>>, crate::error::Error>;
     /// Rebuilds the value from what was stored (`None`: nothing was).
     fn decode(field: &'static str, raw: Option<&[u8]>) -> Result<T, FieldError>;
 }
@@ -273,7 +273,7 @@ pub struct JsonOptional;
 pub struct Defaulted<C>(PhantomData<C>);
 
 impl<T: Scalar> FieldCodec<T> for Plain {
-    fn encode(_: &'static str, value: &T) -> Result<Option<Vec<u8>>, crate::Error> {
+    fn encode(_: &'static str, value: &T) -> Result<Option<Vec<u8>>, crate::error::Error> {
         let mut out = Vec::new();
         value.encode(&mut out);
         Ok(Some(out))
@@ -285,7 +285,7 @@ impl<T: Scalar> FieldCodec<T> for Plain {
 }
 
 impl<T: Scalar> FieldCodec<Option<T>> for Optional {
-    fn encode(f: &'static str, value: &Option<T>) -> Result<Option<Vec<u8>>, crate::Error> {
+    fn encode(f: &'static str, value: &Option<T>) -> Result<Option<Vec<u8>>, crate::error::Error> {
         match value {
             Some(v) => Plain::encode(f, v),
             None => Ok(None),
@@ -310,10 +310,10 @@ pub trait JsonValue: serde::Serialize + serde::de::DeserializeOwned {}
 impl<T: serde::Serialize + serde::de::DeserializeOwned> JsonValue for T {}
 
 impl<T: JsonValue> FieldCodec<T> for Json {
-    fn encode(field: &'static str, value: &T) -> Result<Option<Vec<u8>>, crate::Error> {
+    fn encode(field: &'static str, value: &T) -> Result<Option<Vec<u8>>, crate::error::Error> {
         serde_json::to_vec(value)
             .map(Some)
-            .map_err(|e| crate::Error::Encode {
+            .map_err(|e| crate::error::Error::Encode {
                 field,
                 reason: e.to_string(),
             })
@@ -325,7 +325,7 @@ impl<T: JsonValue> FieldCodec<T> for Json {
 }
 
 impl<T: JsonValue> FieldCodec<Option<T>> for JsonOptional {
-    fn encode(f: &'static str, value: &Option<T>) -> Result<Option<Vec<u8>>, crate::Error> {
+    fn encode(f: &'static str, value: &Option<T>) -> Result<Option<Vec<u8>>, crate::error::Error> {
         match value {
             Some(v) => Json::encode(f, v),
             None => Ok(None),
@@ -341,7 +341,7 @@ impl<T: JsonValue> FieldCodec<Option<T>> for JsonOptional {
 }
 
 impl<T: Default, C: FieldCodec<T>> FieldCodec<T> for Defaulted<C> {
-    fn encode(f: &'static str, value: &T) -> Result<Option<Vec<u8>>, crate::Error> {
+    fn encode(f: &'static str, value: &T) -> Result<Option<Vec<u8>>, crate::error::Error> {
         C::encode(f, value)
     }
     fn decode(field: &'static str, raw: Option<&[u8]>) -> Result<T, FieldError> {
@@ -399,7 +399,7 @@ impl<T: Scalar + Eq + Hash> TagCollection for std::collections::HashSet<T> {
 }
 
 impl<C: TagCollection> FieldCodec<C> for TagList {
-    fn encode(_: &'static str, value: &C) -> Result<Option<Vec<u8>>, crate::Error> {
+    fn encode(_: &'static str, value: &C) -> Result<Option<Vec<u8>>, crate::error::Error> {
         let elems = value.elems();
         if elems.is_empty() {
             return Ok(None);

@@ -6,14 +6,13 @@
 //!   markers that make a query on an unindexed field fail to compile;
 //! - [`codec`]: how field values become bytes in Redis and back;
 //! - [`escape`]: how values become key segments, injectively;
-//! - [`layout`]: the listing of every key family, and the registry that
-//!   refuses overlapping ones;
 //! - [`update_op`]: the changes an `update()` is made of.
 
 pub mod codec;
 pub mod entity;
 pub mod escape;
 pub mod field;
-pub mod layout;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod pk;
 pub mod update_op;

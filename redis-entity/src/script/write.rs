@@ -294,8 +294,8 @@ fn header(desc: &EntityDesc, layout: KeyLayout) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::fixtures::{DOC, ORDER, SESSION, USER};
     use crate::schema::entity::{ColumnDesc, IndexDesc};
+    use crate::schema::fixtures::{DOC, ORDER, SESSION, USER};
 
     #[test]
     fn the_escape_class_covers_the_alphabet() {

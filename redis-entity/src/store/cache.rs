@@ -281,8 +281,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         let mut deleted = 0;
         // On a cluster: every master's keys, and one UNLINK per slot (an
         // entry and its lock share one).
-        let cluster = self.ns.layout() == crate::KeyLayout::Cluster;
-        for hint in super::nodes::node_hints(&mut self.conn.clone(), self.ns.layout()).await? {
+        let cluster = self.ns.layout() == crate::schema::escape::KeyLayout::Cluster;
+        for hint in
+            crate::keyspace::nodes::node_hints(&mut self.conn.clone(), self.ns.layout()).await?
+        {
             let mut cursor: u64 = 0;
             loop {
                 let mut pipe = redis::pipe();
@@ -292,7 +294,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
                     .arg(&pattern)
                     .arg("COUNT")
                     .arg(1000);
-                super::nodes::route_to(&mut pipe, hint.as_deref());
+                crate::keyspace::nodes::route_to(&mut pipe, hint.as_deref());
                 let ((next, keys),): ((u64, Vec<String>),) = pipe
                     .query_async(&mut self.conn.clone())
                     .await

@@ -99,9 +99,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             })
             .collect();
         let keyed = match keyed {
-            Some(k) if self.ns.layout() == crate::KeyLayout::Cluster && !k.is_empty() => k,
+            Some(k)
+                if self.ns.layout() == crate::schema::escape::KeyLayout::Cluster
+                    && !k.is_empty() =>
+            {
+                k
+            }
             _ => {
-                super::nodes::route_to(&mut pipe, sharded.then_some(hint));
+                crate::keyspace::nodes::route_to(&mut pipe, sharded.then_some(hint));
                 return pipe
                     .query_async(&mut self.conn.clone())
                     .await
@@ -442,7 +447,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
                     .arg(keyspace::entity_scan_pattern(desc, &space))
                     .arg("COUNT")
                     .arg(1000);
-                super::nodes::route_to(&mut pipe, sharded.then_some(hint.as_str()));
+                crate::keyspace::nodes::route_to(&mut pipe, sharded.then_some(hint.as_str()));
                 let ((next, keys),): ((u64, Vec<String>),) = pipe
                     .query_async(&mut self.connection())
                     .await

@@ -113,7 +113,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .arg(&migration.pattern)
             .arg("COUNT")
             .arg(migration.batch.max(1));
-        super::nodes::route_to(&mut pipe, hint.as_deref());
+        crate::keyspace::nodes::route_to(&mut pipe, hint.as_deref());
         let ((next, keys),): ((u64, Vec<String>),) = pipe
             .query_async(&mut self.conn.clone())
             .await

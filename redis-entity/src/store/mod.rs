@@ -12,7 +12,6 @@ pub(crate) mod connect;
 mod expiry;
 pub(crate) mod maintenance;
 pub mod migrate;
-pub(crate) mod nodes;
 pub mod observe;
 pub mod query;
 pub(crate) mod relation;
@@ -350,7 +349,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                     .arg(pattern)
                     .arg("COUNT")
                     .arg(1000);
-                nodes::route_to(&mut pipe, hint.as_deref());
+                crate::keyspace::nodes::route_to(&mut pipe, hint.as_deref());
                 let ((next, found),): ((u64, Vec<String>),) = pipe
                     .query_async(&mut self.reader())
                     .await
@@ -817,14 +816,17 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 }
 
 /// The stored form of `e`, refused if a sorted index value has no score.
-pub(crate) fn checked_row<E: Entity>(e: &E) -> Result<crate::Row> {
+pub(crate) fn checked_row<E: Entity>(e: &E) -> Result<crate::schema::entity::Row> {
     let row = e.to_row()?;
     write::check_scores(E::DESC, &row)?;
     Ok(row)
 }
 
 /// `EXISTS` over the keys whose presence means the entity exists.
-pub(crate) fn exists_cmd(desc: &crate::EntityDesc, keys: &EntityKeys) -> redis::Cmd {
+pub(crate) fn exists_cmd(
+    desc: &crate::schema::entity::EntityDesc,
+    keys: &EntityKeys,
+) -> redis::Cmd {
     let mut c = redis::cmd("EXISTS");
     c.arg(&keys.base);
     for (col, k) in desc.columns.iter().zip(&keys.columns) {
@@ -836,7 +838,10 @@ pub(crate) fn exists_cmd(desc: &crate::EntityDesc, keys: &EntityKeys) -> redis::
 }
 
 /// `PTTL` of the presence keys, in one script-free round trip.
-pub(crate) fn ttl_cmd(desc: &crate::EntityDesc, keys: &EntityKeys) -> redis::Pipeline {
+pub(crate) fn ttl_cmd(
+    desc: &crate::schema::entity::EntityDesc,
+    keys: &EntityKeys,
+) -> redis::Pipeline {
     let mut p = redis::pipe();
     p.cmd("PTTL").arg(&keys.base);
     for (col, k) in desc.columns.iter().zip(&keys.columns) {
@@ -891,4 +896,12 @@ fn with_token(plan: &WritePlan) -> WritePlan {
 /// doubling, at most 1 s (a reconnection is under way meanwhile).
 fn retry_delay(attempt: usize) -> Duration {
     Duration::from_millis(50u64 << attempt.min(5).saturating_sub(1)).min(Duration::from_secs(1))
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// One key per master whose slot that master serves, in a stable
+    /// order; `[None]` for one server (no routing needed).
+    pub(crate) async fn node_hints(&self) -> Result<Vec<Option<String>>> {
+        crate::keyspace::nodes::node_hints(&mut self.conn.clone(), self.ns.layout()).await
+    }
 }

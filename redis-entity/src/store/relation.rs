@@ -410,7 +410,11 @@ impl<A: Entity, B: Entity, C: ConnectionLike + Clone + Send + Sync> Relations<'_
     /// Makes this relation in `to` hold the pairs it holds here (the last
     /// step of a relayout, after the entities of both types moved; see
     /// [`crate::relayout`]).
-    pub async fn relayout<D>(&self, to: &Store<D>, count: usize) -> Result<crate::migrate::Progress>
+    pub async fn relayout<D>(
+        &self,
+        to: &Store<D>,
+        count: usize,
+    ) -> Result<crate::store::migrate::Progress>
     where
         D: ConnectionLike + Clone + Send + Sync,
     {

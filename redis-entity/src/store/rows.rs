@@ -36,7 +36,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         desc: &'static EntityDesc,
         keys: &[EntityKeys],
     ) -> Result<Vec<Record>> {
-        if self.namespace().layout() != crate::KeyLayout::Cluster {
+        if self.namespace().layout() != crate::schema::escape::KeyLayout::Cluster {
             return self.rows_on_one_slot(desc, keys).await;
         }
         // One pipeline reads one slot on a cluster.

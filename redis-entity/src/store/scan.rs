@@ -265,7 +265,7 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
         cmd.arg("COUNT").arg(self.count);
         let mut pipe = redis::pipe();
         pipe.add_command(cmd);
-        super::nodes::route_to(&mut pipe, hint.as_deref());
+        crate::keyspace::nodes::route_to(&mut pipe, hint.as_deref());
         let ((next, found),): ((u64, Vec<String>),) = pipe
             .query_async(&mut store.reader())
             .await

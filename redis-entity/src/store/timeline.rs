@@ -345,7 +345,11 @@ impl<O: Entity, P: Entity, C: ConnectionLike + Clone + Send + Sync> Timelines<'_
 
     /// Copies every owner's list into `to` (the last step of a relayout,
     /// after the owners moved; see [`crate::relayout`]).
-    pub async fn relayout<D>(&self, to: &Store<D>, count: usize) -> Result<crate::migrate::Progress>
+    pub async fn relayout<D>(
+        &self,
+        to: &Store<D>,
+        count: usize,
+    ) -> Result<crate::store::migrate::Progress>
     where
         D: ConnectionLike + Clone + Send + Sync,
     {

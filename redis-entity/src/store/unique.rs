@@ -137,7 +137,7 @@ fn refusal(reply: &Value) -> Option<Vec<Option<Vec<u8>>>> {
 
 /// A write that changes a unique value goes through the protocol of the
 /// module's description: every write that may give an entity a unique value.
-pub(crate) fn claims_for(plan: &WritePlan, ns: &crate::Namespace) -> bool {
+pub(crate) fn claims_for(plan: &WritePlan, ns: &crate::schema::escape::Namespace) -> bool {
     matches!(
         plan.op,
         WriteOp::Save | WriteOp::Insert | WriteOp::Update | WriteOp::Cas

@@ -58,7 +58,7 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
         }
     }
 
-    fn push(mut self, op: crate::Result<UpdateOp>) -> Self {
+    fn push(mut self, op: crate::error::Result<UpdateOp>) -> Self {
         match op {
             Ok(op) => self.ops.push(op),
             Err(e) => {

@@ -4,11 +4,10 @@
 //! a walk would see that node's keys only. A cluster connection routes a
 //! pipeline by its first command that names a key, so a `SCAN` pipelined
 //! with an ignored `EXISTS` of a key in a slot a master serves goes to that
-//! master: [`Store::node_hints`] finds one such key per master
+//! master: [`node_hints`] finds one such key per master
 //! (`CLUSTER SLOTS`, then a short text whose CRC16 falls in the master's
 //! slots), and [`route_to`] adds it to a pipeline.
 
-use super::Store;
 use crate::error::{Error, Result};
 use crate::schema::escape::KeyLayout;
 use redis::aio::ConnectionLike;
@@ -55,15 +54,8 @@ pub(crate) fn route_to(pipe: &mut redis::Pipeline, hint: Option<&str>) {
     }
 }
 
-impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
-    /// One key per master whose slot that master serves, in a stable
-    /// order; `[None]` for one server (no routing needed).
-    pub(crate) async fn node_hints(&self) -> Result<Vec<Option<String>>> {
-        node_hints(&mut self.conn.clone(), self.ns.layout()).await
-    }
-}
-
-/// [`Store::node_hints`] over any connection.
+/// One key per master whose slot that master serves, in a stable order;
+/// `[None]` for one server (no routing needed).
 pub(crate) async fn node_hints<C: ConnectionLike + Send>(
     conn: &mut C,
     layout: KeyLayout,

@@ -186,7 +186,11 @@ pub(crate) static ACCOUNT: EntityDesc = EntityDesc {
 
 /// The keys of `member`, without namespace.
 pub(crate) fn keys(desc: &EntityDesc, member: &str) -> EntityKeys {
-    EntityKeys::new(desc, &crate::Namespace::none(), member.to_owned())
+    EntityKeys::new(
+        desc,
+        &crate::schema::escape::Namespace::none(),
+        member.to_owned(),
+    )
 }
 
 /// Bytes of a text.
@@ -232,12 +236,16 @@ pub(crate) fn server_error(line: &str) -> redis::Value {
 /// The keys of the fixtures, in the order the write functions take them.
 #[test]
 fn every_key_in_script_order() {
-    let user = EntityKeys::new(&USER, &crate::Namespace::none(), "9".into());
+    let user = EntityKeys::new(&USER, &crate::schema::escape::Namespace::none(), "9".into());
     let all: Vec<&str> = user.all().map(String::as_str).collect();
     assert_eq!(all, ["user:9", "user:9:prefs", "user:9:@shadow"]);
     assert!(user.columns.is_empty());
 
-    let session = EntityKeys::new(&SESSION, &crate::Namespace::none(), "s1".into());
+    let session = EntityKeys::new(
+        &SESSION,
+        &crate::schema::escape::Namespace::none(),
+        "s1".into(),
+    );
     let all: Vec<&str> = session.all().map(String::as_str).collect();
     assert_eq!(
         all,
@@ -252,7 +260,7 @@ fn every_key_in_script_order() {
     );
 
     // Without indexes there is no shadow.
-    let doc = EntityKeys::new(&DOC, &crate::Namespace::none(), "d1".into());
+    let doc = EntityKeys::new(&DOC, &crate::schema::escape::Namespace::none(), "d1".into());
     assert_eq!(doc.shadow, None);
     assert_eq!(doc.maps, ["doc:d1:notes"]);
 }

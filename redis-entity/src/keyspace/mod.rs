@@ -21,6 +21,10 @@
 //! | board bucket | `<ns><prefix>:board:<name>:<bucket>` | sorted set |
 //! | cache entry | `<ns>cache:{<escaped key>}` (named: `<ns>cache:<name>:{<escaped key>}`), its lock `<entry>:lock` | string |
 
+mod field_keys;
+pub mod layout;
+pub(crate) mod nodes;
+
 use crate::schema::entity::{EntityDesc, Layout};
 use crate::schema::escape::{escape_into, KeyLayout, Namespace};
 
@@ -232,7 +236,7 @@ pub(crate) fn entity_key(desc: &EntityDesc, ns: &Namespace, member: &str) -> Str
 
 /// The entity key of `pk` in the standalone layout without namespace: what
 /// `User::key(&9)`, which the derive generates, returns (`user:9`).
-pub fn entity_key_of<E: crate::Entity>(pk: &E::Pk) -> String {
+pub fn entity_key_of<E: crate::schema::entity::Entity>(pk: &E::Pk) -> String {
     entity_key(E::DESC, &Namespace::none(), &E::member(pk))
 }
 
@@ -244,6 +248,12 @@ pub(crate) fn sub_key(entity_key: &str, name: &str) -> String {
     k.push(':');
     k.push_str(name);
     k
+}
+
+/// The index shadow of the entity with key `entity_key`: its index entries,
+/// kept past its expiry until swept.
+pub(crate) fn shadow_key(entity_key: &str) -> String {
+    sub_key(entity_key, SHADOW)
 }
 
 /// The relation register of the entity with key `entity_key`.
@@ -342,7 +352,7 @@ impl EntityKeys {
             Layout::Hash | Layout::Json => Vec::new(),
         };
         let maps = desc.maps.iter().map(|m| sub_key(&base, m.name)).collect();
-        let shadow = (!desc.indexes.is_empty()).then(|| sub_key(&base, SHADOW));
+        let shadow = (!desc.indexes.is_empty()).then(|| shadow_key(&base));
         EntityKeys {
             member,
             base,
@@ -373,17 +383,26 @@ impl EntityKeys {
     /// let cluster = EntityKeys::for_pk::<User>(&Namespace::none().in_layout(KeyLayout::Cluster), 9);
     /// assert_eq!(cluster.base, "user:{9}");
     /// ```
-    pub fn for_pk<E: crate::Entity>(ns: &crate::Namespace, pk: impl crate::IntoPk<E::Pk>) -> Self {
+    pub fn for_pk<E: crate::schema::entity::Entity>(
+        ns: &crate::schema::escape::Namespace,
+        pk: impl crate::schema::pk::IntoPk<E::Pk>,
+    ) -> Self {
         Self::of::<E>(ns, &pk.into_pk())
     }
 
     /// The keys of the entity with pk `pk`.
-    pub(crate) fn of<E: crate::Entity>(ns: &crate::Namespace, pk: &E::Pk) -> Self {
+    pub(crate) fn of<E: crate::schema::entity::Entity>(
+        ns: &crate::schema::escape::Namespace,
+        pk: &E::Pk,
+    ) -> Self {
         Self::new(E::DESC, ns, E::member(pk))
     }
 
     /// The keys of `entity`.
-    pub(crate) fn of_entity<E: crate::Entity>(ns: &crate::Namespace, entity: &E) -> Self {
+    pub(crate) fn of_entity<E: crate::schema::entity::Entity>(
+        ns: &crate::schema::escape::Namespace,
+        entity: &E,
+    ) -> Self {
         let mut m = String::new();
         entity.write_own_member(&mut m);
         Self::new(E::DESC, ns, m)

@@ -208,7 +208,7 @@ impl EntityLayout {
                 holds: "ids of entities with a TTL, scored by expiry time (ms)".into(),
             });
             keys.push(KeyPattern {
-                pattern: format!("{base}:@shadow"),
+                pattern: crate::keyspace::shadow_key(&base),
                 redis_type: RedisType::Hash,
                 holds: "index entries of an entity with a TTL, kept past its expiry until swept"
                     .into(),
@@ -227,7 +227,7 @@ impl EntityLayout {
             holds: "ids pushed to a `Timeline` of this entity, newest first, capped".into(),
         });
         keys.push(KeyPattern {
-            pattern: format!("{base}:@rel"),
+            pattern: crate::keyspace::relation_register(&base),
             redis_type: RedisType::Hash,
             holds: "relation register: where the other side of each relation set lives, and each timeline".into(),
         });
@@ -237,7 +237,7 @@ impl EntityLayout {
             holds: "ids scored in one bucket (a day, a week) of a `Board`; expires".into(),
         });
         keys.push(KeyPattern {
-            pattern: format!("{base}:@req:<token>"),
+            pattern: format!("{base}{}<token>", crate::keyspace::REQUEST_SUFFIX),
             redis_type: RedisType::String,
             holds: "outcome of a write with a request token (store with write retries), 60 s"
                 .into(),
