@@ -512,33 +512,45 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
         let mut indexed = 0;
         let mut done = 0;
         for chunk in members.chunks(BATCH) {
-            let plans: Vec<_> = chunk
-                .iter()
-                .map(|m| {
-                    write::lifecycle(
-                        desc,
-                        self.namespace(),
-                        EntityKeys::new(desc, self.namespace(), m.clone()),
-                        WriteOp::Reindex,
-                        None,
-                    )
-                })
-                .collect();
-            for r in self.write_many(&plans).await? {
-                match r {
-                    Ok(_) => indexed += 1,
-                    // Keys of an entity that is gone (an expired one's
-                    // relation sets, say): nothing to index.
-                    Err(Error::NotFound { .. }) => {}
-                    Err(e) => return Err(e),
-                }
-            }
+            indexed += self.reindex_batch(desc, chunk).await?;
             done += chunk.len();
             progress(&Progress {
                 step: "indexing",
                 done,
                 total: Some(members.len()),
             });
+        }
+        Ok(indexed)
+    }
+
+    /// Indexes a batch of members again from their stored values (one
+    /// pipelined write): how many were indexed.
+    async fn reindex_batch(
+        &self,
+        desc: &'static crate::schema::entity::EntityDesc,
+        chunk: &[String],
+    ) -> Result<usize> {
+        let plans: Vec<_> = chunk
+            .iter()
+            .map(|m| {
+                write::lifecycle(
+                    desc,
+                    self.namespace(),
+                    EntityKeys::new(desc, self.namespace(), m.clone()),
+                    WriteOp::Reindex,
+                    None,
+                )
+            })
+            .collect();
+        let mut indexed = 0;
+        for r in self.write_many(&plans).await? {
+            match r {
+                Ok(_) => indexed += 1,
+                // Keys of an entity that is gone (an expired one's
+                // relation sets, say): nothing to index.
+                Err(Error::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
         }
         Ok(indexed)
     }
