@@ -180,135 +180,133 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
     /// Runs one command line (without the program name) and returns what to
     /// print. See the module docs for the commands.
     pub async fn run(&self, args: &[String]) -> Result<String> {
-        use std::fmt::Write;
         let mut out = String::new();
         let (command, rest) = match args.split_first() {
             Some((c, rest)) => (c.as_str(), rest),
             None => ("help", &[][..]),
         };
-        let (mut repair, mut json, mut budget) = (false, false, 10_000);
-        let mut to: Option<&str> = None;
-        let mut names = Vec::new();
-        let mut it = rest.iter();
-        while let Some(a) = it.next() {
-            match a.as_str() {
-                "--repair" => repair = true,
-                "--json" => json = true,
-                "--budget" => budget = it.next().and_then(|b| b.parse().ok()).unwrap_or(budget),
-                "--to" => to = it.next().map(String::as_str),
-                name => names.push(name),
-            }
-        }
-        let line = |out: &mut String, v: serde_json::Value| {
-            let _ = writeln!(out, "{v}");
-        };
-        match command {
-            "layouts" if json => {
-                for e in self.registry.layouts() {
-                    line(
-                        &mut out,
-                        serde_json::json!({
-                            "type": e.entity,
-                            "layout": format!("{:?}", e.layout).to_lowercase(),
-                            "keys": e.keys.iter().map(|k| serde_json::json!({
-                                "pattern": k.pattern,
-                                "redis_type": format!("{:?}", k.redis_type),
-                                "holds": k.holds,
-                            })).collect::<Vec<_>>(),
-                        }),
-                    );
-                }
-            }
-            "layouts" => {
-                let _ = write!(out, "{}", self.registry);
-            }
-            "verify" => {
-                for t in self.selected(&names)? {
-                    let bar = Bar::new(t.name, "verify");
-                    let report = (t.verify)(&self.store, &mut |p| bar.update(p)).await;
-                    bar.finish();
-                    let report = report?;
-                    let repaired = if repair && !report.is_clean() {
-                        let bar = Bar::new(t.name, "repair");
-                        let r = (t.repair)(&self.store, &report, &mut |p| bar.update(p)).await;
-                        bar.finish();
-                        Some(r?)
-                    } else {
-                        None
-                    };
-                    if json {
-                        line(
-                            &mut out,
-                            serde_json::json!({
-                                "type": t.name,
-                                "entities": report.entities,
-                                "index_entries": report.index_entries,
-                                "violations": report.violations.iter().map(|v| serde_json::json!({
-                                    "kind": v.kind(),
-                                    "text": v.to_string(),
-                                })).collect::<Vec<_>>(),
-                                "repaired": repaired.as_ref().map(|r| serde_json::json!({
-                                    "fixed": r.fixed,
-                                    "left": r.left.iter().map(|u| serde_json::json!({
-                                        "kind": u.violation.kind(),
-                                        "text": u.violation.to_string(),
-                                        "reason": u.reason,
-                                    })).collect::<Vec<_>>(),
-                                })),
-                            }),
-                        );
-                    } else {
-                        let _ = write!(out, "{}: {report}", t.name);
-                        if let Some(r) = repaired {
-                            let _ = write!(out, "{}: repair: {r}", t.name);
-                        }
-                    }
-                }
-            }
-            "reindex" => {
-                for t in self.selected(&names)? {
-                    let bar = Bar::new(t.name, "reindex");
-                    let n = (t.reindex)(&self.store, &mut |p| bar.update(p)).await;
-                    bar.finish();
-                    let n = n?;
-                    if json {
-                        line(&mut out, serde_json::json!({"type": t.name, "indexed": n}));
-                    } else {
-                        let _ = writeln!(out, "{}: {n} entities indexed", t.name);
-                    }
-                }
-            }
-            "sweep" => {
-                for t in self.selected(&names)? {
-                    let n = (t.sweep)(&self.store, budget).await?;
-                    if json {
-                        line(&mut out, serde_json::json!({"type": t.name, "swept": n}));
-                    } else {
-                        let _ = writeln!(out, "{}: {n} expired entities unindexed", t.name);
-                    }
-                }
-            }
-            "relayout" => {
-                let Some(target) = to else {
-                    return Err(Error::InvalidKey {
-                        segment: "relayout".into(),
-                        reason: "relayout needs --to <url, or the cluster's node urls separated by commas>",
-                    });
-                };
-                let dest = Store::connect_any(target).await?;
-                for t in self.selected(&names)? {
-                    self.relayout_one(t, &dest, json, &mut out).await?;
-                }
-            }
-            _ => {
-                out.push_str(
-                    "commands: layouts | verify [--repair] [TYPE...] | reindex [TYPE...] | sweep [--budget N] [TYPE...] | relayout --to URL[,URL...] [TYPE...]; add --json for JSON lines\n",
-                );
-                let names: Vec<&str> = self.types.iter().map(|t| t.name).collect();
-                let _ = writeln!(out, "types: {}", names.join(", "));
-            }
+        let flags = Flags::parse(rest);
+        match Self::commands().iter().find(|(name, _)| *name == command) {
+            Some((_, run)) => run(self, &flags, &mut out).await?,
+            None => self.help(&mut out),
         }
         Ok(out)
+    }
+
+    /// The commands by name; any other prints the help.
+    fn commands() -> [(&'static str, Command<C>); 5] {
+        [
+            ("layouts", |a, f, out| {
+                a.layouts(f.json, out);
+                Box::pin(std::future::ready(Ok(())))
+            }),
+            ("verify", |a, f, out| Box::pin(a.verify_types(f, out))),
+            ("reindex", |a, f, out| Box::pin(a.reindex_types(f, out))),
+            ("sweep", |a, f, out| Box::pin(a.sweep_types(f, out))),
+            ("relayout", |a, f, out| Box::pin(a.relayout_types(f, out))),
+        ]
+    }
+
+    /// `layouts`: every key family of every registered type.
+    fn layouts(&self, json: bool, out: &mut String) {
+        use std::fmt::Write;
+        if !json {
+            let _ = write!(out, "{}", self.registry);
+            return;
+        }
+        for e in self.registry.layouts() {
+            json_line(
+                out,
+                serde_json::json!({
+                    "type": e.entity,
+                    "layout": format!("{:?}", e.layout).to_lowercase(),
+                    "keys": e.keys.iter().map(|k| serde_json::json!({
+                        "pattern": k.pattern,
+                        "redis_type": format!("{:?}", k.redis_type),
+                        "holds": k.holds,
+                    })).collect::<Vec<_>>(),
+                }),
+            );
+        }
+    }
+
+    /// `verify [--repair]`: each type's report, and with `--repair` (when
+    /// it found something) what the repair fixed and left.
+    async fn verify_types(&self, flags: &Flags<'_>, out: &mut String) -> Result<()> {
+        for t in self.selected(&flags.names)? {
+            let bar = Bar::new(t.name, "verify");
+            let report = (t.verify)(&self.store, &mut |p| bar.update(p)).await;
+            bar.finish();
+            let report = report?;
+            let repaired = if flags.repair && !report.is_clean() {
+                let bar = Bar::new(t.name, "repair");
+                let r = (t.repair)(&self.store, &report, &mut |p| bar.update(p)).await;
+                bar.finish();
+                Some(r?)
+            } else {
+                None
+            };
+            print_verified(t.name, &report, repaired, flags.json, out);
+        }
+        Ok(())
+    }
+
+    /// `reindex`: how many entities of each type were indexed again.
+    async fn reindex_types(&self, flags: &Flags<'_>, out: &mut String) -> Result<()> {
+        use std::fmt::Write;
+        for t in self.selected(&flags.names)? {
+            let bar = Bar::new(t.name, "reindex");
+            let n = (t.reindex)(&self.store, &mut |p| bar.update(p)).await;
+            bar.finish();
+            let n = n?;
+            if flags.json {
+                json_line(out, serde_json::json!({"type": t.name, "indexed": n}));
+            } else {
+                let _ = writeln!(out, "{}: {n} entities indexed", t.name);
+            }
+        }
+        Ok(())
+    }
+
+    /// `sweep [--budget N]`: how many expired entities of each type were
+    /// taken out of the indexes.
+    async fn sweep_types(&self, flags: &Flags<'_>, out: &mut String) -> Result<()> {
+        use std::fmt::Write;
+        for t in self.selected(&flags.names)? {
+            let n = (t.sweep)(&self.store, flags.budget).await?;
+            if flags.json {
+                json_line(out, serde_json::json!({"type": t.name, "swept": n}));
+            } else {
+                let _ = writeln!(out, "{}: {n} expired entities unindexed", t.name);
+            }
+        }
+        Ok(())
+    }
+
+    /// `relayout --to URL[,URL...]`: each type copied into the keyspace
+    /// there, then compared.
+    async fn relayout_types(&self, flags: &Flags<'_>, out: &mut String) -> Result<()> {
+        let Some(target) = flags.to else {
+            return Err(Error::InvalidKey {
+                segment: "relayout".into(),
+                reason: "relayout needs --to <url, or the cluster's node urls separated by commas>",
+            });
+        };
+        let dest = Store::connect_any(target).await?;
+        for t in self.selected(&flags.names)? {
+            self.relayout_one(t, &dest, flags.json, out).await?;
+        }
+        Ok(())
+    }
+
+    /// Any other command: the commands and the registered types.
+    fn help(&self, out: &mut String) {
+        use std::fmt::Write;
+        out.push_str(
+            "commands: layouts | verify [--repair] [TYPE...] | reindex [TYPE...] | sweep [--budget N] [TYPE...] | relayout --to URL[,URL...] [TYPE...]; add --json for JSON lines\n",
+        );
+        let names: Vec<&str> = self.types.iter().map(|t| t.name).collect();
+        let _ = writeln!(out, "types: {}", names.join(", "));
     }
 
     /// `relayout --to`: one pass of a type into `dest` (prune, then copy),
@@ -380,4 +378,92 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
         let _ = writeln!(out, "{}: compared: {report}; {verdict}", t.name);
         Ok(())
     }
+}
+
+/// The options of a command line, after its command; any other word is a
+/// type name.
+struct Flags<'s> {
+    repair: bool,
+    json: bool,
+    budget: usize,
+    to: Option<&'s str>,
+    names: Vec<&'s str>,
+}
+
+impl<'s> Flags<'s> {
+    fn parse(rest: &'s [String]) -> Self {
+        let mut flags = Flags {
+            repair: false,
+            json: false,
+            budget: 10_000,
+            to: None,
+            names: Vec::new(),
+        };
+        let mut it = rest.iter();
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "--repair" => flags.repair = true,
+                "--json" => flags.json = true,
+                "--budget" => {
+                    flags.budget = it
+                        .next()
+                        .and_then(|b| b.parse().ok())
+                        .unwrap_or(flags.budget)
+                }
+                "--to" => flags.to = it.next().map(String::as_str),
+                name => flags.names.push(name),
+            }
+        }
+        flags
+    }
+}
+
+/// One command of the table in `Admin::commands`: writes what to print
+/// into the string.
+type Command<C> =
+    for<'a> fn(&'a Admin<C>, &'a Flags<'a>, &'a mut String) -> BoxFuture<'a, Result<()>>;
+
+/// Writes `v` as one line of JSON.
+fn json_line(out: &mut String, v: serde_json::Value) {
+    use std::fmt::Write;
+    let _ = writeln!(out, "{v}");
+}
+
+/// What `verify` prints of type `name`: its report, then what the repair
+/// fixed and left (when it ran).
+fn print_verified(
+    name: &str,
+    report: &Report,
+    repaired: Option<Repaired>,
+    json: bool,
+    out: &mut String,
+) {
+    use std::fmt::Write;
+    if !json {
+        let _ = write!(out, "{name}: {report}");
+        if let Some(r) = repaired {
+            let _ = write!(out, "{name}: repair: {r}");
+        }
+        return;
+    }
+    json_line(
+        out,
+        serde_json::json!({
+            "type": name,
+            "entities": report.entities,
+            "index_entries": report.index_entries,
+            "violations": report.violations.iter().map(|v| serde_json::json!({
+                "kind": v.kind(),
+                "text": v.to_string(),
+            })).collect::<Vec<_>>(),
+            "repaired": repaired.as_ref().map(|r| serde_json::json!({
+                "fixed": r.fixed,
+                "left": r.left.iter().map(|u| serde_json::json!({
+                    "kind": u.violation.kind(),
+                    "text": u.violation.to_string(),
+                    "reason": u.reason,
+                })).collect::<Vec<_>>(),
+            })),
+        }),
+    );
 }

@@ -95,153 +95,13 @@ impl EntityLayout {
         }
         let pattern = entity_pattern(desc, layout);
         let base = pattern.as_str();
-        let mut keys = Vec::new();
-        let fields = |optional_too: bool| {
-            desc.columns
-                .iter()
-                .filter(|c| optional_too || !c.optional)
-                .map(|c| c.name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        match desc.layout {
-            Layout::Hash => keys.push(KeyPattern {
-                pattern: base.to_owned(),
-                redis_type: RedisType::Hash,
-                holds: format!("fields {}", fields(true)),
-            }),
-            Layout::Json => keys.push(KeyPattern {
-                pattern: base.to_owned(),
-                redis_type: RedisType::String,
-                holds: format!("JSON object with {}", fields(true)),
-            }),
-            Layout::Strings => {
-                // The marker is written only when no column without its own
-                // TTL is stored, which needs every such column to be optional.
-                let may_need_marker = !desc.columns.iter().any(|c| !c.optional && c.ttl.is_none());
-                keys.push(KeyPattern {
-                    pattern: base.to_owned(),
-                    redis_type: RedisType::String,
-                    holds: if may_need_marker {
-                        "presence marker, only while no column without its own TTL is stored".into()
-                    } else {
-                        "no value: the prefix of the column keys".into()
-                    },
-                });
-                for c in desc.columns {
-                    keys.push(KeyPattern {
-                        pattern: format!("{base}:{}", c.name),
-                        redis_type: RedisType::String,
-                        holds: match c.ttl {
-                            Some(t) => format!(
-                                "column {} ({}), expires {t}s after each write",
-                                c.name, c.rust_type
-                            ),
-                            None => format!("column {} ({})", c.name, c.rust_type),
-                        },
-                    });
-                }
-            }
-        }
-        for m in desc.maps {
-            keys.push(KeyPattern {
-                pattern: format!("{base}:{}", m.name),
-                redis_type: RedisType::Hash,
-                holds: format!("entries of {} ({})", m.name, m.rust_type),
-            });
-        }
         let ns = &crate::schema::escape::Namespace::none().in_layout(layout);
-        for idx in desc.indexes {
-            let (pattern, redis_type, holds) = match idx.kind {
-                IndexKind::Equality => (
-                    format!(
-                        "{}<{}>",
-                        crate::keyspace::index_prefix(desc, ns, idx.field),
-                        idx.field
-                    ),
-                    RedisType::Set,
-                    format!("ids of the entities with that {}", idx.field),
-                ),
-                IndexKind::Tags => (
-                    format!(
-                        "{}<tag>",
-                        crate::keyspace::index_prefix(desc, ns, idx.field)
-                    ),
-                    RedisType::Set,
-                    format!("ids of the entities tagged so in {}", idx.field),
-                ),
-                IndexKind::Unique => (
-                    format!(
-                        "{}<{}>",
-                        crate::keyspace::index_prefix(desc, ns, idx.field),
-                        idx.field
-                    ),
-                    RedisType::String,
-                    format!("the id of the one entity with that {}", idx.field),
-                ),
-                IndexKind::Prefix => (
-                    crate::keyspace::index_zset(desc, ns, idx.field),
-                    RedisType::SortedSet,
-                    format!("<{}>:<id> entries, score 0 (prefix search)", idx.field),
-                ),
-                IndexKind::Sorted => (
-                    crate::keyspace::index_zset(desc, ns, idx.field),
-                    RedisType::SortedSet,
-                    format!("ids scored by {}", idx.field),
-                ),
-            };
-            keys.push(KeyPattern {
-                pattern,
-                redis_type,
-                holds,
-            });
-        }
+        let mut keys = value_keys(desc, base);
+        keys.extend(desc.indexes.iter().map(|idx| index_keys(desc, ns, idx)));
         if !desc.indexes.is_empty() {
-            keys.push(KeyPattern {
-                pattern: crate::keyspace::ids_key(desc, ns),
-                redis_type: RedisType::Set,
-                holds: "ids of every stored entity".into(),
-            });
-            keys.push(KeyPattern {
-                pattern: crate::keyspace::expiry_key(desc, ns),
-                redis_type: RedisType::SortedSet,
-                holds: "ids of entities with a TTL, scored by expiry time (ms)".into(),
-            });
-            keys.push(KeyPattern {
-                pattern: crate::keyspace::shadow_key(&base),
-                redis_type: RedisType::Hash,
-                holds: "index entries of an entity with a TTL, kept past its expiry until swept"
-                    .into(),
-            });
+            keys.extend(index_bookkeeping_keys(desc, ns, base));
         }
-        // Families that exist once the type takes part in a relation, a
-        // timeline or a board (declared as consts apart from the type).
-        keys.push(KeyPattern {
-            pattern: format!("{base}:<relation>"),
-            redis_type: RedisType::Set,
-            holds: "ids related by a `Relation` (one set per relation name and side)".into(),
-        });
-        keys.push(KeyPattern {
-            pattern: format!("{base}:<timeline>"),
-            redis_type: RedisType::List,
-            holds: "ids pushed to a `Timeline` of this entity, newest first, capped".into(),
-        });
-        keys.push(KeyPattern {
-            pattern: crate::keyspace::relation_register(&base),
-            redis_type: RedisType::Hash,
-            holds: "relation register: where the other side of each relation set lives, and each timeline".into(),
-        });
-        keys.push(KeyPattern {
-            pattern: crate::keyspace::board_key(desc, ns, "<board>", "<bucket>"),
-            redis_type: RedisType::SortedSet,
-            holds: "ids scored in one bucket (a day, a week) of a `Board`; expires".into(),
-        });
-        keys.push(KeyPattern {
-            pattern: format!("{base}{}<token>", crate::keyspace::REQUEST_SUFFIX),
-            redis_type: RedisType::String,
-            holds: "outcome of a write with a request token (store with write retries), 60 s"
-                .into(),
-        });
+        keys.extend(linked_keys(desc, ns, base));
         EntityLayout {
             entity: desc.type_name,
             layout: desc.layout,
@@ -294,6 +154,187 @@ fn entity_pattern(desc: &EntityDesc, layout: KeyLayout) -> String {
         }
         _ => p.to_owned(),
     }
+}
+
+/// The keys that hold an entity's values, under entity key `base`: the
+/// hash or JSON string (or, in the strings layout, the marker and one
+/// string per column), then one hash per map field.
+fn value_keys(desc: &EntityDesc, base: &str) -> Vec<KeyPattern> {
+    let fields = || {
+        desc.columns
+            .iter()
+            .map(|c| c.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut keys = match desc.layout {
+        Layout::Hash => vec![KeyPattern {
+            pattern: base.to_owned(),
+            redis_type: RedisType::Hash,
+            holds: format!("fields {}", fields()),
+        }],
+        Layout::Json => vec![KeyPattern {
+            pattern: base.to_owned(),
+            redis_type: RedisType::String,
+            holds: format!("JSON object with {}", fields()),
+        }],
+        Layout::Strings => column_keys(desc, base),
+    };
+    for m in desc.maps {
+        keys.push(KeyPattern {
+            pattern: format!("{base}:{}", m.name),
+            redis_type: RedisType::Hash,
+            holds: format!("entries of {} ({})", m.name, m.rust_type),
+        });
+    }
+    keys
+}
+
+/// The strings layout: the entity key (a presence marker, or only the
+/// prefix of the column keys) and one string key per column.
+fn column_keys(desc: &EntityDesc, base: &str) -> Vec<KeyPattern> {
+    // The marker is written only when no column without its own
+    // TTL is stored, which needs every such column to be optional.
+    let may_need_marker = !desc.columns.iter().any(|c| !c.optional && c.ttl.is_none());
+    let mut keys = vec![KeyPattern {
+        pattern: base.to_owned(),
+        redis_type: RedisType::String,
+        holds: if may_need_marker {
+            "presence marker, only while no column without its own TTL is stored".into()
+        } else {
+            "no value: the prefix of the column keys".into()
+        },
+    }];
+    for c in desc.columns {
+        keys.push(KeyPattern {
+            pattern: format!("{base}:{}", c.name),
+            redis_type: RedisType::String,
+            holds: match c.ttl {
+                Some(t) => format!(
+                    "column {} ({}), expires {t}s after each write",
+                    c.name, c.rust_type
+                ),
+                None => format!("column {} ({})", c.name, c.rust_type),
+            },
+        });
+    }
+    keys
+}
+
+/// The key family of one index: a set per value (equality, tags), a
+/// string per value (unique), or one sorted set (prefix, sorted).
+fn index_keys(
+    desc: &EntityDesc,
+    ns: &crate::schema::escape::Namespace,
+    idx: &crate::schema::entity::IndexDesc,
+) -> KeyPattern {
+    let (pattern, redis_type, holds) = match idx.kind {
+        IndexKind::Equality => (
+            format!(
+                "{}<{}>",
+                crate::keyspace::index_prefix(desc, ns, idx.field),
+                idx.field
+            ),
+            RedisType::Set,
+            format!("ids of the entities with that {}", idx.field),
+        ),
+        IndexKind::Tags => (
+            format!(
+                "{}<tag>",
+                crate::keyspace::index_prefix(desc, ns, idx.field)
+            ),
+            RedisType::Set,
+            format!("ids of the entities tagged so in {}", idx.field),
+        ),
+        IndexKind::Unique => (
+            format!(
+                "{}<{}>",
+                crate::keyspace::index_prefix(desc, ns, idx.field),
+                idx.field
+            ),
+            RedisType::String,
+            format!("the id of the one entity with that {}", idx.field),
+        ),
+        IndexKind::Prefix => (
+            crate::keyspace::index_zset(desc, ns, idx.field),
+            RedisType::SortedSet,
+            format!("<{}>:<id> entries, score 0 (prefix search)", idx.field),
+        ),
+        IndexKind::Sorted => (
+            crate::keyspace::index_zset(desc, ns, idx.field),
+            RedisType::SortedSet,
+            format!("ids scored by {}", idx.field),
+        ),
+    };
+    KeyPattern {
+        pattern,
+        redis_type,
+        holds,
+    }
+}
+
+/// What an indexed type keeps beside its indexes: the set of all ids, the
+/// expiry sorted set, and each entity's index shadow hash.
+fn index_bookkeeping_keys(
+    desc: &EntityDesc,
+    ns: &crate::schema::escape::Namespace,
+    base: &str,
+) -> [KeyPattern; 3] {
+    [
+        KeyPattern {
+            pattern: crate::keyspace::ids_key(desc, ns),
+            redis_type: RedisType::Set,
+            holds: "ids of every stored entity".into(),
+        },
+        KeyPattern {
+            pattern: crate::keyspace::expiry_key(desc, ns),
+            redis_type: RedisType::SortedSet,
+            holds: "ids of entities with a TTL, scored by expiry time (ms)".into(),
+        },
+        KeyPattern {
+            pattern: crate::keyspace::shadow_key(&base),
+            redis_type: RedisType::Hash,
+            holds: "index entries of an entity with a TTL, kept past its expiry until swept".into(),
+        },
+    ]
+}
+
+/// Families that exist once the type takes part in a relation, a timeline
+/// or a board (declared as consts apart from the type), and the request
+/// records of writes with a token.
+fn linked_keys(
+    desc: &EntityDesc,
+    ns: &crate::schema::escape::Namespace,
+    base: &str,
+) -> [KeyPattern; 5] {
+    [
+        KeyPattern {
+            pattern: format!("{base}:<relation>"),
+            redis_type: RedisType::Set,
+            holds: "ids related by a `Relation` (one set per relation name and side)".into(),
+        },
+        KeyPattern {
+            pattern: format!("{base}:<timeline>"),
+            redis_type: RedisType::List,
+            holds: "ids pushed to a `Timeline` of this entity, newest first, capped".into(),
+        },
+        KeyPattern {
+            pattern: crate::keyspace::relation_register(&base),
+            redis_type: RedisType::Hash,
+            holds: "relation register: where the other side of each relation set lives, and each timeline".into(),
+        },
+        KeyPattern {
+            pattern: crate::keyspace::board_key(desc, ns, "<board>", "<bucket>"),
+            redis_type: RedisType::SortedSet,
+            holds: "ids scored in one bucket (a day, a week) of a `Board`; expires".into(),
+        },
+        KeyPattern {
+            pattern: format!("{base}{}<token>", crate::keyspace::REQUEST_SUFFIX),
+            redis_type: RedisType::String,
+            holds: "outcome of a write with a request token (store with write retries), 60 s"
+                .into(),
+        },
+    ]
 }
 
 impl fmt::Display for EntityLayout {

@@ -177,7 +177,7 @@ pub(crate) fn script_call(
     count_only: bool,
     with_scores: bool,
 ) -> crate::script::Call<'static> {
-    let (conditions, page) = (&spec.conditions, spec.page);
+    let conditions = &spec.conditions;
     let mut keys: Vec<Vec<u8>> = Vec::new();
     let mut args: Vec<Vec<u8>> = vec![(conditions.len() + spec.ranges.len() + spec.unions.len())
         .to_string()
@@ -201,39 +201,70 @@ pub(crate) fn script_call(
         args.push(score_bound(r.max, "+inf"));
     }
     for c in conditions {
-        let idx = &desc.indexes[c.index];
-        args.push(c.op.name().as_bytes().to_vec());
-        if idx.kind == IndexKind::Prefix {
-            // Entries are `escaped value:member`; escaped values have no ':'.
-            args.push(b"z".to_vec());
-            args.push(c.values.len().to_string().into_bytes());
-            let zset = keyspace::index_zset(desc, ns, idx.field).into_bytes();
-            for v in &c.values {
-                keys.push(zset.clone());
-                let (min, max) = match c.op {
-                    SetOp::StartsWith
-                        if v.as_slice() == crate::schema::escape::EMPTY.as_bytes() =>
-                    {
-                        (b"-".to_vec(), b"+".to_vec())
-                    }
-                    SetOp::StartsWith => (lex(b"[", v, b""), lex(b"(", v, b"\xff")),
-                    _ => (lex(b"[", v, b":"), lex(b"(", v, b":\xff")),
-                };
-                args.push(min);
-                args.push(max);
-            }
-        } else {
-            let prefix = keyspace::index_prefix(desc, ns, idx.field);
-            args.push(b"s".to_vec());
-            args.push(c.values.len().to_string().into_bytes());
-            for v in &c.values {
-                let mut k = prefix.clone().into_bytes();
-                k.extend_from_slice(v);
-                keys.push(k);
-            }
-        }
+        push_condition(desc, ns, c, &mut keys, &mut args);
     }
     keys.push(keyspace::ids_key(desc, ns).into_bytes());
+    push_result_args(desc, ns, spec, count_only, with_scores, &mut args);
+    let mut call = crate::script::QUERY.call();
+    call.keys = keys;
+    call.args = args;
+    call
+}
+
+/// One condition's part of the query script's call: its operation, then
+/// per value the sorted set and the lex range of a prefix index (`z`), or
+/// the set of an index of sets (`s`).
+fn push_condition(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    c: &Condition,
+    keys: &mut Vec<Vec<u8>>,
+    args: &mut Vec<Vec<u8>>,
+) {
+    let idx = &desc.indexes[c.index];
+    args.push(c.op.name().as_bytes().to_vec());
+    if idx.kind == IndexKind::Prefix {
+        // Entries are `escaped value:member`; escaped values have no ':'.
+        args.push(b"z".to_vec());
+        args.push(c.values.len().to_string().into_bytes());
+        let zset = keyspace::index_zset(desc, ns, idx.field).into_bytes();
+        for v in &c.values {
+            keys.push(zset.clone());
+            let (min, max) = match c.op {
+                SetOp::StartsWith if v.as_slice() == crate::schema::escape::EMPTY.as_bytes() => {
+                    (b"-".to_vec(), b"+".to_vec())
+                }
+                SetOp::StartsWith => (lex(b"[", v, b""), lex(b"(", v, b"\xff")),
+                _ => (lex(b"[", v, b":"), lex(b"(", v, b":\xff")),
+            };
+            args.push(min);
+            args.push(max);
+        }
+    } else {
+        let prefix = keyspace::index_prefix(desc, ns, idx.field);
+        args.push(b"s".to_vec());
+        args.push(c.values.len().to_string().into_bytes());
+        for v in &c.values {
+            let mut k = prefix.clone().into_bytes();
+            k.extend_from_slice(v);
+            keys.push(k);
+        }
+    }
+}
+
+/// The query script's arguments after the sets: how to sort and cut the
+/// page, the expiry sorted set, the owner keys' head, the presence
+/// suffixes, the order's sorted set and direction, and whether to return
+/// the scores.
+fn push_result_args(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    spec: &Spec,
+    count_only: bool,
+    with_scores: bool,
+    args: &mut Vec<Vec<u8>>,
+) {
+    let page = spec.page;
     // A whole result is sorted by the caller (cheaper than Lua's sort); a
     // page must be cut from the sorted result on the server.
     args.push(match (page, desc.numeric_pk) {
@@ -273,10 +304,6 @@ pub(crate) fn script_call(
     } else {
         b"0".to_vec()
     });
-    let mut call = crate::script::QUERY.call();
-    call.keys = keys;
-    call.args = args;
-    call
 }
 
 /// A ZRANGEBYLEX bound: `open`, the escaped value, `tail`.
@@ -664,6 +691,53 @@ fn escaped_eq(raw: &[u8], escaped: &[u8]) -> bool {
     out == escaped
 }
 
+/// True when the stored row (`None`: gone) holds a score in range `r`.
+fn holds_range(desc: &'static EntityDesc, r: &RangeCondition, row: Option<&Row>) -> bool {
+    let idx = &desc.indexes[r.index];
+    let score = match (row, idx.column(), idx.score) {
+        (Some(row), Some(c), Some(f)) => row.columns[c].as_deref().and_then(f),
+        _ => None,
+    };
+    score.is_some_and(|s| r.contains(s))
+}
+
+/// The fast paths of `check`: true when condition `c` is an equality on a
+/// stored scalar column, or a tag condition, that the stored value holds
+/// (no index entries derived). False says nothing: the entries decide.
+fn holds_on_stored_column(desc: &'static EntityDesc, c: &Condition, row: Option<&Row>) -> bool {
+    let idx = &desc.indexes[c.index];
+    if let (
+        Some(r),
+        IndexKind::Equality | IndexKind::Unique,
+        IndexSource::Column(col),
+        SetOp::All,
+        [v],
+    ) = (row, idx.kind, idx.source, c.op, c.values.as_slice())
+    {
+        if r.columns[col]
+            .as_deref()
+            .is_some_and(|raw| escaped_eq(raw, v))
+        {
+            return true;
+        }
+    }
+    // Tags are stored escaped.
+    if let (Some(r), IndexKind::Tags, IndexSource::Column(col)) = (row, idx.kind, idx.source) {
+        let tags: Vec<&[u8]> = r.columns[col]
+            .as_deref()
+            .map(|raw| raw.split(|&b| b == b':').collect())
+            .unwrap_or_default();
+        let has = |v: &Vec<u8>| tags.contains(&v.as_slice());
+        return match c.op {
+            SetOp::All => c.values.iter().all(has),
+            SetOp::Any => c.values.iter().any(has),
+            SetOp::None => !c.values.iter().any(has),
+            SetOp::StartsWith => false,
+        };
+    }
+    false
+}
+
 /// Checks a fetched row against the conditions (`None`: the entity is gone).
 pub(crate) fn check(
     desc: &'static EntityDesc,
@@ -674,51 +748,15 @@ pub(crate) fn check(
     let mut entries = Vec::new();
     let mut missing = false;
     for r in &spec.ranges {
-        let idx = &desc.indexes[r.index];
-        let score = match (row, idx.column(), idx.score) {
-            (Some(row), Some(c), Some(f)) => row.columns[c].as_deref().and_then(f),
-            _ => None,
-        };
         // A sorted entry that disagrees with the stored value is re-derived
         // from it (the entity is re-indexed).
-        if !score.is_some_and(|s| r.contains(s)) {
+        if !holds_range(desc, r, row) {
             missing = true;
         }
     }
     for c in &spec.conditions {
-        // Fast path: an equality condition on a stored scalar column.
-        let idx = &desc.indexes[c.index];
-        if let (
-            Some(r),
-            IndexKind::Equality | IndexKind::Unique,
-            IndexSource::Column(col),
-            SetOp::All,
-            [v],
-        ) = (row, idx.kind, idx.source, c.op, c.values.as_slice())
-        {
-            if r.columns[col]
-                .as_deref()
-                .is_some_and(|raw| escaped_eq(raw, v))
-            {
-                continue;
-            }
-        }
-        // Fast path: a tag condition that holds (tags are stored escaped).
-        if let (Some(r), IndexKind::Tags, IndexSource::Column(col)) = (row, idx.kind, idx.source) {
-            let tags: Vec<&[u8]> = r.columns[col]
-                .as_deref()
-                .map(|raw| raw.split(|&b| b == b':').collect())
-                .unwrap_or_default();
-            let has = |v: &Vec<u8>| tags.contains(&v.as_slice());
-            let holds = match c.op {
-                SetOp::All => c.values.iter().all(has),
-                SetOp::Any => c.values.iter().any(has),
-                SetOp::None => !c.values.iter().any(has),
-                SetOp::StartsWith => false,
-            };
-            if holds {
-                continue;
-            }
+        if holds_on_stored_column(desc, c, row) {
+            continue;
         }
         let have = match row {
             Some(r) => row_entries(desc, member, r, c.index),

@@ -546,48 +546,20 @@ pub(crate) struct Repairs {
     pub manual: Vec<(usize, &'static str)>,
 }
 
+/// Per member: the stale entries (index, escaped value), and the
+/// violations they come from.
+type Stale = (Vec<(usize, Vec<u8>)>, Vec<usize>);
+
 /// Plans the repair of a report. Duplicate unique values, unreadable and
 /// undecodable records need a decision and are left alone.
 pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report) -> Repairs {
     let mut out = Repairs::default();
-    // Per member: the stale entries (index, escaped value), and the
-    // violations they come from.
-    type Stale = (Vec<(usize, Vec<u8>)>, Vec<usize>);
     let mut stale: BTreeMap<String, Stale> = BTreeMap::new();
     let mut reindex: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (at, v) in report.violations.iter().enumerate() {
         match v {
             Violation::StaleEntry { key, member } => {
-                // The entity's space: the store's, or its shard's.
-                let space = crate::keyspace::entity_space(desc, ns, member);
-                let in_space = |space: &Namespace| {
-                    desc.indexes.iter().enumerate().find_map(|(i, idx)| {
-                        let prefix = crate::keyspace::index_prefix(desc, space, idx.field);
-                        key.strip_prefix(&prefix)
-                            .map(|e| (i, e.as_bytes().to_vec()))
-                    })
-                };
-                if let Some(found) = in_space(&space) {
-                    let entry = stale.entry(member.clone()).or_default();
-                    entry.0.push(found);
-                    entry.1.push(at);
-                    continue;
-                }
-                // Listed in another shard than its own (written around the
-                // library): removed there, where the member has no entity.
-                let foreign = crate::keyspace::spaces(desc, ns)
-                    .into_iter()
-                    .find_map(|s| in_space(&s).map(|f| (s, f)));
-                match foreign {
-                    Some((s, found)) => {
-                        let keys = EntityKeys::new(desc, &s, member.clone());
-                        out.writes
-                            .push((plan::clean(desc, &s, keys, &[found]), vec![at]));
-                    }
-                    None => out
-                        .manual
-                        .push((at, "the key is not one of this type's index keys")),
-                }
+                stale_entry_repair(desc, ns, (key, member, at), &mut stale, &mut out)
             }
             Violation::StaleSortedEntry { key, member, value } => {
                 let space = crate::keyspace::entity_space(desc, ns, member);
@@ -617,65 +589,23 @@ pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report
                 member,
                 entity,
                 owner,
-            } => {
-                let owner_key = crate::keyspace::entity_key(desc, ns, owner);
-                let name = key
-                    .strip_prefix(&owner_key)
-                    .and_then(|n| n.strip_prefix(':'))
-                    .unwrap_or_default();
-                let call = crate::script::REPAIR
-                    .call()
-                    .key(entity)
-                    .key(key)
-                    .key(crate::keyspace::relation_register(&owner_key))
-                    .arg("member")
-                    .arg(member)
-                    .arg(name);
-                out.removals.push((call, at));
-            }
+            } => out.removals.push((
+                dangling_member_removal(desc, ns, key, member, entity, owner),
+                at,
+            )),
             Violation::Leftover { member, keys } => {
-                let entity = EntityKeys::new(desc, ns, member.clone());
-                let presence = crate::keyspace::ttl_key(desc, ns, member);
-                out.writes.push((
-                    plan::lifecycle(desc, ns, entity, WriteOp::Sweep, None),
-                    vec![at],
-                ));
-                for k in keys {
-                    let call = crate::script::REPAIR
-                        .call()
-                        .key(&presence)
-                        .key(k)
-                        .arg("key");
-                    out.removals.push((call, at));
-                }
+                leftover_repair(desc, ns, (member, keys, at), &mut out)
             }
             Violation::StaleOwner { .. } | Violation::UnownedValue { .. } => {
                 out.owners.push((v.clone(), at))
             }
             Violation::Unplaced { member, .. } => out.unplaced.push((member.clone(), at)),
-            Violation::DuplicateUnique { .. } => out.manual.push((
-                at,
-                "two entities hold one unique value: decide which keeps it",
-            )),
-            Violation::Unreadable { .. } => out.manual.push((
-                at,
-                "the entity's key has another type than the layout's: fix or delete it",
-            )),
-            Violation::Undecodable { .. } => out.manual.push((
-                at,
-                "a stored field does not decode: fix the value or delete the entity",
-            )),
-            Violation::ForeignKey { .. } => out
-                .manual
-                .push((at, "no entity of the type has this key: move or delete it")),
-            Violation::UnlistedKey { .. } => out.manual.push((
-                at,
-                "nothing of the entity lists this key: relate through the library, or delete it",
-            )),
-            Violation::WrongType { .. } => out.manual.push((
-                at,
-                "the key holds another type than it needs: fix or delete it",
-            )),
+            Violation::DuplicateUnique { .. }
+            | Violation::Unreadable { .. }
+            | Violation::Undecodable { .. }
+            | Violation::ForeignKey { .. }
+            | Violation::UnlistedKey { .. }
+            | Violation::WrongType { .. } => out.manual.push((at, manual_reason(v))),
         }
     }
     for (m, (entries, at)) in stale {
@@ -688,6 +618,120 @@ pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report
             .push((plan::lifecycle(desc, ns, keys, WriteOp::Reindex, None), at));
     }
     out
+}
+
+/// A stale entry (index `key` lists `member`, violation `at`): collected
+/// for the member's clean write when the key is in the entity's own space;
+/// cleaned at once in the shard that holds it when it is in another.
+fn stale_entry_repair(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    (key, member, at): (&str, &String, usize),
+    stale: &mut BTreeMap<String, Stale>,
+    out: &mut Repairs,
+) {
+    // The entity's space: the store's, or its shard's.
+    let space = crate::keyspace::entity_space(desc, ns, member);
+    let in_space = |space: &Namespace| {
+        desc.indexes.iter().enumerate().find_map(|(i, idx)| {
+            let prefix = crate::keyspace::index_prefix(desc, space, idx.field);
+            key.strip_prefix(&prefix)
+                .map(|e| (i, e.as_bytes().to_vec()))
+        })
+    };
+    if let Some(found) = in_space(&space) {
+        let entry = stale.entry(member.clone()).or_default();
+        entry.0.push(found);
+        entry.1.push(at);
+        return;
+    }
+    // Listed in another shard than its own (written around the
+    // library): removed there, where the member has no entity.
+    let foreign = crate::keyspace::spaces(desc, ns)
+        .into_iter()
+        .find_map(|s| in_space(&s).map(|f| (s, f)));
+    match foreign {
+        Some((s, found)) => {
+            let keys = EntityKeys::new(desc, &s, member.clone());
+            out.writes
+                .push((plan::clean(desc, &s, keys, &[found]), vec![at]));
+        }
+        None => out
+            .manual
+            .push((at, "the key is not one of this type's index keys")),
+    }
+}
+
+/// The repair script's call that removes `member` from relation set or
+/// timeline `key` of `owner` while `entity` (the member's) is still gone.
+fn dangling_member_removal(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    key: &str,
+    member: &str,
+    entity: &str,
+    owner: &str,
+) -> crate::script::Call<'static> {
+    let owner_key = crate::keyspace::entity_key(desc, ns, owner);
+    let name = key
+        .strip_prefix(&owner_key)
+        .and_then(|n| n.strip_prefix(':'))
+        .unwrap_or_default();
+    crate::script::REPAIR
+        .call()
+        .key(entity)
+        .key(key)
+        .key(crate::keyspace::relation_register(&owner_key))
+        .arg("member")
+        .arg(member)
+        .arg(name)
+}
+
+/// The leftovers of gone entity `member` (violation `at`): a sweep of what
+/// it left in indexes and relations, and the removal of each leftover key
+/// while the entity is still gone.
+fn leftover_repair(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    (member, keys, at): (&String, &[String], usize),
+    out: &mut Repairs,
+) {
+    let entity = EntityKeys::new(desc, ns, member.clone());
+    let presence = crate::keyspace::ttl_key(desc, ns, member);
+    out.writes.push((
+        plan::lifecycle(desc, ns, entity, WriteOp::Sweep, None),
+        vec![at],
+    ));
+    for k in keys {
+        let call = crate::script::REPAIR
+            .call()
+            .key(&presence)
+            .key(k)
+            .arg("key");
+        out.removals.push((call, at));
+    }
+}
+
+/// Why a violation that `repair` leaves alone needs a person.
+fn manual_reason(v: &Violation) -> &'static str {
+    match v {
+        Violation::DuplicateUnique { .. } => {
+            "two entities hold one unique value: decide which keeps it"
+        }
+        Violation::Unreadable { .. } => {
+            "the entity's key has another type than the layout's: fix or delete it"
+        }
+        Violation::Undecodable { .. } => {
+            "a stored field does not decode: fix the value or delete the entity"
+        }
+        Violation::ForeignKey { .. } => "no entity of the type has this key: move or delete it",
+        Violation::UnlistedKey { .. } => {
+            "nothing of the entity lists this key: relate through the library, or delete it"
+        }
+        Violation::WrongType { .. } => "the key holds another type than it needs: fix or delete it",
+        // (`repairs` asks only for the ones above.)
+        _ => unreachable!("repair plans a step for {v:?}"),
+    }
 }
 
 /// What the checker asks for next.
@@ -894,6 +938,11 @@ fn list(v: Value) -> Vec<Value> {
     }
 }
 
+/// The reply of a request of one command (`Nil` for none).
+fn first_reply(replies: Vec<Value>) -> Value {
+    replies.into_iter().next().unwrap_or(Value::Nil)
+}
+
 /// `SCAN` reply: the next cursor and the keys.
 fn scan_reply(v: Value) -> (u64, Vec<String>) {
     let mut parts = list(v).into_iter();
@@ -971,27 +1020,7 @@ impl<'a> Verifier<'a> {
                     crate::plan::read::read(desc, &EntityKeys::new(desc, ns, m.clone()), &mut pipe);
                 }
             }
-            Step::ScanIndex { index, cursor } => {
-                let idx = &desc.indexes[*index];
-                if idx.kind == IndexKind::Prefix {
-                    pipe.cmd("ZRANGE")
-                        .arg(crate::keyspace::index_zset(desc, ns, idx.field))
-                        .arg(0)
-                        .arg(-1);
-                } else if idx.kind == IndexKind::Sorted {
-                    pipe.cmd("ZRANGE")
-                        .arg(crate::keyspace::index_zset(desc, ns, idx.field))
-                        .arg(0)
-                        .arg(-1)
-                        .arg("WITHSCORES");
-                } else {
-                    scan_cmd(
-                        &mut pipe,
-                        *cursor,
-                        &crate::keyspace::index_scan_pattern(desc, ns, desc.indexes[*index].field),
-                    );
-                }
-            }
+            Step::ScanIndex { index, cursor } => self.request_index(&mut pipe, *index, *cursor),
             Step::ReadIndex { index, offset } => {
                 let end = (offset + CHUNK).min(self.index_keys.len());
                 for k in &self.index_keys[*offset..end] {
@@ -1021,277 +1050,357 @@ impl<'a> Verifier<'a> {
                     };
                 }
             }
-            Step::CheckReferences { offset } => {
-                let end = (offset + CHUNK).min(self.references.len());
-                for (at, m) in &self.references[*offset..end] {
-                    let l = &self.listings[*at];
-                    pipe.cmd("EXISTS").arg(l.entity_of(m));
-                    if let Some(reverse) = &l.reverse {
-                        let theirs = crate::keyspace::key_from_entry(&l.head, m, &l.tail);
-                        pipe.cmd("SISMEMBER")
-                            .arg(crate::keyspace::sub_key(&theirs, reverse))
-                            .arg(&l.owner);
-                    }
-                }
-            }
+            Step::CheckReferences { offset } => self.request_references(&mut pipe, *offset),
             Step::Done => return None,
         }
         Some(pipe)
     }
 
+    /// Reads index `index`: the one sorted set of a prefix index (its
+    /// members) or of a sorted index (with the scores) whole; a SCAN page of
+    /// the key family of any other.
+    fn request_index(&self, pipe: &mut redis::Pipeline, index: usize, cursor: u64) {
+        let (desc, ns) = (self.desc, self.ns);
+        let idx = &desc.indexes[index];
+        if idx.kind == IndexKind::Prefix {
+            pipe.cmd("ZRANGE")
+                .arg(crate::keyspace::index_zset(desc, ns, idx.field))
+                .arg(0)
+                .arg(-1);
+        } else if idx.kind == IndexKind::Sorted {
+            pipe.cmd("ZRANGE")
+                .arg(crate::keyspace::index_zset(desc, ns, idx.field))
+                .arg(0)
+                .arg(-1)
+                .arg("WITHSCORES");
+        } else {
+            scan_cmd(
+                pipe,
+                cursor,
+                &crate::keyspace::index_scan_pattern(desc, ns, idx.field),
+            );
+        }
+    }
+
+    /// For a chunk of the members the listings name: EXISTS of the member's
+    /// entity and, for a relation set, SISMEMBER of the owner in the other
+    /// side's set (whether it lists the owner back).
+    fn request_references(&self, pipe: &mut redis::Pipeline, offset: usize) {
+        let end = (offset + CHUNK).min(self.references.len());
+        for (at, m) in &self.references[offset..end] {
+            let l = &self.listings[*at];
+            pipe.cmd("EXISTS").arg(l.entity_of(m));
+            if let Some(reverse) = &l.reverse {
+                let theirs = crate::keyspace::key_from_entry(&l.head, m, &l.tail);
+                pipe.cmd("SISMEMBER")
+                    .arg(crate::keyspace::sub_key(&theirs, reverse))
+                    .arg(&l.owner);
+            }
+        }
+    }
+
     /// Takes the replies of the last request.
     pub fn feed(&mut self, replies: Vec<Value>) -> Result<()> {
-        let (desc, ns) = (self.desc, self.ns);
-        let first = || replies.first().cloned().unwrap_or(Value::Nil);
-        let after_indexes = |from: usize| {
-            if from < desc.indexes.len() {
-                Step::ScanIndex {
-                    index: from,
-                    cursor: 0,
-                }
-            } else if desc.indexes.is_empty() {
-                Step::Done
-            } else {
-                Step::ReadIds
-            }
-        };
+        let desc = self.desc;
         self.step = match std::mem::replace(&mut self.step, Step::Done) {
-            Step::ScanEntities { .. } => {
-                let (cursor, keys) = scan_reply(first());
-                for k in keys {
-                    match crate::keyspace::member_of_key(desc, ns, &k) {
-                        Some(m) if self.members_valid.is_none_or(|ok| ok(&m)) => {
-                            self.keys_of.entry(m).or_default().push(k);
-                        }
-                        Some(_) => self.unreadable.push(Violation::ForeignKey { key: k }),
-                        None => {}
-                    }
-                }
-                if cursor != 0 {
-                    Step::ScanEntities { cursor }
-                } else {
-                    self.members = self.keys_of.keys().cloned().collect();
-                    if self.members.is_empty() {
-                        after_indexes(0)
-                    } else {
-                        Step::ReadEntities { offset: 0 }
-                    }
-                }
-            }
-            Step::ReadEntities { offset } => {
-                let end = (offset + CHUNK).min(self.members.len());
-                let mut it = replies.into_iter();
-                for m in &self.members[offset..end] {
-                    let keys = EntityKeys::new(desc, ns, m.clone());
-                    let scanned = self.keys_of.remove(m).unwrap_or_default();
-                    match crate::plan::read::decode_read(desc, &keys, &mut it) {
-                        Ok(Some(row)) => {
-                            if let Some((field, reason)) =
-                                self.decodes.and_then(|check| check(m, &row))
-                            {
-                                self.unreadable.push(Violation::Undecodable {
-                                    key: keys.base.clone(),
-                                    field,
-                                    reason,
-                                });
-                            }
-                            self.expected.add_row(desc, ns, m, &row);
-                            self.live.push(m.clone());
-                            self.scanned_live.insert(m.clone(), scanned);
-                        }
-                        Ok(None) => {
-                            // Request records expire on their own.
-                            let keys: Vec<String> = scanned
-                                .into_iter()
-                                .filter(|k| !k.contains(crate::keyspace::REQUEST_SUFFIX))
-                                .collect();
-                            if !keys.is_empty() {
-                                self.gone.push(Violation::Leftover {
-                                    member: m.clone(),
-                                    keys,
-                                });
-                            }
-                        }
-                        // One entity that cannot be read does not stop the
-                        // check of the others.
-                        Err(e) => self.unreadable.push(Violation::Unreadable {
-                            key: keys.base.clone(),
-                            detail: e.to_string(),
-                            member: m.clone(),
-                        }),
-                    }
-                }
-                if end < self.members.len() {
-                    Step::ReadEntities { offset: end }
-                } else if self.live.is_empty() {
-                    after_indexes(0)
-                } else {
-                    Step::ReadRegisters { offset: 0 }
-                }
-            }
-            Step::ReadRegisters { offset } => {
-                let end = (offset + CHUNK).min(self.live.len());
-                for (at, v) in (offset..end).zip(replies) {
-                    let m = self.live[at].clone();
-                    let owner_key = crate::keyspace::entity_key(desc, ns, &m);
-                    let register = crate::keyspace::relation_register(&owner_key);
-                    if is_wrong_type(&v) {
-                        self.wrong_type(&register, "hash");
-                    }
-                    let flat: Vec<String> = list(v).into_iter().filter_map(text).collect();
-                    let first = self.listings.len();
-                    for pair in flat.chunks(2) {
-                        let key = crate::keyspace::sub_key(&owner_key, &pair[0]);
-                        let entry = pair.get(1).map(String::as_str).unwrap_or("");
-                        self.listings.extend(Listing::parse(&m, key, entry));
-                    }
-                    self.report_unlisted(&m, &register, first);
-                }
-                if end < self.live.len() {
-                    Step::ReadRegisters { offset: end }
-                } else if self.listings.is_empty() {
-                    after_indexes(0)
-                } else {
-                    Step::ReadListings { offset: 0 }
-                }
-            }
-            Step::ReadListings { offset } => {
-                let end = (offset + CHUNK).min(self.listings.len());
-                for (at, v) in (offset..end).zip(replies) {
-                    if is_wrong_type(&v) {
-                        let l = &self.listings[at];
-                        let wanted = if l.reverse.is_some() { "set" } else { "list" };
-                        self.wrong_type(&l.key.clone(), wanted);
-                    }
-                    let mut listed: Vec<String> = list(v).into_iter().filter_map(text).collect();
-                    // A timeline may list a member more than once.
-                    listed.sort();
-                    listed.dedup();
-                    self.references.extend(listed.into_iter().map(|m| (at, m)));
-                }
-                if end < self.listings.len() {
-                    Step::ReadListings { offset: end }
-                } else if self.references.is_empty() {
-                    after_indexes(0)
-                } else {
-                    Step::CheckReferences { offset: 0 }
-                }
-            }
-            Step::CheckReferences { offset } => {
-                let end = (offset + CHUNK).min(self.references.len());
-                let mut it = replies.into_iter();
-                for (at, m) in &self.references[offset..end] {
-                    let l = &self.listings[*at];
-                    let exists = matches!(it.next(), Some(Value::Int(1)));
-                    let back = l.reverse.as_ref().map(|_| it.next());
-                    if let (Some(reverse), Some(Some(v))) = (&l.reverse, &back) {
-                        if is_wrong_type(v) {
-                            // The other side's set holds another type: that
-                            // is the problem to report, not a one-sided pair.
-                            let theirs = crate::keyspace::key_from_entry(&l.head, m, &l.tail);
-                            let key = crate::keyspace::sub_key(&theirs, reverse);
-                            // (Fields, not `self.wrong_type`: the loop holds
-                            // `self.references`.)
-                            wrong_type_once(
-                                &mut self.wrong_typed,
-                                &mut self.unreadable,
-                                &key,
-                                "set",
-                            );
-                            continue;
-                        }
-                    }
-                    let listed_back = back.map(|v| matches!(v, Some(Value::Int(1))));
-                    if !exists {
-                        self.gone.push(Violation::DanglingMember {
-                            key: l.key.clone(),
-                            member: m.clone(),
-                            entity: l.entity_of(m),
-                            owner: l.owner.clone(),
-                        });
-                    } else if listed_back == Some(false) {
-                        self.one_sided.push(Violation::OneSidedRelation {
-                            key: l.key.clone(),
-                            member: m.clone(),
-                        });
-                    }
-                }
-                if end < self.references.len() {
-                    Step::CheckReferences { offset: end }
-                } else {
-                    after_indexes(0)
-                }
-            }
+            Step::ScanEntities { .. } => self.feed_entity_scan(first_reply(replies)),
+            Step::ReadEntities { offset } => self.feed_entities(offset, replies),
+            Step::ReadRegisters { offset } => self.feed_registers(offset, replies),
+            Step::ReadListings { offset } => self.feed_listings(offset, replies),
+            Step::CheckReferences { offset } => self.feed_references(offset, replies),
             Step::ScanIndex { index, .. } if desc.indexes[index].kind == IndexKind::Prefix => {
-                let entries = list(first())
-                    .into_iter()
-                    .filter_map(|v| match v {
-                        Value::BulkString(b) => Some(b),
-                        _ => None,
-                    })
-                    .collect();
-                add_prefix_entries(desc, ns, index, entries, &mut self.actual);
-                after_indexes(index + 1)
+                self.feed_prefix_index(index, first_reply(replies))
             }
             Step::ScanIndex { index, .. } if desc.indexes[index].kind == IndexKind::Sorted => {
-                // Entries named `<prefix>:<field>:<score>`, like the others.
-                let flat: Vec<String> = list(first()).into_iter().filter_map(text).collect();
-                let entries = flat
-                    .chunks(2)
-                    .filter_map(|p| {
-                        let score = crate::plan::query::parse_score(p.get(1)?)?;
-                        Some(
-                            format!("{}:{}", crate::schema::codec::score_text(score), p[0])
-                                .into_bytes(),
-                        )
-                    })
-                    .collect();
-                add_prefix_entries(desc, ns, index, entries, &mut self.actual);
-                after_indexes(index + 1)
+                self.feed_sorted_index(index, first_reply(replies))
             }
-            Step::ScanIndex { index, .. } => {
-                let (cursor, keys) = scan_reply(first());
-                self.index_keys.extend(keys);
-                if cursor != 0 {
-                    Step::ScanIndex { index, cursor }
-                } else if self.index_keys.is_empty() {
-                    after_indexes(index + 1)
-                } else {
-                    Step::ReadIndex { index, offset: 0 }
-                }
-            }
-            Step::ReadIndex { index, offset } => {
-                let end = (offset + CHUNK).min(self.index_keys.len());
-                for (k, v) in self.index_keys[offset..end].iter().zip(replies) {
-                    let listed: BTreeSet<String> = match v {
-                        Value::Array(_) | Value::Set(_) => {
-                            list(v).into_iter().filter_map(text).collect()
-                        }
-                        other => text(other).into_iter().collect(),
-                    };
-                    self.actual
-                        .entries
-                        .insert(k.clone().into_bytes(), (index, listed));
-                }
-                if end < self.index_keys.len() {
-                    Step::ReadIndex { index, offset: end }
-                } else {
-                    self.index_keys.clear();
-                    after_indexes(index + 1)
-                }
-            }
+            Step::ScanIndex { index, .. } => self.feed_index_scan(index, first_reply(replies)),
+            Step::ReadIndex { index, offset } => self.feed_index_keys(index, offset, replies),
             Step::ReadIds => {
-                self.actual.ids = list(first()).into_iter().filter_map(text).collect();
+                self.actual.ids = list(first_reply(replies))
+                    .into_iter()
+                    .filter_map(text)
+                    .collect();
                 Step::Done
             }
             Step::Done => {
                 return Err(Error::UnexpectedReply {
-                    key: crate::keyspace::ids_key(desc, ns),
+                    key: crate::keyspace::ids_key(desc, self.ns),
                     detail: "verify fed after it finished".into(),
                 })
             }
         };
         Ok(())
+    }
+
+    /// The step that reads index `from`; past the last index, the set of
+    /// all members (kept only for a type with indexes), else the end.
+    fn index_step(&self, from: usize) -> Step {
+        if from < self.desc.indexes.len() {
+            Step::ScanIndex {
+                index: from,
+                cursor: 0,
+            }
+        } else if self.desc.indexes.is_empty() {
+            Step::Done
+        } else {
+            Step::ReadIds
+        }
+    }
+
+    /// A SCAN page of the entity keys: groups them by member (a key whose
+    /// member no pk of the type writes is foreign); at the last page, the
+    /// entities are read.
+    fn feed_entity_scan(&mut self, reply: Value) -> Step {
+        let (desc, ns) = (self.desc, self.ns);
+        let (cursor, keys) = scan_reply(reply);
+        for k in keys {
+            match crate::keyspace::member_of_key(desc, ns, &k) {
+                Some(m) if self.members_valid.is_none_or(|ok| ok(&m)) => {
+                    self.keys_of.entry(m).or_default().push(k);
+                }
+                Some(_) => self.unreadable.push(Violation::ForeignKey { key: k }),
+                None => {}
+            }
+        }
+        if cursor != 0 {
+            Step::ScanEntities { cursor }
+        } else {
+            self.members = self.keys_of.keys().cloned().collect();
+            if self.members.is_empty() {
+                self.index_step(0)
+            } else {
+                Step::ReadEntities { offset: 0 }
+            }
+        }
+    }
+
+    /// A chunk of entity reads: each stored entity's expected index
+    /// entries, each gone one's leftover keys.
+    fn feed_entities(&mut self, offset: usize, replies: Vec<Value>) -> Step {
+        let (desc, ns) = (self.desc, self.ns);
+        let end = (offset + CHUNK).min(self.members.len());
+        let mut it = replies.into_iter();
+        for at in offset..end {
+            let m = self.members[at].clone();
+            let keys = EntityKeys::new(desc, ns, m.clone());
+            let scanned = self.keys_of.remove(&m).unwrap_or_default();
+            match crate::plan::read::decode_read(desc, &keys, &mut it) {
+                Ok(Some(row)) => self.entity_stored(&m, &keys, &row, scanned),
+                Ok(None) => self.entity_gone(&m, scanned),
+                // One entity that cannot be read does not stop the
+                // check of the others.
+                Err(e) => self.unreadable.push(Violation::Unreadable {
+                    key: keys.base.clone(),
+                    detail: e.to_string(),
+                    member: m,
+                }),
+            }
+        }
+        if end < self.members.len() {
+            Step::ReadEntities { offset: end }
+        } else if self.live.is_empty() {
+            self.index_step(0)
+        } else {
+            Step::ReadRegisters { offset: 0 }
+        }
+    }
+
+    /// Stored entity `m`: a row the Rust type cannot decode is reported,
+    /// its index entries are expected, and its register is read next.
+    fn entity_stored(
+        &mut self,
+        m: &str,
+        keys: &EntityKeys,
+        row: &crate::schema::entity::Row,
+        scanned: Vec<String>,
+    ) {
+        if let Some((field, reason)) = self.decodes.and_then(|check| check(m, row)) {
+            self.unreadable.push(Violation::Undecodable {
+                key: keys.base.clone(),
+                field,
+                reason,
+            });
+        }
+        self.expected.add_row(self.desc, self.ns, m, row);
+        self.live.push(m.to_owned());
+        self.scanned_live.insert(m.to_owned(), scanned);
+    }
+
+    /// Entity `m` is gone: what SCAN found under its key is left over.
+    fn entity_gone(&mut self, m: &str, scanned: Vec<String>) {
+        // Request records expire on their own.
+        let keys: Vec<String> = scanned
+            .into_iter()
+            .filter(|k| !k.contains(crate::keyspace::REQUEST_SUFFIX))
+            .collect();
+        if !keys.is_empty() {
+            self.gone.push(Violation::Leftover {
+                member: m.to_owned(),
+                keys,
+            });
+        }
+    }
+
+    /// A chunk of relation registers (HGETALL): the listings each names,
+    /// and the scanned keys of the entity none accounts for.
+    fn feed_registers(&mut self, offset: usize, replies: Vec<Value>) -> Step {
+        let (desc, ns) = (self.desc, self.ns);
+        let end = (offset + CHUNK).min(self.live.len());
+        for (at, v) in (offset..end).zip(replies) {
+            let m = self.live[at].clone();
+            let owner_key = crate::keyspace::entity_key(desc, ns, &m);
+            let register = crate::keyspace::relation_register(&owner_key);
+            if is_wrong_type(&v) {
+                self.wrong_type(&register, "hash");
+            }
+            let flat: Vec<String> = list(v).into_iter().filter_map(text).collect();
+            let first = self.listings.len();
+            for pair in flat.chunks(2) {
+                let key = crate::keyspace::sub_key(&owner_key, &pair[0]);
+                let entry = pair.get(1).map(String::as_str).unwrap_or("");
+                self.listings.extend(Listing::parse(&m, key, entry));
+            }
+            self.report_unlisted(&m, &register, first);
+        }
+        if end < self.live.len() {
+            Step::ReadRegisters { offset: end }
+        } else if self.listings.is_empty() {
+            self.index_step(0)
+        } else {
+            Step::ReadListings { offset: 0 }
+        }
+    }
+
+    /// A chunk of relation sets and timelines: the members each lists.
+    fn feed_listings(&mut self, offset: usize, replies: Vec<Value>) -> Step {
+        let end = (offset + CHUNK).min(self.listings.len());
+        for (at, v) in (offset..end).zip(replies) {
+            if is_wrong_type(&v) {
+                let l = &self.listings[at];
+                let wanted = if l.reverse.is_some() { "set" } else { "list" };
+                self.wrong_type(&l.key.clone(), wanted);
+            }
+            let mut listed: Vec<String> = list(v).into_iter().filter_map(text).collect();
+            // A timeline may list a member more than once.
+            listed.sort();
+            listed.dedup();
+            self.references.extend(listed.into_iter().map(|m| (at, m)));
+        }
+        if end < self.listings.len() {
+            Step::ReadListings { offset: end }
+        } else if self.references.is_empty() {
+            self.index_step(0)
+        } else {
+            Step::CheckReferences { offset: 0 }
+        }
+    }
+
+    /// A chunk of reference checks: a listed member whose entity is gone
+    /// dangles; one whose set does not list the owner back is one-sided.
+    fn feed_references(&mut self, offset: usize, replies: Vec<Value>) -> Step {
+        let end = (offset + CHUNK).min(self.references.len());
+        let mut it = replies.into_iter();
+        for (at, m) in &self.references[offset..end] {
+            let l = &self.listings[*at];
+            let exists = matches!(it.next(), Some(Value::Int(1)));
+            let back = l.reverse.as_ref().map(|_| it.next());
+            if let (Some(reverse), Some(Some(v))) = (&l.reverse, &back) {
+                if is_wrong_type(v) {
+                    // The other side's set holds another type: that
+                    // is the problem to report, not a one-sided pair.
+                    let theirs = crate::keyspace::key_from_entry(&l.head, m, &l.tail);
+                    let key = crate::keyspace::sub_key(&theirs, reverse);
+                    // (Fields, not `self.wrong_type`: the loop holds
+                    // `self.references`.)
+                    wrong_type_once(&mut self.wrong_typed, &mut self.unreadable, &key, "set");
+                    continue;
+                }
+            }
+            let listed_back = back.map(|v| matches!(v, Some(Value::Int(1))));
+            if !exists {
+                self.gone.push(Violation::DanglingMember {
+                    key: l.key.clone(),
+                    member: m.clone(),
+                    entity: l.entity_of(m),
+                    owner: l.owner.clone(),
+                });
+            } else if listed_back == Some(false) {
+                self.one_sided.push(Violation::OneSidedRelation {
+                    key: l.key.clone(),
+                    member: m.clone(),
+                });
+            }
+        }
+        if end < self.references.len() {
+            Step::CheckReferences { offset: end }
+        } else {
+            self.index_step(0)
+        }
+    }
+
+    /// The members of a prefix index's sorted set (`<value>:<member>`) as
+    /// its entries.
+    fn feed_prefix_index(&mut self, index: usize, reply: Value) -> Step {
+        let entries = list(reply)
+            .into_iter()
+            .filter_map(|v| match v {
+                Value::BulkString(b) => Some(b),
+                _ => None,
+            })
+            .collect();
+        add_prefix_entries(self.desc, self.ns, index, entries, &mut self.actual);
+        self.index_step(index + 1)
+    }
+
+    /// The members and scores of a sorted index's sorted set as its entries.
+    fn feed_sorted_index(&mut self, index: usize, reply: Value) -> Step {
+        // Entries named `<prefix>:<field>:<score>`, like the others.
+        let flat: Vec<String> = list(reply).into_iter().filter_map(text).collect();
+        let entries = flat
+            .chunks(2)
+            .filter_map(|p| {
+                let score = crate::plan::query::parse_score(p.get(1)?)?;
+                Some(format!("{}:{}", crate::schema::codec::score_text(score), p[0]).into_bytes())
+            })
+            .collect();
+        add_prefix_entries(self.desc, self.ns, index, entries, &mut self.actual);
+        self.index_step(index + 1)
+    }
+
+    /// A SCAN page of an index's key family; at the last page, the keys
+    /// found are read.
+    fn feed_index_scan(&mut self, index: usize, reply: Value) -> Step {
+        let (cursor, keys) = scan_reply(reply);
+        self.index_keys.extend(keys);
+        if cursor != 0 {
+            Step::ScanIndex { index, cursor }
+        } else if self.index_keys.is_empty() {
+            self.index_step(index + 1)
+        } else {
+            Step::ReadIndex { index, offset: 0 }
+        }
+    }
+
+    /// A chunk of index keys read: a unique key's owner (GET) or the members
+    /// a set lists (SMEMBERS), as the entries found.
+    fn feed_index_keys(&mut self, index: usize, offset: usize, replies: Vec<Value>) -> Step {
+        let end = (offset + CHUNK).min(self.index_keys.len());
+        for (k, v) in self.index_keys[offset..end].iter().zip(replies) {
+            let listed: BTreeSet<String> = match v {
+                Value::Array(_) | Value::Set(_) => list(v).into_iter().filter_map(text).collect(),
+                other => text(other).into_iter().collect(),
+            };
+            self.actual
+                .entries
+                .insert(k.clone().into_bytes(), (index, listed));
+        }
+        if end < self.index_keys.len() {
+            Step::ReadIndex { index, offset: end }
+        } else {
+            self.index_keys.clear();
+            self.index_step(index + 1)
+        }
     }
 
     /// Where the check is.

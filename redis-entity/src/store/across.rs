@@ -78,6 +78,17 @@ pub(crate) fn drop_call(entity: &str, name: &str, member: &str) -> Call<'static>
         .arg(name)
 }
 
+/// The error of an add call: `NotFound` when the script found no entity
+/// at `key`.
+fn entity_not_found(key: &str, e: redis::RedisError) -> Error {
+    match e.code() {
+        Some("ENTITY_NOT_FOUND") => Error::NotFound {
+            key: key.to_owned(),
+        },
+        _ => Error::redis(key, e),
+    }
+}
+
 /// An `add` call's reply: whether the member was new, and the members that
 /// left the set.
 fn added_and_left(reply: Value) -> (i64, Vec<String>) {
@@ -215,35 +226,15 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         );
         let drop_forward = drop_call(&ak, rel.name(), &bm);
         if !relate {
-            let removed: i64 = script::invoke(conn, &self.sent, &drop_forward)
-                .await
-                .map_err(|e| Error::redis(&ak, e))?;
-            if let Err(e) =
-                script::invoke::<i64, _>(conn, &self.sent, &drop_call(&bk, rel.reverse(), &am))
-                    .await
-            {
-                let err = Error::redis(&bk, e);
-                // b's side refused before writing (a key of the wrong type):
-                // a's side gets its member back, so nothing changed.
-                if removed > 0 && matches!(err, Error::WrongType { .. }) {
-                    script::invoke::<Value, _>(conn, &self.sent, &forward)
-                        .await
-                        .map_err(|e| Error::redis(&ak, e))?;
-                }
-                return Err(err);
-            }
-            return Ok(removed > 0);
+            let drop_reverse = drop_call(&bk, rel.reverse(), &am);
+            return self
+                .unrelate_across(conn, [&forward, &drop_forward, &drop_reverse], [&ak, &bk])
+                .await;
         }
-        let not_found = |key: &str, e: redis::RedisError| match e.code() {
-            Some("ENTITY_NOT_FOUND") => Error::NotFound {
-                key: key.to_owned(),
-            },
-            _ => Error::redis(key, e),
-        };
         let (added, _) = added_and_left(
             script::invoke(conn, &self.sent, &forward)
                 .await
-                .map_err(|e| not_found(&ak, e))?,
+                .map_err(|e| entity_not_found(&ak, e))?,
         );
         let reverse = add_call(
             B::DESC,
@@ -259,7 +250,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         {
             Ok(reply) => added_and_left(reply).1,
             Err(e) => {
-                let err = not_found(&bk, e);
+                let err = entity_not_found(&bk, e);
                 // `b` is missing, or its side holds a key of the wrong type
                 // (refused before writing): take back what the first call
                 // added, so nothing changed.
@@ -271,21 +262,60 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 return Err(err);
             }
         };
-        // One-to-many: `b` left its previous owners; their sets lose it.
+        self.drop_from_previous_owners(rel, &previous, &bm, &bk)
+            .await?;
+        Ok(added > 0)
+    }
+
+    /// Unrelates across two slots: `b` dropped from a's set, then `a` from
+    /// b's; `calls` are a's add (the take-back), a's drop and b's drop,
+    /// `keys` the entity keys of `a` and `b`. True when a's set listed `b`.
+    async fn unrelate_across(
+        &self,
+        conn: &mut C,
+        [forward, drop_forward, drop_reverse]: [&Call<'static>; 3],
+        [ak, bk]: [&str; 2],
+    ) -> Result<bool> {
+        let removed: i64 = script::invoke(conn, &self.sent, drop_forward)
+            .await
+            .map_err(|e| Error::redis(ak, e))?;
+        if let Err(e) = script::invoke::<i64, _>(conn, &self.sent, drop_reverse).await {
+            let err = Error::redis(bk, e);
+            // b's side refused before writing (a key of the wrong type):
+            // a's side gets its member back, so nothing changed.
+            if removed > 0 && matches!(err, Error::WrongType { .. }) {
+                script::invoke::<Value, _>(conn, &self.sent, forward)
+                    .await
+                    .map_err(|e| Error::redis(ak, e))?;
+            }
+            return Err(err);
+        }
+        Ok(removed > 0)
+    }
+
+    /// One-to-many: `b` (member `bm`, entity key `bk`) left its previous
+    /// owners; their sets lose it.
+    async fn drop_from_previous_owners<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+        previous: &[String],
+        bm: &str,
+        bk: &str,
+    ) -> Result<()> {
         let calls: Vec<Call<'static>> = previous
             .iter()
             .map(|old| {
-                let owner = keyspace::entity_key(A::DESC, ns, old);
-                drop_call(&owner, rel.name(), &bm)
+                let owner = keyspace::entity_key(A::DESC, &self.ns, old);
+                drop_call(&owner, rel.name(), bm)
             })
             .collect();
         if !calls.is_empty() {
             for reply in self.invoke_per_slot(calls).await? {
                 if let Value::ServerError(e) = reply {
-                    return Err(Error::redis(&bk, e.into()));
+                    return Err(Error::redis(bk, e.into()));
                 }
             }
         }
-        Ok(added > 0)
+        Ok(())
     }
 }

@@ -634,27 +634,39 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
                             Stored::Fenced(_) => store.get::<E>(pk).await,
                         };
                     };
-                    // The fence, for a save that cannot run in the cache's
-                    // script: the lock must still be this caller's (and is
-                    // renewed for the save), and the save is an insert, so
-                    // that a late load never overwrites an entity stored
-                    // since (by a caller that took over, or the application).
-                    if !self.renew(keys, &token, self.options.lock_ttl).await? {
-                        return Ok(Some(store.get::<E>(pk).await?.unwrap_or(e)));
-                    }
-                    let saved = store
-                        .insert_with_ttl(&e, jittered(ttl, self.options.jitter))
-                        .await;
-                    self.release(keys, &token).await?;
-                    return match saved {
-                        Ok(()) => Ok(Some(e)),
-                        Err(Error::AlreadyExists { .. }) => {
-                            Ok(Some(store.get::<E>(pk).await?.unwrap_or(e)))
-                        }
-                        Err(err) => Err(err),
-                    };
+                    return self.save_loaded(store, pk, (keys, &token), e, ttl).await;
                 }
             }
+        }
+    }
+
+    /// Saves the entity the loader returned while this caller holds the
+    /// lock (`keys`, `token`), then releases it; the entity stored since,
+    /// if another got there first.
+    async fn save_loaded<E: Entity>(
+        &self,
+        store: &Store<C>,
+        pk: &E::Pk,
+        (keys, token): ([&str; 2], &str),
+        e: E,
+        ttl: Duration,
+    ) -> Result<Option<E>> {
+        // The fence, for a save that cannot run in the cache's
+        // script: the lock must still be this caller's (and is
+        // renewed for the save), and the save is an insert, so
+        // that a late load never overwrites an entity stored
+        // since (by a caller that took over, or the application).
+        if !self.renew(keys, token, self.options.lock_ttl).await? {
+            return Ok(Some(store.get::<E>(pk).await?.unwrap_or(e)));
+        }
+        let saved = store
+            .insert_with_ttl(&e, jittered(ttl, self.options.jitter))
+            .await;
+        self.release(keys, token).await?;
+        match saved {
+            Ok(()) => Ok(Some(e)),
+            Err(Error::AlreadyExists { .. }) => Ok(Some(store.get::<E>(pk).await?.unwrap_or(e))),
+            Err(err) => Err(err),
         }
     }
 }

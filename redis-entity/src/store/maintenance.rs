@@ -220,100 +220,20 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if !plan.unplaced.is_empty() {
             // Moved before the other fixes, which read each entity where
             // it lives.
-            let found = self.unplaced(E::DESC).await?;
-            let wanted: BTreeMap<String, Vec<String>> = plan
-                .unplaced
-                .iter()
-                .filter_map(|(m, _)| Some((m.clone(), found.get(m)?.clone())))
-                .collect();
-            self.place(E::DESC, &wanted).await?;
-            let moved: Vec<(String, usize)> = plan
-                .unplaced
-                .iter()
-                .filter(|(m, _)| wanted.contains_key(m))
-                .cloned()
-                .collect();
-            for chunk in moved.chunks(BATCH) {
-                let plans: Vec<_> = chunk
-                    .iter()
-                    .map(|(m, _)| {
-                        write::lifecycle(
-                            E::DESC,
-                            self.namespace(),
-                            EntityKeys::new(E::DESC, self.namespace(), m.clone()),
-                            WriteOp::Reindex,
-                            None,
-                        )
-                    })
-                    .collect();
-                for ((m, at), r) in chunk.iter().zip(self.write_many(&plans).await?) {
-                    if let Err(e) = r {
-                        failed.insert(
-                            *at,
-                            format!("moved into its shard, then not indexed: {e} ({m})"),
-                        );
-                    }
-                }
-            }
+            self.place_unplaced(E::DESC, &plan.unplaced, &mut failed)
+                .await?;
             step(plan.unplaced.len());
         }
         for chunk in plan.writes.chunks(BATCH) {
-            let plans: Vec<write::WritePlan> = chunk.iter().map(|(p, _)| p.clone()).collect();
-            for ((_, fixes), r) in chunk.iter().zip(self.write_many(&plans).await?) {
-                match r {
-                    // Deleted since the report: nothing left to repair.
-                    Ok(_) | Err(Error::NotFound { .. }) => {}
-                    Err(e) => {
-                        for at in fixes {
-                            failed.entry(*at).or_insert_with(|| e.to_string());
-                        }
-                    }
-                }
-            }
+            self.write_fixes(chunk, &mut failed).await?;
             step(chunk.len());
         }
         for chunk in plan.removals.chunks(BATCH) {
-            let calls = self
-                .gone_checked(chunk.iter().map(|(c, _)| c.clone()))
-                .await?;
-            let replies = self.invoke_per_slot(calls).await?;
-            for ((call, at), v) in chunk.iter().zip(replies) {
-                if let Value::ServerError(e) = v {
-                    // The key the removal is about: the set, list or leftover key.
-                    let key = call.keys.get(1).map(|k| String::from_utf8_lossy(k));
-                    failed.entry(*at).or_insert_with(|| {
-                        Error::redis(key.as_deref().unwrap_or(&ids), e.into()).to_string()
-                    });
-                }
-            }
+            self.remove_gone(chunk, &ids, &mut failed).await?;
             step(chunk.len());
         }
         for chunk in plan.one_sided.chunks(BATCH) {
-            // One pipeline per slot on a cluster: the sets are of many owners.
-            let ids = &ids;
-            let replies = self
-                .per_slot(
-                    chunk,
-                    |(key, _, _)| key.as_str(),
-                    |group| async move {
-                        let mut pipe = redis::pipe();
-                        pipe.ignore_errors();
-                        for (key, member, _) in &group {
-                            pipe.cmd("SREM").arg(key).arg(member);
-                        }
-                        pipe.query_async::<Vec<Value>>(&mut self.conn.clone())
-                            .await
-                            .map_err(|e| Error::redis(ids, e))
-                    },
-                )
-                .await?;
-            for ((key, _, at), v) in chunk.iter().zip(replies) {
-                if let Value::ServerError(e) = v {
-                    failed.entry(*at).or_insert_with(|| {
-                        Error::redis(key, redis::RedisError::from(e)).to_string()
-                    });
-                }
-            }
+            self.remove_one_sided(chunk, &ids, &mut failed).await?;
             step(chunk.len());
         }
         for (v, at) in &plan.owners {
@@ -346,6 +266,133 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// Repair's first step: the unplaced entities (member, violation) that
+    /// are still unplaced move into their index shards, then are indexed
+    /// there; `failed` gets each one whose index write failed.
+    async fn place_unplaced(
+        &self,
+        desc: &'static crate::schema::entity::EntityDesc,
+        unplaced: &[(String, usize)],
+        failed: &mut BTreeMap<usize, String>,
+    ) -> Result<()> {
+        let found = self.unplaced(desc).await?;
+        let wanted: BTreeMap<String, Vec<String>> = unplaced
+            .iter()
+            .filter_map(|(m, _)| Some((m.clone(), found.get(m)?.clone())))
+            .collect();
+        self.place(desc, &wanted).await?;
+        let moved: Vec<(String, usize)> = unplaced
+            .iter()
+            .filter(|(m, _)| wanted.contains_key(m))
+            .cloned()
+            .collect();
+        for chunk in moved.chunks(BATCH) {
+            let plans: Vec<_> = chunk
+                .iter()
+                .map(|(m, _)| {
+                    write::lifecycle(
+                        desc,
+                        self.namespace(),
+                        EntityKeys::new(desc, self.namespace(), m.clone()),
+                        WriteOp::Reindex,
+                        None,
+                    )
+                })
+                .collect();
+            for ((m, at), r) in chunk.iter().zip(self.write_many(&plans).await?) {
+                if let Err(e) = r {
+                    failed.insert(
+                        *at,
+                        format!("moved into its shard, then not indexed: {e} ({m})"),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A batch of repair's entity writes (each with the violations it
+    /// fixes); `failed` gets the violations of each write that failed.
+    async fn write_fixes(
+        &self,
+        chunk: &[(write::WritePlan, Vec<usize>)],
+        failed: &mut BTreeMap<usize, String>,
+    ) -> Result<()> {
+        let plans: Vec<write::WritePlan> = chunk.iter().map(|(p, _)| p.clone()).collect();
+        for ((_, fixes), r) in chunk.iter().zip(self.write_many(&plans).await?) {
+            match r {
+                // Deleted since the report: nothing left to repair.
+                Ok(_) | Err(Error::NotFound { .. }) => {}
+                Err(e) => {
+                    for at in fixes {
+                        failed.entry(*at).or_insert_with(|| e.to_string());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A batch of repair script calls that remove what a gone entity left
+    /// (listed members, leftover keys), each only while it is still gone;
+    /// `failed` gets each call's violation that an error answered.
+    async fn remove_gone(
+        &self,
+        chunk: &[(script::Call<'static>, usize)],
+        ids: &str,
+        failed: &mut BTreeMap<usize, String>,
+    ) -> Result<()> {
+        let calls = self
+            .gone_checked(chunk.iter().map(|(c, _)| c.clone()))
+            .await?;
+        let replies = self.invoke_per_slot(calls).await?;
+        for ((call, at), v) in chunk.iter().zip(replies) {
+            if let Value::ServerError(e) = v {
+                // The key the removal is about: the set, list or leftover key.
+                let key = call.keys.get(1).map(|k| String::from_utf8_lossy(k));
+                failed.entry(*at).or_insert_with(|| {
+                    Error::redis(key.as_deref().unwrap_or(ids), e.into()).to_string()
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A batch of one-sided relations (set, member, violation): SREM of the
+    /// listed half; `failed` gets each whose SREM failed.
+    async fn remove_one_sided(
+        &self,
+        chunk: &[(String, String, usize)],
+        ids: &str,
+        failed: &mut BTreeMap<usize, String>,
+    ) -> Result<()> {
+        // One pipeline per slot on a cluster: the sets are of many owners.
+        let replies = self
+            .per_slot(
+                chunk,
+                |(key, _, _)| key.as_str(),
+                |group| async move {
+                    let mut pipe = redis::pipe();
+                    pipe.ignore_errors();
+                    for (key, member, _) in &group {
+                        pipe.cmd("SREM").arg(key).arg(member);
+                    }
+                    pipe.query_async::<Vec<Value>>(&mut self.conn.clone())
+                        .await
+                        .map_err(|e| Error::redis(ids, e))
+                },
+            )
+            .await?;
+        for ((key, _, at), v) in chunk.iter().zip(replies) {
+            if let Value::ServerError(e) = v {
+                failed
+                    .entry(*at)
+                    .or_insert_with(|| Error::redis(key, redis::RedisError::from(e)).to_string());
+            }
+        }
+        Ok(())
+    }
+
     /// Repair's removals, ready to send: a removal of a member whose entity
     /// lives in another slot of a cluster than the set listing it cannot
     /// check the entity in its script, so the entity is checked here first
@@ -474,33 +521,45 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
         let mut indexed = 0;
         let mut done = 0;
         for chunk in members.chunks(BATCH) {
-            let plans: Vec<_> = chunk
-                .iter()
-                .map(|m| {
-                    write::lifecycle(
-                        desc,
-                        self.namespace(),
-                        EntityKeys::new(desc, self.namespace(), m.clone()),
-                        WriteOp::Reindex,
-                        None,
-                    )
-                })
-                .collect();
-            for r in self.write_many(&plans).await? {
-                match r {
-                    Ok(_) => indexed += 1,
-                    // Keys of an entity that is gone (an expired one's
-                    // relation sets, say): nothing to index.
-                    Err(Error::NotFound { .. }) => {}
-                    Err(e) => return Err(e),
-                }
-            }
+            indexed += self.reindex_batch(desc, chunk).await?;
             done += chunk.len();
             progress(&Progress {
                 step: "indexing",
                 done,
                 total: Some(members.len()),
             });
+        }
+        Ok(indexed)
+    }
+
+    /// Indexes a batch of members again from their stored values (one
+    /// pipelined write): how many were indexed.
+    async fn reindex_batch(
+        &self,
+        desc: &'static crate::schema::entity::EntityDesc,
+        chunk: &[String],
+    ) -> Result<usize> {
+        let plans: Vec<_> = chunk
+            .iter()
+            .map(|m| {
+                write::lifecycle(
+                    desc,
+                    self.namespace(),
+                    EntityKeys::new(desc, self.namespace(), m.clone()),
+                    WriteOp::Reindex,
+                    None,
+                )
+            })
+            .collect();
+        let mut indexed = 0;
+        for r in self.write_many(&plans).await? {
+            match r {
+                Ok(_) => indexed += 1,
+                // Keys of an entity that is gone (an expired one's
+                // relation sets, say): nothing to index.
+                Err(Error::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
         }
         Ok(indexed)
     }

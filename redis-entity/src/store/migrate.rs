@@ -132,19 +132,57 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if keys.is_empty() {
             return Ok(progress);
         }
-        // One pipeline per slot on a cluster.
-        let values: Vec<Value> = self
-            .per_slot(&keys, String::as_str, |group| async move {
-                let mut pipe = redis::pipe();
-                pipe.ignore_errors();
-                for k in &group {
-                    pipe.cmd("GET").arg(k);
-                }
-                pipe.query_async(&mut self.conn.clone())
-                    .await
-                    .map_err(|e| Error::redis(&group[0], e))
-            })
-            .await?;
+        let values = self.legacy_values(&keys).await?;
+        let (sources, plans) = self.converted_saves(keys, values, &mut convert, &mut progress);
+        if migration.dry_run {
+            progress.migrated = plans.len() as u64;
+            return Ok(progress);
+        }
+        let results = self.write_many(&plans).await?;
+        let mut written = Vec::new();
+        for (k, r) in sources.into_iter().zip(results) {
+            match r {
+                Ok(_) => written.push(k),
+                Err(e) => progress.failed.push((k, e.to_string())),
+            }
+        }
+        progress.migrated = written.len() as u64;
+        if migration.delete_source && !written.is_empty() {
+            progress.deleted = self.delete_legacy(&written).await?;
+        }
+        Ok(progress)
+    }
+
+    /// The values of the legacy keys (GET; an error or a key of another
+    /// type answers in its place), one pipeline per slot on a cluster.
+    async fn legacy_values(&self, keys: &[String]) -> Result<Vec<Value>> {
+        self.per_slot(keys, String::as_str, |group| async move {
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
+            for k in &group {
+                pipe.cmd("GET").arg(k);
+            }
+            pipe.query_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| Error::redis(&group[0], e))
+        })
+        .await
+    }
+
+    /// Converts each legacy key's value: the keys whose entity is to be
+    /// saved and the saves, in step; `progress` counts the skipped and
+    /// failed ones.
+    fn converted_saves<E, F>(
+        &self,
+        keys: Vec<String>,
+        values: Vec<Value>,
+        convert: &mut F,
+        progress: &mut Progress,
+    ) -> (Vec<String>, Vec<write::WritePlan>)
+    where
+        E: Entity,
+        F: FnMut(&str, &[u8]) -> std::result::Result<Option<E>, String>,
+    {
         let mut sources = Vec::new();
         let mut plans = Vec::new();
         for (k, v) in keys.into_iter().zip(values) {
@@ -169,35 +207,24 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 Err(reason) => progress.failed.push((k, reason)),
             }
         }
-        if migration.dry_run {
-            progress.migrated = plans.len() as u64;
-            return Ok(progress);
-        }
-        let results = self.write_many(&plans).await?;
-        let mut written = Vec::new();
-        for (k, r) in sources.into_iter().zip(results) {
-            match r {
-                Ok(_) => written.push(k),
-                Err(e) => progress.failed.push((k, e.to_string())),
-            }
-        }
-        progress.migrated = written.len() as u64;
-        if migration.delete_source && !written.is_empty() {
-            // One DEL per slot on a cluster, each answering per key.
-            let gone: Vec<bool> = self
-                .per_slot(&written, String::as_str, |group| async move {
-                    let mut pipe = redis::pipe();
-                    for k in &group {
-                        pipe.cmd("DEL").arg(k);
-                    }
-                    pipe.query_async(&mut self.conn.clone())
-                        .await
-                        .map_err(|e| Error::redis(&group[0], e))
-                })
-                .await?;
-            progress.deleted = gone.into_iter().filter(|&d| d).count() as u64;
-        }
-        Ok(progress)
+        (sources, plans)
+    }
+
+    /// Deletes the legacy keys whose entity was written: how many were
+    /// there (one DEL per slot on a cluster, each answering per key).
+    async fn delete_legacy(&self, written: &[String]) -> Result<u64> {
+        let gone: Vec<bool> = self
+            .per_slot(written, String::as_str, |group| async move {
+                let mut pipe = redis::pipe();
+                for k in &group {
+                    pipe.cmd("DEL").arg(k);
+                }
+                pipe.query_async(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| Error::redis(&group[0], e))
+            })
+            .await?;
+        Ok(gone.into_iter().filter(|&d| d).count() as u64)
     }
 
     /// Runs `migration` from `cursor` to the end, batch after batch,

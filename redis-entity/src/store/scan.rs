@@ -221,7 +221,6 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
             return Ok(None);
         }
         let (store, desc) = (self.store, E::DESC);
-        let ns = &self.spaces[self.shard.min(self.spaces.len() - 1)];
         // Keys are walked master by master on a cluster; sets and sorted
         // sets are keys, which the connection routes.
         let keys_walk = matches!(self.source, Source::Keys);
@@ -242,10 +241,37 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
             Some(h) if keys_walk => h.len(),
             _ => self.spaces.len(),
         };
+        let (cmd, key) = self.scan_command();
+        let mut pipe = redis::pipe();
+        pipe.add_command(cmd);
+        crate::keyspace::nodes::route_to(&mut pipe, hint.as_deref());
+        let ((next, found),): ((u64, Vec<String>),) = pipe
+            .query_async(&mut store.reader())
+            .await
+            .map_err(|e| Error::redis(&key, e))?;
+        let members = self.members_found(found);
+        self.advance(next, parts, keys_walk);
+        if members.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let keys: Vec<EntityKeys> = query::member_keys(desc, &store.ns, &members);
+        let records = store.rows(desc, &keys).await?;
+        Ok(Some(self.page_of(&members, &keys, records)))
+    }
+
+    /// The namespace of the shard the walk is in.
+    fn space(&self) -> &Namespace {
+        &self.spaces[self.shard.min(self.spaces.len() - 1)]
+    }
+
+    /// The command that reads the next page of the source (SCAN of the
+    /// entity keys, SSCAN of a set, ZSCAN of a sorted set), and the key to
+    /// name in its error.
+    fn scan_command(&self) -> (redis::Cmd, String) {
         let inner = self.inner_cursor();
-        let (cmd, key) = match &self.source {
+        let (mut cmd, key) = match &self.source {
             Source::Keys => {
-                let pattern = keyspace::entity_scan_pattern(desc, ns);
+                let pattern = keyspace::entity_scan_pattern(E::DESC, self.space());
                 let mut c = redis::cmd("SCAN");
                 c.arg(inner).arg("MATCH").arg(&pattern);
                 (c, pattern)
@@ -261,20 +287,17 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
                 (c, zset.clone())
             }
         };
-        let mut cmd = cmd;
         cmd.arg("COUNT").arg(self.count);
-        let mut pipe = redis::pipe();
-        pipe.add_command(cmd);
-        crate::keyspace::nodes::route_to(&mut pipe, hint.as_deref());
-        let ((next, found),): ((u64, Vec<String>),) = pipe
-            .query_async(&mut store.reader())
-            .await
-            .map_err(|e| Error::redis(&key, e))?;
+        (cmd, key)
+    }
+
+    /// The members a page of the source names, sorted, each once.
+    fn members_found(&self, found: Vec<String>) -> Vec<String> {
         let mut members: Vec<String> = match &self.source {
             // Sub keys (columns, maps, relation sets) name their entity too.
             Source::Keys => found
                 .iter()
-                .filter_map(|k| keyspace::member_of_key(desc, ns, k))
+                .filter_map(|k| keyspace::member_of_key(E::DESC, self.space(), k))
                 .collect(),
             Source::Set(_) => found,
             // Member, score pairs: a member out of range is not read at all.
@@ -286,6 +309,12 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
         };
         members.sort();
         members.dedup();
+        members
+    }
+
+    /// Moves the cursor past a page whose reply cursor was `next`, of a
+    /// walk in `parts` shards or masters.
+    fn advance(&mut self, next: u64, parts: usize, keys_walk: bool) {
         // The next shard's walk starts when this one's is over.
         let shard = self.shard as u64;
         if next == 0 && self.shard + 1 < parts {
@@ -302,13 +331,18 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
             };
             self.done = next == 0;
         }
-        if members.is_empty() {
-            return Ok(Some(Vec::new()));
-        }
-        let keys: Vec<EntityKeys> = query::member_keys(desc, &store.ns, &members);
-        let records = store.rows(desc, &keys).await?;
+    }
+
+    /// The entities of a page's records: those gone since they were
+    /// listed, and for a query those not matching it, left out.
+    fn page_of(
+        &self,
+        members: &[String],
+        keys: &[EntityKeys],
+        records: Vec<super::rows::Record>,
+    ) -> Vec<Result<E>> {
         let mut page = Vec::with_capacity(members.len());
-        for ((member, k), record) in members.iter().zip(&keys).zip(records) {
+        for ((member, k), record) in members.iter().zip(keys).zip(records) {
             let row = match record {
                 Ok(row) => row,
                 Err(e) => {
@@ -318,7 +352,7 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
             };
             // Gone since it was listed, or (for a query) not a match.
             if !matches!(
-                query::check(desc, &self.filter, member, row.as_ref()),
+                query::check(E::DESC, &self.filter, member, row.as_ref()),
                 Check::Match
             ) {
                 continue;
@@ -327,6 +361,6 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
                 page.push(crate::plan::read::entity_from_row(&pk, k, row));
             }
         }
-        Ok(Some(page))
+        page
     }
 }

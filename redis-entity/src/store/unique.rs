@@ -115,6 +115,19 @@ fn guarded(desc: &EntityDesc) -> impl Iterator<Item = usize> + '_ {
         .map(|(n, _)| n)
 }
 
+/// The error of a write refused because the entity's value of index `n`
+/// is another entity's.
+fn unique_violation(plan: &WritePlan, n: usize) -> Error {
+    let value = match &plan.index_values[n] {
+        IndexValue::Value(raw) => crate::error::shown(raw),
+        _ => String::new(),
+    };
+    Error::UniqueViolation {
+        field: plan.desc.indexes[n].field,
+        value,
+    }
+}
+
 /// The refusal of a write marked "keep": the stored escaped value of each
 /// unique index of the type, in index order (`None` for none).
 fn refusal(reply: &Value) -> Option<Vec<Option<Vec<u8>>>> {
@@ -257,16 +270,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub(crate) async fn write_claimed(&self, plan: &WritePlan) -> Result<bool> {
         let desc = plan.desc;
         let member = plan.keys.member.as_str();
-        let wanted: Vec<(usize, Vec<u8>, String)> = guarded(desc)
-            .filter_map(|n| match &plan.index_values[n] {
-                IndexValue::Value(raw) => {
-                    let v = escaped(raw);
-                    let key = self.owner_of(desc, n, &v);
-                    Some((n, v, key))
-                }
-                _ => None,
-            })
-            .collect();
+        let wanted = self.claims_wanted(plan);
         let mut first = plan.clone();
         first.keep_unique = true;
         let calls: Vec<Call<'static>> = wanted
@@ -314,14 +318,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .await?
         {
             self.release_quietly(&granted, member).await;
-            let value = match &plan.index_values[n] {
-                IndexValue::Value(raw) => crate::error::shown(raw),
-                _ => String::new(),
-            };
-            return Err(Error::UniqueViolation {
-                field: desc.indexes[n].field,
-                value,
-            });
+            return Err(unique_violation(plan, n));
         }
         let written = match self.write_once(plan).await {
             Ok(w) => w,
@@ -331,12 +328,41 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             }
         };
         // Step 3: the values it replaced are free.
+        let replaced = self.replaced_owners(desc, &wanted, stored);
+        self.release_quietly(&replaced, member).await;
+        Ok(written)
+    }
+
+    /// The unique values with owner keys that `plan` writes: (index,
+    /// escaped value, owner key).
+    fn claims_wanted(&self, plan: &WritePlan) -> Vec<(usize, Vec<u8>, String)> {
+        guarded(plan.desc)
+            .filter_map(|n| match &plan.index_values[n] {
+                IndexValue::Value(raw) => {
+                    let v = escaped(raw);
+                    let key = self.owner_of(plan.desc, n, &v);
+                    Some((n, v, key))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The owner keys of the values the entity held before the write
+    /// (`stored`, one per unique index, from the refused first try) that it
+    /// no longer holds.
+    fn replaced_owners(
+        &self,
+        desc: &EntityDesc,
+        wanted: &[(usize, Vec<u8>, String)],
+        stored: Vec<Option<Vec<u8>>>,
+    ) -> Vec<String> {
         let uniques = desc
             .indexes
             .iter()
             .enumerate()
             .filter(|(_, i)| i.kind == IndexKind::Unique);
-        let replaced: Vec<String> = uniques
+        uniques
             .zip(stored)
             .filter(|((n, _), _)| guarded(desc).any(|g| g == *n))
             .filter_map(|((n, _), old)| {
@@ -344,9 +370,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 let kept = wanted.iter().any(|(w, v, _)| *w == n && *v == old);
                 (!kept).then(|| self.owner_of(desc, n, &old))
             })
-            .collect();
-        self.release_quietly(&replaced, member).await;
-        Ok(written)
+            .collect()
     }
 
     /// A delete of an entity of a type whose unique values have owner keys:
@@ -408,120 +432,161 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub(crate) async fn verify_owners(&self, desc: &'static EntityDesc) -> Result<Vec<Violation>> {
         let mut found = Vec::new();
         for n in guarded(desc).collect::<Vec<_>>() {
-            let field = desc.indexes[n].field;
-            // (escaped value) -> holders, from every shard's unique keys:
-            // one walk of every master for all shards.
-            let mut holders: BTreeMap<Vec<u8>, Vec<String>> = BTreeMap::new();
-            let pattern = format!(
-                "{}{{{}:*}}:{}",
-                self.ns.as_str(),
-                desc.prefix,
-                &keyspace::index_scan_pattern(
-                    desc,
-                    &keyspace::shard_space(desc, &self.ns, 0),
-                    field
-                )[keyspace::shard_space(desc, &self.ns, 0).as_str().len()..]
-            );
-            let prefixes: Vec<String> = keyspace::spaces(desc, &self.ns)
-                .iter()
-                .map(|space| keyspace::index_prefix(desc, space, field))
-                .collect();
-            let keys: Vec<(String, Vec<u8>)> = self
-                .scan_keys(&pattern)
-                .await?
-                .into_iter()
-                .filter_map(|k| {
-                    let value = prefixes
-                        .iter()
-                        .find_map(|p| k.strip_prefix(p.as_str()))?
-                        .as_bytes()
-                        .to_vec();
-                    Some((k, value))
-                })
-                .collect();
-            let named = self
-                .per_slot(
-                    &keys,
-                    |(k, _)| k.as_str(),
-                    |group| async move {
-                        let mut pipe = redis::pipe();
-                        for (k, _) in &group {
-                            pipe.cmd("GET").arg(k);
-                        }
-                        let named: Vec<Option<String>> = pipe
-                            .query_async(&mut self.conn.clone())
-                            .await
-                            .map_err(|e| Error::redis(&group[0].0, e))?;
-                        let mut pipe = redis::pipe();
-                        for m in &named {
-                            pipe.cmd("EXISTS").arg(keyspace::ttl_key(
-                                desc,
-                                &self.ns,
-                                m.as_deref().unwrap_or(""),
-                            ));
-                        }
-                        let alive: Vec<i64> = pipe
-                            .query_async(&mut self.conn.clone())
-                            .await
-                            .map_err(|e| Error::redis(&group[0].0, e))?;
-                        // A stale shard entry is verify's StaleEntry already.
-                        Ok(named
-                            .into_iter()
-                            .zip(alive)
-                            .map(|(m, a)| m.filter(|_| a == 1))
-                            .collect::<Vec<_>>())
-                    },
-                )
-                .await?;
-            for ((_, value), m) in keys.into_iter().zip(named) {
-                if let Some(m) = m {
-                    holders.entry(value).or_default().push(m);
-                }
-            }
-            let owners: Vec<(Vec<u8>, String)> = holders
-                .keys()
-                .map(|v| (v.clone(), self.owner_of(desc, n, v)))
-                .collect();
-            let named = self
-                .owners_named(owners.iter().map(|(_, k)| k.clone()).collect())
-                .await?;
-            for ((value, key), owner) in owners.iter().zip(named) {
-                let held = &holders[value];
-                if held.len() > 1 {
-                    found.push(Violation::DuplicateUnique {
-                        key: key.clone(),
-                        members: held.clone(),
-                    });
-                } else if owner.as_ref().map(|(o, _)| o) != Some(&held[0]) {
-                    found.push(Violation::UnownedValue {
-                        key: key.clone(),
-                        member: held[0].clone(),
-                    });
-                }
-            }
-            // Owner keys naming an entity that does not hold their value.
-            let pattern = keyspace::owner_scan_pattern(desc, &self.ns, field);
-            let head = &pattern[..pattern.len() - 2];
-            let all = self.scan_keys(&pattern).await?;
-            let named = self.owners_named(all.clone()).await?;
-            for (key, owner) in all.iter().zip(named) {
-                let Some((owner, age_ms)) = owner else {
-                    continue;
-                };
-                let value = key
-                    .strip_prefix(head)
-                    .and_then(|k| k.strip_suffix('}'))
-                    .unwrap_or_default()
+            let holders = self.unique_holders(desc, n).await?;
+            found.extend(self.unowned_values(desc, n, &holders).await?);
+            found.extend(self.stale_owners(desc, n, &holders).await?);
+        }
+        Ok(found)
+    }
+
+    /// Index `n`'s (escaped value) -> holders, from every shard's unique
+    /// keys: one walk of every master for all shards.
+    async fn unique_holders(
+        &self,
+        desc: &'static EntityDesc,
+        n: usize,
+    ) -> Result<BTreeMap<Vec<u8>, Vec<String>>> {
+        let field = desc.indexes[n].field;
+        let pattern = format!(
+            "{}{{{}:*}}:{}",
+            self.ns.as_str(),
+            desc.prefix,
+            &keyspace::index_scan_pattern(desc, &keyspace::shard_space(desc, &self.ns, 0), field)
+                [keyspace::shard_space(desc, &self.ns, 0).as_str().len()..]
+        );
+        let prefixes: Vec<String> = keyspace::spaces(desc, &self.ns)
+            .iter()
+            .map(|space| keyspace::index_prefix(desc, space, field))
+            .collect();
+        let keys: Vec<(String, Vec<u8>)> = self
+            .scan_keys(&pattern)
+            .await?
+            .into_iter()
+            .filter_map(|k| {
+                let value = prefixes
+                    .iter()
+                    .find_map(|p| k.strip_prefix(p.as_str()))?
                     .as_bytes()
                     .to_vec();
-                let holds = holders.get(&value).is_some_and(|h| h.contains(&owner));
-                // A younger claim may be a write under way.
-                if !holds && age_ms >= CLAIM_LEASE_MS {
-                    found.push(Violation::StaleOwner {
-                        key: key.clone(),
-                        member: owner,
-                    });
+                Some((k, value))
+            })
+            .collect();
+        let named = self.live_members_named(desc, &keys).await?;
+        let mut holders: BTreeMap<Vec<u8>, Vec<String>> = BTreeMap::new();
+        for ((_, value), m) in keys.into_iter().zip(named) {
+            if let Some(m) = m {
+                holders.entry(value).or_default().push(m);
+            }
+        }
+        Ok(holders)
+    }
+
+    /// The member each shard unique key (key, escaped value) names, `None`
+    /// where it names none or an entity that does not exist (one pipeline
+    /// per slot).
+    async fn live_members_named(
+        &self,
+        desc: &'static EntityDesc,
+        keys: &[(String, Vec<u8>)],
+    ) -> Result<Vec<Option<String>>> {
+        self.per_slot(
+            keys,
+            |(k, _)| k.as_str(),
+            |group| async move {
+                let mut pipe = redis::pipe();
+                for (k, _) in &group {
+                    pipe.cmd("GET").arg(k);
                 }
+                let named: Vec<Option<String>> = pipe
+                    .query_async(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| Error::redis(&group[0].0, e))?;
+                let mut pipe = redis::pipe();
+                for m in &named {
+                    pipe.cmd("EXISTS").arg(keyspace::ttl_key(
+                        desc,
+                        &self.ns,
+                        m.as_deref().unwrap_or(""),
+                    ));
+                }
+                let alive: Vec<i64> = pipe
+                    .query_async(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| Error::redis(&group[0].0, e))?;
+                // A stale shard entry is verify's StaleEntry already.
+                Ok(named
+                    .into_iter()
+                    .zip(alive)
+                    .map(|(m, a)| m.filter(|_| a == 1))
+                    .collect::<Vec<_>>())
+            },
+        )
+        .await
+    }
+
+    /// Values of index `n` held by more than one entity, and values whose
+    /// owner key does not name their one holder.
+    async fn unowned_values(
+        &self,
+        desc: &'static EntityDesc,
+        n: usize,
+        holders: &BTreeMap<Vec<u8>, Vec<String>>,
+    ) -> Result<Vec<Violation>> {
+        let mut found = Vec::new();
+        let owners: Vec<(Vec<u8>, String)> = holders
+            .keys()
+            .map(|v| (v.clone(), self.owner_of(desc, n, v)))
+            .collect();
+        let named = self
+            .owners_named(owners.iter().map(|(_, k)| k.clone()).collect())
+            .await?;
+        for ((value, key), owner) in owners.iter().zip(named) {
+            let held = &holders[value];
+            if held.len() > 1 {
+                found.push(Violation::DuplicateUnique {
+                    key: key.clone(),
+                    members: held.clone(),
+                });
+            } else if owner.as_ref().map(|(o, _)| o) != Some(&held[0]) {
+                found.push(Violation::UnownedValue {
+                    key: key.clone(),
+                    member: held[0].clone(),
+                });
+            }
+        }
+        Ok(found)
+    }
+
+    /// Owner keys of index `n` naming an entity that does not hold their
+    /// value.
+    async fn stale_owners(
+        &self,
+        desc: &'static EntityDesc,
+        n: usize,
+        holders: &BTreeMap<Vec<u8>, Vec<String>>,
+    ) -> Result<Vec<Violation>> {
+        let mut found = Vec::new();
+        let pattern = keyspace::owner_scan_pattern(desc, &self.ns, desc.indexes[n].field);
+        let head = &pattern[..pattern.len() - 2];
+        let all = self.scan_keys(&pattern).await?;
+        let named = self.owners_named(all.clone()).await?;
+        for (key, owner) in all.iter().zip(named) {
+            let Some((owner, age_ms)) = owner else {
+                continue;
+            };
+            let value = key
+                .strip_prefix(head)
+                .and_then(|k| k.strip_suffix('}'))
+                .unwrap_or_default()
+                .as_bytes()
+                .to_vec();
+            let holds = holders.get(&value).is_some_and(|h| h.contains(&owner));
+            // A younger claim may be a write under way.
+            if !holds && age_ms >= CLAIM_LEASE_MS {
+                found.push(Violation::StaleOwner {
+                    key: key.clone(),
+                    member: owner,
+                });
             }
         }
         Ok(found)

@@ -88,82 +88,93 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             }
         }
         for chunk in moves.chunks(500) {
-            // The old keys' values and TTLs, one pipeline per old slot.
-            let dumped: Vec<(Value, i64)> = self
-                .per_slot(
-                    chunk,
-                    |(old, _)| old.as_str(),
-                    |group| async move {
-                        let mut pipe = redis::pipe();
-                        for (old, _) in &group {
-                            pipe.cmd("DUMP").arg(old).cmd("PTTL").arg(old);
-                        }
-                        let flat: Vec<Value> = pipe
-                            .query_async(&mut self.conn.clone())
-                            .await
-                            .map_err(|e| Error::redis(&group[0].0, e))?;
-                        let mut it = flat.into_iter();
-                        Ok((0..group.len())
-                            .map(|_| {
-                                let data = it.next().unwrap_or(Value::Nil);
-                                let ttl = match it.next() {
-                                    Some(Value::Int(ms)) => ms,
-                                    _ => -1,
-                                };
-                                (data, ttl)
-                            })
-                            .collect())
-                    },
-                )
-                .await?;
-            let restores: Vec<(String, String, Vec<u8>, i64)> = chunk
-                .iter()
-                .zip(dumped)
-                .filter_map(|((old, new), (data, ttl))| match data {
-                    Value::BulkString(b) => Some((new.clone(), old.clone(), b, ttl.max(0))),
-                    _ => None,
-                })
-                .collect();
-            // Written under the new spelling, one pipeline per new slot...
-            self.per_slot(
-                &restores,
-                |(new, ..)| new.as_str(),
-                |group| async move {
-                    let mut pipe = redis::pipe();
-                    for (new, _, data, ttl) in &group {
-                        pipe.cmd("RESTORE")
-                            .arg(new)
-                            .arg(*ttl)
-                            .arg(data.as_slice())
-                            .arg("REPLACE")
-                            .ignore();
-                    }
-                    let () = pipe
-                        .query_async(&mut self.conn.clone())
-                        .await
-                        .map_err(|e| Error::redis(&group[0].0, e))?;
-                    Ok(vec![(); group.len()])
-                },
-            )
-            .await?;
-            // ...then the old keys go.
-            self.per_slot(
-                &restores,
-                |(_, old, ..)| old.as_str(),
-                |group| async move {
-                    let mut pipe = redis::pipe();
-                    for (_, old, ..) in &group {
-                        pipe.cmd("DEL").arg(old).ignore();
-                    }
-                    let () = pipe
-                        .query_async(&mut self.conn.clone())
-                        .await
-                        .map_err(|e| Error::redis(&group[0].1, e))?;
-                    Ok(vec![(); group.len()])
-                },
-            )
-            .await?;
+            self.move_keys(chunk).await?;
         }
         Ok(members.len())
+    }
+
+    /// Moves a chunk of keys (old, new): each old key's value and TTL
+    /// (DUMP, PTTL) restored under the new spelling, then the old key
+    /// deleted.
+    async fn move_keys(&self, chunk: &[(String, String)]) -> Result<()> {
+        let restores: Vec<(String, String, Vec<u8>, i64)> = chunk
+            .iter()
+            .zip(self.dumps(chunk).await?)
+            .filter_map(|((old, new), (data, ttl))| match data {
+                Value::BulkString(b) => Some((new.clone(), old.clone(), b, ttl.max(0))),
+                _ => None,
+            })
+            .collect();
+        // Written under the new spelling, one pipeline per new slot...
+        self.per_slot(
+            &restores,
+            |(new, ..)| new.as_str(),
+            |group| async move {
+                let mut pipe = redis::pipe();
+                for (new, _, data, ttl) in &group {
+                    pipe.cmd("RESTORE")
+                        .arg(new)
+                        .arg(*ttl)
+                        .arg(data.as_slice())
+                        .arg("REPLACE")
+                        .ignore();
+                }
+                let () = pipe
+                    .query_async(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| Error::redis(&group[0].0, e))?;
+                Ok(vec![(); group.len()])
+            },
+        )
+        .await?;
+        // ...then the old keys go.
+        self.per_slot(
+            &restores,
+            |(_, old, ..)| old.as_str(),
+            |group| async move {
+                let mut pipe = redis::pipe();
+                for (_, old, ..) in &group {
+                    pipe.cmd("DEL").arg(old).ignore();
+                }
+                let () = pipe
+                    .query_async(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| Error::redis(&group[0].1, e))?;
+                Ok(vec![(); group.len()])
+            },
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// The old keys' values and TTLs (-1 for none), one pipeline per old
+    /// slot.
+    async fn dumps(&self, chunk: &[(String, String)]) -> Result<Vec<(Value, i64)>> {
+        self.per_slot(
+            chunk,
+            |(old, _)| old.as_str(),
+            |group| async move {
+                let mut pipe = redis::pipe();
+                for (old, _) in &group {
+                    pipe.cmd("DUMP").arg(old).cmd("PTTL").arg(old);
+                }
+                let flat: Vec<Value> = pipe
+                    .query_async(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| Error::redis(&group[0].0, e))?;
+                let mut it = flat.into_iter();
+                Ok((0..group.len())
+                    .map(|_| {
+                        let data = it.next().unwrap_or(Value::Nil);
+                        let ttl = match it.next() {
+                            Some(Value::Int(ms)) => ms,
+                            _ => -1,
+                        };
+                        (data, ttl)
+                    })
+                    .collect())
+            },
+        )
+        .await
     }
 }
