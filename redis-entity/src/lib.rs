@@ -57,10 +57,12 @@
 
 #![warn(missing_docs)]
 
-// Layers, from the bottom: the schema (descriptions, handles, codecs,
-// escaping), the keyspace (the one place that spells a key), plans (pure:
-// keys, commands, script arguments), scripts (Lua and the one way to call
-// it), the store (core CRUD, and one module per feature).
+// Layers, from the bottom (docs/architecture.md; tests/layers.rs keeps
+// them): the base (errors), the schema (descriptions, handles, codecs,
+// escaping), the keyspace (the one place that spells a key), scripts (Lua
+// and the one way to call it), plans (pure: keys, commands, script calls),
+// the near cache, the store (core CRUD, and one module per feature), and
+// the front (blocking, admin, this file).
 mod any;
 mod conn;
 mod error;

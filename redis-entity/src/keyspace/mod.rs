@@ -250,6 +250,13 @@ pub(crate) fn sub_key(entity_key: &str, name: &str) -> String {
     k
 }
 
+/// The keys of `member` without namespace, for the unit tests of the layers
+/// above (the fixtures are in the schema, which spells no key).
+#[cfg(test)]
+pub(crate) fn keys_of_member(desc: &EntityDesc, member: &str) -> EntityKeys {
+    EntityKeys::new(desc, &Namespace::none(), member.to_owned())
+}
+
 /// The index shadow of the entity with key `entity_key`: its index entries,
 /// kept past its expiry until swept.
 pub(crate) fn shadow_key(entity_key: &str) -> String {
@@ -904,5 +911,34 @@ mod tests {
         assert_eq!(presence_suffix(&desc(Layout::Strings)), ":username");
         // A column without a TTL of its own still shows that the entity exists.
         assert_eq!(presence_suffixes(&d, &sa("")), ["", ":code"]);
+    }
+
+    /// The keys of the fixtures, in the order the write functions take them.
+    #[test]
+    fn every_key_in_script_order() {
+        use crate::schema::fixtures::{DOC, SESSION, USER};
+        let user = keys_of_member(&USER, "9");
+        let all: Vec<&str> = user.all().map(String::as_str).collect();
+        assert_eq!(all, ["user:9", "user:9:prefs", "user:9:@shadow"]);
+        assert!(user.columns.is_empty());
+
+        let session = keys_of_member(&SESSION, "s1");
+        let all: Vec<&str> = session.all().map(String::as_str).collect();
+        assert_eq!(
+            all,
+            [
+                "session:s1",
+                "session:s1:user",
+                "session:s1:code",
+                "session:s1:hits",
+                "session:s1:rev",
+                "session:s1:@shadow"
+            ]
+        );
+
+        // Without indexes there is no shadow.
+        let doc = keys_of_member(&DOC, "d1");
+        assert_eq!(doc.shadow, None);
+        assert_eq!(doc.maps, ["doc:d1:notes"]);
     }
 }

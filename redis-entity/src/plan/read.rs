@@ -161,6 +161,7 @@ fn field_key<'k>(desc: &EntityDesc, keys: &'k EntityKeys, field: &str) -> &'k st
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keyspace::keys_of_member as keys;
     use crate::schema::fixtures::*;
 
     fn read_commands(desc: &EntityDesc, member: &str) -> Vec<Vec<String>> {

@@ -614,6 +614,7 @@ pub(crate) fn cas_backoff(attempt: usize) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keyspace::keys_of_member as keys;
     use crate::schema::fixtures::*;
 
     fn cmd(name: &'static str, key: usize, args: &[&str]) -> DataCommand {

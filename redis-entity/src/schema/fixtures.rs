@@ -1,7 +1,6 @@
 //! Entity descriptions shared by the unit tests of the pure layers, written
 //! the way the derive writes them.
 
-use crate::keyspace::EntityKeys;
 use crate::schema::entity::{
     ColumnDesc, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, MapDesc, Row,
 };
@@ -184,15 +183,6 @@ pub(crate) static ACCOUNT: EntityDesc = EntityDesc {
     group: None,
 };
 
-/// The keys of `member`, without namespace.
-pub(crate) fn keys(desc: &EntityDesc, member: &str) -> EntityKeys {
-    EntityKeys::new(
-        desc,
-        &crate::schema::escape::Namespace::none(),
-        member.to_owned(),
-    )
-}
-
 /// Bytes of a text.
 pub(crate) fn b(s: &str) -> Vec<u8> {
     s.as_bytes().to_vec()
@@ -231,36 +221,4 @@ pub(crate) fn bulk(s: &str) -> redis::Value {
 /// An error reply as the server sends it (`-CODE detail`).
 pub(crate) fn server_error(line: &str) -> redis::Value {
     redis::parse_redis_value(format!("-{line}\r\n").as_bytes()).expect("an error reply")
-}
-
-/// The keys of the fixtures, in the order the write functions take them.
-#[test]
-fn every_key_in_script_order() {
-    let user = EntityKeys::new(&USER, &crate::schema::escape::Namespace::none(), "9".into());
-    let all: Vec<&str> = user.all().map(String::as_str).collect();
-    assert_eq!(all, ["user:9", "user:9:prefs", "user:9:@shadow"]);
-    assert!(user.columns.is_empty());
-
-    let session = EntityKeys::new(
-        &SESSION,
-        &crate::schema::escape::Namespace::none(),
-        "s1".into(),
-    );
-    let all: Vec<&str> = session.all().map(String::as_str).collect();
-    assert_eq!(
-        all,
-        [
-            "session:s1",
-            "session:s1:user",
-            "session:s1:code",
-            "session:s1:hits",
-            "session:s1:rev",
-            "session:s1:@shadow"
-        ]
-    );
-
-    // Without indexes there is no shadow.
-    let doc = EntityKeys::new(&DOC, &crate::schema::escape::Namespace::none(), "d1".into());
-    assert_eq!(doc.shadow, None);
-    assert_eq!(doc.maps, ["doc:d1:notes"]);
 }
