@@ -292,7 +292,7 @@ fn index_bookkeeping_keys(
             holds: "ids of entities with a TTL, scored by expiry time (ms)".into(),
         },
         KeyPattern {
-            pattern: crate::keyspace::shadow_key(&base),
+            pattern: crate::keyspace::shadow_key(base),
             redis_type: RedisType::Hash,
             holds: "index entries of an entity with a TTL, kept past its expiry until swept".into(),
         },
@@ -319,7 +319,7 @@ fn linked_keys(
             holds: "ids pushed to a `Timeline` of this entity, newest first, capped".into(),
         },
         KeyPattern {
-            pattern: crate::keyspace::relation_register(&base),
+            pattern: crate::keyspace::relation_register(base),
             redis_type: RedisType::Hash,
             holds: "relation register: where the other side of each relation set lives, and each timeline".into(),
         },
