@@ -3,8 +3,8 @@
 //!
 //! The async side is read from the sources of `redis-entity/src/store` (and
 //! the connect functions beside it), the blocking side from
-//! `redis-entity/src/blocking`, where most methods are entries of a
-//! `blocking!` list: a method added to a handle without its blocking twin
+//! `redis-entity/src/blocking` (the store, and `Handle<'s, H, C>` per async
+//! handle `H`), where most methods are entries of a `blocking!` list: a method added to a handle without its blocking twin
 //! fails this test, naming it.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -56,11 +56,22 @@ fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-/// The name of an impl's self type (`Store` for `impl<C> Store<C>`), and
+/// The name of an impl's self type (`Store` for `impl<C> Store<C>`; the
+/// async handle a blocking `Handle<'s, Relations<..>, C>` wraps), and
 /// whether a `Store` is among its type arguments (`Query<'s, E, Store<C>>`).
 fn self_type(ty: &Type) -> Option<(String, bool)> {
     let Type::Path(p) = ty else { return None };
     let last = p.path.segments.last()?;
+    if last.ident == "Handle" {
+        let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+            return None;
+        };
+        let wrapped = args.args.iter().find_map(|a| match a {
+            syn::GenericArgument::Type(t) => Some(t),
+            _ => None,
+        })?;
+        return self_type(wrapped);
+    }
     let on_store = match &last.arguments {
         syn::PathArguments::AngleBracketed(args) => args.args.iter().any(|a| {
             matches!(a, syn::GenericArgument::Type(Type::Path(t))

@@ -107,6 +107,8 @@ fn impl_entity(e: &Entity, re: &TokenStream) -> TokenStream {
     let to_row = to_row_fn(e, re);
     let from_row = from_row_fn(e, re);
     quote! {
+        impl #re::Derived for #ident {}
+
         impl #re::Entity for #ident {
             type Pk = #pk_type;
 

@@ -44,6 +44,8 @@ fn impl_entity(input: &DeriveInput, entity: Option<&Entity>, re: &TokenStream) -
     };
     let never = quote!(#re::core::unimplemented!());
     quote! {
+        impl #re::Derived for #ident {}
+
         impl #re::Entity for #ident {
             type Pk = #pk_type;
 

@@ -34,22 +34,27 @@
 
 //! ## The public surface
 //!
-//! - [`Store`] (async) and [`blocking::Store`]: connect, CRUD, `save_all`,
-//!   TTLs; [`Update`] and [`Query`] builders; [`Entity`] and the field handles
-//!   the derive generates ([`Field`], [`HashField`]) with their index kinds
-//!   ([`Equality`], [`Unique`], [`Tags`], [`Prefix`], [`Sorted`], [`NoIndex`]);
-//! - [`relation`] (relations and timelines), [`board`] (time-bucketed
-//!   leaderboards), [`Cache`] (read-through cache), [`verify`] (reports of
-//!   `verify`), [`migrate`] (legacy keys), [`relayout`] (a keyspace moved
-//!   to the other key layout, and the compare that proves it complete),
-//!   [`admin`] (embeddable CLI);
+//! - [`Store`] (async) and [`blocking::Store`]: connect, settings, the
+//!   writes and reads of entities, `save_all`; [`Update`] and [`Query`]
+//!   builders; [`Entity`] and the field handles the derive generates
+//!   ([`Field`], [`HashField`]), whose index kind decides which queries and
+//!   updates compile;
+//! - the feature handles, one entry point each on the store:
+//!   [`board::Leaderboard`] (`store.board(Player::SCORE)`, a sorted index as
+//!   a leaderboard), [`board::Rotating`] (`store.rotating(&WEEKLY)`,
+//!   time-bucketed boards), [`relation::Relations`] and
+//!   [`relation::Timelines`] (`store.relation(&FOLLOWS)`,
+//!   `store.timeline(&PUSHED)`), [`maintenance::Maintenance`]
+//!   (`store.maintenance::<Book>()`: [`verify`] and repair, reindex, sweep,
+//!   [`relayout`], [`migrate`]), [`Expiry`] (`store.expiry::<Session>()`);
+//!   on a blocking store each is a [`blocking::Handle`];
+//! - [`Cache`] (read-through cache), [`near`] (the near cache), [`admin`]
+//!   (embeddable CLI);
 //! - [`ConnectOptions`]: timeouts and reconnection; `redis`, the driver
 //!   (re-exported for connections of one's own);
 //! - [`Error`], [`Result`]; [`Namespace`] (tenant prefixes); [`KeyPart`] and
 //!   [`PaddedKeyPart`] (pk types in keys); [`codec`] (the value traits);
-//!   the layout listing ([`EntityLayout`], [`Registry`]); the description the
-//!   derive emits ([`EntityDesc`] and its parts);
-//! - [`CountingConnection`]: counts round trips (tests, benchmarks).
+//!   the layout listing ([`EntityLayout`], [`Registry`]).
 //!
 //! Plans, script arguments and codec internals are private; what generated
 //! code needs lives under `__private`. `docs/architecture.md` in the
@@ -83,26 +88,29 @@ pub mod blocking;
 pub mod near;
 
 pub use any::AnyConnection;
+#[doc(hidden)]
 pub use conn::{CountingConnection, RoundTrips};
 pub use error::{Error, FieldError, FieldErrorKind, Result};
 pub use keyspace::layout::{EntityLayout, KeyPattern, RedisType, Registry};
 pub use keyspace::EntityKeys;
 pub use plan::explain::Explain;
-pub use schema::entity::{
-    ColumnDesc, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, MapDesc, Row,
-    DEFAULT_SHARDS,
-};
+pub use schema::entity::Entity;
 pub use schema::escape::{KeyLayout, KeyPart, Namespace, PaddedKeyPart};
+pub use schema::field::{Field, HashField};
+// The index kinds and what each allows: named in the bounds of queries and
+// updates, implemented by the crate alone, so not on the rustdoc index (see
+// `Field` for the rules in words).
+#[doc(hidden)]
 pub use schema::field::{
-    AllowsIncr, Assign, Equality, Field, HashField, Incrementable, NoIndex, Prefix, PrefixIndex,
-    RangeOf, SetIndex, Sorted, SortedIndex, Tags, Unique, UniqueIndex, ValueKeyed, Writable,
+    AllowsIncr, Assign, Equality, Incrementable, NoIndex, Prefix, PrefixIndex, RangeOf, SetIndex,
+    Sorted, SortedIndex, Tags, Unique, UniqueIndex, ValueKeyed, Writable,
 };
 pub use schema::pk::IntoPk;
 pub use store::cache::{Cache, CacheOptions};
 pub use store::observe::Metrics;
 pub use store::query::{Query, Term};
 pub use store::scan::Scan;
-pub use store::{board, cache, migrate, relayout};
+pub use store::{board, migrate, relayout};
 pub use store::{ConnectOptions, Expiry, Store, Update};
 
 /// Relations between entities kept on both sides (follows / followed by), and
@@ -125,7 +133,10 @@ pub mod verify {
 
 /// The traits of stored values: implement them to store a type of your own.
 pub mod codec {
-    pub use crate::schema::codec::{FieldCodec, JsonValue, MapField, Scalar, SortScore};
+    pub use crate::schema::codec::{Counter, MapField, Scalar, SortScore};
+    // Implemented for every serde type; named in the bounds of json fields.
+    #[doc(hidden)]
+    pub use crate::schema::codec::JsonValue;
 }
 
 /// The redis-rs driver the store runs on (for connections of one's own,
@@ -262,8 +273,8 @@ pub mod __private {
         PkPart, Plain, TagList,
     };
     pub use crate::schema::entity::{
-        ColumnDesc, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, MapDesc, Row,
-        DEFAULT_SHARDS,
+        ColumnDesc, Derived, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout,
+        MapDesc, Row, DEFAULT_SHARDS,
     };
     pub use crate::schema::escape::{unescape_with, KeyPart, PaddedKeyPart};
     pub use crate::schema::field::{

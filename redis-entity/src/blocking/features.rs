@@ -1,5 +1,5 @@
-//! The feature handles without async: each wraps the async handle of the
-//! same name and runs its methods on the blocking store's runtime, from the
+//! The feature handles without async: one [`Handle`] type wraps each async
+//! handle and runs its methods on the blocking store's runtime, from the
 //! same kind of signature list as the store's (see `blocking!`).
 
 use super::Store;
@@ -8,91 +8,76 @@ use crate::plan::verify::{Progress as VerifyProgress, Repaired, Report};
 use crate::schema::entity::Entity;
 use crate::schema::field::{Field, SortedIndex};
 use crate::schema::pk::IntoPk;
-use crate::store::board::Board;
+use crate::store::board::{Board, Leaderboard, Rotating};
+use crate::store::maintenance::Maintenance;
 use crate::store::migrate::{Migration, Progress};
-use crate::store::relation::Relation;
+use crate::store::relation::{Relation, Relations};
 use crate::store::relayout::RelayoutReport;
-use crate::store::timeline::Timeline;
+use crate::store::timeline::{Timeline, Timelines};
+use crate::store::Expiry;
 use redis::aio::ConnectionLike;
 use std::time::{Duration, SystemTime};
 
-/// A blocking handle: the blocking store it runs on, and the async handle.
-macro_rules! handle {
-    ($(#[$doc:meta])* $name:ident<$($p:ident),*> = $inner:ty) => {
-        $(#[$doc])*
-        pub struct $name<'s, $($p,)* C> {
-            store: &'s Store<C>,
-            inner: $inner,
-        }
-
-        impl<'s, $($p,)* C> std::fmt::Debug for $name<'s, $($p,)* C>
-        where
-            $inner: std::fmt::Debug,
-        {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.debug_tuple(concat!("blocking::", stringify!($name)))
-                    .field(&self.inner)
-                    .finish()
-            }
-        }
-
-        impl<'s, $($p,)* C> $name<'s, $($p,)* C> {
-            fn run<T>(&self, f: impl std::future::Future<Output = T>) -> T {
-                self.store.run(f)
-            }
-        }
-    };
+/// A feature handle of the async store, run without async: on a blocking
+/// store, `store.relation(&FOLLOWS)` is a `Handle` over the async
+/// [`Relations`](crate::relation::Relations), and has its methods, each
+/// blocking until done. One type for every feature (the impls below list
+/// each one's methods), from the same kind of signature list as the store.
+///
+/// ```no_run
+/// # use redis_entity::{RedisEntity, relation::Relation, blocking::Store};
+/// # #[derive(RedisEntity)] struct User { #[pk] id: u64, name: String }
+/// const FOLLOWS: Relation<User, User> = Relation::many_to_many("following", "followers");
+/// # fn run(store: Store) -> redis_entity::Result<()> {
+/// store.relation(&FOLLOWS).relate(&8, &9)?;
+/// assert_eq!(store.relation(&FOLLOWS).related(&8)?, vec![9]);
+/// # Ok(()) }
+/// ```
+pub struct Handle<'s, H, C> {
+    store: &'s Store<C>,
+    inner: H,
 }
 
-handle!(
-    /// A sorted index as a leaderboard (see [`crate::board::Leaderboard`]).
-    Leaderboard<E> = crate::store::board::Leaderboard<'s, E, C>
-);
-handle!(
-    /// The buckets of a rotating board (see [`crate::board::Rotating`]).
-    Rotating<E> = crate::store::board::Rotating<'s, E, C>
-);
-handle!(
-    /// The pairs of one relation (see [`crate::relation::Relations`]).
-    Relations<A, B> = crate::store::relation::Relations<'s, A, B, C>
-);
-handle!(
-    /// The lists of one timeline (see [`crate::relation::Timelines`]).
-    Timelines<O, P> = crate::store::timeline::Timelines<'s, O, P, C>
-);
-handle!(
-    /// The maintenance of one entity type (see
-    /// [`crate::maintenance::Maintenance`]).
-    Maintenance<E> = crate::store::maintenance::Maintenance<'s, E, C>
-);
-handle!(
-    /// The TTLs of one entity type (see [`crate::Expiry`]).
-    Expiry<E> = crate::store::Expiry<'s, E, C>
-);
+impl<H: std::fmt::Debug, C> std::fmt::Debug for Handle<'_, H, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("blocking::Handle")
+            .field(&self.inner)
+            .finish()
+    }
+}
+
+impl<H, C> Handle<'_, H, C> {
+    fn run<T>(&self, f: impl std::future::Future<Output = T>) -> T {
+        self.store.run(f)
+    }
+}
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// See [`crate::Store::board`].
     pub fn board<E: Entity, T, Co, K: SortedIndex<N>, N>(
         &self,
         field: Field<E, T, Co, K, N>,
-    ) -> Leaderboard<'_, E, C> {
-        Leaderboard {
+    ) -> Handle<'_, Leaderboard<'_, E, C>, C> {
+        Handle {
             store: self,
             inner: self.inner.board(field),
         }
     }
 
     /// See [`crate::Store::rotating`].
-    pub fn rotating<E: Entity>(&self, board: &Board<E>) -> Rotating<'_, E, C> {
-        Rotating {
+    pub fn rotating<E: Entity>(&self, board: &Board<E>) -> Handle<'_, Rotating<'_, E, C>, C> {
+        Handle {
             store: self,
             inner: self.inner.rotating(board),
         }
     }
 
     /// See [`crate::Store::relation`].
-    pub fn relation<A: Entity, B: Entity>(&self, rel: &Relation<A, B>) -> Relations<'_, A, B, C> {
-        Relations {
+    pub fn relation<A: Entity, B: Entity>(
+        &self,
+        rel: &Relation<A, B>,
+    ) -> Handle<'_, Relations<'_, A, B, C>, C> {
+        Handle {
             store: self,
             inner: self.inner.relation(rel),
         }
@@ -102,31 +87,31 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub fn timeline<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
-    ) -> Timelines<'_, O, P, C> {
-        Timelines {
+    ) -> Handle<'_, Timelines<'_, O, P, C>, C> {
+        Handle {
             store: self,
             inner: self.inner.timeline(timeline),
         }
     }
 
     /// See [`crate::Store::maintenance`].
-    pub fn maintenance<E: Entity>(&self) -> Maintenance<'_, E, C> {
-        Maintenance {
+    pub fn maintenance<E: Entity>(&self) -> Handle<'_, Maintenance<'_, E, C>, C> {
+        Handle {
             store: self,
             inner: self.inner.maintenance::<E>(),
         }
     }
 
     /// See [`crate::Store::expiry`].
-    pub fn expiry<E: Entity>(&self) -> Expiry<'_, E, C> {
-        Expiry {
+    pub fn expiry<E: Entity>(&self) -> Handle<'_, Expiry<'_, E, C>, C> {
+        Handle {
             store: self,
             inner: self.inner.expiry::<E>(),
         }
     }
 }
 
-impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Leaderboard<'_, E, C> {
+impl<'s, E: Entity, C: ConnectionLike + Clone + Send + Sync> Handle<'s, Leaderboard<'s, E, C>, C> {
     blocking! { "crate::board::Leaderboard";
         top[](n: usize) -> Result<Vec<(E, f64)>>;
         top_each[](n: usize) -> Result<Vec<Result<(E, f64)>>>;
@@ -134,7 +119,7 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Leaderboard<'_, E, C> {
     }
 }
 
-impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Rotating<'_, E, C> {
+impl<'s, E: Entity, C: ConnectionLike + Clone + Send + Sync> Handle<'s, Rotating<'s, E, C>, C> {
     blocking! { "crate::board::Rotating";
         incr[](pk: impl IntoPk<E::Pk>, delta: f64) -> Result<f64>;
         incr_at[](pk: impl IntoPk<E::Pk>, delta: f64, at: SystemTime) -> Result<f64>;
@@ -144,7 +129,9 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Rotating<'_, E, C> {
     }
 }
 
-impl<A: Entity, B: Entity, C: ConnectionLike + Clone + Send + Sync> Relations<'_, A, B, C> {
+impl<'s, A: Entity, B: Entity, C: ConnectionLike + Clone + Send + Sync>
+    Handle<'s, Relations<'s, A, B, C>, C>
+{
     blocking! { "crate::relation::Relations";
         relate[](a: impl IntoPk<A::Pk>, b: impl IntoPk<B::Pk>) -> Result<bool>;
         unrelate[](a: impl IntoPk<A::Pk>, b: impl IntoPk<B::Pk>) -> Result<bool>;
@@ -159,13 +146,15 @@ impl<A: Entity, B: Entity, C: ConnectionLike + Clone + Send + Sync> Relations<'_
     }
 }
 
-impl<A: Entity, C: ConnectionLike + Clone + Send + Sync> Relations<'_, A, A, C> {
+impl<'s, A: Entity, C: ConnectionLike + Clone + Send + Sync> Handle<'s, Relations<'s, A, A, C>, C> {
     blocking! { "crate::relation::Relations";
         mutual[](a: impl IntoPk<A::Pk>) -> Result<Vec<A::Pk>>;
     }
 }
 
-impl<O: Entity, P: Entity, C: ConnectionLike + Clone + Send + Sync> Timelines<'_, O, P, C> {
+impl<'s, O: Entity, P: Entity, C: ConnectionLike + Clone + Send + Sync>
+    Handle<'s, Timelines<'s, O, P, C>, C>
+{
     blocking! { "crate::relation::Timelines";
         push[](post: impl IntoPk<P::Pk>, owners: impl IntoIterator<Item = impl IntoPk<O::Pk>>)
             -> Result<()>;
@@ -179,7 +168,7 @@ impl<O: Entity, P: Entity, C: ConnectionLike + Clone + Send + Sync> Timelines<'_
     }
 }
 
-impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Maintenance<'_, E, C> {
+impl<'s, E: Entity, C: ConnectionLike + Clone + Send + Sync> Handle<'s, Maintenance<'s, E, C>, C> {
     blocking! { "crate::maintenance::Maintenance";
         verify[]() -> Result<Report>;
         verify_with[P: FnMut(&VerifyProgress) + Send](progress: P) -> Result<Report>;
@@ -217,14 +206,16 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Maintenance<'_, E, C> {
     }
 }
 
-impl<E: Entity, C: ConnectionLike + Clone + Send + Sync + 'static> Maintenance<'_, E, C> {
+impl<'s, E: Entity, C: ConnectionLike + Clone + Send + Sync + 'static>
+    Handle<'s, Maintenance<'s, E, C>, C>
+{
     blocking! { "crate::maintenance::Maintenance";
         reindex[]() -> Result<usize>;
         reindex_with[P: FnMut(&VerifyProgress) + Send](progress: P) -> Result<usize>;
     }
 }
 
-impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Expiry<'_, E, C> {
+impl<'s, E: Entity, C: ConnectionLike + Clone + Send + Sync> Handle<'s, Expiry<'s, E, C>, C> {
     blocking! { "crate::Expiry";
         save_with_ttl[](entity: &E, ttl: Duration) -> Result<bool>;
         save_without_ttl[](entity: &E) -> Result<bool>;

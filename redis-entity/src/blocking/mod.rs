@@ -45,7 +45,7 @@ mod features;
 mod scan;
 
 pub use cache::Cache;
-pub use features::{Expiry, Leaderboard, Maintenance, Relations, Rotating, Timelines};
+pub use features::Handle;
 pub use scan::Scan;
 
 /// Saves, loads and deletes entities without async.

@@ -35,6 +35,7 @@ impl fmt::Display for RedisType {
 
 /// One family of keys: a pattern with `<placeholders>`, its type and what it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct KeyPattern {
     /// For example `user:<id>:settings` (`user:{<id>}:settings` in the
     /// cluster layout).
@@ -47,6 +48,7 @@ pub struct KeyPattern {
 
 /// Every key family of one entity type. `Display` prints a table.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EntityLayout {
     /// The Rust type name.
     pub entity: &'static str,

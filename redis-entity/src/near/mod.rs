@@ -112,6 +112,7 @@ impl NearCacheOptions {
 
 /// What a near cache has done since it was made; see [`NearCache::stats`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NearCacheStats {
     /// Reads answered from memory.
     pub hits: u64,

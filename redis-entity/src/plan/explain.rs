@@ -12,6 +12,7 @@ use std::fmt;
 /// The plan of a call: see [`crate::Query::explain`],
 /// [`crate::Store::explain_save`] and [`crate::Update::explain`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Explain {
     /// What is explained, in words.
     pub what: String,

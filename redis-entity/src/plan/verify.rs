@@ -28,6 +28,7 @@ use std::fmt;
 
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Violation {
     /// An index entry points at an entity that is missing or does not hold the value.
     StaleEntry {
@@ -294,6 +295,7 @@ impl fmt::Display for Violation {
 
 /// What `verify` found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Report {
     /// Stored entities seen.
     pub entities: usize,
@@ -329,6 +331,7 @@ impl fmt::Display for Report {
 /// How far `verify`, `repair` or `reindex` has come, given to the callback
 /// of their `_with` forms (to draw a progress bar, say).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Progress {
     /// What is being done, in words ("reading entities").
     pub step: &'static str,
@@ -340,6 +343,7 @@ pub struct Progress {
 
 /// What `repair` did with a report.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Repaired {
     /// Violations fixed (or found fixed already: the entity was written or
     /// deleted since the report).
@@ -350,6 +354,7 @@ pub struct Repaired {
 
 /// A violation `repair` left alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Unrepaired {
     /// The violation.
     pub violation: Violation,

@@ -250,11 +250,25 @@ pub fn score_text(score: f64) -> String {
 }
 
 /// How one field of type `T` is stored: `None` from `encode` means "store nothing".
-pub trait FieldCodec<T> {
+///
+/// Sealed: the codecs are this module's (the derive picks one per field);
+/// a type of one's own is stored by implementing [`Scalar`] instead.
+pub trait FieldCodec<T>: sealed::Codec {
     /// The stored bytes, or `None` when nothing is stored (an absent `Option`).
     fn encode(field: &'static str, value: &T) -> Result<Option<Vec<u8>>, crate::error::Error>;
     /// Rebuilds the value from what was stored (`None`: nothing was).
     fn decode(field: &'static str, raw: Option<&[u8]>) -> Result<T, FieldError>;
+}
+
+mod sealed {
+    /// The codecs of this module, the only ones.
+    pub trait Codec {}
+    impl Codec for super::Plain {}
+    impl Codec for super::Optional {}
+    impl Codec for super::Json {}
+    impl Codec for super::JsonOptional {}
+    impl<C: Codec> Codec for super::Defaulted<C> {}
+    impl Codec for super::TagList {}
 }
 
 /// The codec of a `#[pk]` field's handle: a pk is part of the key, so it has

@@ -173,31 +173,51 @@ pub struct Row {
 /// stays cheap.
 pub const DEFAULT_SHARDS: u16 = 16;
 
-/// A struct mapped to Redis. Implemented by `#[derive(RedisEntity)]`; writing it
-/// by hand is possible but the derive also checks the layout.
-pub trait Entity: Sized + Send + Sync + 'static {
+/// The mark of a `#[derive(RedisEntity)]` type, which the derive implements
+/// next to [`Entity`]: the description and the codecs it writes together are
+/// what the runtime trusts (a key layout checked at compile time), so an
+/// `Entity` written by hand is refused.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `#[derive(RedisEntity)]` type",
+    label = "`Entity` is implemented by `#[derive(RedisEntity)]` only",
+    note = "add `#[derive(RedisEntity)]` to the struct (see the derive's attributes for its keys and indexes)"
+)]
+pub trait Derived {}
+
+/// A struct mapped to Redis: implemented by `#[derive(RedisEntity)]`, and
+/// only by it (a hand-written implementation does not compile). Its items
+/// other than [`Pk`](Entity::Pk) are what the derive and the runtime
+/// exchange, and not a public API.
+pub trait Entity: Derived + Sized + Send + Sync + 'static {
     /// The primary key: the `#[pk]` field's type, or a tuple for a composite key.
     type Pk: Clone + Send + Sync;
 
+    #[doc(hidden)]
     /// The static description.
     const DESC: &'static EntityDesc;
 
+    #[doc(hidden)]
     /// Appends the member of `pk` to `out`: the pk as written inside the
     /// key's hash tag (`9`, `1_2_3`), also what index sets hold.
     fn write_member(pk: &Self::Pk, out: &mut String);
 
+    #[doc(hidden)]
     /// Appends this entity's own member to `out`.
     fn write_own_member(&self, out: &mut String);
 
+    #[doc(hidden)]
     /// Parses a member back into a pk; `None` for text no pk produces.
     fn read_member(member: &str) -> Option<Self::Pk>;
 
+    #[doc(hidden)]
     /// The stored form.
     fn to_row(&self) -> Result<Row>;
 
+    #[doc(hidden)]
     /// Rebuilds the entity from its pk and stored form.
     fn from_row(pk: &Self::Pk, row: Row) -> Result<Self, FieldError>;
 
+    #[doc(hidden)]
     /// The member of `pk` (see [`Entity::write_member`]).
     fn member(pk: &Self::Pk) -> String {
         let mut s = String::new();

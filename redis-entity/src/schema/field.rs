@@ -169,9 +169,24 @@ pub trait FieldMarker<const I: usize> {
 }
 
 /// A stored column of entity `E` holding a `T`, encoded by codec `C`, with
-/// index kind `K` ([`NoIndex`], [`Equality`], [`Unique`], [`Tags`],
-/// [`Prefix`], [`Sorted`]); `N` is the marker type named after the field,
-/// which compile errors about the handle name.
+/// index kind `K`; `N` is the marker type named after the field, which
+/// compile errors about the handle name. The derive makes one per field
+/// (`User::EMAIL`), and its index kind decides which calls take it:
+///
+/// | attribute | index kind | takes |
+/// | --- | --- | --- |
+/// | none | `NoIndex` | `update().set`, `incr` (numbers) |
+/// | `#[index]` | `Equality` | `find`, `query().eq / all / any / none`, `set`, `incr` |
+/// | `#[index]` on a collection | `Tags` | `find` of one tag, `query().all / any / none` |
+/// | `#[index(unique)]` | `Unique` | `find_unique`, `set` (checked for uniqueness); not `incr` |
+/// | `#[index(sorted)]` | `Sorted` | `query().range / order_asc / order_desc`, `store.board(..)`, `set`, `incr` |
+/// | `#[index(prefix)]` | `Prefix` | `query().prefix`, `find`, `query().eq`, `set` |
+///
+/// A call the field's kind does not take does not compile, and the error
+/// names the field and the attribute to add (``field `User::email` has no
+/// `#[index]`: add it to query it with `find`, ...``). The kinds and the
+/// traits behind these bounds (`SetIndex`, `SortedIndex`, ...) are the
+/// crate's own, so they are not listed in the documentation's index.
 pub struct Field<E, T, C, K = NoIndex, N = ()> {
     name: &'static str,
     col: usize,

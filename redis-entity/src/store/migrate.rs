@@ -45,6 +45,7 @@ impl Migration {
 
 /// Where a migration stands.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Progress {
     /// The SCAN cursor to resume from (0 with `done`: finished).
     pub cursor: u64,

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// Counters of a store (and its clones) since it was made; see
 /// [`Store::metrics`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Metrics {
     /// Entity writes sent (save, insert, update, delete, expire...; one per
     /// entity in a batch).

@@ -15,6 +15,7 @@ const EXAMPLES: usize = 10;
 /// What [`Maintenance::relayout_compare`](crate::maintenance::Maintenance::relayout_compare) found: the entities of one type in the
 /// source and in the destination, and those that are not the same in both.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RelayoutReport {
     /// Entities read in the source.
     pub source: u64,
