@@ -22,6 +22,7 @@ const _: () = {
             _ => ::re::__private::core::option::Option::None,
         }
     }
+    impl ::re::__private::Derived for RedPackage {}
     impl ::re::__private::Entity for RedPackage {
         type Pk = (u64, u64, String);
         const DESC: &'static ::re::__private::EntityDesc = &::re::__private::EntityDesc {

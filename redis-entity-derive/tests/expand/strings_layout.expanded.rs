@@ -14,6 +14,7 @@ const _: () = {
             _ => ::redis_entity::__private::core::option::Option::None,
         }
     }
+    impl ::redis_entity::__private::Derived for Session {}
     impl ::redis_entity::__private::Entity for Session {
         type Pk = u32;
         const DESC: &'static ::redis_entity::__private::EntityDesc = &::redis_entity::__private::EntityDesc {

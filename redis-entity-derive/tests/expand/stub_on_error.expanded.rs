@@ -2,6 +2,7 @@
     "unknown attribute `renam` in `#[redis(...)]` on a field: expected rename, skip, default, json, ttl or pad"
 }
 const _: () = {
+    impl ::redis_entity::__private::Derived for User {}
     impl ::redis_entity::__private::Entity for User {
         type Pk = u64;
         const DESC: &'static ::redis_entity::__private::EntityDesc = ::redis_entity::__private::STUB_DESC;

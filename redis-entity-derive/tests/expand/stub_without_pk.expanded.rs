@@ -2,6 +2,7 @@
     "an entity needs a primary key: mark one or more fields with `#[pk]`"
 }
 const _: () = {
+    impl ::redis_entity::__private::Derived for User {}
     impl ::redis_entity::__private::Entity for User {
         type Pk = ();
         const DESC: &'static ::redis_entity::__private::EntityDesc = ::redis_entity::__private::STUB_DESC;
