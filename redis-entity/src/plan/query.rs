@@ -13,6 +13,7 @@ use crate::keyspace::{self, EntityKeys};
 use crate::plan::write::{self as plan, WritePlan};
 use crate::schema::entity::{Entity, EntityDesc, IndexKind, IndexSource, Row};
 use crate::schema::escape::{escape_bytes_into, Namespace};
+use crate::script::args::{Rank, RankAhead, RankIndex};
 use crate::script::write::WriteOp;
 use redis::Value;
 use std::collections::BTreeSet;
@@ -369,6 +370,16 @@ pub(crate) fn parse_score(s: &str) -> Option<f64> {
     }
 }
 
+/// The keys and liveness test of the rank script for sorted index `index`.
+fn rank_index(desc: &'static EntityDesc, ns: &Namespace, index: usize) -> RankIndex {
+    RankIndex {
+        sorted_index: keyspace::index_zset(desc, ns, desc.indexes[index].field),
+        expiry_set: keyspace::expiry_key(desc, ns),
+        owner_head: keyspace::owner_head(desc, ns),
+        presence_suffixes: keyspace::presence_suffixes(desc, ns),
+    }
+}
+
 /// The call of the rank script for `member` in sorted index `index`.
 pub(crate) fn rank_call(
     desc: &'static EntityDesc,
@@ -376,16 +387,11 @@ pub(crate) fn rank_call(
     index: usize,
     member: &str,
 ) -> crate::script::Call<'static> {
-    let mut call = crate::script::RANK
-        .call()
-        .key(keyspace::index_zset(desc, ns, desc.indexes[index].field))
-        .key(keyspace::expiry_key(desc, ns))
-        .arg(member)
-        .arg(keyspace::owner_head(desc, ns));
-    for s in keyspace::presence_suffixes(desc, ns) {
-        call = call.arg(s);
+    Rank {
+        index: rank_index(desc, ns, index),
+        member,
     }
-    call
+    .call()
 }
 
 /// The call counting the live members of one shard (`ns`) ranked ahead of
@@ -397,18 +403,12 @@ pub(crate) fn rank_ahead_call(
     member: &str,
     score: &str,
 ) -> crate::script::Call<'static> {
-    let mut call = crate::script::RANK
-        .call()
-        .key(keyspace::index_zset(desc, ns, desc.indexes[index].field))
-        .key(keyspace::expiry_key(desc, ns))
-        .arg("@ahead")
-        .arg(keyspace::owner_head(desc, ns))
-        .arg(member)
-        .arg(score);
-    for s in keyspace::presence_suffixes(desc, ns) {
-        call = call.arg(s);
+    RankAhead {
+        index: rank_index(desc, ns, index),
+        member,
+        score,
     }
-    call
+    .call()
 }
 
 /// The spec of `top(field, n)`.

@@ -15,6 +15,7 @@
 //! out as `EVALSHA_RO`, which a replica, or an ACL user allowed only read
 //! commands, accepts.
 
+pub(crate) mod args;
 pub(crate) mod write;
 
 use redis::aio::ConnectionLike;

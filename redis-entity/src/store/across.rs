@@ -52,30 +52,28 @@ fn add_call(
     } else {
         String::new()
     };
-    script::RELATION
-        .call()
-        .key(keyspace::sub_key(&entity, name))
-        .key(keyspace::relation_register(&entity))
-        .arg("add")
-        .arg(other)
-        .arg(name)
-        .arg(entry)
-        .arg(if take { "1" } else { "0" })
-        .arg(keyspace::ttl_key(desc, ns, member))
-        .arg(expiry)
-        .arg(member)
+    script::args::RelationAdd {
+        entity: &entity,
+        other,
+        set_name: name,
+        register_entry: entry,
+        take_over: take,
+        entity_key: &keyspace::ttl_key(desc, ns, member),
+        expiry_set: &expiry,
+        own_member: member,
+    }
+    .call()
 }
 
 /// The call removing `member` from the set `name` under the entity key
 /// `entity` (and the set's register entry when it empties).
 pub(crate) fn drop_call(entity: &str, name: &str, member: &str) -> Call<'static> {
-    script::RELATION
-        .call()
-        .key(keyspace::sub_key(entity, name))
-        .key(keyspace::relation_register(entity))
-        .arg("drop")
-        .arg(member)
-        .arg(name)
+    script::args::RelationDrop {
+        entity,
+        member,
+        set_name: name,
+    }
+    .call()
 }
 
 /// The error of an add call: `NotFound` when the script found no entity

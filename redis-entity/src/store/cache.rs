@@ -38,6 +38,7 @@ use crate::keyspace::EntityKeys;
 use crate::schema::entity::Entity;
 use crate::schema::escape::Namespace;
 use crate::schema::pk::IntoPk;
+use crate::script::args::{CacheCall, CacheStep};
 use crate::store::Store;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::Value;
@@ -346,11 +347,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         crate::keyspace::cache_key(self.ns.as_str(), &self.name, key)
     }
 
-    async fn script(&self, keys: [&str; 2], args: &[&[u8]]) -> Result<Value> {
-        let mut call = crate::script::CACHE.call().key(keys[0]).key(keys[1]);
-        for a in args {
-            call = call.arg(a);
+    async fn script(&self, keys: [&str; 2], step: CacheStep<'_>) -> Result<Value> {
+        let call = CacheCall {
+            value_key: keys[0],
+            lock_key: keys[1],
+            step,
         }
+        .call();
         crate::script::invoke(&mut self.conn.clone(), &self.sent, &call)
             .await
             .map_err(|e| Error::redis(keys[0], e))
@@ -362,18 +365,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
     }
 
     async fn get(&self, keys: [&str; 2], token: &str) -> Result<Lookup> {
-        let lock_ms = self.first_lock_ttl().as_millis().max(1).to_string();
-        let swr = if self.options.stale_while_revalidate.is_some() {
-            "1"
-        } else {
-            "0"
+        let get = CacheStep::Get {
+            token,
+            lock_ms: self.first_lock_ttl().as_millis().max(1),
+            rebuild_stale: self.options.stale_while_revalidate.is_some(),
         };
-        let reply = self
-            .script(
-                keys,
-                &[b"get", token.as_bytes(), lock_ms.as_bytes(), swr.as_bytes()],
-            )
-            .await?;
+        let reply = self.script(keys, get).await?;
         lookup(reply).ok_or_else(|| Error::UnexpectedReply {
             key: keys[0].to_owned(),
             detail: "cache script reply".into(),
@@ -389,35 +386,25 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         json: Option<&[u8]>,
         ttl: Duration,
     ) -> Result<Stored> {
-        let (kind, json, soft, hard) = match json {
-            Some(j) => {
+        let (soft, hard) = match json {
+            Some(_) => {
                 let soft = jittered(ttl, self.options.jitter);
                 let hard =
                     soft.saturating_add(self.options.stale_while_revalidate.unwrap_or_default());
-                ("v", j, soft, hard)
+                (soft, hard)
             }
             None => {
                 let t = jittered(self.options.null_ttl, self.options.jitter);
-                ("n", &b""[..], t, t)
+                (t, t)
             }
         };
-        let (soft, hard) = (
-            soft.as_millis().max(1).to_string(),
-            hard.as_millis().max(1).to_string(),
-        );
-        let reply = self
-            .script(
-                keys,
-                &[
-                    b"put",
-                    token.as_bytes(),
-                    kind.as_bytes(),
-                    json,
-                    soft.as_bytes(),
-                    hard.as_bytes(),
-                ],
-            )
-            .await?;
+        let put = CacheStep::Put {
+            token,
+            json,
+            soft_ttl_ms: soft.as_millis().max(1),
+            hard_ttl_ms: hard.as_millis().max(1),
+        };
+        let reply = self.script(keys, put).await?;
         stored(reply).ok_or_else(|| Error::UnexpectedReply {
             key: keys[0].to_owned(),
             detail: "cache script reply to put".into(),
@@ -427,10 +414,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
     /// Sets the expiry of the lock this caller holds to `ttl` while its
     /// loader runs; `false` if the lock is no longer this caller's.
     async fn renew(&self, keys: [&str; 2], token: &str, ttl: Duration) -> Result<bool> {
-        let lock_ms = ttl.as_millis().max(1).to_string();
-        let reply = self
-            .script(keys, &[b"renew", token.as_bytes(), lock_ms.as_bytes()])
-            .await?;
+        let renew = CacheStep::Renew {
+            token,
+            lock_ms: ttl.as_millis().max(1),
+        };
+        let reply = self.script(keys, renew).await?;
         Ok(matches!(reply, Value::Int(1)))
     }
 
@@ -470,7 +458,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
     }
 
     async fn release(&self, keys: [&str; 2], token: &str) -> Result<()> {
-        self.script(keys, &[b"release", token.as_bytes()])
+        self.script(keys, CacheStep::Release { token })
             .await
             .map(drop)
     }

@@ -32,7 +32,7 @@ use crate::plan::verify::Violation;
 use crate::plan::write::{IndexValue, WritePlan};
 use crate::schema::entity::{EntityDesc, IndexKind, IndexSource, Layout};
 use crate::schema::escape::escape_bytes_into;
-use crate::script::{self, write::WriteOp, Call};
+use crate::script::{self, args::ClaimMode, write::WriteOp, Call};
 use redis::aio::ConnectionLike;
 use redis::Value;
 use std::collections::BTreeMap;
@@ -89,13 +89,13 @@ fn claim_of(reply: Value, key: &str) -> Result<Claim> {
     }
 }
 
-fn claim_call(key: &str, mode: &str, member: &str, expected: &str) -> Call<'static> {
-    let call = script::CLAIM.call().key(key).arg(mode).arg(member);
-    if mode == "takeover" {
-        call.arg(expected)
-    } else {
-        call
+fn claim_call(owner_key: &str, mode: ClaimMode<'_>, member: &str) -> Call<'static> {
+    script::args::Claim {
+        owner_key,
+        mode,
+        member,
     }
+    .call()
 }
 
 /// The escaped form of a stored value, as index keys hold it.
@@ -209,7 +209,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
         let calls = keys
             .iter()
-            .map(|k| claim_call(k, "release", member, ""))
+            .map(|k| claim_call(k, ClaimMode::Release, member))
             .collect();
         self.claims(calls).await.map(|_| ())
     }
@@ -243,7 +243,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             let reply = script::invoke::<Value, _>(
                 &mut self.conn.clone(),
                 &self.sent,
-                &claim_call(key, "takeover", member, owner),
+                &claim_call(key, ClaimMode::Takeover { found_owner: owner }, member),
             )
             .await
             .map_err(|e| Error::redis(key, e))?;
@@ -275,7 +275,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         first.keep_unique = true;
         let calls: Vec<Call<'static>> = wanted
             .iter()
-            .map(|(_, _, k)| claim_call(k, "claim", member, ""))
+            .map(|(_, _, k)| claim_call(k, ClaimMode::Claim, member))
             .collect();
         // Step 1: the marked write and the claims, in one wave.
         let (reply, claimed) =
@@ -657,7 +657,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let reply = script::invoke::<Value, _>(
             &mut self.conn.clone(),
             &self.sent,
-            &claim_call(key, "claim", member, ""),
+            &claim_call(key, ClaimMode::Claim, member),
         )
         .await
         .map_err(|e| Error::redis(key, e))?;
