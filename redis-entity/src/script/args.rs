@@ -7,7 +7,7 @@
 //! Callers compute the keys and values (they know the types and the
 //! keyspace); a struct only lays them out.
 
-use super::{Call, BOARD, CACHE, CLAIM, RANK, RELATION, REPAIR, TIMELINE};
+use super::{Call, BOARD, CACHE, CLAIM, QUERY, RANK, RELATION, REPAIR, TIMELINE};
 use crate::keyspace;
 
 /// `'1'` or `'0'`, as the scripts read a flag.
@@ -393,6 +393,123 @@ impl RankAhead<'_> {
     }
 }
 
+/// The source of one group of query.lua's conditions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QuerySource {
+    /// `'s'`: sets of members, one key per part.
+    Sets,
+    /// `'z'`: lexicographic ranges of a prefix index's sorted set (entries
+    /// `escaped value:member`), a key and a range per part.
+    Lex,
+    /// `'r'`: score ranges of a sorted index, a key and a range per part.
+    Scores,
+}
+
+/// One part of a query group: a key, and for ranges its min and max
+/// (ZRANGEBYLEX / ZRANGEBYSCORE syntax).
+#[derive(Debug, Clone)]
+pub(crate) struct QueryPart {
+    /// The next `KEYS` entry.
+    pub key: Vec<u8>,
+    /// For `Lex` and `Scores`: the part's min and max, in `ARGV`.
+    pub range: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// One group of conditions of query.lua: `ARGV` op, source, part count,
+/// then the parts' ranges; `KEYS` the parts' keys.
+#[derive(Debug, Clone)]
+pub(crate) struct QueryGroup {
+    /// The operation: `all`, `any` or `none`.
+    pub op: &'static str,
+    /// Where its members come from.
+    pub source: QuerySource,
+    /// Its parts, in order.
+    pub parts: Vec<QueryPart>,
+}
+
+/// How query.lua sorts and cuts the page (the sort mode `ARGV`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QuerySort {
+    /// `'o'`: by the order's sorted index.
+    Ordered,
+    /// `'-'`: unsorted (the caller sorts a whole result itself).
+    Unsorted,
+    /// `'n'`: numerically by member.
+    Numeric,
+    /// `'s'`: by member text.
+    Text,
+}
+
+/// query.lua: the members matching a query, one call, nothing written.
+#[derive(Debug, Clone)]
+pub(crate) struct Query {
+    /// `ARGV[1]` the group count, then each group.
+    pub groups: Vec<QueryGroup>,
+    /// The last `KEYS` entry: the set of all members of the type (the
+    /// universe of a query with only `none` conditions).
+    pub ids_set: String,
+    /// The sort mode.
+    pub sort: QuerySort,
+    /// The page's offset.
+    pub offset: usize,
+    /// The page's size (-1: no limit; 0: only count).
+    pub limit: i64,
+    /// The expiry set of the type.
+    pub expiry_set: String,
+    /// The owner head (before a member in its entity keys).
+    pub owner_head: String,
+    /// After their count: the presence suffixes.
+    pub presence_suffixes: Vec<String>,
+    /// The order's sorted index and `true` for descending (`desc`), or
+    /// none (`''`, `''`).
+    pub order: Option<(String, bool)>,
+    /// `'1'` to return each page member's score.
+    pub with_scores: bool,
+}
+
+impl Query {
+    pub(crate) fn call(&self) -> Call<'static> {
+        let mut call = QUERY.call().arg(self.groups.len().to_string());
+        for g in &self.groups {
+            let source = match g.source {
+                QuerySource::Sets => "s",
+                QuerySource::Lex => "z",
+                QuerySource::Scores => "r",
+            };
+            call = call.arg(g.op).arg(source).arg(g.parts.len().to_string());
+            for p in &g.parts {
+                call = call.key(&p.key);
+                if let Some((min, max)) = &p.range {
+                    call = call.arg(min).arg(max);
+                }
+            }
+        }
+        let sort = match self.sort {
+            QuerySort::Ordered => "o",
+            QuerySort::Unsorted => "-",
+            QuerySort::Numeric => "n",
+            QuerySort::Text => "s",
+        };
+        call = call
+            .key(&self.ids_set)
+            .arg(sort)
+            .arg(self.offset.to_string())
+            .arg(self.limit.to_string())
+            .arg(&self.expiry_set)
+            .arg(&self.owner_head)
+            .arg(self.presence_suffixes.len().to_string());
+        for s in &self.presence_suffixes {
+            call = call.arg(s);
+        }
+        let (order, direction) = match &self.order {
+            Some((zset, true)) => (zset.as_str(), "desc"),
+            Some((zset, false)) => (zset.as_str(), "asc"),
+            None => ("", ""),
+        };
+        call.arg(order).arg(direction).arg(flag(self.with_scores))
+    }
+}
+
 /// repair.lua: what a gone entity left, removed while it is still gone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Repair {
@@ -669,6 +786,70 @@ mod tests {
         };
         let args = ["@ahead", "u:", "9", "1.5", "", ":x"];
         assert_encoding(ahead.call(), &["z", "e"], &args);
+    }
+
+    #[test]
+    fn query_lists_groups_then_the_page_the_liveness_test_and_the_order() {
+        let query = Query {
+            groups: vec![
+                QueryGroup {
+                    op: "any",
+                    source: QuerySource::Sets,
+                    parts: vec![
+                        QueryPart {
+                            key: b"s1".to_vec(),
+                            range: None,
+                        },
+                        QueryPart {
+                            key: b"s2".to_vec(),
+                            range: None,
+                        },
+                    ],
+                },
+                QueryGroup {
+                    op: "all",
+                    source: QuerySource::Scores,
+                    parts: vec![QueryPart {
+                        key: b"z".to_vec(),
+                        range: Some((b"(1.5".to_vec(), b"+inf".to_vec())),
+                    }],
+                },
+                QueryGroup {
+                    op: "none",
+                    source: QuerySource::Lex,
+                    parts: vec![QueryPart {
+                        key: b"p".to_vec(),
+                        range: Some((b"[a:".to_vec(), b"(a;".to_vec())),
+                    }],
+                },
+            ],
+            ids_set: "ids".into(),
+            sort: QuerySort::Numeric,
+            offset: 3,
+            limit: 7,
+            expiry_set: "e".into(),
+            owner_head: "u:".into(),
+            presence_suffixes: vec!["".into(), ":x".into()],
+            order: Some(("z".into(), true)),
+            with_scores: true,
+        };
+        let keys = ["s1", "s2", "z", "p", "ids"];
+        let args = [
+            "3", "any", "s", "2", "all", "r", "1", "(1.5", "+inf", "none", "z", "1", "[a:", "(a;",
+            "n", "3", "7", "e", "u:", "2", "", ":x", "z", "desc", "1",
+        ];
+        assert_encoding(query.call(), &keys, &args);
+        let unordered = Query {
+            groups: vec![],
+            sort: QuerySort::Unsorted,
+            order: None,
+            with_scores: false,
+            limit: -1,
+            presence_suffixes: vec![],
+            ..query
+        };
+        let args = ["0", "-", "3", "-1", "e", "u:", "0", "", "", "0"];
+        assert_encoding(unordered.call(), &["ids"], &args);
     }
 
     #[test]
