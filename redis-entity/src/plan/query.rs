@@ -543,7 +543,8 @@ pub(crate) fn sweep_plans(
         .collect()
 }
 
-/// `{ total, ghost count, ghosts..., members... }` from the query script.
+/// The query script's reply (`script::reply::query`) as the answer to
+/// `spec`: scores split from the members, a whole result sorted.
 pub(crate) fn parse_reply(
     desc: &'static EntityDesc,
     spec: &Spec,
@@ -554,34 +555,11 @@ pub(crate) fn parse_reply(
         key: keyspace::ids_key(desc, &Namespace::none()),
         detail,
     };
-    let Value::Array(mut items) = reply else {
-        return Err(bad(format!("{reply:?}")));
-    };
-    // The page, the ghosts, the ghost count, the total (see query.lua).
-    let total = match items.pop() {
-        Some(Value::Int(n)) => n as u64,
-        other => return Err(bad(format!("{other:?}"))),
-    };
-    let nghosts = match items.pop() {
-        Some(Value::Int(n)) => n as usize,
-        other => return Err(bad(format!("{other:?}"))),
-    };
-    if nghosts > items.len() {
-        return Err(bad(format!(
-            "{nghosts} ghosts in a reply of {}",
-            items.len()
-        )));
-    }
-    let text = |v: Value| match v {
-        Value::BulkString(b) => String::from_utf8(b).map_err(|e| bad(e.to_string())),
-        other => Err(bad(format!("{other:?}"))),
-    };
-    let ghosts = items
-        .split_off(items.len() - nghosts)
-        .into_iter()
-        .map(text)
-        .collect::<Result<Vec<_>>>()?;
-    let mut members = items.into_iter().map(text).collect::<Result<Vec<_>>>()?;
+    let crate::script::reply::QueryReply {
+        page: mut members,
+        ghosts,
+        total,
+    } = crate::script::reply::query(reply).map_err(bad)?;
     let mut scores = Vec::new();
     if with_scores {
         let page = std::mem::take(&mut members);

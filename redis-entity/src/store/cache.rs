@@ -39,6 +39,7 @@ use crate::schema::entity::Entity;
 use crate::schema::escape::Namespace;
 use crate::schema::pk::IntoPk;
 use crate::script::args::{CacheCall, CacheStep};
+use crate::script::reply::{self, CacheLookup, CachePut};
 use crate::store::Store;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::Value;
@@ -141,60 +142,6 @@ pub fn jittered(ttl: Duration, jitter: f64) -> Duration {
     let factor = 1.0 + jitter.clamp(0.0, 1.0) * (2.0 * unit - 1.0);
     // `as u64` saturates: a TTL too long for milliseconds stays the longest.
     Duration::from_millis(((ttl.as_millis() as f64) * factor).max(1.0) as u64)
-}
-
-/// What the `get` mode of the script answered.
-enum Lookup {
-    Hit(Vec<u8>),
-    StaleMine(Vec<u8>),
-    MissMine,
-    MissOther,
-}
-
-fn lookup(reply: Value) -> Option<Lookup> {
-    let Value::Array(items) = reply else {
-        return None;
-    };
-    let mut it = items.into_iter();
-    let code = match it.next()? {
-        Value::Int(n) => n,
-        _ => return None,
-    };
-    let mut value = || match it.next() {
-        Some(Value::BulkString(b)) => Some(b),
-        _ => None,
-    };
-    Some(match code {
-        1 => Lookup::Hit(value()?),
-        2 => Lookup::StaleMine(value()?),
-        3 => Lookup::MissMine,
-        _ => Lookup::MissOther,
-    })
-}
-
-/// What the `put` mode of the script answered.
-enum Stored {
-    /// The result is cached.
-    Stored,
-    /// The lock was no longer this caller's: nothing stored; the value
-    /// cached now, if any.
-    Fenced(Option<Vec<u8>>),
-}
-
-fn stored(reply: Value) -> Option<Stored> {
-    let Value::Array(items) = reply else {
-        return None;
-    };
-    let mut it = items.into_iter();
-    match it.next()? {
-        Value::Int(1) => Some(Stored::Stored),
-        Value::Int(0) => match it.next() {
-            Some(Value::BulkString(b)) => Some(Stored::Fenced(Some(b))),
-            None | Some(Value::Nil) => Some(Stored::Fenced(None)),
-            _ => None,
-        },
-        _ => None,
-    }
 }
 
 /// A stored cache value: `None` for a cached miss.
@@ -364,28 +311,28 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         self.options.lock_ttl.min(self.options.max_load)
     }
 
-    async fn get(&self, keys: [&str; 2], token: &str) -> Result<Lookup> {
+    async fn get(&self, keys: [&str; 2], token: &str) -> Result<CacheLookup> {
         let get = CacheStep::Get {
             token,
             lock_ms: self.first_lock_ttl().as_millis().max(1),
             rebuild_stale: self.options.stale_while_revalidate.is_some(),
         };
         let reply = self.script(keys, get).await?;
-        lookup(reply).ok_or_else(|| Error::UnexpectedReply {
+        reply::cache_lookup(reply).ok_or_else(|| Error::UnexpectedReply {
             key: keys[0].to_owned(),
             detail: "cache script reply".into(),
         })
     }
 
     /// Stores a load's result if this caller still holds the lock (the
-    /// fence); `Ok(Stored::Fenced(now))` otherwise, with the entry cached now.
+    /// fence); `Ok(CachePut::Fenced(now))` otherwise, with the entry cached now.
     async fn put(
         &self,
         keys: [&str; 2],
         token: &str,
         json: Option<&[u8]>,
         ttl: Duration,
-    ) -> Result<Stored> {
+    ) -> Result<CachePut> {
         let (soft, hard) = match json {
             Some(_) => {
                 let soft = jittered(ttl, self.options.jitter);
@@ -405,7 +352,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
             hard_ttl_ms: hard.as_millis().max(1),
         };
         let reply = self.script(keys, put).await?;
-        stored(reply).ok_or_else(|| Error::UnexpectedReply {
+        reply::cache_put(reply).ok_or_else(|| Error::UnexpectedReply {
             key: keys[0].to_owned(),
             detail: "cache script reply to put".into(),
         })
@@ -491,10 +438,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         loop {
             let asked = Instant::now();
             let stale = match self.get(keys, &token).await? {
-                Lookup::Hit(raw) => return decode_value(&value_key, &raw),
-                Lookup::StaleMine(raw) => Some(raw),
-                Lookup::MissMine => None,
-                Lookup::MissOther => {
+                CacheLookup::Hit(raw) => return decode_value(&value_key, &raw),
+                CacheLookup::StaleMine(raw) => Some(raw),
+                CacheLookup::MissMine => None,
+                CacheLookup::MissOther => {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         return Err(Error::CacheTimeout { key: value_key });
                     }
@@ -532,7 +479,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
             return match self.put(keys, &token, json.as_deref(), ttl).await? {
                 // Taken over and stored since (not the stale value this
                 // caller was rebuilding): the newer value, not ours.
-                Stored::Fenced(Some(now)) if stale.as_deref() != Some(&now[..]) => {
+                CachePut::Fenced(Some(now)) if stale.as_deref() != Some(&now[..]) => {
                     decode_value(&value_key, &now)
                 }
                 _ => Ok(loaded),
@@ -582,12 +529,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         loop {
             let asked = Instant::now();
             match self.get(keys, &token).await? {
-                Lookup::Hit(_) | Lookup::StaleMine(_) => {
+                CacheLookup::Hit(_) | CacheLookup::StaleMine(_) => {
                     // Only null markers are stored here for entities.
                     self.release(keys, &token).await?;
                     return Ok(None);
                 }
-                Lookup::MissOther => {
+                CacheLookup::MissOther => {
                     if let Some(e) = store.get::<E>(pk).await? {
                         return Ok(Some(e));
                     }
@@ -597,7 +544,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_millis(50));
                 }
-                Lookup::MissMine => {
+                CacheLookup::MissMine => {
                     if let Some(e) = store.get::<E>(pk).await? {
                         self.release(keys, &token).await?;
                         return Ok(Some(e));
@@ -617,9 +564,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
                     };
                     let Some(e) = loaded else {
                         return match self.put(keys, &token, None, ttl).await? {
-                            Stored::Stored => Ok(None),
+                            CachePut::Stored => Ok(None),
                             // Taken over: whatever the newer load stored.
-                            Stored::Fenced(_) => store.get::<E>(pk).await,
+                            CachePut::Fenced(_) => store.get::<E>(pk).await,
                         };
                     };
                     return self.save_loaded(store, pk, (keys, &token), e, ttl).await;
