@@ -7,8 +7,8 @@
 //! Callers compute the keys and values (they know the types and the
 //! keyspace); a struct only lays them out.
 
-use super::{Call, BOARD, CACHE, CLAIM, QUERY, RANK, RELATION, REPAIR, TIMELINE};
-use crate::keyspace;
+use super::{Call, Script, BOARD, CACHE, CLAIM, QUERY, RANK, RELATION, REPAIR, TIMELINE};
+use crate::keyspace::{self, EntityKeys};
 
 /// `'1'` or `'0'`, as the scripts read a flag.
 fn flag(on: bool) -> &'static str {
@@ -592,6 +592,142 @@ impl Repair {
     }
 }
 
+/// The entity's TTL after a write: write_prelude.lua's `ttl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WriteTtl {
+    /// `-1`: the remaining TTL stays.
+    Keep,
+    /// `0`: the TTL is removed.
+    Remove,
+    /// That many ms (at least 1: 0 would mean none).
+    Set(u64),
+}
+
+/// The value a write gives one indexed field, as write_prelude.lua's
+/// `begin` reads it (the first letter is the mark).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IndexArg<'a> {
+    /// `''`: not known; the script reads it after the write (an increment).
+    Unknown,
+    /// `'u'`: the write does not touch the field.
+    Unchanged,
+    /// `'n'`: no value; `'m'` with `keep_unique` (refused if the stored
+    /// unique value would change).
+    Absent { keep_unique: bool },
+    /// `'v'` then the stored form (or the escaped value of an indexed pk
+    /// field); `'w'` with `keep_unique`.
+    Value { stored: &'a [u8], keep_unique: bool },
+}
+
+impl IndexArg<'_> {
+    fn encode(&self) -> Vec<u8> {
+        match *self {
+            IndexArg::Unknown => Vec::new(),
+            IndexArg::Unchanged => b"u".to_vec(),
+            IndexArg::Absent { keep_unique } => if keep_unique { b"m" } else { b"n" }.to_vec(),
+            IndexArg::Value {
+                stored,
+                keep_unique,
+            } => [if keep_unique { b"w" } else { b"v" }, stored].concat(),
+        }
+    }
+}
+
+/// One data command a write function runs on one of the entity's keys.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WriteCommand<'a> {
+    /// Its name (`HSET`, `SET`, `HREPLACE`, `INCRBY`, ...).
+    pub name: &'static str,
+    /// The key's 0-based position in the entity's keys (sent 1-based).
+    pub key: usize,
+    /// Its arguments after the key (sent after their count).
+    pub args: &'a [Vec<u8>],
+}
+
+/// One entity's part of a call of a write function (write_prelude.lua's
+/// `begin`, then the operation's own arguments).
+#[derive(Debug, Clone)]
+pub(crate) struct Write<'a> {
+    /// `KEYS`: the entity's keys, in the order of the type header's roles.
+    pub keys: &'a EntityKeys,
+    /// Argument 1: the request token (`''` for none, see `once`).
+    pub token: &'a str,
+    /// Argument 2 (`NS`): the namespace.
+    pub namespace: &'a str,
+    /// Argument 3 (`member`): the entity's member.
+    pub member: &'a str,
+    /// Argument 4 (`ttl`).
+    pub ttl: WriteTtl,
+    /// Argument 5 (`cas`): the compare-and-set document (`''` for none).
+    pub cas: &'a [u8],
+    /// Argument 6 (`version_expected`): `''` for no check.
+    pub version_expected: &'a str,
+    /// Then one value per index of `T.idx`.
+    pub index_values: Vec<IndexArg<'a>>,
+    /// Then per data command: its name, its 1-based key position, its
+    /// argument count, its arguments.
+    pub commands: Vec<WriteCommand<'a>>,
+    /// Then clean's (1-based index, escaped value) pairs of stale entries
+    /// (given here 0-based).
+    pub stale: &'a [(usize, Vec<u8>)],
+}
+
+impl Write<'_> {
+    /// The entity's arguments, in the order write_prelude.lua reads them.
+    pub(crate) fn args(&self) -> Vec<Vec<u8>> {
+        let mut args = Vec::with_capacity(6 + self.index_values.len() + 3 * self.commands.len());
+        args.push(self.token.as_bytes().to_vec());
+        args.push(self.namespace.as_bytes().to_vec());
+        args.push(self.member.as_bytes().to_vec());
+        args.push(match self.ttl {
+            WriteTtl::Set(ms) => ms.to_string().into_bytes(),
+            WriteTtl::Remove => b"0".to_vec(),
+            WriteTtl::Keep => b"-1".to_vec(),
+        });
+        args.push(self.cas.to_vec());
+        args.push(self.version_expected.as_bytes().to_vec());
+        args.extend(self.index_values.iter().map(IndexArg::encode));
+        for c in &self.commands {
+            args.push(c.name.as_bytes().to_vec());
+            args.push((c.key + 1).to_string().into_bytes());
+            args.push(c.args.len().to_string().into_bytes());
+            args.extend(c.args.iter().cloned());
+        }
+        for (i, v) in self.stale {
+            args.push((i + 1).to_string().into_bytes());
+            args.push(v.clone());
+        }
+        args
+    }
+
+    /// The call of `function` (the type's write function of one entity)
+    /// for this write.
+    pub(crate) fn call(&self, function: &'static Script) -> Call<'static> {
+        let mut call = function.call();
+        call.keys = self.keys.all().map(|k| k.as_bytes().to_vec()).collect();
+        call.args = self.args();
+        call
+    }
+}
+
+/// One call of a batch write function (batch.lua) writing every entity of
+/// `writes`: `KEYS` holds each entity's keys in turn; `ARGV`, per entity,
+/// its key count, its argument count and its arguments.
+pub(crate) fn write_batch(function: &'static Script, writes: &[Write<'_>]) -> Call<'static> {
+    let mut call = function.call();
+    for w in writes {
+        let before = call.keys.len();
+        call.keys
+            .extend(w.keys.all().map(|k| k.as_bytes().to_vec()));
+        let args = w.args();
+        call.args
+            .push((call.keys.len() - before).to_string().into_bytes());
+        call.args.push(args.len().to_string().into_bytes());
+        call.args.extend(args);
+    }
+    call
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -850,6 +986,97 @@ mod tests {
         };
         let args = ["0", "-", "3", "-1", "e", "u:", "0", "", "", "0"];
         assert_encoding(unordered.call(), &["ids"], &args);
+    }
+
+    fn entity_keys(member: &str) -> EntityKeys {
+        EntityKeys {
+            member: member.into(),
+            base: format!("u:{member}"),
+            columns: vec![],
+            maps: vec![format!("u:{member}:m")],
+            shadow: Some(format!("u:{member}:@shadow")),
+        }
+    }
+
+    #[test]
+    fn a_write_is_the_prelude_then_commands_then_stale_entries() {
+        let keys = entity_keys("9");
+        let (set, stale) = ([b"email".to_vec(), b"a@x".to_vec()], [(1, b"DE".to_vec())]);
+        let write = Write {
+            keys: &keys,
+            token: "t1",
+            namespace: "t:",
+            member: "9",
+            ttl: WriteTtl::Set(1500),
+            cas: b"{}",
+            version_expected: "3",
+            index_values: vec![
+                IndexArg::Unknown,
+                IndexArg::Unchanged,
+                IndexArg::Absent { keep_unique: false },
+                IndexArg::Absent { keep_unique: true },
+                IndexArg::Value {
+                    stored: b"a@x",
+                    keep_unique: false,
+                },
+                IndexArg::Value {
+                    stored: b"b@x",
+                    keep_unique: true,
+                },
+            ],
+            commands: vec![
+                WriteCommand {
+                    name: "HSET",
+                    key: 0,
+                    args: &set,
+                },
+                WriteCommand {
+                    name: "DEL",
+                    key: 1,
+                    args: &[],
+                },
+            ],
+            stale: &stale,
+        };
+        let keys = ["u:9", "u:9:m", "u:9:@shadow"];
+        let args = [
+            "t1", "t:", "9", "1500", "{}", "3", "", "u", "n", "m", "va@x", "wb@x", "HSET", "1",
+            "2", "email", "a@x", "DEL", "2", "0", "2", "DE",
+        ];
+        let function = &*BOARD; // any script: the encoding does not depend on it
+        assert_encoding(write.call(function), &keys, &args);
+        let kept = Write {
+            ttl: WriteTtl::Keep,
+            ..write.clone()
+        };
+        assert_eq!(kept.args()[3], b"-1");
+        let removed = Write {
+            ttl: WriteTtl::Remove,
+            ..write
+        };
+        assert_eq!(removed.args()[3], b"0");
+    }
+
+    #[test]
+    fn a_write_batch_frames_each_entity_with_its_key_and_argument_counts() {
+        let (one, two) = (entity_keys("1"), entity_keys("2"));
+        let write = |keys| Write {
+            keys,
+            token: "",
+            namespace: "",
+            member: "m",
+            ttl: WriteTtl::Keep,
+            cas: b"",
+            version_expected: "",
+            index_values: vec![],
+            commands: vec![],
+            stale: &[],
+        };
+        let call = write_batch(&BOARD, &[write(&one), write(&two)]);
+        let keys = ["u:1", "u:1:m", "u:1:@shadow", "u:2", "u:2:m", "u:2:@shadow"];
+        let entity = ["", "", "m", "-1", "", ""];
+        let args: Vec<&str> = [&["3", "6"][..], &entity, &["3", "6"], &entity].concat();
+        assert_encoding(call, &keys, &args);
     }
 
     #[test]
