@@ -976,7 +976,7 @@ mod tests {
         };
         let call = script_call(&USER, &ns(), &spec, false, true);
         assert_eq!(
-            texts(&call.keys),
+            texts(call.keys()),
             [
                 "t:user:@rating",
                 "t:user:@country:DE",
@@ -999,7 +999,7 @@ mod tests {
             b"desc",
         ] {
             assert!(
-                call.args.iter().any(|a| a == bound),
+                call.args().iter().any(|a| a == bound),
                 "{}",
                 String::from_utf8_lossy(bound)
             );
@@ -1013,17 +1013,17 @@ mod tests {
             ..Spec::default()
         };
         let call = script_call(&USER, &Namespace::none(), &spec, true, false);
-        assert_eq!(texts(&call.keys), ["user:@email", "user:@ids"]);
-        assert!(call.args.iter().any(|a| a == b"-"));
-        assert!(call.args.iter().any(|a| a == b"+"));
-        assert!(!call.args.iter().any(|a| a.starts_with(b"[%_")));
+        assert_eq!(texts(call.keys()), ["user:@email", "user:@ids"]);
+        assert!(call.args().iter().any(|a| a == b"-"));
+        assert!(call.args().iter().any(|a| a == b"+"));
+        assert!(!call.args().iter().any(|a| a.starts_with(b"[%_")));
     }
 
     #[test]
     fn the_rank_call_names_the_sorted_set_and_the_expiry_set() {
         let call = rank_call(&USER, &ns(), RATING_IDX, "9");
-        assert_eq!(texts(&call.keys), ["t:user:@rating", "t:user:@expiry"]);
-        assert_eq!(texts(&call.args), ["9", "t:user:", ""]);
+        assert_eq!(texts(call.keys()), ["t:user:@rating", "t:user:@expiry"]);
+        assert_eq!(texts(call.args()), ["9", "t:user:", ""]);
     }
 
     #[test]

@@ -1162,16 +1162,16 @@ mod tests {
     fn frames(call: &Call<'_>) -> Vec<Frame> {
         let number = |v: &[u8]| -> usize { std::str::from_utf8(v).unwrap().parse().unwrap() };
         let (mut out, mut k, mut j) = (Vec::new(), 0, 0);
-        while j < call.args.len() {
-            let (nk, na) = (number(&call.args[j]), number(&call.args[j + 1]));
+        while j < call.args().len() {
+            let (nk, na) = (number(&call.args()[j]), number(&call.args()[j + 1]));
             out.push((
-                call.keys[k..k + nk].to_vec(),
-                call.args[j + 2..j + 2 + na].to_vec(),
+                call.keys()[k..k + nk].to_vec(),
+                call.args()[j + 2..j + 2 + na].to_vec(),
             ));
             k += nk;
             j += 2 + na;
         }
-        assert_eq!(k, call.keys.len(), "every key belongs to an entity");
+        assert_eq!(k, call.keys().len(), "every key belongs to an entity");
         out
     }
 
@@ -1208,8 +1208,8 @@ mod tests {
         }
         // The single call carries the same keys and arguments.
         let single = plans[1].call();
-        assert_eq!(single.keys, key_bytes(&plans[1]));
-        assert_eq!(single.args, plans[1].args());
+        assert_eq!(single.keys(), key_bytes(&plans[1]));
+        assert_eq!(single.args(), plans[1].args());
     }
 
     #[test]

@@ -119,7 +119,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// replies in the calls' order (error replies as `Value::ServerError`).
     pub(crate) async fn invoke_per_slot(&self, calls: Vec<Call<'static>>) -> Result<Vec<Value>> {
         let first_key = |c: &Call<'static>| -> String {
-            c.keys
+            c.keys()
                 .first()
                 .map(|k| String::from_utf8_lossy(k).into_owned())
                 .unwrap_or_default()
