@@ -135,7 +135,7 @@ fn first_trip(
         None => {
             let call = query::script_call(desc, ns, spec, false, false);
             let keys = call
-                .keys
+                .keys()
                 .iter()
                 .map(|k| String::from_utf8_lossy(k).into_owned())
                 .collect();

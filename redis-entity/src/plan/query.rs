@@ -13,6 +13,9 @@ use crate::keyspace::{self, EntityKeys};
 use crate::plan::write::{self as plan, WritePlan};
 use crate::schema::entity::{Entity, EntityDesc, IndexKind, IndexSource, Row};
 use crate::schema::escape::{escape_bytes_into, Namespace};
+use crate::script::args::{
+    Query, QueryGroup, QueryPart, QuerySort, QuerySource, Rank, RankAhead, RankIndex,
+};
 use crate::script::write::WriteOp;
 use redis::Value;
 use std::collections::BTreeSet;
@@ -177,133 +180,102 @@ pub(crate) fn script_call(
     count_only: bool,
     with_scores: bool,
 ) -> crate::script::Call<'static> {
-    let conditions = &spec.conditions;
-    let mut keys: Vec<Vec<u8>> = Vec::new();
-    let mut args: Vec<Vec<u8>> = vec![(conditions.len() + spec.ranges.len() + spec.unions.len())
-        .to_string()
-        .into_bytes()];
     // An OR across fields: the union of their sets (equality and tag
     // indexes only; `any_of` refuses the others).
-    for u in &spec.unions {
-        args.push(SetOp::Any.name().as_bytes().to_vec());
-        args.push(b"s".to_vec());
-        args.push(u.len().to_string().into_bytes());
-        for (i, v) in u {
-            keys.push(keyspace::index_key(desc, ns, desc.indexes[*i].field, v));
-        }
+    let unions = spec.unions.iter().map(|u| QueryGroup {
+        op: SetOp::Any.name(),
+        source: QuerySource::Sets,
+        parts: u
+            .iter()
+            .map(|(i, v)| QueryPart {
+                key: keyspace::index_key(desc, ns, desc.indexes[*i].field, v),
+                range: None,
+            })
+            .collect(),
+    });
+    let ranges = spec.ranges.iter().map(|r| QueryGroup {
+        op: SetOp::All.name(),
+        source: QuerySource::Scores,
+        parts: vec![QueryPart {
+            key: keyspace::index_zset(desc, ns, desc.indexes[r.index].field).into_bytes(),
+            range: Some((score_bound(r.min, "-inf"), score_bound(r.max, "+inf"))),
+        }],
+    });
+    let conditions = spec.conditions.iter().map(|c| condition_group(desc, ns, c));
+    let (sort, offset, limit) = page_of(desc, spec, count_only);
+    Query {
+        groups: unions.chain(ranges).chain(conditions).collect(),
+        ids_set: keyspace::ids_key(desc, ns),
+        sort,
+        offset,
+        limit,
+        expiry_set: keyspace::expiry_key(desc, ns),
+        owner_head: keyspace::owner_head(desc, ns),
+        presence_suffixes: keyspace::presence_suffixes(desc, ns),
+        order: spec.order.map(|(index, desc_order)| {
+            (
+                keyspace::index_zset(desc, ns, desc.indexes[index].field),
+                desc_order,
+            )
+        }),
+        with_scores,
     }
-    for r in &spec.ranges {
-        args.push(b"all".to_vec());
-        args.push(b"r".to_vec());
-        args.push(b"1".to_vec());
-        keys.push(keyspace::index_zset(desc, ns, desc.indexes[r.index].field).into_bytes());
-        args.push(score_bound(r.min, "-inf"));
-        args.push(score_bound(r.max, "+inf"));
-    }
-    for c in conditions {
-        push_condition(desc, ns, c, &mut keys, &mut args);
-    }
-    keys.push(keyspace::ids_key(desc, ns).into_bytes());
-    push_result_args(desc, ns, spec, count_only, with_scores, &mut args);
-    let mut call = crate::script::QUERY.call();
-    call.keys = keys;
-    call.args = args;
-    call
+    .call()
 }
 
-/// One condition's part of the query script's call: its operation, then
-/// per value the sorted set and the lex range of a prefix index (`z`), or
-/// the set of an index of sets (`s`).
-fn push_condition(
-    desc: &'static EntityDesc,
-    ns: &Namespace,
-    c: &Condition,
-    keys: &mut Vec<Vec<u8>>,
-    args: &mut Vec<Vec<u8>>,
-) {
+/// One condition's group of the query script: per value the sorted set
+/// and the lex range of a prefix index, or the set of an index of sets.
+fn condition_group(desc: &'static EntityDesc, ns: &Namespace, c: &Condition) -> QueryGroup {
     let idx = &desc.indexes[c.index];
-    args.push(c.op.name().as_bytes().to_vec());
     if idx.kind == IndexKind::Prefix {
         // Entries are `escaped value:member`; escaped values have no ':'.
-        args.push(b"z".to_vec());
-        args.push(c.values.len().to_string().into_bytes());
         let zset = keyspace::index_zset(desc, ns, idx.field).into_bytes();
-        for v in &c.values {
-            keys.push(zset.clone());
-            let (min, max) = match c.op {
+        let parts = c.values.iter().map(|v| QueryPart {
+            key: zset.clone(),
+            range: Some(match c.op {
                 SetOp::StartsWith if v.as_slice() == crate::schema::escape::EMPTY.as_bytes() => {
                     (b"-".to_vec(), b"+".to_vec())
                 }
                 SetOp::StartsWith => (lex(b"[", v, b""), lex(b"(", v, b"\xff")),
                 _ => (lex(b"[", v, b":"), lex(b"(", v, b":\xff")),
-            };
-            args.push(min);
-            args.push(max);
-        }
-    } else {
-        let prefix = keyspace::index_prefix(desc, ns, idx.field);
-        args.push(b"s".to_vec());
-        args.push(c.values.len().to_string().into_bytes());
-        for v in &c.values {
-            let mut k = prefix.clone().into_bytes();
-            k.extend_from_slice(v);
-            keys.push(k);
-        }
+            }),
+        });
+        return QueryGroup {
+            op: c.op.name(),
+            source: QuerySource::Lex,
+            parts: parts.collect(),
+        };
+    }
+    let prefix = keyspace::index_prefix(desc, ns, idx.field);
+    let parts = c.values.iter().map(|v| {
+        let mut key = prefix.clone().into_bytes();
+        key.extend_from_slice(v);
+        QueryPart { key, range: None }
+    });
+    QueryGroup {
+        op: c.op.name(),
+        source: QuerySource::Sets,
+        parts: parts.collect(),
     }
 }
 
-/// The query script's arguments after the sets: how to sort and cut the
-/// page, the expiry sorted set, the owner keys' head, the presence
-/// suffixes, the order's sorted set and direction, and whether to return
-/// the scores.
-fn push_result_args(
-    desc: &'static EntityDesc,
-    ns: &Namespace,
-    spec: &Spec,
-    count_only: bool,
-    with_scores: bool,
-    args: &mut Vec<Vec<u8>>,
-) {
+/// How the query script sorts and cuts the page: sort mode, offset, limit.
+fn page_of(desc: &'static EntityDesc, spec: &Spec, count_only: bool) -> (QuerySort, usize, i64) {
     let page = spec.page;
     // A whole result is sorted by the caller (cheaper than Lua's sort); a
     // page must be cut from the sorted result on the server.
-    args.push(match (page, desc.numeric_pk) {
-        _ if spec.order.is_some() => b"o".to_vec(),
-        (None, _) => b"-".to_vec(),
-        (Some(_), true) => b"n".to_vec(),
-        (Some(_), false) => b"s".to_vec(),
-    });
+    let sort = match (page, desc.numeric_pk) {
+        _ if spec.order.is_some() => QuerySort::Ordered,
+        (None, _) => QuerySort::Unsorted,
+        (Some(_), true) => QuerySort::Numeric,
+        (Some(_), false) => QuerySort::Text,
+    };
     let (offset, limit) = match (count_only, page) {
         (true, _) => (0, 0i64),
         (false, Some((o, n))) => (o, n as i64),
         (false, None) => (0, -1),
     };
-    args.push(offset.to_string().into_bytes());
-    args.push(limit.to_string().into_bytes());
-    args.push(keyspace::expiry_key(desc, ns).into_bytes());
-    args.push(keyspace::owner_head(desc, ns).into_bytes());
-    let suffixes = keyspace::presence_suffixes(desc, ns);
-    args.push(suffixes.len().to_string().into_bytes());
-    args.extend(suffixes.into_iter().map(String::into_bytes));
-    match spec.order {
-        Some((index, desc_order)) => {
-            args.push(keyspace::index_zset(desc, ns, desc.indexes[index].field).into_bytes());
-            args.push(if desc_order {
-                b"desc".to_vec()
-            } else {
-                b"asc".to_vec()
-            });
-        }
-        None => {
-            args.push(Vec::new());
-            args.push(Vec::new());
-        }
-    }
-    args.push(if with_scores {
-        b"1".to_vec()
-    } else {
-        b"0".to_vec()
-    });
+    (sort, offset, limit)
 }
 
 /// A ZRANGEBYLEX bound: `open`, the escaped value, `tail`.
@@ -369,6 +341,16 @@ pub(crate) fn parse_score(s: &str) -> Option<f64> {
     }
 }
 
+/// The keys and liveness test of the rank script for sorted index `index`.
+fn rank_index(desc: &'static EntityDesc, ns: &Namespace, index: usize) -> RankIndex {
+    RankIndex {
+        sorted_index: keyspace::index_zset(desc, ns, desc.indexes[index].field),
+        expiry_set: keyspace::expiry_key(desc, ns),
+        owner_head: keyspace::owner_head(desc, ns),
+        presence_suffixes: keyspace::presence_suffixes(desc, ns),
+    }
+}
+
 /// The call of the rank script for `member` in sorted index `index`.
 pub(crate) fn rank_call(
     desc: &'static EntityDesc,
@@ -376,16 +358,11 @@ pub(crate) fn rank_call(
     index: usize,
     member: &str,
 ) -> crate::script::Call<'static> {
-    let mut call = crate::script::RANK
-        .call()
-        .key(keyspace::index_zset(desc, ns, desc.indexes[index].field))
-        .key(keyspace::expiry_key(desc, ns))
-        .arg(member)
-        .arg(keyspace::owner_head(desc, ns));
-    for s in keyspace::presence_suffixes(desc, ns) {
-        call = call.arg(s);
+    Rank {
+        index: rank_index(desc, ns, index),
+        member,
     }
-    call
+    .call()
 }
 
 /// The call counting the live members of one shard (`ns`) ranked ahead of
@@ -397,18 +374,12 @@ pub(crate) fn rank_ahead_call(
     member: &str,
     score: &str,
 ) -> crate::script::Call<'static> {
-    let mut call = crate::script::RANK
-        .call()
-        .key(keyspace::index_zset(desc, ns, desc.indexes[index].field))
-        .key(keyspace::expiry_key(desc, ns))
-        .arg("@ahead")
-        .arg(keyspace::owner_head(desc, ns))
-        .arg(member)
-        .arg(score);
-    for s in keyspace::presence_suffixes(desc, ns) {
-        call = call.arg(s);
+    RankAhead {
+        index: rank_index(desc, ns, index),
+        member,
+        score,
     }
-    call
+    .call()
 }
 
 /// The spec of `top(field, n)`.
@@ -572,7 +543,8 @@ pub(crate) fn sweep_plans(
         .collect()
 }
 
-/// `{ total, ghost count, ghosts..., members... }` from the query script.
+/// The query script's reply (`script::reply::query`) as the answer to
+/// `spec`: scores split from the members, a whole result sorted.
 pub(crate) fn parse_reply(
     desc: &'static EntityDesc,
     spec: &Spec,
@@ -583,34 +555,11 @@ pub(crate) fn parse_reply(
         key: keyspace::ids_key(desc, &Namespace::none()),
         detail,
     };
-    let Value::Array(mut items) = reply else {
-        return Err(bad(format!("{reply:?}")));
-    };
-    // The page, the ghosts, the ghost count, the total (see query.lua).
-    let total = match items.pop() {
-        Some(Value::Int(n)) => n as u64,
-        other => return Err(bad(format!("{other:?}"))),
-    };
-    let nghosts = match items.pop() {
-        Some(Value::Int(n)) => n as usize,
-        other => return Err(bad(format!("{other:?}"))),
-    };
-    if nghosts > items.len() {
-        return Err(bad(format!(
-            "{nghosts} ghosts in a reply of {}",
-            items.len()
-        )));
-    }
-    let text = |v: Value| match v {
-        Value::BulkString(b) => String::from_utf8(b).map_err(|e| bad(e.to_string())),
-        other => Err(bad(format!("{other:?}"))),
-    };
-    let ghosts = items
-        .split_off(items.len() - nghosts)
-        .into_iter()
-        .map(text)
-        .collect::<Result<Vec<_>>>()?;
-    let mut members = items.into_iter().map(text).collect::<Result<Vec<_>>>()?;
+    let crate::script::reply::QueryReply {
+        page: mut members,
+        ghosts,
+        total,
+    } = crate::script::reply::query(reply).map_err(bad)?;
     let mut scores = Vec::new();
     if with_scores {
         let page = std::mem::take(&mut members);
@@ -1027,7 +976,7 @@ mod tests {
         };
         let call = script_call(&USER, &ns(), &spec, false, true);
         assert_eq!(
-            texts(&call.keys),
+            texts(call.keys()),
             [
                 "t:user:@rating",
                 "t:user:@country:DE",
@@ -1050,7 +999,7 @@ mod tests {
             b"desc",
         ] {
             assert!(
-                call.args.iter().any(|a| a == bound),
+                call.args().iter().any(|a| a == bound),
                 "{}",
                 String::from_utf8_lossy(bound)
             );
@@ -1064,17 +1013,17 @@ mod tests {
             ..Spec::default()
         };
         let call = script_call(&USER, &Namespace::none(), &spec, true, false);
-        assert_eq!(texts(&call.keys), ["user:@email", "user:@ids"]);
-        assert!(call.args.iter().any(|a| a == b"-"));
-        assert!(call.args.iter().any(|a| a == b"+"));
-        assert!(!call.args.iter().any(|a| a.starts_with(b"[%_")));
+        assert_eq!(texts(call.keys()), ["user:@email", "user:@ids"]);
+        assert!(call.args().iter().any(|a| a == b"-"));
+        assert!(call.args().iter().any(|a| a == b"+"));
+        assert!(!call.args().iter().any(|a| a.starts_with(b"[%_")));
     }
 
     #[test]
     fn the_rank_call_names_the_sorted_set_and_the_expiry_set() {
         let call = rank_call(&USER, &ns(), RATING_IDX, "9");
-        assert_eq!(texts(&call.keys), ["t:user:@rating", "t:user:@expiry"]);
-        assert_eq!(texts(&call.args), ["9", "t:user:", ""]);
+        assert_eq!(texts(call.keys()), ["t:user:@rating", "t:user:@expiry"]);
+        assert_eq!(texts(call.args()), ["9", "t:user:", ""]);
     }
 
     #[test]

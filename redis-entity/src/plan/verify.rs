@@ -21,6 +21,7 @@ use crate::plan::query;
 use crate::plan::write::{self as plan, WritePlan};
 use crate::schema::entity::{EntityDesc, IndexKind};
 use crate::schema::escape::Namespace;
+use crate::script::args::Repair;
 use crate::script::write::WriteOp;
 use redis::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -536,10 +537,10 @@ pub(crate) struct Repairs {
     /// stale, missing ones re-added from the stored values, what a gone
     /// entity left in indexes and relations swept.
     pub writes: Vec<(WritePlan, Vec<usize>)>,
-    /// Calls of the repair script, run after the writes: a listed member,
+    /// Removals by the repair script, run after the writes: a listed member,
     /// or a leftover key, of an entity that is gone, removed only while it
     /// is still gone.
-    pub removals: Vec<(crate::script::Call<'static>, usize)>,
+    pub removals: Vec<(Repair, usize)>,
     /// The listed halves of one-sided relations: (set, member).
     pub one_sided: Vec<(String, String, usize)>,
     /// Owner keys of unique values to mend (`store::unique`): a stale owner
@@ -676,20 +677,19 @@ fn dangling_member_removal(
     member: &str,
     entity: &str,
     owner: &str,
-) -> crate::script::Call<'static> {
+) -> Repair {
     let owner_key = crate::keyspace::entity_key(desc, ns, owner);
     let name = key
         .strip_prefix(&owner_key)
         .and_then(|n| n.strip_prefix(':'))
         .unwrap_or_default();
-    crate::script::REPAIR
-        .call()
-        .key(entity)
-        .key(key)
-        .key(crate::keyspace::relation_register(&owner_key))
-        .arg("member")
-        .arg(member)
-        .arg(name)
+    Repair::Member {
+        entity_key: entity.to_owned(),
+        listing: key.to_owned(),
+        register: crate::keyspace::relation_register(&owner_key),
+        member: member.to_owned(),
+        listing_name: name.to_owned(),
+    }
 }
 
 /// The leftovers of gone entity `member` (violation `at`): a sweep of what
@@ -708,12 +708,11 @@ fn leftover_repair(
         vec![at],
     ));
     for k in keys {
-        let call = crate::script::REPAIR
-            .call()
-            .key(&presence)
-            .key(k)
-            .arg("key");
-        out.removals.push((call, at));
+        let removal = Repair::Key {
+            entity_key: presence.clone(),
+            leftover: k.clone(),
+        };
+        out.removals.push((removal, at));
     }
 }
 
@@ -1775,8 +1774,11 @@ mod tests {
             .collect();
         assert_eq!(got, [(WriteOp::Sweep, "5")]);
         let removal = &plan.removals[0].0;
-        assert_eq!(removal.keys, [b("account:5"), b("account:5:@shadow")]);
-        assert_eq!(removal.args, [b("key")]);
+        let key = Repair::Key {
+            entity_key: "account:5".into(),
+            leftover: "account:5:@shadow".into(),
+        };
+        assert_eq!(removal, &key);
     }
 
     #[test]
@@ -1821,11 +1823,14 @@ mod tests {
         );
         let plan = repairs(&ACCOUNT, &ns, &report);
         let removal = &plan.removals[1].0;
-        assert_eq!(
-            removal.keys,
-            [b("account:9"), b("account:1:follows"), b("account:1:@rel")]
-        );
-        assert_eq!(removal.args, [b("member"), b("9"), b("follows")]);
+        let member = Repair::Member {
+            entity_key: "account:9".into(),
+            listing: "account:1:follows".into(),
+            register: "account:1:@rel".into(),
+            member: "9".into(),
+            listing_name: "follows".into(),
+        };
+        assert_eq!(removal, &member);
         assert_eq!(plan.removals.len(), 3);
     }
 

@@ -14,6 +14,7 @@ use crate::schema::entity::{EntityDesc, IndexKind, IndexSource, Layout, Row};
 use crate::schema::escape::escape_bytes_into;
 use crate::schema::escape::Namespace;
 pub(crate) use crate::schema::update_op::UpdateOp;
+use crate::script::args::{IndexArg, Write, WriteCommand, WriteTtl};
 use crate::script::{self, write::WriteOp, Call};
 use redis::Value;
 use std::time::Duration;
@@ -190,55 +191,64 @@ impl WritePlan {
         }
     }
 
-    /// The script's arguments (see `script/lua/write_prelude.lua`).
-    pub(crate) fn args(&self) -> Vec<Vec<u8>> {
-        let mut args = Vec::with_capacity(6 + self.index_values.len() + 3 * self.commands.len());
-        args.push(self.token.clone().unwrap_or_default().into_bytes());
-        args.push(self.ns.as_str().as_bytes().to_vec());
-        args.push(self.keys.member.as_bytes().to_vec());
-        args.push(match self.ttl {
-            Some(t) => ms(t).to_string().into_bytes(),
-            None if self.remove_ttl => b"0".to_vec(),
-            None => b"-1".to_vec(),
-        });
-        args.push(self.cas.clone().unwrap_or_default());
-        args.push(
-            self.version_expected
-                .clone()
-                .unwrap_or_default()
-                .into_bytes(),
-        );
-        for (v, idx) in self.index_values.iter().zip(self.desc.indexes) {
-            let keep =
+    /// The write function's arguments for this plan.
+    fn write_args(&self) -> Write<'_> {
+        Write {
+            keys: &self.keys,
+            token: self.token.as_deref().unwrap_or_default(),
+            namespace: self.ns.as_str(),
+            member: &self.keys.member,
+            ttl: match self.ttl {
+                Some(t) => WriteTtl::Set(ms(t)),
+                None if self.remove_ttl => WriteTtl::Remove,
+                None => WriteTtl::Keep,
+            },
+            cas: self.cas.as_deref().unwrap_or_default(),
+            version_expected: self.version_expected.as_deref().unwrap_or_default(),
+            index_values: self.index_args(),
+            commands: self
+                .commands
+                .iter()
+                .map(|c| WriteCommand {
+                    name: c.name,
+                    key: c.key,
+                    args: &c.args,
+                })
+                .collect(),
+            stale: &self.stale,
+        }
+    }
+
+    /// Per index, the value this write gives it; a unique value the client
+    /// holds no claim on yet is marked to be kept (`keep_unique`).
+    fn index_args(&self) -> Vec<IndexArg<'_>> {
+        let args = self.index_values.iter().zip(self.desc.indexes);
+        args.map(|(v, idx)| {
+            let keep_unique =
                 self.keep_unique && idx.kind == IndexKind::Unique && idx.source != IndexSource::Pk;
-            args.push(match v {
-                IndexValue::Unknown => Vec::new(),
-                IndexValue::Unchanged => b"u".to_vec(),
-                IndexValue::Absent if keep => b"m".to_vec(),
-                IndexValue::Absent => b"n".to_vec(),
-                IndexValue::Value(v) if keep => [b"w", &v[..]].concat(),
-                IndexValue::Value(v) => [b"v", &v[..]].concat(),
-            });
-        }
-        for c in &self.commands {
-            args.push(c.name.as_bytes().to_vec());
-            args.push((c.key + 1).to_string().into_bytes());
-            args.push(c.args.len().to_string().into_bytes());
-            args.extend(c.args.iter().cloned());
-        }
-        for (i, v) in &self.stale {
-            args.push((i + 1).to_string().into_bytes());
-            args.push(v.clone());
-        }
-        args
+            match v {
+                IndexValue::Unknown => IndexArg::Unknown,
+                IndexValue::Unchanged => IndexArg::Unchanged,
+                IndexValue::Absent => IndexArg::Absent { keep_unique },
+                IndexValue::Value(stored) => IndexArg::Value {
+                    stored,
+                    keep_unique,
+                },
+            }
+        })
+        .collect()
+    }
+
+    /// The script's arguments (see `script/lua/write_prelude.lua`).
+    #[cfg(test)]
+    pub(crate) fn args(&self) -> Vec<Vec<u8>> {
+        self.write_args().args()
     }
 
     /// The call of the type's write script for this plan.
     pub(crate) fn call(&self) -> Call<'static> {
-        let mut call = script::write::script(self.desc, self.ns.layout(), self.op, false).call();
-        call.keys = self.keys.all().map(|k| k.as_bytes().to_vec()).collect();
-        call.args = self.args();
-        call
+        let function = script::write::script(self.desc, self.ns.layout(), self.op, false);
+        self.write_args().call(function)
     }
 
     /// The entity key, for error messages.
@@ -330,19 +340,12 @@ impl WritePlan {
 /// a result per plan, in order.
 pub(crate) fn batch_call(plans: &[WritePlan]) -> Call<'static> {
     let first = &plans[0];
-    let mut call = script::write::script(first.desc, first.ns.layout(), first.op, true).call();
     for p in plans {
         debug_assert!(std::ptr::eq(p.desc, first.desc) && p.op == first.op);
-        let before = call.keys.len();
-        call.keys
-            .extend(p.keys.all().map(|k| k.as_bytes().to_vec()));
-        let args = p.args();
-        call.args
-            .push((call.keys.len() - before).to_string().into_bytes());
-        call.args.push(args.len().to_string().into_bytes());
-        call.args.extend(args);
     }
-    call
+    let writes: Vec<Write<'_>> = plans.iter().map(WritePlan::write_args).collect();
+    let function = script::write::script(first.desc, first.ns.layout(), first.op, true);
+    script::args::write_batch(function, &writes)
 }
 
 /// Refuses a row whose sorted index value has no score (NaN), before anything
@@ -1159,16 +1162,16 @@ mod tests {
     fn frames(call: &Call<'_>) -> Vec<Frame> {
         let number = |v: &[u8]| -> usize { std::str::from_utf8(v).unwrap().parse().unwrap() };
         let (mut out, mut k, mut j) = (Vec::new(), 0, 0);
-        while j < call.args.len() {
-            let (nk, na) = (number(&call.args[j]), number(&call.args[j + 1]));
+        while j < call.args().len() {
+            let (nk, na) = (number(&call.args()[j]), number(&call.args()[j + 1]));
             out.push((
-                call.keys[k..k + nk].to_vec(),
-                call.args[j + 2..j + 2 + na].to_vec(),
+                call.keys()[k..k + nk].to_vec(),
+                call.args()[j + 2..j + 2 + na].to_vec(),
             ));
             k += nk;
             j += 2 + na;
         }
-        assert_eq!(k, call.keys.len(), "every key belongs to an entity");
+        assert_eq!(k, call.keys().len(), "every key belongs to an entity");
         out
     }
 
@@ -1205,8 +1208,8 @@ mod tests {
         }
         // The single call carries the same keys and arguments.
         let single = plans[1].call();
-        assert_eq!(single.keys, key_bytes(&plans[1]));
-        assert_eq!(single.args, plans[1].args());
+        assert_eq!(single.keys(), key_bytes(&plans[1]));
+        assert_eq!(single.args(), plans[1].args());
     }
 
     #[test]

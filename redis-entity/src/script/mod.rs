@@ -15,6 +15,8 @@
 //! out as `EVALSHA_RO`, which a replica, or an ACL user allowed only read
 //! commands, accepts.
 
+pub(crate) mod args;
+pub(crate) mod reply;
 pub(crate) mod write;
 
 use redis::aio::ConnectionLike;
@@ -123,8 +125,9 @@ impl Script {
         }
     }
 
-    /// A call of this script with `keys` and `args`.
-    pub(crate) fn call(&self) -> Call<'_> {
+    /// A call of this script, its keys and arguments still to add: only
+    /// `args` adds them, each script's in its own typed struct.
+    fn call(&self) -> Call<'_> {
         Call {
             script: self,
             keys: Vec::new(),
@@ -176,9 +179,9 @@ pub(crate) static CACHE: LazyLock<Script> =
 pub(crate) struct Call<'s> {
     script: &'s Script,
     /// `KEYS`.
-    pub keys: Vec<Vec<u8>>,
+    keys: Vec<Vec<u8>>,
     /// `ARGV`.
-    pub args: Vec<Vec<u8>>,
+    args: Vec<Vec<u8>>,
 }
 
 impl Call<'_> {
@@ -189,14 +192,25 @@ impl Call<'_> {
         command_text(&self.command(true), Some(48))
     }
 
+    /// `KEYS`.
+    pub(crate) fn keys(&self) -> &[Vec<u8>] {
+        &self.keys
+    }
+
+    /// `ARGV`.
+    #[cfg(test)]
+    pub(crate) fn args(&self) -> &[Vec<u8>] {
+        &self.args
+    }
+
     /// Adds a key.
-    pub(crate) fn key(mut self, k: impl AsRef<[u8]>) -> Self {
+    fn key(mut self, k: impl AsRef<[u8]>) -> Self {
         self.keys.push(k.as_ref().to_vec());
         self
     }
 
     /// Adds an argument.
-    pub(crate) fn arg(mut self, a: impl AsRef<[u8]>) -> Self {
+    fn arg(mut self, a: impl AsRef<[u8]>) -> Self {
         self.args.push(a.as_ref().to_vec());
         self
     }

@@ -52,30 +52,28 @@ fn add_call(
     } else {
         String::new()
     };
-    script::RELATION
-        .call()
-        .key(keyspace::sub_key(&entity, name))
-        .key(keyspace::relation_register(&entity))
-        .arg("add")
-        .arg(other)
-        .arg(name)
-        .arg(entry)
-        .arg(if take { "1" } else { "0" })
-        .arg(keyspace::ttl_key(desc, ns, member))
-        .arg(expiry)
-        .arg(member)
+    script::args::RelationAdd {
+        entity: &entity,
+        other,
+        set_name: name,
+        register_entry: entry,
+        take_over: take,
+        entity_key: &keyspace::ttl_key(desc, ns, member),
+        expiry_set: &expiry,
+        own_member: member,
+    }
+    .call()
 }
 
 /// The call removing `member` from the set `name` under the entity key
 /// `entity` (and the set's register entry when it empties).
 pub(crate) fn drop_call(entity: &str, name: &str, member: &str) -> Call<'static> {
-    script::RELATION
-        .call()
-        .key(keyspace::sub_key(entity, name))
-        .key(keyspace::relation_register(entity))
-        .arg("drop")
-        .arg(member)
-        .arg(name)
+    script::args::RelationDrop {
+        entity,
+        member,
+        set_name: name,
+    }
+    .call()
 }
 
 /// The error of an add call: `NotFound` when the script found no entity
@@ -87,45 +85,6 @@ fn entity_not_found(key: &str, e: redis::RedisError) -> Error {
         },
         _ => Error::redis(key, e),
     }
-}
-
-/// An `add` call's reply: whether the member was new, and the members that
-/// left the set.
-fn added_and_left(reply: Value) -> (i64, Vec<String>) {
-    let Value::Array(items) = reply else {
-        return (0, Vec::new());
-    };
-    let added = match items.first() {
-        Some(Value::Int(n)) => *n,
-        _ => 0,
-    };
-    let left = items
-        .iter()
-        .skip(1)
-        .filter_map(|v| match v {
-            Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
-            _ => None,
-        })
-        .collect();
-    (added, left)
-}
-
-/// The other sides a delete or sweep script left to the client: its reply
-/// `{n, entry, member, ...}` as (register entry, member) pairs; none for a
-/// plain number.
-pub(crate) fn away_of(reply: &Value) -> Vec<(String, String)> {
-    let Value::Array(items) = reply else {
-        return Vec::new();
-    };
-    let text = |v: &Value| match v {
-        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
-        Value::SimpleString(s) => Some(s.clone()),
-        _ => None,
-    };
-    items[1..]
-        .chunks(2)
-        .filter_map(|p| Some((text(p.first()?)?, text(p.get(1)?)?)))
-        .collect()
 }
 
 /// The calls that take `member` (of an entity deleted or swept) out of the
@@ -160,7 +119,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// replies in the calls' order (error replies as `Value::ServerError`).
     pub(crate) async fn invoke_per_slot(&self, calls: Vec<Call<'static>>) -> Result<Vec<Value>> {
         let first_key = |c: &Call<'static>| -> String {
-            c.keys
+            c.keys()
                 .first()
                 .map(|k| String::from_utf8_lossy(k).into_owned())
                 .unwrap_or_default()
@@ -231,7 +190,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 .unrelate_across(conn, [&forward, &drop_forward, &drop_reverse], [&ak, &bk])
                 .await;
         }
-        let (added, _) = added_and_left(
+        let (added, _) = script::reply::relation_added(
             script::invoke(conn, &self.sent, &forward)
                 .await
                 .map_err(|e| entity_not_found(&ak, e))?,
@@ -248,7 +207,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let previous: Vec<String> = match script::invoke::<Value, _>(conn, &self.sent, &reverse)
             .await
         {
-            Ok(reply) => added_and_left(reply).1,
+            Ok(reply) => script::reply::relation_added(reply).1,
             Err(e) => {
                 let err = entity_not_found(&bk, e);
                 // `b` is missing, or its side holds a key of the wrong type

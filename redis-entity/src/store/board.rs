@@ -193,12 +193,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let key = board.key(&self.ns, at);
         // A script rather than MULTI: a ZINCRBY refused inside MULTI would
         // still let the PEXPIREAT after it run on a key of the wrong type.
-        let call = crate::script::BOARD
-            .call()
-            .key(&key)
-            .arg(crate::schema::codec::score_text(delta))
-            .arg(E::member(pk))
-            .arg(board.expires_at_ms(at).to_string());
+        let call = crate::script::args::BoardIncr {
+            bucket: &key,
+            delta,
+            member: &E::member(pk),
+            expires_at_ms: board.expires_at_ms(at),
+        }
+        .call();
         let score: String = crate::script::invoke(&mut self.conn.clone(), &self.sent, &call)
             .await
             .map_err(|e| Error::redis(&key, e))?;

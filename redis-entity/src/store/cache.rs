@@ -38,6 +38,8 @@ use crate::keyspace::EntityKeys;
 use crate::schema::entity::Entity;
 use crate::schema::escape::Namespace;
 use crate::schema::pk::IntoPk;
+use crate::script::args::{CacheCall, CacheStep};
+use crate::script::reply::{self, CacheLookup, CachePut};
 use crate::store::Store;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::Value;
@@ -140,60 +142,6 @@ pub fn jittered(ttl: Duration, jitter: f64) -> Duration {
     let factor = 1.0 + jitter.clamp(0.0, 1.0) * (2.0 * unit - 1.0);
     // `as u64` saturates: a TTL too long for milliseconds stays the longest.
     Duration::from_millis(((ttl.as_millis() as f64) * factor).max(1.0) as u64)
-}
-
-/// What the `get` mode of the script answered.
-enum Lookup {
-    Hit(Vec<u8>),
-    StaleMine(Vec<u8>),
-    MissMine,
-    MissOther,
-}
-
-fn lookup(reply: Value) -> Option<Lookup> {
-    let Value::Array(items) = reply else {
-        return None;
-    };
-    let mut it = items.into_iter();
-    let code = match it.next()? {
-        Value::Int(n) => n,
-        _ => return None,
-    };
-    let mut value = || match it.next() {
-        Some(Value::BulkString(b)) => Some(b),
-        _ => None,
-    };
-    Some(match code {
-        1 => Lookup::Hit(value()?),
-        2 => Lookup::StaleMine(value()?),
-        3 => Lookup::MissMine,
-        _ => Lookup::MissOther,
-    })
-}
-
-/// What the `put` mode of the script answered.
-enum Stored {
-    /// The result is cached.
-    Stored,
-    /// The lock was no longer this caller's: nothing stored; the value
-    /// cached now, if any.
-    Fenced(Option<Vec<u8>>),
-}
-
-fn stored(reply: Value) -> Option<Stored> {
-    let Value::Array(items) = reply else {
-        return None;
-    };
-    let mut it = items.into_iter();
-    match it.next()? {
-        Value::Int(1) => Some(Stored::Stored),
-        Value::Int(0) => match it.next() {
-            Some(Value::BulkString(b)) => Some(Stored::Fenced(Some(b))),
-            None | Some(Value::Nil) => Some(Stored::Fenced(None)),
-            _ => None,
-        },
-        _ => None,
-    }
 }
 
 /// A stored cache value: `None` for a cached miss.
@@ -346,11 +294,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         crate::keyspace::cache_key(self.ns.as_str(), &self.name, key)
     }
 
-    async fn script(&self, keys: [&str; 2], args: &[&[u8]]) -> Result<Value> {
-        let mut call = crate::script::CACHE.call().key(keys[0]).key(keys[1]);
-        for a in args {
-            call = call.arg(a);
+    async fn script(&self, keys: [&str; 2], step: CacheStep<'_>) -> Result<Value> {
+        let call = CacheCall {
+            value_key: keys[0],
+            lock_key: keys[1],
+            step,
         }
+        .call();
         crate::script::invoke(&mut self.conn.clone(), &self.sent, &call)
             .await
             .map_err(|e| Error::redis(keys[0], e))
@@ -361,64 +311,48 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         self.options.lock_ttl.min(self.options.max_load)
     }
 
-    async fn get(&self, keys: [&str; 2], token: &str) -> Result<Lookup> {
-        let lock_ms = self.first_lock_ttl().as_millis().max(1).to_string();
-        let swr = if self.options.stale_while_revalidate.is_some() {
-            "1"
-        } else {
-            "0"
+    async fn get(&self, keys: [&str; 2], token: &str) -> Result<CacheLookup> {
+        let get = CacheStep::Get {
+            token,
+            lock_ms: self.first_lock_ttl().as_millis().max(1),
+            rebuild_stale: self.options.stale_while_revalidate.is_some(),
         };
-        let reply = self
-            .script(
-                keys,
-                &[b"get", token.as_bytes(), lock_ms.as_bytes(), swr.as_bytes()],
-            )
-            .await?;
-        lookup(reply).ok_or_else(|| Error::UnexpectedReply {
+        let reply = self.script(keys, get).await?;
+        reply::cache_lookup(reply).ok_or_else(|| Error::UnexpectedReply {
             key: keys[0].to_owned(),
             detail: "cache script reply".into(),
         })
     }
 
     /// Stores a load's result if this caller still holds the lock (the
-    /// fence); `Ok(Stored::Fenced(now))` otherwise, with the entry cached now.
+    /// fence); `Ok(CachePut::Fenced(now))` otherwise, with the entry cached now.
     async fn put(
         &self,
         keys: [&str; 2],
         token: &str,
         json: Option<&[u8]>,
         ttl: Duration,
-    ) -> Result<Stored> {
-        let (kind, json, soft, hard) = match json {
-            Some(j) => {
+    ) -> Result<CachePut> {
+        let (soft, hard) = match json {
+            Some(_) => {
                 let soft = jittered(ttl, self.options.jitter);
                 let hard =
                     soft.saturating_add(self.options.stale_while_revalidate.unwrap_or_default());
-                ("v", j, soft, hard)
+                (soft, hard)
             }
             None => {
                 let t = jittered(self.options.null_ttl, self.options.jitter);
-                ("n", &b""[..], t, t)
+                (t, t)
             }
         };
-        let (soft, hard) = (
-            soft.as_millis().max(1).to_string(),
-            hard.as_millis().max(1).to_string(),
-        );
-        let reply = self
-            .script(
-                keys,
-                &[
-                    b"put",
-                    token.as_bytes(),
-                    kind.as_bytes(),
-                    json,
-                    soft.as_bytes(),
-                    hard.as_bytes(),
-                ],
-            )
-            .await?;
-        stored(reply).ok_or_else(|| Error::UnexpectedReply {
+        let put = CacheStep::Put {
+            token,
+            json,
+            soft_ttl_ms: soft.as_millis().max(1),
+            hard_ttl_ms: hard.as_millis().max(1),
+        };
+        let reply = self.script(keys, put).await?;
+        reply::cache_put(reply).ok_or_else(|| Error::UnexpectedReply {
             key: keys[0].to_owned(),
             detail: "cache script reply to put".into(),
         })
@@ -427,10 +361,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
     /// Sets the expiry of the lock this caller holds to `ttl` while its
     /// loader runs; `false` if the lock is no longer this caller's.
     async fn renew(&self, keys: [&str; 2], token: &str, ttl: Duration) -> Result<bool> {
-        let lock_ms = ttl.as_millis().max(1).to_string();
-        let reply = self
-            .script(keys, &[b"renew", token.as_bytes(), lock_ms.as_bytes()])
-            .await?;
+        let renew = CacheStep::Renew {
+            token,
+            lock_ms: ttl.as_millis().max(1),
+        };
+        let reply = self.script(keys, renew).await?;
         Ok(matches!(reply, Value::Int(1)))
     }
 
@@ -470,7 +405,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
     }
 
     async fn release(&self, keys: [&str; 2], token: &str) -> Result<()> {
-        self.script(keys, &[b"release", token.as_bytes()])
+        self.script(keys, CacheStep::Release { token })
             .await
             .map(drop)
     }
@@ -503,10 +438,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         loop {
             let asked = Instant::now();
             let stale = match self.get(keys, &token).await? {
-                Lookup::Hit(raw) => return decode_value(&value_key, &raw),
-                Lookup::StaleMine(raw) => Some(raw),
-                Lookup::MissMine => None,
-                Lookup::MissOther => {
+                CacheLookup::Hit(raw) => return decode_value(&value_key, &raw),
+                CacheLookup::StaleMine(raw) => Some(raw),
+                CacheLookup::MissMine => None,
+                CacheLookup::MissOther => {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         return Err(Error::CacheTimeout { key: value_key });
                     }
@@ -544,7 +479,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
             return match self.put(keys, &token, json.as_deref(), ttl).await? {
                 // Taken over and stored since (not the stale value this
                 // caller was rebuilding): the newer value, not ours.
-                Stored::Fenced(Some(now)) if stale.as_deref() != Some(&now[..]) => {
+                CachePut::Fenced(Some(now)) if stale.as_deref() != Some(&now[..]) => {
                     decode_value(&value_key, &now)
                 }
                 _ => Ok(loaded),
@@ -594,12 +529,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
         loop {
             let asked = Instant::now();
             match self.get(keys, &token).await? {
-                Lookup::Hit(_) | Lookup::StaleMine(_) => {
+                CacheLookup::Hit(_) | CacheLookup::StaleMine(_) => {
                     // Only null markers are stored here for entities.
                     self.release(keys, &token).await?;
                     return Ok(None);
                 }
-                Lookup::MissOther => {
+                CacheLookup::MissOther => {
                     if let Some(e) = store.get::<E>(pk).await? {
                         return Ok(Some(e));
                     }
@@ -609,7 +544,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_millis(50));
                 }
-                Lookup::MissMine => {
+                CacheLookup::MissMine => {
                     if let Some(e) = store.get::<E>(pk).await? {
                         self.release(keys, &token).await?;
                         return Ok(Some(e));
@@ -629,9 +564,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Cache<C> {
                     };
                     let Some(e) = loaded else {
                         return match self.put(keys, &token, None, ttl).await? {
-                            Stored::Stored => Ok(None),
+                            CachePut::Stored => Ok(None),
                             // Taken over: whatever the newer load stored.
-                            Stored::Fenced(_) => store.get::<E>(pk).await,
+                            CachePut::Fenced(_) => store.get::<E>(pk).await,
                         };
                     };
                     return self.save_loaded(store, pk, (keys, &token), e, ttl).await;

@@ -15,7 +15,7 @@ use crate::plan::verify::{self, Progress, Repaired, Report, Unrepaired};
 use crate::plan::write;
 use crate::schema::entity::Entity;
 use crate::schema::escape::Namespace;
-use crate::script::{self, write::WriteOp};
+use crate::script::{self, args::Repair, write::WriteOp};
 use redis::aio::ConnectionLike;
 use redis::Value;
 use std::collections::BTreeMap;
@@ -229,7 +229,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             step(chunk.len());
         }
         for chunk in plan.removals.chunks(BATCH) {
-            self.remove_gone(chunk, &ids, &mut failed).await?;
+            self.remove_gone(chunk, &mut failed).await?;
             step(chunk.len());
         }
         for chunk in plan.one_sided.chunks(BATCH) {
@@ -338,21 +338,16 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// `failed` gets each call's violation that an error answered.
     async fn remove_gone(
         &self,
-        chunk: &[(script::Call<'static>, usize)],
-        ids: &str,
+        chunk: &[(Repair, usize)],
         failed: &mut BTreeMap<usize, String>,
     ) -> Result<()> {
-        let calls = self
-            .gone_checked(chunk.iter().map(|(c, _)| c.clone()))
-            .await?;
+        let calls = self.gone_checked(chunk).await?;
         let replies = self.invoke_per_slot(calls).await?;
-        for ((call, at), v) in chunk.iter().zip(replies) {
+        for ((removal, at), v) in chunk.iter().zip(replies) {
             if let Value::ServerError(e) = v {
-                // The key the removal is about: the set, list or leftover key.
-                let key = call.keys.get(1).map(|k| String::from_utf8_lossy(k));
-                failed.entry(*at).or_insert_with(|| {
-                    Error::redis(key.as_deref().unwrap_or(ids), e.into()).to_string()
-                });
+                failed
+                    .entry(*at)
+                    .or_insert_with(|| Error::redis(removal.subject(), e.into()).to_string());
             }
         }
         Ok(())
@@ -401,21 +396,24 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// stands in for it, in its own slot).
     async fn gone_checked(
         &self,
-        calls: impl Iterator<Item = script::Call<'static>>,
+        removals: &[(Repair, usize)],
     ) -> Result<Vec<script::Call<'static>>> {
-        let calls: Vec<script::Call<'static>> = calls.collect();
-        let text = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
-        let across: Vec<(String, usize)> = calls
+        let across: Vec<(String, usize)> = removals
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.args.first().map(Vec::as_slice) == Some(b"member".as_slice()))
-            .filter(|(_, c)| {
-                c.keys.len() == 3
-                    && keyspace::slot_tag(&text(&c.keys[0]))
-                        != keyspace::slot_tag(&text(&c.keys[1]))
+            .filter_map(|(i, (r, _))| match r {
+                Repair::Member {
+                    entity_key,
+                    listing,
+                    ..
+                } if keyspace::slot_tag(entity_key) != keyspace::slot_tag(listing) => {
+                    Some((entity_key.clone(), i))
+                }
+                _ => None,
             })
-            .map(|(i, c)| (text(&c.keys[0]), i))
             .collect();
+        let mut calls: Vec<script::Call<'static>> =
+            removals.iter().map(|(r, _)| r.call()).collect();
         if across.is_empty() {
             return Ok(calls);
         }
@@ -434,21 +432,27 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 },
             )
             .await?;
-        let mut calls = calls;
         for ((entity, i), n) in across.iter().zip(exists) {
-            let c = &calls[*i];
-            calls[*i] = if n == 0 {
-                script::REPAIR
-                    .call()
-                    .key(&c.keys[1])
-                    .key(&c.keys[2])
-                    .arg("gone")
-                    .arg(&c.args[1])
-                    .arg(&c.args[2])
-            } else {
+            calls[*i] = match &removals[*i].0 {
+                Repair::Member {
+                    listing,
+                    register,
+                    member,
+                    listing_name,
+                    ..
+                } if n == 0 => Repair::Gone {
+                    listing: listing.clone(),
+                    register: register.clone(),
+                    member: member.clone(),
+                    listing_name: listing_name.clone(),
+                },
                 // Back since verify looked: the removal would do nothing.
-                script::REPAIR.call().key(entity).key(entity).arg("key")
-            };
+                _ => Repair::Key {
+                    entity_key: entity.clone(),
+                    leftover: entity.clone(),
+                },
+            }
+            .call();
         }
         Ok(calls)
     }

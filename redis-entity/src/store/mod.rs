@@ -427,7 +427,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.forget([plan]);
         match reply {
             Ok(v) => {
-                self.unlink_away(&plan.keys.member, &across::away_of(&v))
+                self.unlink_away(&plan.keys.member, &crate::script::reply::away(&v))
                     .await?;
                 plan.outcome(v)
             }
@@ -555,7 +555,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         // Other sides that deletes and sweeps left to the client, per member.
         let mut away: Vec<(String, Vec<(String, String)>)> = Vec::new();
         let mut outcome = |p: &WritePlan, v: Value| {
-            let left = across::away_of(&v);
+            let left = crate::script::reply::away(&v);
             if !left.is_empty() {
                 away.push((p.keys.member.clone(), left));
             }

@@ -109,6 +109,26 @@ pub(crate) fn reverse_key<A, B: Entity>(rel: &Relation<A, B>, ns: &Namespace, b:
     keyspace::sub_key(&key_of(B::DESC, ns, &B::member(b)), rel.reverse)
 }
 
+/// One side of a relation for the relation script: the entity `member`
+/// of `desc` and its set `set_name`.
+fn side(
+    desc: &EntityDesc,
+    ns: &Namespace,
+    member: String,
+    set_name: &str,
+) -> crate::script::args::RelationSide {
+    let key = key_of(desc, ns, &member);
+    crate::script::args::RelationSide {
+        set: keyspace::sub_key(&key, set_name),
+        register: keyspace::relation_register(&key),
+        set_name: set_name.to_owned(),
+        register_entry: keyspace::register_entry(desc, ns, set_name),
+        entity_key: keyspace::ttl_key(desc, ns, &member),
+        expiry_set: keyspace::expiry_key(desc, &keyspace::entity_space(desc, ns, &member)),
+        member,
+    }
+}
+
 /// The script call relating (or unrelating) `a` and `b`.
 pub(crate) fn call<A: Entity, B: Entity>(
     rel: &Relation<A, B>,
@@ -117,35 +137,17 @@ pub(crate) fn call<A: Entity, B: Entity>(
     b: &B::Pk,
     relate: bool,
 ) -> crate::script::Call<'static> {
-    let (am, bm) = (A::member(a), B::member(b));
-    let (ak, bk) = (key_of(A::DESC, ns, &am), key_of(B::DESC, ns, &bm));
-    let keys = [
-        keyspace::sub_key(&ak, rel.name),
-        keyspace::sub_key(&bk, rel.reverse),
-        keyspace::relation_register(&ak),
-        keyspace::relation_register(&bk),
-    ];
-    let args = [
-        if relate { "relate" } else { "unrelate" }.to_owned(),
-        am,
-        bm,
-        rel.name.to_owned(),
-        rel.reverse.to_owned(),
-        keyspace::register_entry(A::DESC, ns, rel.name),
-        keyspace::register_entry(B::DESC, ns, rel.reverse),
-        if rel.one_to_many { "1" } else { "0" }.to_owned(),
+    let a_space = keyspace::type_space(A::DESC, ns);
+    crate::script::args::Relate {
+        relate,
+        a: side(A::DESC, ns, A::member(a), rel.name),
+        b: side(B::DESC, ns, B::member(b), rel.reverse),
+        one_to_many: rel.one_to_many,
         // The Lua puts a's previous owner between the two.
-        keyspace::owner_head(A::DESC, &keyspace::type_space(A::DESC, ns)),
-        keyspace::owner_tail(A::DESC, &keyspace::type_space(A::DESC, ns)),
-        crate::keyspace::ttl_key(A::DESC, ns, &A::member(a)),
-        crate::keyspace::expiry_key(A::DESC, &keyspace::entity_space(A::DESC, ns, &A::member(a))),
-        crate::keyspace::ttl_key(B::DESC, ns, &B::member(b)),
-        crate::keyspace::expiry_key(B::DESC, &keyspace::entity_space(B::DESC, ns, &B::member(b))),
-    ];
-    let mut call = crate::script::RELATION.call();
-    call.keys = keys.iter().map(|k| k.as_bytes().to_vec()).collect();
-    call.args = args.iter().map(|a| a.as_bytes().to_vec()).collect();
-    call
+        a_owner_head: keyspace::owner_head(A::DESC, &a_space),
+        a_owner_tail: keyspace::owner_tail(A::DESC, &a_space),
+    }
+    .call()
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {

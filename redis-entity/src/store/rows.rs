@@ -163,13 +163,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                     .await;
             near.shared.invalidate(keys.base.as_bytes());
             let reply = reply.map_err(|e| plan.server_error(e))?;
-            self.unlink_away(&keys.member, &super::across::away_of(&reply))
+            self.unlink_away(&keys.member, &crate::script::reply::away(&reply))
                 .await?;
             return plan.outcome(reply);
         }
         let _ = keep(near, desc, keys, ticket, sent, &mut rest.into_iter());
         // A delete's other sides in other slots (see `across`).
-        self.unlink_away(&keys.member, &super::across::away_of(&reply))
+        self.unlink_away(&keys.member, &crate::script::reply::away(&reply))
             .await?;
         plan.outcome(reply)
     }

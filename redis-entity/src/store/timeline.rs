@@ -84,25 +84,23 @@ pub(crate) const PUSH_BATCH: usize = 1000;
 /// `LTRIM` of `post` onto its timeline, and the timeline's entry in the
 /// owner's register (so that deleting the owner deletes its timeline, and
 /// `verify` knows the type of what it lists).
-pub(crate) fn push_call<'s>(
-    mode: &str,
+pub(crate) fn push_call(
+    check_only: bool,
     owner_keys: &[String],
     name: &str,
     entry: &str,
     post_member: &str,
     cap: usize,
-) -> script::Call<'s> {
-    let mut call = script::TIMELINE.call();
-    for owner in owner_keys {
-        call = call
-            .key(keyspace::sub_key(owner, name))
-            .key(keyspace::relation_register(owner));
+) -> script::Call<'static> {
+    script::args::TimelinePush {
+        check_only,
+        owner_keys,
+        post_member,
+        cap,
+        timeline_name: name,
+        register_entry: entry,
     }
-    call.arg(mode)
-        .arg(post_member)
-        .arg(cap.saturating_sub(1).to_string())
-        .arg(name)
-        .arg(entry)
+    .call()
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
@@ -132,12 +130,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         // A push to more owners than one call covers checks every key in a
         // first pipeline, so that a key of the wrong type anywhere writes
         // nothing (each call checks its own keys again before writing).
-        let modes: &[&str] = if keys.len() > PUSH_BATCH {
-            &["check", "push"]
+        let check_first: &[bool] = if keys.len() > PUSH_BATCH {
+            &[true, false]
         } else {
-            &["push"]
+            &[false]
         };
-        for &mode in modes {
+        for &check_only in check_first {
             // Each push touches its owner's keys only: the list and the
             // register, under the owner's hash tag.
             self.per_slot(
@@ -146,7 +144,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 |group| {
                     let calls: Vec<script::Call<'_>> = group
                         .chunks(PUSH_BATCH)
-                        .map(|chunk| push_call(mode, chunk, name, &entry, &member, cap))
+                        .map(|chunk| push_call(check_only, chunk, name, &entry, &member, cap))
                         .collect();
                     async move {
                         let replies =

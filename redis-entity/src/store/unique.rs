@@ -32,7 +32,8 @@ use crate::plan::verify::Violation;
 use crate::plan::write::{IndexValue, WritePlan};
 use crate::schema::entity::{EntityDesc, IndexKind, IndexSource, Layout};
 use crate::schema::escape::escape_bytes_into;
-use crate::script::{self, write::WriteOp, Call};
+use crate::script::reply::{self, ClaimReply};
+use crate::script::{self, args::ClaimMode, write::WriteOp, Call};
 use redis::aio::ConnectionLike;
 use redis::Value;
 use std::collections::BTreeMap;
@@ -41,61 +42,13 @@ use std::collections::BTreeMap;
 /// whose owner does not hold the value is taken over.
 pub(crate) const CLAIM_LEASE_MS: u64 = 10_000;
 
-/// What a claim call answered.
-#[derive(Debug, PartialEq)]
-enum Claim {
-    /// The value was free and is now the entity's.
-    Granted,
-    /// The entity owned it already.
-    Mine,
-    /// Another entity's claim, this old.
-    Held { owner: String, age_ms: u64 },
-}
-
-fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
-        Value::SimpleString(s) => Some(s.clone()),
-        _ => None,
+fn claim_call(owner_key: &str, mode: ClaimMode<'_>, member: &str) -> Call<'static> {
+    script::args::Claim {
+        owner_key,
+        mode,
+        member,
     }
-}
-
-fn claim_of(reply: Value, key: &str) -> Result<Claim> {
-    let items = match reply {
-        Value::Array(items) => items,
-        other => {
-            return Err(Error::UnexpectedReply {
-                key: key.to_owned(),
-                detail: format!("{other:?}"),
-            })
-        }
-    };
-    let word = items.first().and_then(text).unwrap_or_default();
-    match word.as_str() {
-        "granted" => Ok(Claim::Granted),
-        "mine" => Ok(Claim::Mine),
-        "held" => Ok(Claim::Held {
-            owner: items.get(1).and_then(text).unwrap_or_default(),
-            age_ms: items
-                .get(2)
-                .and_then(text)
-                .and_then(|a| a.parse().ok())
-                .unwrap_or(0),
-        }),
-        _ => Err(Error::UnexpectedReply {
-            key: key.to_owned(),
-            detail: format!("{items:?}"),
-        }),
-    }
-}
-
-fn claim_call(key: &str, mode: &str, member: &str, expected: &str) -> Call<'static> {
-    let call = script::CLAIM.call().key(key).arg(mode).arg(member);
-    if mode == "takeover" {
-        call.arg(expected)
-    } else {
-        call
-    }
+    .call()
 }
 
 /// The escaped form of a stored value, as index keys hold it.
@@ -126,26 +79,6 @@ fn unique_violation(plan: &WritePlan, n: usize) -> Error {
         field: plan.desc.indexes[n].field,
         value,
     }
-}
-
-/// The refusal of a write marked "keep": the stored escaped value of each
-/// unique index of the type, in index order (`None` for none).
-fn refusal(reply: &Value) -> Option<Vec<Option<Vec<u8>>>> {
-    let Value::Array(items) = reply else {
-        return None;
-    };
-    if items.first().and_then(text).as_deref() != Some("claim") {
-        return None;
-    }
-    Some(
-        items[1..]
-            .iter()
-            .map(|v| match v {
-                Value::BulkString(b) if !b.is_empty() => Some(b.clone()),
-                _ => None,
-            })
-            .collect(),
-    )
 }
 
 /// A write that changes a unique value goes through the protocol of the
@@ -209,7 +142,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
         let calls = keys
             .iter()
-            .map(|k| claim_call(k, "release", member, ""))
+            .map(|k| claim_call(k, ClaimMode::Release, member))
             .collect();
         self.claims(calls).await.map(|_| ())
     }
@@ -230,11 +163,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         desc: &EntityDesc,
         member: &str,
         wanted: &[(usize, Vec<u8>, String)],
-        answers: &[Claim],
+        answers: &[ClaimReply],
         granted: &mut Vec<String>,
     ) -> Result<Option<usize>> {
         for ((n, value, key), answer) in wanted.iter().zip(answers) {
-            let Claim::Held { owner, age_ms } = answer else {
+            let ClaimReply::Held { owner, age_ms } = answer else {
                 continue;
             };
             if *age_ms < CLAIM_LEASE_MS || self.holds(desc, *n, value, owner).await? {
@@ -243,14 +176,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             let reply = script::invoke::<Value, _>(
                 &mut self.conn.clone(),
                 &self.sent,
-                &claim_call(key, "takeover", member, owner),
+                &claim_call(key, ClaimMode::Takeover { found_owner: owner }, member),
             )
             .await
             .map_err(|e| Error::redis(key, e))?;
-            match claim_of(reply, key)? {
-                Claim::Granted => granted.push(key.clone()),
-                Claim::Mine => {}
-                Claim::Held { .. } => return Ok(Some(*n)),
+            match reply::claim(reply, key)? {
+                ClaimReply::Granted => granted.push(key.clone()),
+                ClaimReply::Mine => {}
+                ClaimReply::Held { .. } => return Ok(Some(*n)),
             }
         }
         Ok(None)
@@ -275,21 +208,21 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         first.keep_unique = true;
         let calls: Vec<Call<'static>> = wanted
             .iter()
-            .map(|(_, _, k)| claim_call(k, "claim", member, ""))
+            .map(|(_, _, k)| claim_call(k, ClaimMode::Claim, member))
             .collect();
         // Step 1: the marked write and the claims, in one wave.
         let (reply, claimed) =
             futures_util::future::join(self.write_reply(&first), self.claims(calls)).await;
-        let answers: Vec<Claim> = match claimed {
+        let answers: Vec<ClaimReply> = match claimed {
             Ok(replies) => replies
                 .into_iter()
                 .zip(&wanted)
-                .map(|(r, (_, _, k))| claim_of(r, k))
+                .map(|(r, (_, _, k))| reply::claim(r, k))
                 .collect::<Result<_>>()?,
             Err(e) => {
                 // The write may have gone through unchanged: it needs no claim.
                 return match reply {
-                    Ok(v) if refusal(&v).is_none() => plan.outcome(v),
+                    Ok(v) if reply::claim_refusal(&v).is_none() => plan.outcome(v),
                     _ => Err(e),
                 };
             }
@@ -297,11 +230,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let mut granted: Vec<String> = wanted
             .iter()
             .zip(&answers)
-            .filter(|(_, a)| **a == Claim::Granted)
+            .filter(|(_, a)| **a == ClaimReply::Granted)
             .map(|((_, _, k), _)| k.clone())
             .collect();
         let stored = match reply {
-            Ok(v) => match refusal(&v) {
+            Ok(v) => match reply::claim_refusal(&v) {
                 Some(stored) => stored,
                 // No unique value changed: written, in one round trip (a
                 // value claimed here had lost its owner key: it has it now).
@@ -657,11 +590,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let reply = script::invoke::<Value, _>(
             &mut self.conn.clone(),
             &self.sent,
-            &claim_call(key, "claim", member, ""),
+            &claim_call(key, ClaimMode::Claim, member),
         )
         .await
         .map_err(|e| Error::redis(key, e))?;
-        let answer = claim_of(reply, key)?;
+        let answer = reply::claim(reply, key)?;
         let mut granted = Vec::new();
         let wanted = [(n, value, key.clone())];
         match self.settle(desc, member, &wanted, &[answer], &mut granted).await? {
@@ -670,36 +603,5 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 "another entity holds the claim, younger than the lease or holding the value: decide which keeps it".into(),
             )),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn claim_replies_are_read() {
-        let s = |t: &str| Value::BulkString(t.as_bytes().to_vec());
-        assert_eq!(
-            claim_of(Value::Array(vec![s("granted")]), "k").unwrap(),
-            Claim::Granted
-        );
-        assert_eq!(
-            claim_of(Value::Array(vec![s("mine")]), "k").unwrap(),
-            Claim::Mine
-        );
-        assert_eq!(
-            claim_of(Value::Array(vec![s("held"), s("9"), s("12000")]), "k").unwrap(),
-            Claim::Held {
-                owner: "9".into(),
-                age_ms: 12_000
-            }
-        );
-        assert!(claim_of(Value::Int(1), "k").is_err());
-        assert_eq!(
-            refusal(&Value::Array(vec![s("claim"), s("a@x"), s("")])),
-            Some(vec![Some(b"a@x".to_vec()), None])
-        );
-        assert_eq!(refusal(&Value::Int(1)), None);
     }
 }

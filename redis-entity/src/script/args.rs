@@ -1,0 +1,1106 @@
+//! The arguments of each script, one struct per script (or per mode of a
+//! script), with named fields: the one place that knows in which order a
+//! script reads its `KEYS` and `ARGV`. Each field's doc names what the Lua
+//! reads it as; each struct's `call` encodes it, and the tests below pin
+//! every encoding, so that a change of order on one side fails here.
+//!
+//! Callers compute the keys and values (they know the types and the
+//! keyspace); a struct only lays them out.
+
+use super::{Call, Script, BOARD, CACHE, CLAIM, QUERY, RANK, RELATION, REPAIR, TIMELINE};
+use crate::keyspace::{self, EntityKeys};
+
+/// `'1'` or `'0'`, as the scripts read a flag.
+fn flag(on: bool) -> &'static str {
+    if on {
+        "1"
+    } else {
+        "0"
+    }
+}
+
+/// board.lua: a score added on a board bucket, and the bucket's expiry.
+#[derive(Debug, Clone)]
+pub(crate) struct BoardIncr<'a> {
+    /// `KEYS[1]`: the bucket, a sorted set.
+    pub bucket: &'a str,
+    /// `ARGV[1]`: the delta added (ZINCRBY's increment).
+    pub delta: f64,
+    /// `ARGV[2]`: the entity's member.
+    pub member: &'a str,
+    /// `ARGV[3]`: the bucket's expiry, unix ms (PEXPIREAT).
+    pub expires_at_ms: u64,
+}
+
+impl BoardIncr<'_> {
+    pub(crate) fn call(&self) -> Call<'static> {
+        BOARD
+            .call()
+            .key(self.bucket)
+            .arg(crate::schema::codec::score_text(self.delta))
+            .arg(self.member)
+            .arg(self.expires_at_ms.to_string())
+    }
+}
+
+/// What a call of claim.lua does to the owner key of a unique value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClaimMode<'a> {
+    /// Claims a free value (`'claim'`).
+    Claim,
+    /// Takes the claim over from `found_owner`, found not to hold the value
+    /// (`'takeover'`, `ARGV[3]`: the owner found before).
+    Takeover { found_owner: &'a str },
+    /// Releases the member's own claim (`'release'`).
+    Release,
+}
+
+/// claim.lua: the owner key of one unique value on a cluster.
+#[derive(Debug, Clone)]
+pub(crate) struct Claim<'a> {
+    /// `KEYS[1]`: the owner key, a hash (`owner`, `at`).
+    pub owner_key: &'a str,
+    /// `ARGV[1]` (`mode`), and `ARGV[3]` for a takeover.
+    pub mode: ClaimMode<'a>,
+    /// `ARGV[2]` (`member`): the member claiming, taking over or releasing.
+    pub member: &'a str,
+}
+
+impl Claim<'_> {
+    pub(crate) fn call(&self) -> Call<'static> {
+        let mode = match self.mode {
+            ClaimMode::Claim => "claim",
+            ClaimMode::Takeover { .. } => "takeover",
+            ClaimMode::Release => "release",
+        };
+        let call = CLAIM.call().key(self.owner_key).arg(mode).arg(self.member);
+        match self.mode {
+            ClaimMode::Takeover { found_owner } => call.arg(found_owner),
+            _ => call,
+        }
+    }
+}
+
+/// The step of one call of cache.lua (`ARGV[1]`, `mode`) and its arguments.
+#[derive(Debug, Clone)]
+pub(crate) enum CacheStep<'a> {
+    /// `'get'`: a lookup, taking the lock on a miss.
+    Get {
+        /// `ARGV[2]`: the caller's lock token.
+        token: &'a str,
+        /// `ARGV[3]`: the lock's expiry when taken, ms.
+        lock_ms: u128,
+        /// `ARGV[4]`: `'1'` to rebuild stale values (stale-while-revalidate).
+        rebuild_stale: bool,
+    },
+    /// `'put'`: stores a load's result while the lock is still the caller's.
+    Put {
+        /// `ARGV[2]`: the caller's lock token.
+        token: &'a str,
+        /// `ARGV[3]`: `'v'` with a value, `'n'` for a cached miss (`None`).
+        /// `ARGV[4]`: the value's JSON (`''` for a miss).
+        json: Option<&'a [u8]>,
+        /// `ARGV[5]`: the soft expiry, ms from now.
+        soft_ttl_ms: u128,
+        /// `ARGV[6]`: the hard expiry (the key's PX), ms.
+        hard_ttl_ms: u128,
+    },
+    /// `'renew'`: sets the expiry of the caller's lock.
+    Renew {
+        /// `ARGV[2]`: the caller's lock token.
+        token: &'a str,
+        /// `ARGV[3]`: the lock's new expiry, ms.
+        lock_ms: u128,
+    },
+    /// `'release'`: releases the caller's lock.
+    Release {
+        /// `ARGV[2]`: the caller's lock token.
+        token: &'a str,
+    },
+}
+
+/// cache.lua: one step of the read-through cache on one entry.
+#[derive(Debug, Clone)]
+pub(crate) struct CacheCall<'a> {
+    /// `KEYS[1]`: the cached value (`'n'`, or `'v<soft expiry ms>:<json>'`).
+    pub value_key: &'a str,
+    /// `KEYS[2]`: the rebuild lock, holding the loading caller's token.
+    pub lock_key: &'a str,
+    /// `ARGV[1..]`: the step.
+    pub step: CacheStep<'a>,
+}
+
+impl CacheCall<'_> {
+    pub(crate) fn call(&self) -> Call<'static> {
+        let call = CACHE.call().key(self.value_key).key(self.lock_key);
+        match &self.step {
+            CacheStep::Get {
+                token,
+                lock_ms,
+                rebuild_stale,
+            } => call
+                .arg("get")
+                .arg(token)
+                .arg(lock_ms.to_string())
+                .arg(flag(*rebuild_stale)),
+            CacheStep::Put {
+                token,
+                json,
+                soft_ttl_ms,
+                hard_ttl_ms,
+            } => call
+                .arg("put")
+                .arg(token)
+                .arg(if json.is_some() { "v" } else { "n" })
+                .arg(json.unwrap_or_default())
+                .arg(soft_ttl_ms.to_string())
+                .arg(hard_ttl_ms.to_string()),
+            CacheStep::Renew { token, lock_ms } => {
+                call.arg("renew").arg(token).arg(lock_ms.to_string())
+            }
+            CacheStep::Release { token } => call.arg("release").arg(token),
+        }
+    }
+}
+
+/// One side of a relation, as relation.lua's `relate` and `unrelate` read
+/// it: the side of `a` (the owner) or of `b`.
+#[derive(Debug, Clone)]
+pub(crate) struct RelationSide {
+    /// `KEYS[1]` / `KEYS[2]`: the side's relation set (`a`'s forward set,
+    /// `b`'s reverse set).
+    pub set: String,
+    /// `KEYS[3]` / `KEYS[4]`: the side's relation register.
+    pub register: String,
+    /// `ARGV[2]` / `ARGV[3]` (`a`, `b`): the side's member.
+    pub member: String,
+    /// `ARGV[4]` / `ARGV[5]` (`name`, `reverse`): the set's name, the field
+    /// of its register.
+    pub set_name: String,
+    /// `ARGV[6]` / `ARGV[7]`: the side's register entry (how the other side
+    /// finds this side's sets).
+    pub register_entry: String,
+    /// `ARGV[11]` / `ARGV[13]`: the key whose existence means the side's
+    /// entity exists.
+    pub entity_key: String,
+    /// `ARGV[12]` / `ARGV[14]`: the expiry set of the side's type.
+    pub expiry_set: String,
+}
+
+/// relation.lua, modes `relate` and `unrelate`: both sides in one call.
+#[derive(Debug, Clone)]
+pub(crate) struct Relate {
+    /// `ARGV[1]`: `'relate'` (true) or `'unrelate'`.
+    pub relate: bool,
+    /// The owner's side.
+    pub a: RelationSide,
+    /// The other side.
+    pub b: RelationSide,
+    /// `ARGV[8]`: `'1'` for one-to-many (`b` has at most one `a`).
+    pub one_to_many: bool,
+    /// `ARGV[9]`: the owner head of `a`'s type (before a previous owner's
+    /// member in its key).
+    pub a_owner_head: String,
+    /// `ARGV[10]`: the owner tail of `a`'s type (after it).
+    pub a_owner_tail: String,
+}
+
+impl Relate {
+    pub(crate) fn call(&self) -> Call<'static> {
+        let (a, b) = (&self.a, &self.b);
+        RELATION
+            .call()
+            .key(&a.set)
+            .key(&b.set)
+            .key(&a.register)
+            .key(&b.register)
+            .arg(if self.relate { "relate" } else { "unrelate" })
+            .arg(&a.member)
+            .arg(&b.member)
+            .arg(&a.set_name)
+            .arg(&b.set_name)
+            .arg(&a.register_entry)
+            .arg(&b.register_entry)
+            .arg(flag(self.one_to_many))
+            .arg(&self.a_owner_head)
+            .arg(&self.a_owner_tail)
+            .arg(&a.entity_key)
+            .arg(&a.expiry_set)
+            .arg(&b.entity_key)
+            .arg(&b.expiry_set)
+    }
+}
+
+/// relation.lua, mode `add`: one side of a relation whose sides are in two
+/// slots of a cluster.
+#[derive(Debug, Clone)]
+pub(crate) struct RelationAdd<'a> {
+    /// The side's entity key: `KEYS[1]` is its set `set_name` under it,
+    /// `KEYS[2]` its relation register.
+    pub entity: &'a str,
+    /// `ARGV[2]` (`other`): the member added to the set.
+    pub other: &'a str,
+    /// `ARGV[3]` (`name`): the set's name, the field of the register.
+    pub set_name: &'a str,
+    /// `ARGV[4]` (`entry`): the set's register entry.
+    pub register_entry: &'a str,
+    /// `ARGV[5]` (`take`): `'1'` to take the set over (the other members
+    /// leave it and are returned).
+    pub take_over: bool,
+    /// `ARGV[6]` (`key`): the key whose existence means the side's entity
+    /// exists.
+    pub entity_key: &'a str,
+    /// `ARGV[7]` (`expiry`): its type's expiry set, `''` when in another slot.
+    pub expiry_set: &'a str,
+    /// `ARGV[8]` (`own`): the side's own member.
+    pub own_member: &'a str,
+}
+
+impl RelationAdd<'_> {
+    pub(crate) fn call(&self) -> Call<'static> {
+        RELATION
+            .call()
+            .key(keyspace::sub_key(self.entity, self.set_name))
+            .key(keyspace::relation_register(self.entity))
+            .arg("add")
+            .arg(self.other)
+            .arg(self.set_name)
+            .arg(self.register_entry)
+            .arg(flag(self.take_over))
+            .arg(self.entity_key)
+            .arg(self.expiry_set)
+            .arg(self.own_member)
+    }
+}
+
+/// relation.lua, mode `drop`: one member out of one side's set.
+#[derive(Debug, Clone)]
+pub(crate) struct RelationDrop<'a> {
+    /// The side's entity key: `KEYS[1]` is its set `set_name` under it,
+    /// `KEYS[2]` its relation register.
+    pub entity: &'a str,
+    /// `ARGV[2]`: the member removed.
+    pub member: &'a str,
+    /// `ARGV[3]`: the set's name, the field of the register.
+    pub set_name: &'a str,
+}
+
+impl RelationDrop<'_> {
+    pub(crate) fn call(&self) -> Call<'static> {
+        RELATION
+            .call()
+            .key(keyspace::sub_key(self.entity, self.set_name))
+            .key(keyspace::relation_register(self.entity))
+            .arg("drop")
+            .arg(self.member)
+            .arg(self.set_name)
+    }
+}
+
+/// timeline.lua: a post pushed onto the timelines of many owners.
+#[derive(Debug, Clone)]
+pub(crate) struct TimelinePush<'a> {
+    /// `ARGV[1]`: `'check'` (only check the keys' types) or `'push'`.
+    pub check_only: bool,
+    /// The owners' entity keys: `KEYS` holds per owner its timeline (the
+    /// list `timeline_name` under it), then its relation register.
+    pub owner_keys: &'a [String],
+    /// `ARGV[2]`: the post's member.
+    pub post_member: &'a str,
+    /// How many entries a timeline keeps; `ARGV[3]` is the last position
+    /// kept (`cap - 1`, LTRIM's stop).
+    pub cap: usize,
+    /// `ARGV[4]`: the timeline's name, the field of the register.
+    pub timeline_name: &'a str,
+    /// `ARGV[5]`: the timeline's register entry.
+    pub register_entry: &'a str,
+}
+
+impl TimelinePush<'_> {
+    pub(crate) fn call(&self) -> Call<'static> {
+        let mut call = TIMELINE.call();
+        for owner in self.owner_keys {
+            call = call
+                .key(keyspace::sub_key(owner, self.timeline_name))
+                .key(keyspace::relation_register(owner));
+        }
+        call.arg(if self.check_only { "check" } else { "push" })
+            .arg(self.post_member)
+            .arg(self.cap.saturating_sub(1).to_string())
+            .arg(self.timeline_name)
+            .arg(self.register_entry)
+    }
+}
+
+/// The keys and the liveness test rank.lua reads in both of its modes.
+#[derive(Debug, Clone)]
+pub(crate) struct RankIndex {
+    /// `KEYS[1]`: the sorted index.
+    pub sorted_index: String,
+    /// `KEYS[2]`: the expiry set of the type.
+    pub expiry_set: String,
+    /// `head`: the owner head (before a member in its entity keys).
+    pub owner_head: String,
+    /// The last `ARGV`s: the presence suffixes (a member is live when one of
+    /// `head .. member .. suffix` exists).
+    pub presence_suffixes: Vec<String>,
+}
+
+impl RankIndex {
+    fn call(&self, mode_args: &[&str]) -> Call<'static> {
+        let mut call = RANK.call().key(&self.sorted_index).key(&self.expiry_set);
+        for a in mode_args {
+            call = call.arg(a);
+        }
+        for s in &self.presence_suffixes {
+            call = call.arg(s);
+        }
+        call
+    }
+}
+
+/// rank.lua: the rank of `member` among the live members.
+#[derive(Debug, Clone)]
+pub(crate) struct Rank<'a> {
+    /// `KEYS`, `ARGV[2]` (the owner head) and `ARGV[3..]` (the suffixes).
+    pub index: RankIndex,
+    /// `ARGV[1]`: the member.
+    pub member: &'a str,
+}
+
+impl Rank<'_> {
+    pub(crate) fn call(&self) -> Call<'static> {
+        self.index.call(&[self.member, &self.index.owner_head])
+    }
+}
+
+/// rank.lua, mode `@ahead`: how many live members of one shard rank ahead
+/// of a member of another.
+#[derive(Debug, Clone)]
+pub(crate) struct RankAhead<'a> {
+    /// `KEYS`, `ARGV[2]` (the owner head) and `ARGV[5..]` (the suffixes).
+    pub index: RankIndex,
+    /// `ARGV[3]`: the member of the other shard.
+    pub member: &'a str,
+    /// `ARGV[4]`: its score, as Redis writes it.
+    pub score: &'a str,
+}
+
+impl RankAhead<'_> {
+    pub(crate) fn call(&self) -> Call<'static> {
+        self.index
+            .call(&["@ahead", &self.index.owner_head, self.member, self.score])
+    }
+}
+
+/// The source of one group of query.lua's conditions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QuerySource {
+    /// `'s'`: sets of members, one key per part.
+    Sets,
+    /// `'z'`: lexicographic ranges of a prefix index's sorted set (entries
+    /// `escaped value:member`), a key and a range per part.
+    Lex,
+    /// `'r'`: score ranges of a sorted index, a key and a range per part.
+    Scores,
+}
+
+/// One part of a query group: a key, and for ranges its min and max
+/// (ZRANGEBYLEX / ZRANGEBYSCORE syntax).
+#[derive(Debug, Clone)]
+pub(crate) struct QueryPart {
+    /// The next `KEYS` entry.
+    pub key: Vec<u8>,
+    /// For `Lex` and `Scores`: the part's min and max, in `ARGV`.
+    pub range: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// One group of conditions of query.lua: `ARGV` op, source, part count,
+/// then the parts' ranges; `KEYS` the parts' keys.
+#[derive(Debug, Clone)]
+pub(crate) struct QueryGroup {
+    /// The operation: `all`, `any` or `none`.
+    pub op: &'static str,
+    /// Where its members come from.
+    pub source: QuerySource,
+    /// Its parts, in order.
+    pub parts: Vec<QueryPart>,
+}
+
+/// How query.lua sorts and cuts the page (the sort mode `ARGV`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QuerySort {
+    /// `'o'`: by the order's sorted index.
+    Ordered,
+    /// `'-'`: unsorted (the caller sorts a whole result itself).
+    Unsorted,
+    /// `'n'`: numerically by member.
+    Numeric,
+    /// `'s'`: by member text.
+    Text,
+}
+
+/// query.lua: the members matching a query, one call, nothing written.
+#[derive(Debug, Clone)]
+pub(crate) struct Query {
+    /// `ARGV[1]` the group count, then each group.
+    pub groups: Vec<QueryGroup>,
+    /// The last `KEYS` entry: the set of all members of the type (the
+    /// universe of a query with only `none` conditions).
+    pub ids_set: String,
+    /// The sort mode.
+    pub sort: QuerySort,
+    /// The page's offset.
+    pub offset: usize,
+    /// The page's size (-1: no limit; 0: only count).
+    pub limit: i64,
+    /// The expiry set of the type.
+    pub expiry_set: String,
+    /// The owner head (before a member in its entity keys).
+    pub owner_head: String,
+    /// After their count: the presence suffixes.
+    pub presence_suffixes: Vec<String>,
+    /// The order's sorted index and `true` for descending (`desc`), or
+    /// none (`''`, `''`).
+    pub order: Option<(String, bool)>,
+    /// `'1'` to return each page member's score.
+    pub with_scores: bool,
+}
+
+impl Query {
+    pub(crate) fn call(&self) -> Call<'static> {
+        let mut call = QUERY.call().arg(self.groups.len().to_string());
+        for g in &self.groups {
+            let source = match g.source {
+                QuerySource::Sets => "s",
+                QuerySource::Lex => "z",
+                QuerySource::Scores => "r",
+            };
+            call = call.arg(g.op).arg(source).arg(g.parts.len().to_string());
+            for p in &g.parts {
+                call = call.key(&p.key);
+                if let Some((min, max)) = &p.range {
+                    call = call.arg(min).arg(max);
+                }
+            }
+        }
+        let sort = match self.sort {
+            QuerySort::Ordered => "o",
+            QuerySort::Unsorted => "-",
+            QuerySort::Numeric => "n",
+            QuerySort::Text => "s",
+        };
+        call = call
+            .key(&self.ids_set)
+            .arg(sort)
+            .arg(self.offset.to_string())
+            .arg(self.limit.to_string())
+            .arg(&self.expiry_set)
+            .arg(&self.owner_head)
+            .arg(self.presence_suffixes.len().to_string());
+        for s in &self.presence_suffixes {
+            call = call.arg(s);
+        }
+        let (order, direction) = match &self.order {
+            Some((zset, true)) => (zset.as_str(), "desc"),
+            Some((zset, false)) => (zset.as_str(), "asc"),
+            None => ("", ""),
+        };
+        call.arg(order).arg(direction).arg(flag(self.with_scores))
+    }
+}
+
+/// repair.lua: what a gone entity left, removed while it is still gone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Repair {
+    /// `'member'`: its member out of a relation set or timeline.
+    Member {
+        /// `KEYS[1]`: the key whose existence means the entity exists.
+        entity_key: String,
+        /// `KEYS[2]`: the set or list listing it.
+        listing: String,
+        /// `KEYS[3]`: the register of the listing's owner.
+        register: String,
+        /// `ARGV[2]`: the member.
+        member: String,
+        /// `ARGV[3]`: the listing's name in the register.
+        listing_name: String,
+    },
+    /// `'gone'`: as `Member` for an entity in another slot, whose absence
+    /// the client checked just before (no entity key).
+    Gone {
+        /// `KEYS[1]`: the set or list listing it.
+        listing: String,
+        /// `KEYS[2]`: the register of the listing's owner.
+        register: String,
+        /// `ARGV[2]`: the member.
+        member: String,
+        /// `ARGV[3]`: the listing's name in the register.
+        listing_name: String,
+    },
+    /// `'key'`: one of its own keys left behind.
+    Key {
+        /// `KEYS[1]`: the key whose existence means the entity exists.
+        entity_key: String,
+        /// `KEYS[2]`: the key removed.
+        leftover: String,
+    },
+}
+
+impl Repair {
+    pub(crate) fn call(&self) -> Call<'static> {
+        match self {
+            Repair::Member {
+                entity_key,
+                listing,
+                register,
+                member,
+                listing_name,
+            } => REPAIR
+                .call()
+                .key(entity_key)
+                .key(listing)
+                .key(register)
+                .arg("member")
+                .arg(member)
+                .arg(listing_name),
+            Repair::Gone {
+                listing,
+                register,
+                member,
+                listing_name,
+            } => REPAIR
+                .call()
+                .key(listing)
+                .key(register)
+                .arg("gone")
+                .arg(member)
+                .arg(listing_name),
+            Repair::Key {
+                entity_key,
+                leftover,
+            } => REPAIR.call().key(entity_key).key(leftover).arg("key"),
+        }
+    }
+
+    /// The key the removal is about: the set or list, or the leftover key.
+    pub(crate) fn subject(&self) -> &str {
+        match self {
+            Repair::Member { listing, .. } | Repair::Gone { listing, .. } => listing,
+            Repair::Key { leftover, .. } => leftover,
+        }
+    }
+}
+
+/// The entity's TTL after a write: write_prelude.lua's `ttl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WriteTtl {
+    /// `-1`: the remaining TTL stays.
+    Keep,
+    /// `0`: the TTL is removed.
+    Remove,
+    /// That many ms (at least 1: 0 would mean none).
+    Set(u64),
+}
+
+/// The value a write gives one indexed field, as write_prelude.lua's
+/// `begin` reads it (the first letter is the mark).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IndexArg<'a> {
+    /// `''`: not known; the script reads it after the write (an increment).
+    Unknown,
+    /// `'u'`: the write does not touch the field.
+    Unchanged,
+    /// `'n'`: no value; `'m'` with `keep_unique` (refused if the stored
+    /// unique value would change).
+    Absent { keep_unique: bool },
+    /// `'v'` then the stored form (or the escaped value of an indexed pk
+    /// field); `'w'` with `keep_unique`.
+    Value { stored: &'a [u8], keep_unique: bool },
+}
+
+impl IndexArg<'_> {
+    fn encode(&self) -> Vec<u8> {
+        match *self {
+            IndexArg::Unknown => Vec::new(),
+            IndexArg::Unchanged => b"u".to_vec(),
+            IndexArg::Absent { keep_unique } => if keep_unique { b"m" } else { b"n" }.to_vec(),
+            IndexArg::Value {
+                stored,
+                keep_unique,
+            } => [if keep_unique { b"w" } else { b"v" }, stored].concat(),
+        }
+    }
+}
+
+/// One data command a write function runs on one of the entity's keys.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WriteCommand<'a> {
+    /// Its name (`HSET`, `SET`, `HREPLACE`, `INCRBY`, ...).
+    pub name: &'static str,
+    /// The key's 0-based position in the entity's keys (sent 1-based).
+    pub key: usize,
+    /// Its arguments after the key (sent after their count).
+    pub args: &'a [Vec<u8>],
+}
+
+/// One entity's part of a call of a write function (write_prelude.lua's
+/// `begin`, then the operation's own arguments).
+#[derive(Debug, Clone)]
+pub(crate) struct Write<'a> {
+    /// `KEYS`: the entity's keys, in the order of the type header's roles.
+    pub keys: &'a EntityKeys,
+    /// Argument 1: the request token (`''` for none, see `once`).
+    pub token: &'a str,
+    /// Argument 2 (`NS`): the namespace.
+    pub namespace: &'a str,
+    /// Argument 3 (`member`): the entity's member.
+    pub member: &'a str,
+    /// Argument 4 (`ttl`).
+    pub ttl: WriteTtl,
+    /// Argument 5 (`cas`): the compare-and-set document (`''` for none).
+    pub cas: &'a [u8],
+    /// Argument 6 (`version_expected`): `''` for no check.
+    pub version_expected: &'a str,
+    /// Then one value per index of `T.idx`.
+    pub index_values: Vec<IndexArg<'a>>,
+    /// Then per data command: its name, its 1-based key position, its
+    /// argument count, its arguments.
+    pub commands: Vec<WriteCommand<'a>>,
+    /// Then clean's (1-based index, escaped value) pairs of stale entries
+    /// (given here 0-based).
+    pub stale: &'a [(usize, Vec<u8>)],
+}
+
+impl Write<'_> {
+    /// The entity's arguments, in the order write_prelude.lua reads them.
+    pub(crate) fn args(&self) -> Vec<Vec<u8>> {
+        let mut args = Vec::with_capacity(6 + self.index_values.len() + 3 * self.commands.len());
+        args.push(self.token.as_bytes().to_vec());
+        args.push(self.namespace.as_bytes().to_vec());
+        args.push(self.member.as_bytes().to_vec());
+        args.push(match self.ttl {
+            WriteTtl::Set(ms) => ms.to_string().into_bytes(),
+            WriteTtl::Remove => b"0".to_vec(),
+            WriteTtl::Keep => b"-1".to_vec(),
+        });
+        args.push(self.cas.to_vec());
+        args.push(self.version_expected.as_bytes().to_vec());
+        args.extend(self.index_values.iter().map(IndexArg::encode));
+        for c in &self.commands {
+            args.push(c.name.as_bytes().to_vec());
+            args.push((c.key + 1).to_string().into_bytes());
+            args.push(c.args.len().to_string().into_bytes());
+            args.extend(c.args.iter().cloned());
+        }
+        for (i, v) in self.stale {
+            args.push((i + 1).to_string().into_bytes());
+            args.push(v.clone());
+        }
+        args
+    }
+
+    /// The call of `function` (the type's write function of one entity)
+    /// for this write.
+    pub(crate) fn call(&self, function: &'static Script) -> Call<'static> {
+        let mut call = function.call();
+        call.keys = self.keys.all().map(|k| k.as_bytes().to_vec()).collect();
+        call.args = self.args();
+        call
+    }
+}
+
+/// One call of a batch write function (batch.lua) writing every entity of
+/// `writes`: `KEYS` holds each entity's keys in turn; `ARGV`, per entity,
+/// its key count, its argument count and its arguments.
+pub(crate) fn write_batch(function: &'static Script, writes: &[Write<'_>]) -> Call<'static> {
+    let mut call = function.call();
+    for w in writes {
+        let before = call.keys.len();
+        call.keys
+            .extend(w.keys.all().map(|k| k.as_bytes().to_vec()));
+        let args = w.args();
+        call.args
+            .push((call.keys.len() - before).to_string().into_bytes());
+        call.args.push(args.len().to_string().into_bytes());
+        call.args.extend(args);
+    }
+    call
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call's `KEYS` and `ARGV`, as text.
+    fn encoded(call: &Call<'_>) -> (Vec<String>, Vec<String>) {
+        let text = |v: &Vec<Vec<u8>>| {
+            v.iter()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .collect()
+        };
+        (text(&call.keys), text(&call.args))
+    }
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[track_caller]
+    fn assert_encoding(call: Call<'_>, keys: &[&str], args: &[&str]) {
+        assert_eq!(encoded(&call), (strings(keys), strings(args)));
+    }
+
+    #[test]
+    fn board_incr_is_bucket_then_delta_member_expiry() {
+        let call = BoardIncr {
+            bucket: "b:1",
+            delta: 2.5,
+            member: "9",
+            expires_at_ms: 1700,
+        }
+        .call();
+        assert_encoding(call, &["b:1"], &["2.5", "9", "1700"]);
+    }
+
+    #[test]
+    fn claim_modes_are_mode_member_and_the_found_owner_on_takeover() {
+        let claim = |mode| Claim {
+            owner_key: "o",
+            mode,
+            member: "7",
+        };
+        assert_encoding(claim(ClaimMode::Claim).call(), &["o"], &["claim", "7"]);
+        assert_encoding(claim(ClaimMode::Release).call(), &["o"], &["release", "7"]);
+        let takeover = ClaimMode::Takeover { found_owner: "3" };
+        assert_encoding(claim(takeover).call(), &["o"], &["takeover", "7", "3"]);
+    }
+
+    #[test]
+    fn cache_steps_are_mode_token_then_their_arguments() {
+        let cache = |step| CacheCall {
+            value_key: "v",
+            lock_key: "l",
+            step,
+        };
+        let keys = &["v", "l"];
+        let get = CacheStep::Get {
+            token: "t",
+            lock_ms: 50,
+            rebuild_stale: true,
+        };
+        assert_encoding(cache(get).call(), keys, &["get", "t", "50", "1"]);
+        let put = CacheStep::Put {
+            token: "t",
+            json: Some(b"{}"),
+            soft_ttl_ms: 10,
+            hard_ttl_ms: 20,
+        };
+        assert_encoding(
+            cache(put).call(),
+            keys,
+            &["put", "t", "v", "{}", "10", "20"],
+        );
+        let miss = CacheStep::Put {
+            token: "t",
+            json: None,
+            soft_ttl_ms: 5,
+            hard_ttl_ms: 5,
+        };
+        assert_encoding(cache(miss).call(), keys, &["put", "t", "n", "", "5", "5"]);
+        let renew = CacheStep::Renew {
+            token: "t",
+            lock_ms: 7,
+        };
+        assert_encoding(cache(renew).call(), keys, &["renew", "t", "7"]);
+        let release = CacheStep::Release { token: "t" };
+        assert_encoding(cache(release).call(), keys, &["release", "t"]);
+    }
+
+    fn side(x: &str) -> RelationSide {
+        RelationSide {
+            set: format!("{x}.set"),
+            register: format!("{x}.reg"),
+            member: format!("{x}.m"),
+            set_name: format!("{x}.name"),
+            register_entry: format!("{x}.entry"),
+            entity_key: format!("{x}.key"),
+            expiry_set: format!("{x}.exp"),
+        }
+    }
+
+    #[test]
+    fn relate_interleaves_the_two_sides_as_relation_lua_reads_them() {
+        let relate = Relate {
+            relate: true,
+            a: side("a"),
+            b: side("b"),
+            one_to_many: true,
+            a_owner_head: "head".into(),
+            a_owner_tail: "tail".into(),
+        };
+        let keys = &["a.set", "b.set", "a.reg", "b.reg"];
+        let args = [
+            "relate", "a.m", "b.m", "a.name", "b.name", "a.entry", "b.entry", "1", "head", "tail",
+            "a.key", "a.exp", "b.key", "b.exp",
+        ];
+        assert_encoding(relate.call(), keys, &args);
+        let unrelate = Relate {
+            relate: false,
+            one_to_many: false,
+            ..relate
+        };
+        let (_, args) = encoded(&unrelate.call());
+        assert_eq!((args[0].as_str(), args[7].as_str()), ("unrelate", "0"));
+    }
+
+    #[test]
+    fn relation_add_and_drop_name_the_side_set_and_register() {
+        let add = RelationAdd {
+            entity: "u:1",
+            other: "2",
+            set_name: "follows",
+            register_entry: "entry",
+            take_over: true,
+            entity_key: "u:1",
+            expiry_set: "",
+            own_member: "1",
+        };
+        let keys = &["u:1:follows", "u:1:@rel"];
+        let args = ["add", "2", "follows", "entry", "1", "u:1", "", "1"];
+        assert_encoding(add.call(), keys, &args);
+        let drop = RelationDrop {
+            entity: "u:1",
+            member: "2",
+            set_name: "follows",
+        };
+        assert_encoding(drop.call(), keys, &["drop", "2", "follows"]);
+    }
+
+    #[test]
+    fn timeline_push_lists_list_then_register_per_owner() {
+        let owners = ["u:1".to_owned(), "u:2".to_owned()];
+        let push = TimelinePush {
+            check_only: false,
+            owner_keys: &owners,
+            post_member: "p9",
+            cap: 100,
+            timeline_name: "feed",
+            register_entry: "entry",
+        };
+        let keys = &["u:1:feed", "u:1:@rel", "u:2:feed", "u:2:@rel"];
+        let args = ["push", "p9", "99", "feed", "entry"];
+        assert_encoding(push.call(), keys, &args);
+        let check = TimelinePush {
+            check_only: true,
+            ..push
+        };
+        let (_, args) = encoded(&check.call());
+        assert_eq!(args[0], "check");
+    }
+
+    fn rank_index() -> RankIndex {
+        RankIndex {
+            sorted_index: "z".into(),
+            expiry_set: "e".into(),
+            owner_head: "u:".into(),
+            presence_suffixes: vec!["".into(), ":x".into()],
+        }
+    }
+
+    #[test]
+    fn rank_and_rank_ahead_put_the_suffixes_last() {
+        let rank = Rank {
+            index: rank_index(),
+            member: "9",
+        };
+        assert_encoding(rank.call(), &["z", "e"], &["9", "u:", "", ":x"]);
+        let ahead = RankAhead {
+            index: rank_index(),
+            member: "9",
+            score: "1.5",
+        };
+        let args = ["@ahead", "u:", "9", "1.5", "", ":x"];
+        assert_encoding(ahead.call(), &["z", "e"], &args);
+    }
+
+    #[test]
+    fn query_lists_groups_then_the_page_the_liveness_test_and_the_order() {
+        let query = Query {
+            groups: vec![
+                QueryGroup {
+                    op: "any",
+                    source: QuerySource::Sets,
+                    parts: vec![
+                        QueryPart {
+                            key: b"s1".to_vec(),
+                            range: None,
+                        },
+                        QueryPart {
+                            key: b"s2".to_vec(),
+                            range: None,
+                        },
+                    ],
+                },
+                QueryGroup {
+                    op: "all",
+                    source: QuerySource::Scores,
+                    parts: vec![QueryPart {
+                        key: b"z".to_vec(),
+                        range: Some((b"(1.5".to_vec(), b"+inf".to_vec())),
+                    }],
+                },
+                QueryGroup {
+                    op: "none",
+                    source: QuerySource::Lex,
+                    parts: vec![QueryPart {
+                        key: b"p".to_vec(),
+                        range: Some((b"[a:".to_vec(), b"(a;".to_vec())),
+                    }],
+                },
+            ],
+            ids_set: "ids".into(),
+            sort: QuerySort::Numeric,
+            offset: 3,
+            limit: 7,
+            expiry_set: "e".into(),
+            owner_head: "u:".into(),
+            presence_suffixes: vec!["".into(), ":x".into()],
+            order: Some(("z".into(), true)),
+            with_scores: true,
+        };
+        let keys = ["s1", "s2", "z", "p", "ids"];
+        let args = [
+            "3", "any", "s", "2", "all", "r", "1", "(1.5", "+inf", "none", "z", "1", "[a:", "(a;",
+            "n", "3", "7", "e", "u:", "2", "", ":x", "z", "desc", "1",
+        ];
+        assert_encoding(query.call(), &keys, &args);
+        let unordered = Query {
+            groups: vec![],
+            sort: QuerySort::Unsorted,
+            order: None,
+            with_scores: false,
+            limit: -1,
+            presence_suffixes: vec![],
+            ..query
+        };
+        let args = ["0", "-", "3", "-1", "e", "u:", "0", "", "", "0"];
+        assert_encoding(unordered.call(), &["ids"], &args);
+    }
+
+    fn entity_keys(member: &str) -> EntityKeys {
+        EntityKeys {
+            member: member.into(),
+            base: format!("u:{member}"),
+            columns: vec![],
+            maps: vec![format!("u:{member}:m")],
+            shadow: Some(format!("u:{member}:@shadow")),
+        }
+    }
+
+    #[test]
+    fn a_write_is_the_prelude_then_commands_then_stale_entries() {
+        let keys = entity_keys("9");
+        let (set, stale) = ([b"email".to_vec(), b"a@x".to_vec()], [(1, b"DE".to_vec())]);
+        let write = Write {
+            keys: &keys,
+            token: "t1",
+            namespace: "t:",
+            member: "9",
+            ttl: WriteTtl::Set(1500),
+            cas: b"{}",
+            version_expected: "3",
+            index_values: vec![
+                IndexArg::Unknown,
+                IndexArg::Unchanged,
+                IndexArg::Absent { keep_unique: false },
+                IndexArg::Absent { keep_unique: true },
+                IndexArg::Value {
+                    stored: b"a@x",
+                    keep_unique: false,
+                },
+                IndexArg::Value {
+                    stored: b"b@x",
+                    keep_unique: true,
+                },
+            ],
+            commands: vec![
+                WriteCommand {
+                    name: "HSET",
+                    key: 0,
+                    args: &set,
+                },
+                WriteCommand {
+                    name: "DEL",
+                    key: 1,
+                    args: &[],
+                },
+            ],
+            stale: &stale,
+        };
+        let keys = ["u:9", "u:9:m", "u:9:@shadow"];
+        let args = [
+            "t1", "t:", "9", "1500", "{}", "3", "", "u", "n", "m", "va@x", "wb@x", "HSET", "1",
+            "2", "email", "a@x", "DEL", "2", "0", "2", "DE",
+        ];
+        let function = &*BOARD; // any script: the encoding does not depend on it
+        assert_encoding(write.call(function), &keys, &args);
+        let kept = Write {
+            ttl: WriteTtl::Keep,
+            ..write.clone()
+        };
+        assert_eq!(kept.args()[3], b"-1");
+        let removed = Write {
+            ttl: WriteTtl::Remove,
+            ..write
+        };
+        assert_eq!(removed.args()[3], b"0");
+    }
+
+    #[test]
+    fn a_write_batch_frames_each_entity_with_its_key_and_argument_counts() {
+        let (one, two) = (entity_keys("1"), entity_keys("2"));
+        let write = |keys| Write {
+            keys,
+            token: "",
+            namespace: "",
+            member: "m",
+            ttl: WriteTtl::Keep,
+            cas: b"",
+            version_expected: "",
+            index_values: vec![],
+            commands: vec![],
+            stale: &[],
+        };
+        let call = write_batch(&BOARD, &[write(&one), write(&two)]);
+        let keys = ["u:1", "u:1:m", "u:1:@shadow", "u:2", "u:2:m", "u:2:@shadow"];
+        let entity = ["", "", "m", "-1", "", ""];
+        let args: Vec<&str> = [&["3", "6"][..], &entity, &["3", "6"], &entity].concat();
+        assert_encoding(call, &keys, &args);
+    }
+
+    #[test]
+    fn repair_modes_name_their_keys_and_arguments() {
+        let member = Repair::Member {
+            entity_key: "k".into(),
+            listing: "l".into(),
+            register: "r".into(),
+            member: "9".into(),
+            listing_name: "n".into(),
+        };
+        assert_encoding(member.call(), &["k", "l", "r"], &["member", "9", "n"]);
+        let gone = Repair::Gone {
+            listing: "l".into(),
+            register: "r".into(),
+            member: "9".into(),
+            listing_name: "n".into(),
+        };
+        assert_encoding(gone.call(), &["l", "r"], &["gone", "9", "n"]);
+        let key = Repair::Key {
+            entity_key: "k".into(),
+            leftover: "x".into(),
+        };
+        assert_encoding(key.call(), &["k", "x"], &["key"]);
+        assert_eq!((member.subject(), key.subject()), ("l", "x"));
+    }
+}
