@@ -258,11 +258,7 @@ pub(crate) struct RelationAdd<'a> {
 
 impl RelationAdd<'_> {
     pub(crate) fn call(&self) -> Call<'static> {
-        RELATION
-            .call()
-            .key(keyspace::sub_key(self.entity, self.set_name))
-            .key(keyspace::relation_register(self.entity))
-            .arg("add")
+        side_call(self.entity, self.set_name, "add")
             .arg(self.other)
             .arg(self.set_name)
             .arg(self.register_entry)
@@ -271,6 +267,17 @@ impl RelationAdd<'_> {
             .arg(self.expiry_set)
             .arg(self.own_member)
     }
+}
+
+/// A relation.lua call on one side of a relation in `mode`: `KEYS[1]` the
+/// side's set `set_name` under `entity`, `KEYS[2]` its register, `ARGV[1]`
+/// the mode (shared by `add` and `drop`, which the rest of ARGV tells apart).
+fn side_call(entity: &str, set_name: &str, mode: &str) -> Call<'static> {
+    RELATION
+        .call()
+        .key(keyspace::sub_key(entity, set_name))
+        .key(keyspace::relation_register(entity))
+        .arg(mode)
 }
 
 /// relation.lua, mode `drop`: one member out of one side's set.
@@ -287,11 +294,7 @@ pub(crate) struct RelationDrop<'a> {
 
 impl RelationDrop<'_> {
     pub(crate) fn call(&self) -> Call<'static> {
-        RELATION
-            .call()
-            .key(keyspace::sub_key(self.entity, self.set_name))
-            .key(keyspace::relation_register(self.entity))
-            .arg("drop")
+        side_call(self.entity, self.set_name, "drop")
             .arg(self.member)
             .arg(self.set_name)
     }
