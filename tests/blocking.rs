@@ -2,7 +2,9 @@
 //! one server, and with `REDIS_ENTITY_TEST_CLUSTER` set on a 3-master
 //! cluster, where the keys carry a hash tag (`user:{1}`, `doc:{a%3Ab}`).
 //! `blocking_round_trips_and_namespace` stays on one server: it counts round
-//! trips with a `CountingConnection`.
+//! trips with a `CountingConnection`. `blocking_feature_handles_mirror_async`
+//! stays there too: its relations and timelines between entities of one type
+//! would span slots on a cluster (the cluster tests cover those).
 
 use redis_entity::blocking::Store;
 use redis_entity::{CountingConnection, Error, Namespace, RedisEntity};
@@ -135,4 +137,73 @@ fn blocking_round_trips_and_namespace() {
     store.save_all(&[user(2), user(3), user(4)]).unwrap();
     assert_eq!(trips.take(), 1);
     assert!(server.keys().iter().all(|k| k.starts_with("shop:user:")));
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "player")]
+struct Player {
+    #[pk]
+    id: u64,
+    #[index(sorted)]
+    score: i64,
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "note")]
+struct Note {
+    #[pk]
+    id: u64,
+    text: String,
+}
+
+const FOLLOWS: redis_entity::relation::Relation<Player, Player> =
+    redis_entity::relation::Relation::many_to_many("following", "followers");
+const NOTES: redis_entity::relation::Timeline<Player, Note> =
+    redis_entity::relation::Timeline::new("notes", 10);
+
+/// Each feature handle of the blocking store runs its async twin: the
+/// leaderboard, relations, timelines and maintenance, against a real server.
+#[test]
+fn blocking_feature_handles_mirror_async() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).unwrap();
+    for (id, score) in [(1, 10), (2, 30), (3, 20)] {
+        store.save(&Player { id, score }).unwrap();
+    }
+    let top: Vec<u64> = store
+        .board(Player::SCORE)
+        .top(2)
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p.id)
+        .collect();
+    assert_eq!(top, [2, 3]);
+    assert_eq!(store.board(Player::SCORE).rank(1).unwrap(), Some(2));
+
+    assert!(store.relation(&FOLLOWS).relate(1, 2).unwrap());
+    assert!(store.relation(&FOLLOWS).relate(3, 2).unwrap());
+    assert_eq!(store.relation(&FOLLOWS).related_back(2).unwrap(), [1, 3]);
+    assert_eq!(
+        server
+            .keys()
+            .iter()
+            .filter(|k| k.ends_with(":followers"))
+            .count(),
+        1
+    );
+
+    store
+        .save(&Note {
+            id: 7,
+            text: "hi".into(),
+        })
+        .unwrap();
+    let pushed = store.timeline(&NOTES).push_related(7, &FOLLOWS, 2).unwrap();
+    assert_eq!(pushed, 2);
+    assert_eq!(store.timeline(&NOTES).page(1, 0, 10).unwrap()[0].text, "hi");
+    assert_eq!(store.timeline(&NOTES).len(3).unwrap(), 1);
+
+    let report = store.maintenance::<Player>().verify().unwrap();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.entities, 3);
 }
