@@ -146,7 +146,7 @@ async fn counted_cluster(
     let conn = CountingConnection::new(conn);
     let trips = conn.counter();
     let store = Store::new(conn).with_key_layout(redis_entity::KeyLayout::Cluster);
-    store.check_layout().await.unwrap();
+    store.keys().check_layout().await.unwrap();
     (store, trips)
 }
 
@@ -287,7 +287,7 @@ async fn main() {
         cl,
         cl_trips,
         |s, _i| {
-            let a = fresh(s.key_layout(), 0);
+            let a = fresh(s.keys().layout(), 0);
             assert!(s.relation(&FOLLOWS).relate(a, a + 1).await.unwrap());
         }
     );
@@ -300,7 +300,7 @@ async fn main() {
         cl_trips,
         |s, _i| {
             // Player 2k+1 follows 2k+2 and is followed by 2k.
-            let k = fresh(s.key_layout(), 1);
+            let k = fresh(s.keys().layout(), 1);
             assert!(s.delete::<Player>(2 * k + 1).await.unwrap());
         }
     );
@@ -313,7 +313,7 @@ async fn main() {
         cl,
         cl_trips,
         |s, _i| {
-            let id = fresh(s.key_layout(), 2);
+            let id = fresh(s.keys().layout(), 2);
             let a = Account {
                 id,
                 email: format!("a{id}@x"),
@@ -348,7 +348,7 @@ async fn main() {
         |s, i| {
             let a = Account {
                 id: i,
-                email: format!("b{}@x", fresh(s.key_layout(), 3)),
+                email: format!("b{}@x", fresh(s.keys().layout(), 3)),
                 visits: 2,
             };
             s.save(&a).await.unwrap();

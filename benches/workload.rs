@@ -1250,7 +1250,7 @@ async fn near_cache_steps(fw: &Side, hand: &Side, n_users: u64, scale: u64) {
         let level = 5_000 + t as i64;
         // The key as the store spells it (here the standalone layout), never
         // by hand: a key the store does not read is a change never seen.
-        let key = store.keys_of::<User>(id).base;
+        let key = store.keys().of::<User>(id).base;
         let () = writer.hset(&key, "level", level).await.unwrap();
         let start = Instant::now();
         let deadline = Deadline::after(WAIT_LIMIT);

@@ -40,7 +40,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     store.save_all(&books()).await?;
     println!(
         "save_all(4 books)  -> keys {:?}",
-        store.scan_keys("book:*").await?
+        store.keys().scan("book:*").await?
     );
 
     // select distinct bookid from tag where content='PHP' and content='WEB'  (a self-join in SQL)

@@ -134,7 +134,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
             println!("  {}", bar(before + p.migrated, dry.migrated));
         })
         .await?;
-    let left: Vec<String> = store.scan_keys("User_*_Profile").await?;
+    let left: Vec<String> = store.keys().scan("User_*_Profile").await?;
     println!(
         "resumed  -> migrated {} more, legacy keys left {left:?} (the broken one: {:?})",
         done.migrated, done.failed

@@ -46,7 +46,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     store.save_all(&users()).await?;
     println!(
         "save_all(6 users)       -> keys {:?}",
-        store.scan_keys("SU1:[0-9]*").await?
+        store.keys().scan("SU1:[0-9]*").await?
     );
 
     // with key patterns: KEYS SU1_县级单位_wangwu_*      (both conditions)

@@ -35,7 +35,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     store.save(&ada).await?;
     println!(
         "save(Profile 1001)           -> keys {:?}",
-        store.scan_keys("tenant:42:*").await?
+        store.keys().scan("tenant:42:*").await?
     );
 
     // HSET tenant:42:user:1001:profile plan pro ; HINCRBY ... visits 1
@@ -84,7 +84,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     store.delete::<Profile>(&1001).await?;
     println!(
         "delete                       -> keys {:?}\n",
-        store.scan_keys("tenant:42:*").await?
+        store.keys().scan("tenant:42:*").await?
     );
     Ok(())
 }

@@ -49,7 +49,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     store.save_all(&packages()).await?;
     println!(
         "save_all(5 packets) -> keys {:?}",
-        store.scan_keys("red_package:*").await?
+        store.keys().scan("red_package:*").await?
     );
 
     // select taskId,status from red_package where programId=1 and uid=3;

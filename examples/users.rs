@@ -43,7 +43,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     store.save(&lisi).await?;
     println!(
         "save(User 9)                -> keys {:?}",
-        store.scan_keys("user:userid:*").await?
+        store.keys().scan("user:userid:*").await?
     );
     // select * from user where userid=9;
     let back = store.get::<User>(&9).await?;
@@ -60,7 +60,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     store.save(&row).await?;
     println!(
         "save(UserHash 9)            -> keys {:?}",
-        store.scan_keys("user:[0-9]*").await?
+        store.keys().scan("user:[0-9]*").await?
     );
     // update user set password='222222' where userid=9;
     store
@@ -81,7 +81,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     );
     println!(
         "keys left                   -> {:?}\n",
-        store.scan_keys("user:*").await?
+        store.keys().scan("user:*").await?
     );
     Ok(())
 }

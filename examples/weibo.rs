@@ -101,7 +101,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
         store.relation(&FOLLOWS).related_back(&9).await?,
         store.relation(&FOLLOWS).related(&9).await?
     );
-    println!("keys -> {:?}\n", store.scan_keys("user:*").await?);
+    println!("keys -> {:?}\n", store.keys().scan("user:*").await?);
     for u in users() {
         store.delete::<User>(&u.userid).await?;
     }

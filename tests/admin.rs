@@ -134,7 +134,7 @@ async fn the_embedded_command_line() {
     );
 
     let fr = entry_key(
-        &store.keys_of::<User>(1).base,
+        &store.keys().of::<User>(1).base,
         &User::key(&1),
         &User::COUNTRY.key("FR"),
     );
@@ -220,7 +220,7 @@ async fn the_embedded_command_line_speaks_json_for_scripts() {
     // A stale tag entry: reported with its kind, and repaired.
     let sku = "SKU-1".to_string();
     let games = entry_key(
-        &store.keys_of::<Product>(sku.clone()).base,
+        &store.keys().of::<Product>(sku.clone()).base,
         &Product::key(&sku),
         &Product::TAGS.key("games"),
     );

@@ -48,7 +48,7 @@ fn blocking_crud_mirrors_async() {
 
 fn crud<C: redis::aio::ConnectionLike + Clone + Send + Sync>(server: &Target, store: &Store<C>) {
     assert!(store.save(&user(1)).unwrap());
-    let keys = store.keys_of::<User>(1);
+    let keys = store.keys().of::<User>(1);
     assert_eq!(server.keys(), [keys.base.clone(), keys.maps[0].clone()]);
     if !server.is_cluster() {
         assert_eq!(server.keys(), ["user:1", "user:1:settings"]);
@@ -103,7 +103,7 @@ fn crud<C: redis::aio::ConnectionLike + Clone + Send + Sync>(server: &Target, st
         .exec()
         .unwrap();
     assert_eq!(store.get::<Doc>(&"a:b".to_string()).unwrap().unwrap().n, 3);
-    let doc = store.keys_of::<Doc>("a:b").base;
+    let doc = store.keys().of::<Doc>("a:b").base;
     assert_eq!(
         doc,
         if server.is_cluster() {

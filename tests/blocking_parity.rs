@@ -23,6 +23,7 @@ const TYPES: &[&str] = &[
     "Timelines",
     "Maintenance",
     "Expiry",
+    "Keys",
 ];
 
 /// Builders generic over the store they run on (`Query<'s, E, S>`): their

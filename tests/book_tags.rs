@@ -37,7 +37,7 @@ fn space(base: &str, standalone: &str) -> String {
 fn book_index(store: &Store<AnyConnection>, id: u64, index: &str) -> String {
     format!(
         "{}{index}",
-        space(&store.keys_of::<Book>(id).base, &Book::key(&id))
+        space(&store.keys().of::<Book>(id).base, &Book::key(&id))
     )
 }
 
@@ -91,7 +91,7 @@ async fn tag_sets_are_written_per_tag() {
     }
     let stored: String = server
         .conn()
-        .hget(&store.keys_of::<Book>(5).base, "tags")
+        .hget(&store.keys().of::<Book>(5).base, "tags")
         .unwrap();
     assert_eq!(stored, "PHP:WEB", "the tag list as stored in the hash");
 }
@@ -254,7 +254,11 @@ async fn a_stale_entry_is_never_returned_and_is_cleaned() {
         .unwrap();
     assert!(not_db.is_empty());
     let _: () = c
-        .hset(&store.keys_of::<Book>(6).base, "tags", "WEB:RUBY:DATABASE")
+        .hset(
+            &store.keys().of::<Book>(6).base,
+            "tags",
+            "WEB:RUBY:DATABASE",
+        )
         .unwrap();
     let no_db = store
         .query::<Book>()
@@ -345,7 +349,7 @@ async fn numeric_tags_in_a_vec_and_text_pks() {
         let members: Vec<String> = server.conn().smembers("post:@topics:1").unwrap();
         assert_eq!(members, ["hello%3Aworld"]);
     }
-    let base = store.keys_of::<Post>("hello:world".to_string()).base;
+    let base = store.keys().of::<Post>("hello:world".to_string()).base;
     let key = format!(
         "{}{}",
         space(&base, &Post::key(&p.id)),

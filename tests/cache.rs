@@ -275,7 +275,7 @@ async fn entities_are_read_through_once_and_then_indexed() {
         assert_eq!(t.await.unwrap().map(|p| p.name), Some("tea".to_string()));
     }
     assert_eq!(loads.load(Ordering::SeqCst), 1);
-    let key = store.keys_of::<Product>(7).base;
+    let key = store.keys().of::<Product>(7).base;
     if !server.is_cluster() {
         assert_eq!(key, "product:7");
     } else {
@@ -628,7 +628,7 @@ async fn a_hung_entity_loader_is_taken_over_and_never_overwrites_the_newer_entit
             .await
         })
     };
-    let entry = other.key_of(&store_b.keys_of::<Product>(5).base);
+    let entry = other.key_of(&store_b.keys().of::<Product>(5).base);
     wait_for_key(&server, &format!("{entry}:lock"));
     let t = Instant::now();
     let fresh = other

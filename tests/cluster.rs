@@ -68,7 +68,7 @@ async fn single_entity_operations_run_on_a_cluster() {
             .expire(&id, Duration::from_secs(60))
             .await
             .unwrap());
-        let keys = store.keys_of::<Profile>(&id);
+        let keys = store.keys().of::<Profile>(&id);
         assert_eq!(
             slot(&cluster, &keys.base),
             slot(&cluster, &keys.maps[0]),
@@ -77,7 +77,7 @@ async fn single_entity_operations_run_on_a_cluster() {
     }
     // The entities are spread over the nodes, each entity on one.
     let slots: std::collections::BTreeSet<i64> = (0..20u64)
-        .map(|id| slot(&cluster, &store.keys_of::<Profile>(&id).base))
+        .map(|id| slot(&cluster, &store.keys().of::<Profile>(&id).base))
         .collect();
     assert!(slots.len() > 1);
     // Walks of keys go to every master: each SCAN is routed to one.
@@ -87,7 +87,7 @@ async fn single_entity_operations_run_on_a_cluster() {
         seen.extend(page.into_iter().map(|p| p.unwrap().id));
     }
     assert_eq!(seen, (0..20).collect());
-    let keys = store.scan_keys("user:*").await.unwrap();
+    let keys = store.keys().scan("user:*").await.unwrap();
     assert_eq!(keys.len(), 40, "20 profiles and their settings: {keys:?}");
     for id in 0..20u64 {
         assert!(store.delete::<Profile>(&id).await.unwrap());
@@ -159,7 +159,7 @@ async fn indexed_entities_are_sharded_and_queries_give_one_servers_answers() {
 
     // Each entity's keys and its shard's entries share one tag; the shards
     // spread over the masters.
-    let keys = store.keys_of::<Player>(7);
+    let keys = store.keys().of::<Player>(7);
     assert!(
         keys.base.starts_with("{player:") && keys.base.ends_with("}:player:7"),
         "{}",
@@ -171,7 +171,7 @@ async fn indexed_entities_are_sharded_and_queries_give_one_servers_answers() {
         slot(&cluster, &format!("{tag}:player:@ids"))
     );
     let slots: BTreeSet<i64> = (1..=60u64)
-        .map(|id| slot(&cluster, &store.keys_of::<Player>(id).base))
+        .map(|id| slot(&cluster, &store.keys().of::<Player>(id).base))
         .collect();
     assert_eq!(slots.len(), 8, "one slot per shard");
 
@@ -463,9 +463,9 @@ async fn the_cache_and_migrations_walk_every_master() {
             .unwrap();
         assert_eq!(v, Some(i));
     }
-    assert_eq!(store.scan_keys("cache:*").await.unwrap().len(), 30);
+    assert_eq!(store.keys().scan("cache:*").await.unwrap().len(), 30);
     assert_eq!(cache.clear().await.unwrap(), 30);
-    assert!(store.scan_keys("cache:*").await.unwrap().is_empty());
+    assert!(store.keys().scan("cache:*").await.unwrap().is_empty());
 
     // Legacy JSON strings under many slots become profiles, master after
     // master, and the sources go.
@@ -511,7 +511,7 @@ async fn the_cache_and_migrations_walk_every_master() {
         (40, 40),
         "{progress:?}"
     );
-    assert!(store.scan_keys("Legacy_*").await.unwrap().is_empty());
+    assert!(store.keys().scan("Legacy_*").await.unwrap().is_empty());
     assert_eq!(store.get::<Profile>(39).await.unwrap().unwrap().visits, 39);
 }
 
@@ -570,7 +570,11 @@ async fn relations_and_timelines_run_within_a_slot_group() {
         .save_all(&(1..=6).map(fan).collect::<Vec<_>>())
         .await
         .unwrap();
-    assert!(store.keys_of::<Fan>(3).base.starts_with("{social:0}:fan:3"));
+    assert!(store
+        .keys()
+        .of::<Fan>(3)
+        .base
+        .starts_with("{social:0}:fan:3"));
     assert!(Note::layout()
         .to_string()
         .contains("`social` group's one slot, `{social:0}:`"));
@@ -723,8 +727,8 @@ async fn entities_written_before_the_first_index_move_into_their_shards() {
         .expire(3, Duration::from_secs(300))
         .await
         .unwrap();
-    assert_eq!(store.keys_of::<MemberV1>(3).base, "member2:{3}");
-    assert!(store.keys_of::<MemberV2>(3).base.starts_with("{member2:"));
+    assert_eq!(store.keys().of::<MemberV1>(3).base, "member2:{3}");
+    assert!(store.keys().of::<MemberV2>(3).base.starts_with("{member2:"));
     assert_eq!(
         store.get::<MemberV2>(3).await.unwrap(),
         None,

@@ -110,7 +110,7 @@ async fn hot_reads_come_from_memory_and_writes_anywhere_invalidate() {
     let users: Vec<User> = (1..=30).map(|id| user(id, "a")).collect();
     other.save_all(&users).await.unwrap();
     let masters: std::collections::BTreeSet<u16> = (1..=30u64)
-        .map(|id| master_of(&cluster, &cached.keys_of::<User>(id).base))
+        .map(|id| master_of(&cluster, &cached.keys().of::<User>(id).base))
         .collect();
     assert_eq!(masters.len(), 3, "the users live on every master");
 
@@ -183,7 +183,7 @@ async fn records_whose_slots_move_are_never_read_stale() {
         cached.get::<User>(id).await.unwrap();
     }
     // Every slot of one master moves to another, with the cached users.
-    let key = cached.keys_of::<User>(5).base;
+    let key = cached.keys().of::<User>(5).base;
     let from = master_of(&cluster, &key);
     let to = cluster
         .roles()
@@ -192,7 +192,7 @@ async fn records_whose_slots_move_are_never_read_stale() {
         .unwrap()
         .1;
     let moved: Vec<u64> = (1..=30u64)
-        .filter(|id| master_of(&cluster, &cached.keys_of::<User>(*id).base) == from)
+        .filter(|id| master_of(&cluster, &cached.keys().of::<User>(*id).base) == from)
         .collect();
     let drops = near.stats().drops;
     cluster.reshard(from, to, slots_of(&cluster, from));

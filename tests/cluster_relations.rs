@@ -82,7 +82,8 @@ async fn relations_between_shards_keep_both_sides() {
     let tags: BTreeSet<String> = (1..=12u64)
         .map(|id| {
             store
-                .keys_of::<Fan>(id)
+                .keys()
+                .of::<Fan>(id)
                 .base
                 .split('}')
                 .next()
@@ -131,13 +132,13 @@ async fn relations_between_shards_keep_both_sides() {
         .await
         .unwrap()
         .contains(&3));
-    let register = format!("{}:@rel", store.keys_of::<Fan>(3).base);
+    let register = format!("{}:@rel", store.keys().of::<Fan>(3).base);
     let n: i64 = store.connection().exists(&register).await.unwrap();
     assert_eq!(n, 0, "{register} left behind");
 
     // A missing side: NotFound naming it, nothing written on either side.
     let err = store.relation(&FOLLOWS).relate(5, 99).await.unwrap_err();
-    let missing = store.keys_of::<Fan>(99).base;
+    let missing = store.keys().of::<Fan>(99).base;
     assert!(
         matches!(&err, Error::NotFound { key } if *key == missing),
         "{err:?}"
@@ -310,7 +311,7 @@ async fn an_interrupted_pair_of_calls_is_reported_and_repaired() {
     store.relation(&FOLLOWS).relate(2, 3).await.unwrap();
     store.relation(&FOLLOWS).relate(4, 5).await.unwrap();
     let mut conn = store.connection();
-    let key = |id: u64| store.keys_of::<Fan>(id).base;
+    let key = |id: u64| store.keys().of::<Fan>(id).base;
 
     // A crash after the owner's call of a relate: 6's set lists 7, 7's
     // does not list 6 back.
@@ -382,7 +383,7 @@ async fn an_interrupted_pair_of_calls_is_reported_and_repaired() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_type_on_the_other_side_across_slots_changes_nothing() {
     let (cluster, store) = started().await;
-    let key = |id: u64| store.keys_of::<Fan>(id).base;
+    let key = |id: u64| store.keys().of::<Fan>(id).base;
     let tag = |k: String| k[k.find('{').unwrap()..=k.find('}').unwrap()].to_owned();
     // Two fans whose keys are in other slots than 1's.
     let apart: Vec<u64> = (2..=12).filter(|&id| tag(key(id)) != tag(key(1))).collect();

@@ -54,7 +54,8 @@ async fn a_unique_value_has_one_owner_across_shards() {
     let shards: std::collections::BTreeSet<String> = (1..=16u64)
         .map(|id| {
             store
-                .keys_of::<Account>(id)
+                .keys()
+                .of::<Account>(id)
                 .base
                 .split('}')
                 .next()

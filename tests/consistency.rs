@@ -53,7 +53,7 @@ fn space(base: &str, standalone: &str) -> String {
 /// `key`, a standalone key of `User` (`user:@country:CN`), in the store's
 /// layout: on a cluster inside the space of `User`'s one shard.
 fn in_space(store: &Store<AnyConnection>, key: &str) -> String {
-    let space = space(&store.keys_of::<User>(1).base, &User::key(&1));
+    let space = space(&store.keys().of::<User>(1).base, &User::key(&1));
     format!("{space}{key}")
 }
 
@@ -233,7 +233,7 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
 
     let mut c = server.conn();
     let k = |key: &str| in_space(&store, key);
-    let user_3 = store.keys_of::<User>(3).base;
+    let user_3 = store.keys().of::<User>(3).base;
     if !server.is_cluster() {
         assert_eq!(
             [user_3.as_str(), &k("user:@country:CN")],
@@ -366,7 +366,7 @@ fn blocking_verify_and_repair_on<C: redis::aio::ConnectionLike + Clone + Send + 
     );
     assert_eq!(report.index_entries, 2400);
     // `member:@city:DE` in the space of `Member`'s one shard.
-    let space = space(&store.keys_of::<Member>(4).base, &Member::key(&4));
+    let space = space(&store.keys().of::<Member>(4).base, &Member::key(&4));
     let de = format!("{space}member:@city:DE");
     if !server.is_cluster() {
         assert_eq!(de, "member:@city:DE");

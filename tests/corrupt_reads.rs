@@ -78,8 +78,8 @@ async fn corrupted() -> (Target, Store<AnyConnection>) {
 /// account 3's settings map.
 fn spoiled(store: &Store<AnyConnection>) -> (String, String) {
     (
-        store.keys_of::<Acct>(2).base,
-        store.keys_of::<Acct>(3).maps[0].clone(),
+        store.keys().of::<Acct>(2).base,
+        store.keys().of::<Acct>(3).maps[0].clone(),
     )
 }
 
@@ -203,7 +203,7 @@ fn blocking_reads<C: redis::aio::ConnectionLike + Clone + Send + Sync>(
     store: &redis_entity::blocking::Store<C>,
     score: &str,
 ) {
-    assert_eq!(store.keys_of::<Acct>(2).base, score);
+    assert_eq!(store.keys().of::<Acct>(2).base, score);
     let got = store.get_many_each::<Acct>(&[2, 4]).unwrap();
     assert!(is_bad_score(got[0].as_ref().unwrap_err(), score));
     assert_eq!(got[1].as_ref().unwrap(), &Some(acct(4)));

@@ -30,7 +30,7 @@ struct Columns {
 
 /// User 1's hash, in the store's layout (`user:1`, on a cluster `user:{1}`).
 fn user_key(server: &Target, store: &Store<AnyConnection>) -> String {
-    let key = store.keys_of::<User>(1).base;
+    let key = store.keys().of::<User>(1).base;
     assert_eq!(
         key,
         if server.is_cluster() {
@@ -115,7 +115,7 @@ async fn strings_layout_errors_name_the_column_key() {
         })
         .await
         .unwrap();
-    let level = store.keys_of::<Columns>(9).columns[1].clone();
+    let level = store.keys().of::<Columns>(9).columns[1].clone();
     assert_eq!(
         level,
         if server.is_cluster() {
@@ -180,7 +180,7 @@ async fn a_broken_json_document_is_a_decode_error() {
     }
     let server = Target::start();
     let store = server.store().await;
-    let doc = store.keys_of::<Doc>(1).base;
+    let doc = store.keys().of::<Doc>(1).base;
     assert_eq!(
         doc,
         if server.is_cluster() {

@@ -64,7 +64,7 @@ fn space(base: &str, standalone: &str) -> String {
 /// `key`, a standalone key of `Session` (`session:@expiry`), in the store's
 /// layout: on a cluster inside the space of `Session`'s one shard.
 fn in_space(store: &Store<AnyConnection>, key: &str) -> String {
-    let space = space(&store.keys_of::<Session>(1).base, &Session::key(&1));
+    let space = space(&store.keys().of::<Session>(1).base, &Session::key(&1));
     format!("{space}{key}")
 }
 
@@ -81,7 +81,8 @@ fn index_keys(server: &Target, store: &Store<AnyConnection>) -> Vec<String> {
 /// The shadow key of session `id` in the store's layout.
 fn shadow(store: &Store<AnyConnection>, id: u64) -> String {
     store
-        .keys_of::<Session>(id)
+        .keys()
+        .of::<Session>(id)
         .shadow
         .expect("an indexed type has a shadow key")
 }
@@ -305,7 +306,7 @@ async fn expire_and_persist_keep_the_shadow_in_step() {
     assert!(!exists);
     assert!(store.delete::<Session>(&1).await.unwrap());
     // No key of session 1 is left: not its hash, its maps or its shadow.
-    let base = store.keys_of::<Session>(1).base;
+    let base = store.keys().of::<Session>(1).base;
     let keys = server.keys();
     assert!(
         keys.iter()
@@ -516,7 +517,7 @@ async fn a_leaderboard_read_skips_thousands_of_expired_entries_and_cleans_a_boun
     // `racer:@points` in every index shard of `Racer` (one on one server,
     // each shard's own on a cluster): the entries left are their sum.
     let spaces: BTreeSet<String> = (1..20_100)
-        .map(|id| space(&store.keys_of::<Racer>(id).base, &Racer::key(&id)))
+        .map(|id| space(&store.keys().of::<Racer>(id).base, &Racer::key(&id)))
         .collect();
     assert_eq!(spaces.len(), if server.is_cluster() { 16 } else { 1 });
     let points = |server: &Target| -> u64 {

@@ -46,9 +46,9 @@ fn members(server: &Target, key: &str) -> Vec<String> {
 
 /// `key`, a standalone key of `User` (`user:@country:DE`), in the store's
 /// layout: on a cluster inside the space of `User`'s one shard, where its
-/// entity keys are (`{user:0}:user:@country:DE`), found from `keys_of`.
+/// entity keys are (`{user:0}:user:@country:DE`), found from `keys().of`.
 fn in_space(store: &Store<AnyConnection>, key: &str) -> String {
-    let base = store.keys_of::<User>(1).base;
+    let base = store.keys().of::<User>(1).base;
     let space = base
         .strip_suffix(&User::key(&1))
         .expect("an entity key ends in its standalone spelling");
@@ -67,7 +67,7 @@ async fn save_writes_the_entity_and_every_index_entry() {
     let store = server.store().await;
     store.save(&user(9, "lisi", "DE")).await.unwrap();
     let written = sorted(vec![
-        store.keys_of::<User>(9).base,
+        store.keys().of::<User>(9).base,
         in_space(&store, "user:@country:DE"),
         in_space(&store, "user:@ids"),
         in_space(&store, "user:@username:lisi"),
@@ -272,7 +272,7 @@ async fn delete_removes_every_index_entry() {
     store.save(&user(2, "wang", "DE")).await.unwrap();
     assert!(store.delete::<User>(&1).await.unwrap());
     let left = sorted(vec![
-        store.keys_of::<User>(2).base,
+        store.keys().of::<User>(2).base,
         in_space(&store, "user:@country:DE"),
         in_space(&store, "user:@ids"),
         in_space(&store, "user:@username:wang"),

@@ -65,7 +65,7 @@ async fn cluster_layout_store(
     let store = Store::new(conn)
         .with_key_layout(KeyLayout::Cluster)
         .with_layout_check();
-    store.check_layout().await?;
+    store.keys().check_layout().await?;
     Ok(store)
 }
 
@@ -82,7 +82,7 @@ async fn marker(server: &RedisServer) -> Option<String> {
 async fn one_server_keys_are_exactly_the_structs() {
     let server = RedisServer::start();
     let store = Store::connect(&server.url()).await.unwrap();
-    assert_eq!(store.key_layout(), KeyLayout::Standalone);
+    assert_eq!(store.keys().layout(), KeyLayout::Standalone);
     store.save(&lisi()).await.unwrap();
     store
         .save(&Account {
@@ -185,7 +185,7 @@ async fn the_cluster_layout_tags_every_key_of_an_entity() {
         settings: BTreeMap::from([("theme".into(), "dark".into())]),
     };
     store.save(&p).await.unwrap();
-    let base = store.keys_of::<Player>(9).base;
+    let base = store.keys().of::<Player>(9).base;
     let tag = base
         .strip_suffix("player:9")
         .expect("shard space, then the key");
@@ -257,7 +257,7 @@ async fn a_store_refuses_a_keyspace_of_the_other_layout() {
     cluster.save(&lisi()).await.unwrap();
     let before = other.keys();
     let standalone = Store::connect(&other.url()).await.unwrap();
-    let err = standalone.check_layout().await.unwrap_err();
+    let err = standalone.keys().check_layout().await.unwrap_err();
     assert!(matches!(err, Error::LayoutMismatch { .. }), "{err:?}");
     let err = standalone.save(&lisi()).await.unwrap_err();
     assert!(matches!(err, Error::LayoutMismatch { .. }), "{err:?}");
@@ -269,7 +269,7 @@ async fn connecting_and_reading_write_nothing() {
     let server = RedisServer::start();
     let dbsize = || -> i64 { redis::cmd("DBSIZE").query(&mut server.conn()).unwrap() };
     let store = Store::connect(&server.url()).await.unwrap();
-    store.check_layout().await.unwrap();
+    store.keys().check_layout().await.unwrap();
     assert_eq!(store.get::<User>(9).await.unwrap(), None);
     assert!(store.find(User::COUNTRY, "DE").await.unwrap().is_empty());
     assert_eq!(store.query::<User>().count().await.unwrap(), 0);
@@ -301,7 +301,7 @@ async fn a_tenant_limited_to_its_prefix_connects_reads_and_writes() {
         .await
         .unwrap()
         .with_namespace(redis_entity::Namespace::tenant(1));
-    store.check_layout().await.unwrap();
+    store.keys().check_layout().await.unwrap();
     assert_eq!(store.get::<User>(9).await.unwrap(), None);
     store.save(&lisi()).await.unwrap();
     assert_eq!(store.get::<User>(9).await.unwrap(), Some(lisi()));
@@ -348,7 +348,7 @@ async fn a_read_only_user_checks_the_marker_without_writing_it() {
         .unwrap();
     let url = server.url().replace("redis://", "redis://reader:pw@");
     let reader = Store::connect(&url).await.unwrap();
-    reader.check_layout().await.unwrap();
+    reader.keys().check_layout().await.unwrap();
     assert_eq!(reader.get::<User>(9).await.unwrap(), None);
     assert_eq!(marker(&server).await, None, "a reader records nothing");
 
@@ -358,7 +358,7 @@ async fn a_read_only_user_checks_the_marker_without_writing_it() {
         .save(&lisi())
         .await
         .unwrap();
-    let err = reader.check_layout().await.unwrap_err();
+    let err = reader.keys().check_layout().await.unwrap_err();
     assert!(matches!(err, Error::LayoutMismatch { .. }), "{err:?}");
 }
 

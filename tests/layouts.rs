@@ -118,7 +118,7 @@ async fn every_codec_round_trips() {
     assert_eq!(back, everything());
 
     let mut c = server.conn();
-    let keys = store.keys_of::<Everything>(-5);
+    let keys = store.keys().of::<Everything>(-5);
     let (key, map) = (keys.base.as_str(), keys.maps[0].as_str());
     if !server.is_cluster() {
         assert_eq!((key, map), ("everything:-5", "everything:-5:counters"));
@@ -151,7 +151,7 @@ async fn a_default_field_reads_absent_as_default() {
     e.added_later = 5;
     store.save(&e).await.unwrap();
     // A record written before the field existed.
-    let key = store.keys_of::<Everything>(-5).base;
+    let key = store.keys().of::<Everything>(-5).base;
     let _: () = server.conn().hdel(&key, "added_later").unwrap();
     let back = store.get::<Everything>(&-5).await.unwrap().unwrap();
     assert_eq!(back.added_later, 0);
@@ -191,7 +191,7 @@ async fn json_layout_stores_one_document() {
     let server = Target::start();
     let store = server.store().await;
     store.save(&legacy()).await.unwrap();
-    let keys = store.keys_of::<LegacyProfile>(7);
+    let keys = store.keys().of::<LegacyProfile>(7);
     assert_eq!(
         server.keys(),
         sorted(vec![keys.base.clone(), keys.maps[0].clone()])
@@ -294,7 +294,7 @@ async fn an_entity_with_only_none_fields_still_exists() {
         .exec()
         .await
         .unwrap();
-    let sparse = store.keys_of::<Sparse>(1).base;
+    let sparse = store.keys().of::<Sparse>(1).base;
     let raw: HashMap<String, String> = server.conn().hgetall(&sparse).unwrap();
     assert_eq!(
         raw,
@@ -304,7 +304,7 @@ async fn an_entity_with_only_none_fields_still_exists() {
 
     let c = SparseColumns { id: 2, note: None };
     store.save(&c).await.unwrap();
-    let columns = store.keys_of::<SparseColumns>(2);
+    let columns = store.keys().of::<SparseColumns>(2);
     let (marker, note) = (columns.base.clone(), column(&columns, "note").to_owned());
     if !server.is_cluster() {
         assert_eq!(
@@ -369,7 +369,7 @@ async fn strings_layout_column_ttl() {
     };
     store.save(&a).await.unwrap();
     let mut c = server.conn();
-    let keys = store.keys_of::<Account>(9);
+    let keys = store.keys().of::<Account>(9);
     let (code, name) = (column(&keys, "sms_code"), column(&keys, "username"));
     if !server.is_cluster() {
         assert_eq!(

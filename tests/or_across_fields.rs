@@ -151,7 +151,7 @@ async fn a_prefix_field_is_refused_and_stale_entries_stay_out() {
 
     // A stale entry: book 4 listed under author knuth (in book 4's index
     // shard on a cluster, where a query of its shard finds it).
-    let base = store.keys_of::<Book>(4).base;
+    let base = store.keys().of::<Book>(4).base;
     let space = base.strip_suffix(&Book::key(&4)).unwrap();
     let knuth = format!("{space}{}", Book::AUTHOR.key("knuth"));
     if !server.is_cluster() {

@@ -26,7 +26,7 @@ async fn seeded(server: &Target) -> Store<AnyConnection> {
 /// shard's `{SU1:<n>}:` on a cluster (inside which keys are spelled as on
 /// one server).
 fn space(store: &Store<AnyConnection>, id: u64) -> String {
-    let base = store.keys_of::<SecurityUser>(id).base;
+    let base = store.keys().of::<SecurityUser>(id).base;
     base.strip_suffix(&SecurityUser::key(&id))
         .unwrap_or_else(|| panic!("{base} is not the standalone key inside a space"))
         .to_string()
@@ -77,7 +77,7 @@ async fn keys_use_the_padded_id_and_a_lex_sorted_set() {
     // The same keys inside the user's space (its shard's on a cluster).
     let space = space(&store, 35);
     assert_eq!(space.is_empty(), !server.is_cluster(), "{space}");
-    assert_eq!(store.keys_of::<SecurityUser>(35).member, "0000000035");
+    assert_eq!(store.keys().of::<SecurityUser>(35).member, "0000000035");
     let mut want: Vec<String> = standalone.iter().map(|k| format!("{space}{k}")).collect();
     want.sort();
     assert_eq!(server.keys(), want);

@@ -117,7 +117,7 @@ async fn composite_pks_are_accepted_as_tuples_of_borrowed_parts() {
         weight: 3,
     };
     store.save(&s).await.unwrap();
-    let key = store.keys_of::<Shipment>(("EU", 7)).base;
+    let key = store.keys().of::<Shipment>(("EU", 7)).base;
     assert_eq!(server.keys(), vec![key.clone()]);
     if !server.is_cluster() {
         assert_eq!(server.keys(), vec!["shipment:EU_7".to_string()]);

@@ -51,7 +51,7 @@ async fn profile_hash_and_settings_hash_share_one_hash_tag() {
             ["user:1001:profile", "user:1001:profile:settings"]
         );
     }
-    let keys = store.keys_of::<Profile>(1001);
+    let keys = store.keys().of::<Profile>(1001);
     let (profile, settings) = (keys.base.clone(), keys.maps[0].clone());
     if server.is_cluster() {
         assert_eq!(
@@ -134,7 +134,7 @@ async fn expire_applies_to_every_key_and_save_keeps_the_remaining_ttl() {
         .await
         .unwrap());
     let mut c = server.conn();
-    let keys = store.keys_of::<Profile>(1001);
+    let keys = store.keys().of::<Profile>(1001);
     let (profile, settings) = (keys.base.clone(), keys.maps[0].clone());
     for key in [&profile, &settings] {
         let ttl: i64 = c.ttl(key).unwrap();
@@ -204,7 +204,7 @@ async fn container_ttl_is_set_on_creation_only() {
         user: 1001,
     };
     store.insert(&s).await.unwrap();
-    let key = store.keys_of::<Session>("abc".to_string()).base;
+    let key = store.keys().of::<Session>("abc".to_string()).base;
     assert_eq!(
         key,
         if server.is_cluster() {
@@ -242,7 +242,7 @@ async fn tenant_prefix_applies_to_every_key() {
             ]
         );
     }
-    let keys = t42.keys_of::<Profile>(1001);
+    let keys = t42.keys().of::<Profile>(1001);
     if server.is_cluster() {
         assert_eq!(
             (keys.base.as_str(), keys.maps[0].as_str()),
@@ -253,7 +253,7 @@ async fn tenant_prefix_applies_to_every_key() {
         );
     }
     assert_eq!(server.keys(), [keys.base.clone(), keys.maps[0].clone()]);
-    assert_ne!(t43.keys_of::<Profile>(1001).base, keys.base);
+    assert_ne!(t43.keys().of::<Profile>(1001).base, keys.base);
     assert_eq!(t43.get::<Profile>(&1001).await.unwrap(), None);
     assert_eq!(t42.get::<Profile>(&1001).await.unwrap(), Some(ada()));
     t42.update::<Profile>(&1001)

@@ -146,7 +146,7 @@ async fn a_query_scan_resumes_from_its_cursor() {
     let cursor = first.cursor();
     assert_ne!(cursor, 0, "750 members do not fit one page of 100");
     drop(first);
-    let (rest, _) = walk(query().scan_from(cursor, 100)).await;
+    let (rest, _) = walk(query().scan(100).resume_at(cursor)).await;
     seen.extend(ids(&rest));
     assert_eq!(seen, expected(|o| o.status == "paid"));
 }

@@ -28,7 +28,7 @@ async fn composite_keys_and_pk_indexes_are_written() {
     }
     // The packet's keys and its shard's entries, spelled as on one server
     // inside the packet's space (none on one server).
-    let keys = store.keys_of::<RedPackage>((1, 2, 3));
+    let keys = store.keys().of::<RedPackage>((1, 2, 3));
     assert_eq!(keys.member, "1_2_3");
     let space = keys
         .base

@@ -30,12 +30,12 @@ fn post(id: u64, author: u64) -> Post {
 /// in the store's layout (`user:userid:8:following`, on a cluster
 /// `{weibo:0}:user:userid:8:following`).
 fn user_key(store: &Store<AnyConnection>, id: u64, name: &str) -> String {
-    format!("{}:{name}", store.keys_of::<User>(id).base)
+    format!("{}:{name}", store.keys().of::<User>(id).base)
 }
 
 /// True for the entity key of user `id` and every key under it.
 fn of_user(store: &Store<AnyConnection>, id: u64, key: &str) -> bool {
-    let base = store.keys_of::<User>(id).base;
+    let base = store.keys().of::<User>(id).base;
     key == base || key.starts_with(&format!("{base}:"))
 }
 
@@ -43,7 +43,7 @@ fn of_user(store: &Store<AnyConnection>, id: u64, key: &str) -> bool {
 /// (`user:@expiry`), in the store's layout (`{weibo:0}:user:@expiry` on a
 /// cluster).
 fn user_family(store: &Store<AnyConnection>, family: &str) -> String {
-    let base = store.keys_of::<User>(1).base;
+    let base = store.keys().of::<User>(1).base;
     let space = base
         .strip_suffix(&User::key(&1))
         .expect("the group's space, then the key");
@@ -397,7 +397,7 @@ async fn relating_a_missing_entity_is_an_error_and_writes_nothing() {
     let store = server.store().await;
     store.save_all(&users()).await.unwrap();
     let before = server.keys();
-    let missing = store.keys_of::<User>(999).base;
+    let missing = store.keys().of::<User>(999).base;
     if !server.is_cluster() {
         assert_eq!(missing, User::key(&999));
     } else {
@@ -449,8 +449,8 @@ async fn verify_reports_dangling_members_and_leftovers_and_repair_removes_them()
     assert!(store.delete::<Post>(&1).await.unwrap());
 
     let report = store.maintenance::<User>().verify().await.unwrap();
-    let presence = store.keys_of::<User>(9).columns[0].clone();
-    let post1 = store.keys_of::<Post>(1).columns[0].clone();
+    let presence = store.keys().of::<User>(9).columns[0].clone();
+    let post1 = store.keys().of::<Post>(1).columns[0].clone();
     if !server.is_cluster() {
         assert_eq!(
             (presence.as_str(), post1.as_str()),
@@ -641,7 +641,7 @@ async fn verify_and_repair_report_their_progress() {
     let own: Vec<String> = server
         .keys()
         .into_iter()
-        .filter(|k| store.keys_of::<User>(1).columns.contains(k))
+        .filter(|k| store.keys().of::<User>(1).columns.contains(k))
         .collect();
     let _: () = server.conn().del(&own).unwrap();
     let report = store.maintenance::<User>().verify().await.unwrap();

@@ -181,7 +181,7 @@ async fn a_keyspace_moves_to_a_cluster_and_back() {
     assert_eq!(feeds.migrated, 2);
 
     assert_eq!(summary(&many).await, before);
-    assert!(many.keys_of::<User>(9).base.starts_with('{'));
+    assert!(many.keys().of::<User>(9).base.starts_with('{'));
     for report in [
         many.maintenance::<User>().verify().await.unwrap(),
         many.maintenance::<Post>().verify().await.unwrap(),

@@ -90,7 +90,7 @@ async fn a_scan_resumes_from_its_cursor_and_keeps_going_past_a_corrupt_record() 
         .save_all(&(1..=1000).map(session).collect::<Vec<_>>())
         .await
         .unwrap();
-    let seven = store.keys_of::<Session>(7).base;
+    let seven = store.keys().of::<Session>(7).base;
     if !server.is_cluster() {
         assert_eq!(seven, "session:7");
     }
@@ -111,7 +111,7 @@ async fn a_scan_resumes_from_its_cursor_and_keeps_going_past_a_corrupt_record() 
         .collect();
     let mut bad = page.iter().filter(|r| r.is_err()).count();
     // Later, from the cursor.
-    let mut rest = store.scan_from::<Session>(cursor, 50);
+    let mut rest = store.scan::<Session>(50).resume_at(cursor);
     while let Some(page) = rest.next_page().await.unwrap() {
         for r in page {
             match r {

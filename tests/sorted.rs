@@ -72,7 +72,7 @@ async fn seeded(server: &Target) -> Store<AnyConnection> {
 /// (`item:@price`), in the space of item `id`'s index shard: itself on one
 /// server, `{item:<shard>}:item:@price` on a cluster.
 fn shard_key(store: &Store<AnyConnection>, id: u64, family: &str) -> String {
-    let base = store.keys_of::<Item>(id).base;
+    let base = store.keys().of::<Item>(id).base;
     let space = base
         .strip_suffix(&Item::key(&id))
         .expect("the shard's space, then the key");
@@ -292,7 +292,7 @@ async fn nan_is_refused_before_anything_is_written() {
         matches!(err, Error::Encode { field: "price", .. }),
         "{err:?}"
     );
-    let item9 = store.keys_of::<Item>(9);
+    let item9 = store.keys().of::<Item>(9);
     assert!(!server
         .keys()
         .iter()
@@ -305,7 +305,7 @@ async fn nan_is_refused_before_anything_is_written() {
         .unwrap_err();
     assert!(matches!(err, Error::Encode { .. }), "{err:?}");
     // An increment that fails on the stored data changes nothing either.
-    let item2 = store.keys_of::<Item>(2).base;
+    let item2 = store.keys().of::<Item>(2).base;
     if !server.is_cluster() {
         assert_eq!(item2, "item:2");
     }

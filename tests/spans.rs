@@ -110,7 +110,7 @@ async fn every_operation_is_a_span_with_its_entity_keys_and_outcome() {
     assert_eq!(field(save, "operation"), "Save");
     // The key in the store's layout: `book:1` on one server, in book 1's
     // index shard on a cluster (`{book:<n>}:book:1`).
-    assert_eq!(field(save, "key"), store.keys_of::<Book>(1).base);
+    assert_eq!(field(save, "key"), store.keys().of::<Book>(1).base);
     if !server.is_cluster() {
         assert_eq!(field(save, "key"), "book:1");
     } else {

@@ -45,7 +45,7 @@ async fn strings_layout_writes_the_seed_keys_and_reads_them_back() {
     let store = server.store().await;
     assert!(store.save(&lisi()).await.unwrap(), "first save creates");
 
-    let keys = store.keys_of::<User>(9);
+    let keys = store.keys().of::<User>(9);
     let mut columns = keys.columns.clone();
     columns.sort();
     assert_eq!(server.keys(), columns);
@@ -82,7 +82,7 @@ async fn strings_layout_removes_the_column_of_a_none_field() {
     let mut no_mail = lisi();
     no_mail.email = None;
     assert!(!store.save(&no_mail).await.unwrap(), "second save updates");
-    let mut columns = store.keys_of::<User>(9).columns[..2].to_vec();
+    let mut columns = store.keys().of::<User>(9).columns[..2].to_vec();
     columns.sort();
     assert_eq!(server.keys(), columns, "username and password left");
     assert_eq!(store.get::<User>(&9).await.unwrap(), Some(no_mail));
@@ -99,7 +99,7 @@ async fn hash_layout_keeps_a_user_in_one_hash() {
         email: None,
     };
     store.save(&row).await.unwrap();
-    let key = store.keys_of::<UserRow>(9).base;
+    let key = store.keys().of::<UserRow>(9).base;
     assert_eq!(
         key,
         if server.is_cluster() {
@@ -131,7 +131,7 @@ async fn insert_refuses_a_taken_key_and_changes_nothing() {
     other.username = "zhangsan".into();
     let err = store.insert(&other).await.unwrap_err();
     assert!(
-        matches!(&err, Error::AlreadyExists { key } if *key == store.keys_of::<User>(9).base),
+        matches!(&err, Error::AlreadyExists { key } if *key == store.keys().of::<User>(9).base),
         "{err:?}"
     );
     assert_eq!(store.get::<User>(&9).await.unwrap(), Some(lisi()));
@@ -183,7 +183,9 @@ async fn update_changes_columns_without_reading_and_fails_on_missing() {
     let u = store.get::<User>(&9).await.unwrap().unwrap();
     assert_eq!(u.password, "222222");
     assert_eq!(u.email, None);
-    assert!(!server.keys().contains(&store.keys_of::<User>(9).columns[2]));
+    assert!(!server
+        .keys()
+        .contains(&store.keys().of::<User>(9).columns[2]));
 
     let err = store
         .update::<User>(&10)

@@ -32,9 +32,9 @@ struct Doc {
 
 /// `key`, a standalone key of `Account` (`account:@owner:bob`), in the
 /// store's layout: on a cluster inside the space of account `pk`'s shard,
-/// found from `keys_of` (`{account:12}:account:@owner:bob` for account 1).
+/// found from `keys().of` (`{account:12}:account:@owner:bob` for account 1).
 fn in_space(store: &Store<AnyConnection>, pk: u64, key: &str) -> String {
-    let base = store.keys_of::<Account>(pk).base;
+    let base = store.keys().of::<Account>(pk).base;
     let space = base
         .strip_suffix(&Account::key(&pk))
         .expect("an entity key ends in its standalone spelling");
@@ -68,7 +68,7 @@ async fn a_save_from_a_stale_read_fails_and_changes_nothing() {
             expected,
             found,
         } => {
-            assert_eq!(key, store.keys_of::<Account>(1).base);
+            assert_eq!(key, store.keys().of::<Account>(1).base);
             if !server.is_cluster() {
                 assert_eq!(key, "account:1");
             } else {
@@ -124,7 +124,7 @@ async fn updates_bump_the_version_and_can_require_one() {
         .exec()
         .await
         .unwrap();
-    let account = store.keys_of::<Account>(1).base;
+    let account = store.keys().of::<Account>(1).base;
     if !server.is_cluster() {
         assert_eq!(account, "account:1");
     } else {
@@ -161,7 +161,7 @@ async fn versions_in_the_strings_layout() {
         rev: 0,
     };
     store.save(&d).await.unwrap();
-    let keys = store.keys_of::<Doc>(5);
+    let keys = store.keys().of::<Doc>(5);
     let rev_key = keys
         .columns
         .iter()

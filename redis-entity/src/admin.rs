@@ -362,7 +362,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
             "{}: {} entities copied to the {} layout, {} failed ({} already there, {} deleted there)",
             t.name,
             done.migrated,
-            dest.key_layout().name(),
+            dest.keys().layout().name(),
             done.failed.len(),
             done.skipped,
             done.deleted,

@@ -111,7 +111,7 @@ pub use store::observe::Metrics;
 pub use store::query::{Query, Term};
 pub use store::scan::Scan;
 pub use store::{board, migrate, relayout};
-pub use store::{ConnectOptions, Expiry, Store, Update};
+pub use store::{ConnectOptions, Expiry, Keys, Store, Update};
 
 /// Relations between entities kept on both sides (follows / followed by), and
 /// pushed timelines.

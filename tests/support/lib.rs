@@ -253,7 +253,7 @@ impl RedisCluster {
 }
 
 /// The key, after its namespace, recording a namespace's layout
-/// (`Store::check_layout`).
+/// (`Keys::check_layout`).
 pub const LAYOUT_MARKER: &str = "@redis-entity:layout";
 
 /// A store on a fresh connection to `server` that counts its round trips.
@@ -426,7 +426,7 @@ pub const CLUSTER_SWITCH: &str = "REDIS_ENTITY_TEST_CLUSTER";
 /// What a test runs against: one private `redis-server`, or with
 /// [`CLUSTER_SWITCH`] set, a private 3-master Redis Cluster. The same test
 /// then checks the same behaviour in both key layouts; it names keys through
-/// the store (`store.keys_of::<E>(pk)`), never by their standalone spelling.
+/// the store (`store.keys().of::<E>(pk)`), never by their standalone spelling.
 pub enum Target {
     /// One server.
     Server(RedisServer),

@@ -4,8 +4,10 @@
 
 use super::Store;
 use crate::error::Result;
+use crate::keyspace::EntityKeys;
 use crate::plan::verify::{Progress as VerifyProgress, Repaired, Report};
 use crate::schema::entity::Entity;
+use crate::schema::escape::KeyLayout;
 use crate::schema::field::{Field, SortedIndex};
 use crate::schema::pk::IntoPk;
 use crate::store::board::{Board, Leaderboard, Rotating};
@@ -14,7 +16,7 @@ use crate::store::migrate::{Migration, Progress};
 use crate::store::relation::{Relation, Relations};
 use crate::store::relayout::RelayoutReport;
 use crate::store::timeline::{Timeline, Timelines};
-use crate::store::Expiry;
+use crate::store::{Expiry, Keys};
 use redis::aio::ConnectionLike;
 use std::time::{Duration, SystemTime};
 
@@ -102,12 +104,37 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
     }
 
+    /// See [`crate::Store::keys`].
+    pub fn keys(&self) -> Handle<'_, Keys<'_, C>, C> {
+        Handle {
+            store: self,
+            inner: self.inner.keys(),
+        }
+    }
+
     /// See [`crate::Store::expiry`].
     pub fn expiry<E: Entity>(&self) -> Handle<'_, Expiry<'_, E, C>, C> {
         Handle {
             store: self,
             inner: self.inner.expiry::<E>(),
         }
+    }
+}
+
+impl<'s, C: ConnectionLike + Clone + Send + Sync> Handle<'s, Keys<'s, C>, C> {
+    /// See [`crate::Keys::layout`].
+    pub fn layout(&self) -> KeyLayout {
+        self.inner.layout()
+    }
+
+    /// See [`crate::Keys::of`].
+    pub fn of<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> EntityKeys {
+        self.inner.of::<E>(pk)
+    }
+
+    blocking! { "crate::Keys";
+        check_layout[]() -> Result<()>;
+        scan[](pattern: &str) -> Result<Vec<String>>;
     }
 }
 

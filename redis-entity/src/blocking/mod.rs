@@ -8,7 +8,6 @@
 //! there.
 
 use crate::error::{Error, Result};
-use crate::keyspace::EntityKeys;
 use crate::schema::codec::MapField;
 use crate::schema::entity::Entity;
 use crate::schema::escape::Namespace;
@@ -156,7 +155,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         url: &str,
         options: crate::near::NearCacheOptions,
     ) -> Result<Self> {
-        let near = if self.inner.key_layout() == crate::schema::escape::KeyLayout::Cluster {
+        let near = if self.inner.keys().layout() == crate::schema::escape::KeyLayout::Cluster {
             let urls: Vec<&str> = url.split(',').map(str::trim).collect();
             self.rt
                 .block_on(crate::near::NearCache::connect_cluster(&urls, options))?
@@ -193,11 +192,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self
     }
 
-    /// The key layout this store writes.
-    pub fn key_layout(&self) -> crate::schema::escape::KeyLayout {
-        self.inner.key_layout()
-    }
-
     /// What the store has done (see [`crate::Store::metrics`]).
     pub fn metrics(&self) -> crate::store::observe::Metrics {
         self.inner.metrics()
@@ -229,11 +223,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.inner.namespace()
     }
 
-    /// Every key of the entity with `pk`, namespaced.
-    pub fn keys_of<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> EntityKeys {
-        self.inner.keys_of::<E>(pk)
-    }
-
     /// See [`crate::Store::update`].
     pub fn update<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> Update<'_, E, Self> {
         Update::new(self, &pk.into_pk())
@@ -241,14 +230,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// See [`crate::Store::scan`].
     pub fn scan<E: Entity>(&self, count: usize) -> Scan<'_, E, C> {
-        self.scan_from(0, count)
-    }
-
-    /// See [`crate::Store::scan_from`].
-    pub fn scan_from<E: Entity>(&self, cursor: u64, count: usize) -> Scan<'_, E, C> {
         Scan {
             store: self,
-            inner: self.inner.scan_from(cursor, count),
+            inner: self.inner.scan(count),
             page: Vec::new().into_iter(),
         }
     }
@@ -281,23 +265,16 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             field: Field<E, T, Co, K, N>,
             value: impl Into<K::Value>,
         ) -> Result<Option<E>>;
-        check_layout[]() -> Result<()>;
-        scan_keys[](pattern: &str) -> Result<Vec<String>>;
     }
 }
 
 impl<'s, C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'s, E, Store<C>> {
     /// See the async [`scan`](crate::Query::scan).
     pub fn scan(self, count: usize) -> Scan<'s, E, C> {
-        self.scan_from(0, count)
-    }
-
-    /// See the async [`scan_from`](crate::Query::scan_from).
-    pub fn scan_from(self, cursor: u64, count: usize) -> Scan<'s, E, C> {
         let store = self.store;
         Scan {
             store,
-            inner: self.rebind(&store.inner).scan_from(cursor, count),
+            inner: self.rebind(&store.inner).scan(count),
             page: Vec::new().into_iter(),
         }
     }

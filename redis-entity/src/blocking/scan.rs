@@ -32,6 +32,12 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
         self.inner.cursor()
     }
 
+    /// See [`crate::Scan::resume_at`].
+    pub fn resume_at(mut self, cursor: u64) -> Self {
+        self.inner = self.inner.resume_at(cursor);
+        self
+    }
+
     /// See [`crate::Scan::next_page`].
     pub fn next_page(&mut self) -> Result<Option<Vec<Result<E>>>> {
         self.store.run(self.inner.next_page())

@@ -378,7 +378,7 @@ impl EntityKeys {
     }
 
     /// The keys of the entity with pk `pk` under `ns`, in the namespace's
-    /// key layout (what [`crate::Store::keys_of`] gives for the store's).
+    /// key layout (what [`crate::Keys::of`] gives for the store's).
     ///
     /// ```
     /// use redis_entity::{EntityKeys, KeyLayout, Namespace, RedisEntity};

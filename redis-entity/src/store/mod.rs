@@ -10,6 +10,7 @@ pub mod board;
 pub mod cache;
 pub(crate) mod connect;
 mod expiry;
+mod keys;
 pub(crate) mod maintenance;
 pub mod migrate;
 pub mod observe;
@@ -25,6 +26,7 @@ mod update;
 
 pub use connect::ConnectOptions;
 pub use expiry::Expiry;
+pub use keys::Keys;
 pub use update::Update;
 
 use crate::error::{Error, FieldError, Result};
@@ -148,7 +150,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// The same store recording its key layout in its namespace's marker
     /// (`<namespace>@redis-entity:layout`) with its first write, and
     /// refusing with [`Error::LayoutMismatch`] a namespace marked with the
-    /// other layout (see [`Store::check_layout`]). The `connect` functions
+    /// other layout (see [`Keys::check_layout`](crate::Keys::check_layout)). The `connect` functions
     /// return such stores; [`Store::new`] checks nothing.
     pub fn with_layout_check(mut self) -> Self {
         self.layout_marked = Some(Default::default());
@@ -177,33 +179,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.ns = self.ns.clone().in_layout(layout);
         self.remark_layout();
         self
-    }
-
-    /// The key layout this store writes.
-    pub fn key_layout(&self) -> KeyLayout {
-        self.ns.layout()
-    }
-
-    /// Checks the layout marker of this store's namespace
-    /// (`<namespace>@redis-entity:layout`) against this store's layout,
-    /// writing nothing (one `GET`). A namespace written in the other layout
-    /// is refused with [`Error::LayoutMismatch`]: reading it would find
-    /// nothing and writing it would mix two layouts. A namespace no store
-    /// wrote yet has no marker, and passes.
-    ///
-    /// Connecting writes nothing: a store made by [`Store::connect`],
-    /// [`Store::connect_cluster`] or `connect_any` records the marker with
-    /// its first write (`SET .. NX GET`, once per store and namespace),
-    /// where it makes the same check; a store that never writes never
-    /// creates it. Call this to check before reading.
-    pub async fn check_layout(&self) -> Result<()> {
-        let key = crate::keyspace::layout_marker(&self.ns);
-        let found: Option<String> = redis::cmd("GET")
-            .arg(&key)
-            .query_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| Error::redis(&key, e))?;
-        self.layout_matches(found)
     }
 
     /// Records this store's layout in its namespace's marker, or finds the
@@ -235,7 +210,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok(())
     }
 
-    fn layout_matches(&self, found: Option<String>) -> Result<()> {
+    pub(crate) fn layout_matches(&self, found: Option<String>) -> Result<()> {
         let ours = self.ns.layout();
         match found {
             Some(name) if KeyLayout::from_name(&name) != Some(ours) => Err(Error::LayoutMismatch {
@@ -314,12 +289,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.conn.clone()
     }
 
-    /// Every key of the entity with `pk`, namespaced (what `save` writes).
-    pub fn keys_of<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> EntityKeys {
-        let pk = &pk.into_pk();
-        EntityKeys::of::<E>(&self.ns, pk)
-    }
-
     /// One read command on the reading connection, its errors named by
     /// `key` (the one-command reads of relations and timelines).
     pub(crate) async fn read_cmd<T: redis::FromRedisValue>(
@@ -330,38 +299,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         cmd.query_async(&mut self.reader())
             .await
             .map_err(|e| Error::redis(key, e))
-    }
-
-    /// The keys matching a SCAN `pattern` (glob syntax), sorted: for
-    /// looking at what the store wrote (`store.scan_keys("user:*")`). SCAN,
-    /// never KEYS: it does not block the server, and costs one round trip
-    /// per 1,000 keys looked at.
-    pub async fn scan_keys(&self, pattern: &str) -> Result<Vec<String>> {
-        let mut keys = std::collections::BTreeSet::new();
-        // On a cluster, every master's keys.
-        for hint in self.node_hints().await? {
-            let mut cursor: u64 = 0;
-            loop {
-                let mut pipe = redis::pipe();
-                pipe.cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(pattern)
-                    .arg("COUNT")
-                    .arg(1000);
-                crate::keyspace::nodes::route_to(&mut pipe, hint.as_deref());
-                let ((next, found),): ((u64, Vec<String>),) = pipe
-                    .query_async(&mut self.reader())
-                    .await
-                    .map_err(|e| Error::redis(pattern, e))?;
-                keys.extend(found);
-                if next == 0 {
-                    break;
-                }
-                cursor = next;
-            }
-        }
-        Ok(keys.into_iter().collect())
     }
 
     pub(crate) async fn write(&self, plan: &WritePlan) -> Result<bool> {

@@ -723,18 +723,12 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'s, E, Store<
     ///     for order in page {
     ///         println!("{}", order?.id);
     ///     }
-    ///     // `open.cursor()` resumes later with `scan_from` on the same query.
+    ///     // `open.cursor()` resumes later: `.scan(500).resume_at(cursor)`.
     /// }
     /// # Ok(()) }
     /// ```
     pub fn scan(self, count: usize) -> Scan<'s, E, C> {
-        self.scan_from(0, count)
-    }
-
-    /// [`scan`](Self::scan) resumed at a cursor given by [`Scan::cursor`]
-    /// of a walk of the same query (0 starts over).
-    pub fn scan_from(self, cursor: u64, count: usize) -> Scan<'s, E, C> {
-        Scan::of_query(self.store, self.spec, self.error, cursor, count)
+        Scan::of_query(self.store, self.spec, self.error, 0, count)
     }
 
     /// The pks of the matching entities as the indexes list them (one round

@@ -31,7 +31,7 @@ use std::marker::PhantomData;
 ///         let user = user?; // a record that does not decode is an error in its place
 ///         println!("{}", user.name);
 ///     }
-///     // `users.cursor()` resumes from here later (`Store::scan_from`).
+///     // `users.cursor()` resumes from here later (`Scan::resume_at`).
 /// }
 /// # Ok(()) }
 /// ```
@@ -184,13 +184,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Walks every stored `E`, about `count` at a time (a hint to Redis:
     /// a page may hold fewer or more, and may be empty; a small type, kept
     /// by Redis in a compact encoding, comes back in one page).
+    /// [`Scan::resume_at`] goes on with a walk left earlier.
     pub fn scan<E: Entity>(&self, count: usize) -> Scan<'_, E, C> {
-        self.scan_from(0, count)
-    }
-
-    /// Resumes a walk at a cursor given by [`Scan::cursor`] (0 starts over).
-    pub fn scan_from<E: Entity>(&self, cursor: u64, count: usize) -> Scan<'_, E, C> {
-        Scan::new(self, cursor, count)
+        Scan::new(self, 0, count)
     }
 }
 
@@ -200,11 +196,21 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
         self.done = true;
     }
 
-    /// Where the walk is: give it to [`Store::scan_from`] (or the query's
-    /// [`scan_from`](crate::Query::scan_from)) to go on later. 0 once the
-    /// walk is over.
+    /// Where the walk is: give it to [`resume_at`](Self::resume_at) of a
+    /// new walk of the same type (or of the same query) to go on later. 0
+    /// once the walk is over.
     pub fn cursor(&self) -> u64 {
         self.cursor
+    }
+
+    /// The same walk, resumed at a cursor given by [`cursor`](Self::cursor)
+    /// of an earlier walk of the same type or query (0 starts over): a
+    /// walk can stop and go on later, even in another process.
+    pub fn resume_at(mut self, cursor: u64) -> Self {
+        self.cursor = cursor;
+        self.shard = (cursor >> SHARD_SHIFT) as usize;
+        self.source = self.source_of_shard();
+        self
     }
 
     /// The next page: one round trip for the cursor, one for the records;

@@ -392,7 +392,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .map(|space| keyspace::index_prefix(desc, space, field))
             .collect();
         let keys: Vec<(String, Vec<u8>)> = self
-            .scan_keys(&pattern)
+            .keys()
+            .scan(&pattern)
             .await?
             .into_iter()
             .filter_map(|k| {
@@ -501,7 +502,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let mut found = Vec::new();
         let pattern = keyspace::owner_scan_pattern(desc, &self.ns, desc.indexes[n].field);
         let head = &pattern[..pattern.len() - 2];
-        let all = self.scan_keys(&pattern).await?;
+        let all = self.keys().scan(&pattern).await?;
         let named = self.owners_named(all.clone()).await?;
         for (key, owner) in all.iter().zip(named) {
             let Some((owner, age_ms)) = owner else {

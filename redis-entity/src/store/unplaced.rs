@@ -42,7 +42,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
         let plain = unindexed(desc);
         for key in self
-            .scan_keys(&keyspace::entity_scan_pattern(&plain, &self.ns))
+            .keys()
+            .scan(&keyspace::entity_scan_pattern(&plain, &self.ns))
             .await?
         {
             if let Some(m) = keyspace::member_of_key(&plain, &self.ns, &key) {

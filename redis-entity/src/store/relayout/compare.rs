@@ -136,7 +136,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             for (pk, here) in pks.iter().zip(here) {
                 if matches!(here, Ok(None)) {
                     report.extra += 1;
-                    report.example("extra", &to.keys_of::<E>(pk).base);
+                    report.example("extra", &to.keys().of::<E>(pk).base);
                 }
             }
         }
@@ -157,7 +157,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let pks: Vec<E::Pk> = found.into_iter().map(|(pk, _)| pk).collect();
         let there = to.held::<E>(&pks).await?;
         for ((pk, here), there) in pks.iter().zip(here).zip(there) {
-            let key = to.keys_of::<E>(pk).base;
+            let key = to.keys().of::<E>(pk).base;
             match (here, there) {
                 (Err(e), _) => report.failed.push((error_key(&e), e.to_string())),
                 (Ok(_), Ok(None)) => {

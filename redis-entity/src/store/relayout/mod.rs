@@ -266,7 +266,7 @@ async fn page_of<E: Entity, S: ConnectionLike + Clone + Send + Sync>(
     cursor: u64,
     count: usize,
 ) -> Result<(Progress, Vec<(E::Pk, E)>)> {
-    let mut walk = store.scan_from::<E>(cursor, count);
+    let mut walk = store.scan::<E>(count).resume_at(cursor);
     let page = walk.next_page().await?.unwrap_or_default();
     let mut out = Progress {
         cursor: walk.cursor(),

@@ -1,0 +1,119 @@
+//! The keys a store writes, as a handle, `store.keys()`: its key layout and
+//! the namespace's layout marker, the keys of one entity, and a SCAN of the
+//! keyspace for looking at what was written.
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::keyspace::EntityKeys;
+use crate::schema::entity::Entity;
+use crate::schema::escape::KeyLayout;
+use crate::schema::pk::IntoPk;
+use redis::aio::{ConnectionLike, ConnectionManager};
+
+/// The keys of a store: `store.keys()`.
+///
+/// ```no_run
+/// # use redis_entity::{RedisEntity, Store, KeyLayout};
+/// # #[derive(RedisEntity)] #[redis(prefix = "user")] struct User { #[pk] id: u64, name: String }
+/// # async fn run(store: Store) -> redis_entity::Result<()> {
+/// let keys = store.keys();
+/// assert_eq!(keys.layout(), KeyLayout::Standalone);
+/// keys.keys().check_layout().await?;                       // GET <ns>@redis-entity:layout
+/// assert_eq!(keys.of::<User>(&9).base, "user:9");
+/// let written: Vec<String> = keys.scan("user:*").await?; // SCAN .. MATCH user:*
+/// # Ok(()) }
+/// ```
+pub struct Keys<'s, C = ConnectionManager> {
+    store: &'s Store<C>,
+}
+
+impl<C> Clone for Keys<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<C> Copy for Keys<'_, C> {}
+
+impl<C> std::fmt::Debug for Keys<'_, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keys")
+            .field("namespace", &self.store.ns)
+            .finish()
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// The keys this store writes: its layout, the keys of one entity, a
+    /// SCAN of what was written.
+    pub fn keys(&self) -> Keys<'_, C> {
+        Keys { store: self }
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Keys<'_, C> {
+    /// The key layout this store writes.
+    pub fn layout(&self) -> KeyLayout {
+        self.store.ns.layout()
+    }
+
+    /// Checks the layout marker of this store's namespace
+    /// (`<namespace>@redis-entity:layout`) against this store's layout,
+    /// writing nothing (one `GET`). A namespace written in the other layout
+    /// is refused with [`Error::LayoutMismatch`]: reading it would find
+    /// nothing and writing it would mix two layouts. A namespace no store
+    /// wrote yet has no marker, and passes.
+    ///
+    /// Connecting writes nothing: a store made by [`Store::connect`],
+    /// [`Store::connect_cluster`] or `connect_any` records the marker with
+    /// its first write (`SET .. NX GET`, once per store and namespace),
+    /// where it makes the same check; a store that never writes never
+    /// creates it. Call this to check before reading.
+    pub async fn check_layout(&self) -> Result<()> {
+        let store = self.store;
+        let key = crate::keyspace::layout_marker(&store.ns);
+        let found: Option<String> = redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut store.conn.clone())
+            .await
+            .map_err(|e| Error::redis(&key, e))?;
+        store.layout_matches(found)
+    }
+
+    /// Every key of the entity with `pk`, namespaced (what `save` writes).
+    pub fn of<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> EntityKeys {
+        let pk = &pk.into_pk();
+        EntityKeys::of::<E>(&self.store.ns, pk)
+    }
+
+    /// The keys matching a SCAN `pattern` (glob syntax), sorted: for
+    /// looking at what the store wrote (`store.keys().scan("user:*")`).
+    /// SCAN, never KEYS: it does not block the server, and costs one round
+    /// trip per 1,000 keys looked at; on a cluster, every master's keys.
+    pub async fn scan(&self, pattern: &str) -> Result<Vec<String>> {
+        let store = self.store;
+        let mut keys = std::collections::BTreeSet::new();
+        for hint in store.node_hints().await? {
+            let mut cursor: u64 = 0;
+            loop {
+                let mut pipe = redis::pipe();
+                pipe.cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(pattern)
+                    .arg("COUNT")
+                    .arg(1000);
+                crate::keyspace::nodes::route_to(&mut pipe, hint.as_deref());
+                let ((next, found),): ((u64, Vec<String>),) = pipe
+                    .query_async(&mut store.reader())
+                    .await
+                    .map_err(|e| Error::redis(pattern, e))?;
+                keys.extend(found);
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(keys.into_iter().collect())
+    }
+}
