@@ -8,7 +8,7 @@
 //! Here the composite key keeps that shape and two indexes on pk fields
 //! answer the query with one SINTER. Run: `cargo run --example red_packets`.
 
-use redis_entity::{RedisEntity, Store};
+use redis_entity::{Error, RedisEntity, Store};
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(key = "red_package:{program_id}_{task_id}_{uid}")]
@@ -72,12 +72,27 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
         .await?;
     println!("  and claimable    -> pks {claimable:?}");
 
-    // Claim one: the status index follows in the same atomic write.
+    // Claim one, only while it is claimable: the condition is checked in
+    // the same atomic write, and the status index follows the change.
     store
         .update::<RedPackage>(&(1, 2, 3))
+        .when(RedPackage::STATUS.is(0u8))
         .set(RedPackage::STATUS, 1u8)
         .exec()
         .await?;
+    // A second claim of the same packet is not applied: nothing written.
+    let again = store
+        .update::<RedPackage>(&(1, 2, 3))
+        .when(RedPackage::STATUS.is(0u8))
+        .set(RedPackage::STATUS, 1u8)
+        .exec()
+        .await;
+    match again {
+        Err(Error::ConditionFailed { found, .. }) => {
+            println!("claim (1, 2, 3) again -> not applied, status is {found:?}")
+        }
+        other => println!("claim (1, 2, 3) again -> unexpected {other:?}"),
+    }
     let claimable = store
         .query::<RedPackage>()
         .eq(RedPackage::PROGRAM_ID, 1u64)

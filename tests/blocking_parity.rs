@@ -24,13 +24,14 @@ const TYPES: &[&str] = &[
     "Maintenance",
     "Expiry",
     "Keys",
+    "Transaction",
 ];
 
 /// Builders generic over the store they run on (`Query<'s, E, S>`): their
 /// building methods are one impl shared by both stores, so only the impls
 /// for a concrete store (`Query<'s, E, Store<C>>`: the calls that run them)
 /// are compared.
-const BUILDERS: &[&str] = &["Query", "Update"];
+const BUILDERS: &[&str] = &["Query", "Update", "Transaction"];
 
 /// Methods of the async side that have no twin by design, with the reason.
 const ASYNC_ONLY: &[(&str, &str, &str)] = &[

@@ -258,3 +258,38 @@ async fn leftovers_of_a_crash_are_taken_over_reported_and_repaired() {
     let report = store.maintenance::<Account>().verify().await.unwrap();
     assert!(report.is_clean(), "{:?}", report.violations);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conditional_change_of_a_unique_value_that_is_refused_keeps_no_claim() {
+    let cluster = RedisCluster::start(3);
+    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    store.save(&acct(1, "a@x")).await.unwrap();
+    let before = cluster.snapshot();
+    // The new value is claimed in the same wave as the marked write, which
+    // the condition refuses: the claim goes again, nothing is left.
+    let err = store
+        .update::<Account>(&1)
+        .when(Account::TEAM.is("blue".to_owned()))
+        .set(Account::EMAIL, "b@x".to_owned())
+        .exec()
+        .await
+        .unwrap_err();
+    match err {
+        Error::ConditionFailed {
+            field, ref found, ..
+        } => assert_eq!((field, found.as_deref()), ("team", Some("red"))),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(owner(&store, "b@x").await, None, "the claim was released");
+    assert_eq!(cluster.snapshot(), before, "nothing written");
+    // Once the condition holds, the change and its claim go through.
+    store
+        .update::<Account>(&1)
+        .when(Account::TEAM.is("red".to_owned()))
+        .set(Account::EMAIL, "b@x".to_owned())
+        .exec()
+        .await
+        .unwrap();
+    assert_eq!(owner(&store, "b@x").await.as_deref(), Some("1"));
+    assert_eq!(owner(&store, "a@x").await, None);
+}

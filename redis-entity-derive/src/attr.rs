@@ -51,6 +51,8 @@ pub struct Container {
     /// `group = "name"`: the cluster slot group the type shares.
     pub group: Option<Spanned<String>>,
     pub krate: Option<Spanned<syn::Path>>,
+    /// `validate = path`: the check every write of a whole entity runs first.
+    pub validate: Option<Spanned<syn::Path>>,
     /// `#[hash]` on the struct: another spelling of `layout = "hash"`.
     pub hash: Option<Spanned<()>>,
 }
@@ -177,6 +179,17 @@ fn container_redis(cx: &Ctxt, c: &mut Container, meta: &ParseNestedMeta) -> syn:
             }
             set_once(cx, &mut c.shards, v, lit.to_token_stream(), "shards");
         }
+        "validate" => {
+            // A path, as written or in a string (as serde's `with`).
+            let value = meta.value()?;
+            let path = if value.peek(LitStr) {
+                value.parse::<LitStr>()?.parse::<syn::Path>()?
+            } else {
+                value.parse::<syn::Path>()?
+            };
+            let tokens = path.to_token_stream();
+            set_once(cx, &mut c.validate, path, tokens, "validate");
+        }
         "crate" => {
             let s = lit_str(meta)?;
             match s.parse::<syn::Path>() {
@@ -189,7 +202,7 @@ fn container_redis(cx: &Ctxt, c: &mut Container, meta: &ParseNestedMeta) -> syn:
         other => {
             cx.error_spanned_by(
                 &meta.path,
-                format!("unknown attribute `{other}` in `#[redis(...)]` on a struct: expected prefix, key, layout, ttl, shards, group or crate"),
+                format!("unknown attribute `{other}` in `#[redis(...)]` on a struct: expected prefix, key, layout, ttl, shards, group, validate or crate"),
             );
             skip_value(meta)?;
         }

@@ -106,6 +106,7 @@ fn impl_entity(e: &Entity, re: &TokenStream) -> TokenStream {
     let read_member = read_member_fn(e, re);
     let to_row = to_row_fn(e, re);
     let from_row = from_row_fn(e, re);
+    let validate = validate_fn(e, re);
     quote! {
         impl #re::Derived for #ident {}
 
@@ -119,6 +120,23 @@ fn impl_entity(e: &Entity, re: &TokenStream) -> TokenStream {
             #read_member
             #to_row
             #from_row
+            #validate
+        }
+    }
+}
+
+/// `#[redis(validate = path)]`: `path(&self)` returns `Result<(), E>` with
+/// `E: Display`; what it says is the error's message. Spanned at the path:
+/// a function of another signature is reported there.
+fn validate_fn(e: &Entity, re: &TokenStream) -> TokenStream {
+    let Some(path) = &e.attrs.validate else {
+        return TokenStream::new();
+    };
+    let path = &path.value;
+    let call = respan(quote!(#path(self)), path.span());
+    quote! {
+        fn validate(&self) -> #re::core::result::Result<(), #re::String> {
+            #call.map_err(|e| #re::ToString::to_string(&e))
         }
     }
 }

@@ -123,6 +123,52 @@ pub enum Error {
         /// The version stored.
         found: String,
     },
+    /// A conditional write (`update().when(..)`, `delete_if`) found a stored
+    /// value its condition does not allow: the write was not applied, and
+    /// nothing was written. `found` is what was stored (`None`: nothing).
+    #[error("`{key}` does not meet `{condition}` (stored: {}): nothing written", found.as_deref().unwrap_or("nothing"))]
+    ConditionFailed {
+        /// The entity key.
+        key: String,
+        /// The field the condition is on.
+        field: &'static str,
+        /// The condition, in words (`status = 0`, `stock - 1 >= 0`).
+        condition: String,
+        /// The stored value, as text (`None`: nothing stored).
+        found: Option<String>,
+    },
+    /// An operation of a transaction was refused (a condition, a version, a
+    /// unique value, a missing entity, a key of the wrong type): nothing of
+    /// the transaction was written. `source` is the operation's own error.
+    #[error("operation {op} of the transaction ({key}) was refused, nothing written: {source}")]
+    TransactionRefused {
+        /// The operation's index in the transaction (0-based).
+        op: usize,
+        /// The key of the entity it writes (the first owner's timeline for
+        /// a push, the bucket for a board increment).
+        key: String,
+        /// Why it was refused.
+        source: Box<Error>,
+    },
+    /// A transaction that cannot run as one atomic call (an entity written
+    /// twice, keys in two slots of a cluster, ...), refused before anything
+    /// was sent.
+    #[error("invalid transaction: {reason}")]
+    InvalidTransaction {
+        /// What is wrong, and what to do.
+        reason: String,
+    },
+    /// An entity's `#[redis(validate = ..)]` check refused it: nothing was
+    /// written.
+    #[error("{type_name} `{key}` is not valid: {message}")]
+    Invalid {
+        /// The entity's type.
+        type_name: &'static str,
+        /// Its entity key (without the store's namespace).
+        key: String,
+        /// What the check said.
+        message: String,
+    },
     /// A value could not be encoded (a `#[redis(json)]` field whose
     /// `Serialize` failed, or a float that Redis cannot store such as NaN in an increment).
     #[error("field `{field}` cannot be encoded: {reason}")]

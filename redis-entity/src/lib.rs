@@ -94,6 +94,7 @@ pub use error::{Error, FieldError, FieldErrorKind, Result};
 pub use keyspace::layout::{EntityLayout, KeyPattern, RedisType, Registry};
 pub use keyspace::EntityKeys;
 pub use plan::explain::Explain;
+pub use schema::condition::Condition;
 pub use schema::entity::Entity;
 pub use schema::escape::{KeyLayout, KeyPart, Namespace, PaddedKeyPart};
 pub use schema::field::{Field, HashField};
@@ -111,7 +112,7 @@ pub use store::observe::Metrics;
 pub use store::query::{Query, Term};
 pub use store::scan::Scan;
 pub use store::{board, migrate, relayout};
-pub use store::{ConnectOptions, Expiry, Keys, Store, Update};
+pub use store::{ConnectOptions, Expiry, Keys, Store, Transaction, Update};
 
 /// Relations between entities kept on both sides (follows / followed by), and
 /// pushed timelines.
@@ -163,6 +164,7 @@ pub use redis;
 /// | `#[redis(ttl = 3600)]` | a default TTL in seconds for new entities (a save keeps the remaining TTL of an existing one) |
 /// | `#[redis(shards = 16)]` | on Redis Cluster, the index shards of an indexed type (default 16; 1 for a type with a unique index) |
 /// | `#[redis(group = "social")]` | on Redis Cluster, the type lives in the group's one slot with the group's other types, so relations and timelines between them stay one script (one shard) |
+/// | `#[redis(validate = path::to::check)]` | a check every write of a whole entity runs first (`save`, `insert`, `save_all`, a transaction's `save`): `fn check(&Self) -> Result<(), E>` with `E: Display`; a refusal is [`Error::Invalid`] naming the type, the key and the message, and nothing is written |
 /// | `#[redis(crate = "::redis_entity")]` | the path to this crate, when it is renamed or re-exported |
 ///
 /// ```
@@ -282,7 +284,7 @@ pub mod __private {
     };
     pub use crate::schema::update_op::UpdateOp;
     pub use ::core;
-    pub use ::std::string::String;
+    pub use ::std::string::{String, ToString};
     pub use ::std::vec::Vec;
 
     /// The description in the stub the derive emits next to its errors.

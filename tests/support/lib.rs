@@ -523,6 +523,15 @@ impl Target {
         }
     }
 
+    /// Every key with its type, value and whether it has a TTL, as
+    /// [`Snapshot`] describes: to show that a refused write wrote nothing.
+    pub fn snapshot(&self) -> Snapshot {
+        match self {
+            Target::Server(s) => s.snapshot(),
+            Target::Cluster(c) => c.snapshot(),
+        }
+    }
+
     /// A blocking connection for inspecting what was written.
     pub fn conn(&self) -> TargetConnection {
         match self {

@@ -237,6 +237,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
     }
 
+    /// See [`crate::Store::transaction`].
+    pub fn transaction(&self) -> crate::store::Transaction<'_, Self> {
+        crate::store::Transaction::new(self)
+    }
+
     /// See [`crate::Store::query`].
     pub fn query<E: Entity>(&self) -> Query<'_, E, Self> {
         Query::new(self)
@@ -252,6 +257,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             as get_many_each::<E>;
         exists[E: Entity](pk: impl IntoPk<E::Pk>) -> Result<bool> as exists::<E>;
         delete[E: Entity](pk: impl IntoPk<E::Pk>) -> Result<bool> as delete::<E>;
+        delete_if[E: Entity](
+            pk: impl IntoPk<E::Pk>,
+            conditions: impl IntoIterator<Item = crate::schema::condition::Condition<E>>,
+        ) -> Result<bool> as delete_if::<E>;
         hget[E: Entity, M: MapField](
             field: HashField<E, M>,
             pk: impl IntoPk<E::Pk>,
@@ -265,6 +274,20 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             field: Field<E, T, Co, K, N>,
             value: impl Into<K::Value>,
         ) -> Result<Option<E>>;
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> crate::store::Transaction<'_, Store<C>> {
+    /// See the async [`exec`](crate::Transaction::exec).
+    pub fn exec(self) -> Result<()> {
+        let store = self.store;
+        store.run(self.rebind(&store.inner).exec())
+    }
+
+    /// See the async [`explain`](crate::Transaction::explain).
+    pub fn explain(self) -> Result<crate::plan::explain::Explain> {
+        let store = self.store;
+        self.rebind(&store.inner).explain()
     }
 }
 

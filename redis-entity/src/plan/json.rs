@@ -2,6 +2,7 @@
 //! applied to it on the client (the read half of a compare-and-set).
 
 use crate::error::{Error, Result};
+use crate::schema::condition::{self, Spec, Test};
 use crate::schema::entity::{EntityDesc, Row};
 use crate::schema::update_op::UpdateOp;
 
@@ -23,6 +24,67 @@ pub(crate) fn json_columns(
         .iter()
         .map(|c| parsed.get(c.name).map(|r| r.get().as_bytes().to_vec()))
         .collect())
+}
+
+/// Checks the conditions of a write on the `json` layout document `doc`
+/// (read for the compare-and-set that follows, so they hold on what the
+/// write replaces): [`Error::ConditionFailed`] for the first that does not.
+/// Values compare as JSON (`5` and `5.0` are the same number for the
+/// comparisons; `is` compares the JSON values).
+pub(crate) fn check_conditions(
+    desc: &EntityDesc,
+    key: &str,
+    doc: &[u8],
+    conditions: &[Spec],
+) -> Result<()> {
+    if conditions.is_empty() {
+        return Ok(());
+    }
+    let stored = json_columns(desc, key, doc)?;
+    let parse = |v: &[u8]| serde_json::from_slice::<serde_json::Value>(v).ok();
+    for c in conditions {
+        let found = stored.get(c.col).cloned().flatten();
+        let holds = match &c.test {
+            Test::Is(want) | Test::IsNot(want) => {
+                let same = match (&found, want) {
+                    (Some(f), Some(w)) => parse(f).is_some() && parse(f) == parse(w),
+                    (None, None) => true,
+                    _ => false,
+                };
+                same == matches!(c.test, Test::Is(_))
+            }
+            Test::Compare { cmp, bound, delta } => {
+                let number = |v: &serde_json::Value| v.is_number().then(|| v.to_string());
+                let value = match (&found, delta) {
+                    (Some(f), None) => parse(f).as_ref().and_then(number),
+                    (f, Some(d)) => {
+                        let f = match f {
+                            Some(f) => parse(f).as_ref().and_then(number),
+                            None => Some("0".to_owned()),
+                        };
+                        f.and_then(|f| plus(&f, d))
+                    }
+                    (None, None) => None,
+                };
+                value
+                    .and_then(|v| condition::compare_numbers(v.as_bytes(), bound))
+                    .is_some_and(|o| cmp.holds(o))
+            }
+        };
+        if !holds {
+            return Err(condition::failed(key, c, found.as_deref()));
+        }
+    }
+    Ok(())
+}
+
+/// A stored number plus a bounded increment's delta, as decimal text.
+fn plus(stored: &str, delta: &[u8]) -> Option<String> {
+    let delta = std::str::from_utf8(delta).ok()?;
+    match (stored.parse::<i128>(), delta.parse::<i128>()) {
+        (Ok(a), Ok(b)) => Some((a + b).to_string()),
+        _ => Some((stored.parse::<f64>().ok()? + delta.parse::<f64>().ok()?).to_string()),
+    }
 }
 
 /// Applies `ops` to a parsed `json` layout document (the read half of a

@@ -10,11 +10,12 @@
 use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
 use crate::plan::json::json_document;
+use crate::schema::condition::{self, Spec, Test};
 use crate::schema::entity::{EntityDesc, IndexKind, IndexSource, Layout, Row};
 use crate::schema::escape::escape_bytes_into;
 use crate::schema::escape::Namespace;
 pub(crate) use crate::schema::update_op::UpdateOp;
-use crate::script::args::{IndexArg, Write, WriteCommand, WriteTtl};
+use crate::script::args::{ConditionArg, IndexArg, Write, WriteCommand, WriteTtl};
 use crate::script::{self, write::WriteOp, Call};
 use redis::Value;
 use std::time::Duration;
@@ -64,6 +65,10 @@ pub(crate) struct WritePlan {
     pub cas: Option<Vec<u8>>,
     /// The `#[version]` the write expects to find stored.
     pub version_expected: Option<String>,
+    /// What the write requires of the stored values (`hash` and `strings`
+    /// layouts; the `json` layout's are checked on the document read for
+    /// the compare-and-set).
+    pub conditions: Vec<Spec>,
     /// Per index of the type: the value this write gives the field.
     pub index_values: Vec<IndexValue>,
     /// The data commands, in order.
@@ -116,6 +121,7 @@ impl WritePlan {
             remove_ttl: false,
             cas: None,
             version_expected: None,
+            conditions: Vec::new(),
             index_values,
             commands: Vec::new(),
             stale: Vec::new(),
@@ -205,6 +211,7 @@ impl WritePlan {
             },
             cas: self.cas.as_deref().unwrap_or_default(),
             version_expected: self.version_expected.as_deref().unwrap_or_default(),
+            conditions: self.condition_args(),
             index_values: self.index_args(),
             commands: self
                 .commands
@@ -217,6 +224,36 @@ impl WritePlan {
                 .collect(),
             stale: &self.stale,
         }
+    }
+
+    /// Where each condition's value is stored: the entity hash's field, or
+    /// the column's own key.
+    fn condition_args(&self) -> Vec<ConditionArg<'_>> {
+        let strings = self.desc.layout == Layout::Strings;
+        self.conditions
+            .iter()
+            .map(|c| {
+                let (key, field) = if strings {
+                    (self.column_key(c.col), "")
+                } else {
+                    (0, self.desc.columns[c.col].name)
+                };
+                let (test, operand, delta) = match &c.test {
+                    Test::Is(v) => ("eq", v.as_deref(), None),
+                    Test::IsNot(v) => ("ne", v.as_deref(), None),
+                    Test::Compare { cmp, bound, delta } => {
+                        (cmp.code(), Some(&bound[..]), delta.as_deref())
+                    }
+                };
+                ConditionArg {
+                    key,
+                    field,
+                    test,
+                    operand,
+                    delta,
+                }
+            })
+            .collect()
     }
 
     /// Per index, the value this write gives it; a unique value the client
@@ -243,6 +280,13 @@ impl WritePlan {
     #[cfg(test)]
     pub(crate) fn args(&self) -> Vec<Vec<u8>> {
         self.write_args().args()
+    }
+
+    /// The plan's keys and arguments as one operation of a unit of work
+    /// takes them (those of the type's write function for one entity).
+    pub(crate) fn unit_parts(&self) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let keys = self.keys.all().map(|k| k.as_bytes().to_vec()).collect();
+        (keys, self.write_args().args())
     }
 
     /// The call of the type's write script for this plan.
@@ -289,6 +333,21 @@ impl WritePlan {
             // written, and `Error::redis` names that key.)
             // A field to increment holds something else than a number:
             // nothing was written. Detail: `<key position> <field> <value>`.
+            // A condition did not hold: nothing was written. Detail: the
+            // condition's number, then `=` and the stored value, or `-`.
+            Some("CONDITION_FAILED") => {
+                let detail = e.detail().unwrap_or_default();
+                let (which, found) = detail.split_once(' ').unwrap_or((detail, "-"));
+                let found = found.strip_prefix('=').map(str::as_bytes);
+                match which
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| self.conditions.get(i))
+                {
+                    Some(spec) => condition::failed(&key, spec, found),
+                    None => Error::redis(&key, e),
+                }
+            }
             Some("NOT_A_NUMBER") => self
                 .not_a_number(e.detail().unwrap_or_default())
                 .unwrap_or_else(|| Error::redis(&key, e)),
@@ -1215,7 +1274,8 @@ mod tests {
     #[test]
     fn args_encode_the_typed_fields_in_the_prelude_order() {
         // write_prelude.lua: request token, namespace, member, ttl ms (-1: keep), cas
-        // document, expected version, one value per index ('' unknown, u
+        // document, expected version, the conditions (a count, then five
+        // arguments each), one value per index ('' unknown, u
         // unchanged, n None, v.. value), then the data commands (name, 1-based key
         // position, argument count, arguments), then clean's
         // (1-based index, escaped value) pairs.
@@ -1232,9 +1292,14 @@ mod tests {
         plan.index_values = vec![IndexValue::Value(b("a@x")), IndexValue::Absent];
         plan.commands = vec![cmd("HSET", 0, &["email", "a@x"]), cmd("DEL", 0, &[])];
         plan.stale = vec![(1, b("DE"))];
+        plan.conditions = vec![crate::schema::condition::Spec {
+            col: 0,
+            field: "email",
+            test: crate::schema::condition::Test::IsNot(None),
+        }];
         let expected: Vec<Vec<u8>> = [
-            "", "t:", "9", "1500", "{}", "3", "va@x", "n", "HSET", "1", "2", "email", "a@x", "DEL",
-            "1", "0", "2", "DE",
+            "", "t:", "9", "1500", "{}", "3", "1", "1", "email", "ne", "n", "", "va@x", "n",
+            "HSET", "1", "2", "email", "a@x", "DEL", "1", "0", "2", "DE",
         ]
         .iter()
         .map(|s| b(s))
@@ -1250,13 +1315,13 @@ mod tests {
         );
         assert_eq!(
             plan.args(),
-            [b(""), b(""), b("9"), b("-1"), b(""), b(""), b(""), b("")]
+            [b(""), b(""), b("9"), b("-1"), b(""), b(""), b("0"), b(""), b("")]
         );
         // A TTL under a millisecond still expires (0 would mean none).
         plan.ttl = Some(Duration::from_micros(10));
         assert_eq!(plan.args()[3], b("1"));
         plan.index_values = vec![IndexValue::Unchanged, IndexValue::Unknown];
-        assert_eq!(plan.args()[6..], [b("u"), b("")]);
+        assert_eq!(plan.args()[7..], [b("u"), b("")]);
         plan.token = Some("t1".into());
         assert_eq!(plan.args()[0], b("t1"));
     }

@@ -224,4 +224,11 @@ pub trait Entity: Derived + Sized + Send + Sync + 'static {
         Self::write_member(pk, &mut s);
         s
     }
+
+    #[doc(hidden)]
+    /// The type's `#[redis(validate = ..)]` check (none: every value is
+    /// valid); what it says when it refuses.
+    fn validate(&self) -> std::result::Result<(), String> {
+        Ok(())
+    }
 }

@@ -12,6 +12,7 @@
 
 use crate::error::Result;
 use crate::schema::codec::{to_bytes, Counter, FieldCodec, MapField};
+use crate::schema::condition::{Cmp, Condition, Test};
 use crate::schema::entity::Entity;
 use crate::schema::update_op::UpdateOp;
 use std::marker::PhantomData;
@@ -211,6 +212,99 @@ impl<E, T, C, K, N> Field<E, T, C, K, N> {
     /// The column's position in the entity's description.
     pub const fn column(&self) -> usize {
         self.col
+    }
+}
+
+/// Conditions on the stored value of this field, for conditional writes
+/// ([`Update::when`](crate::Update::when), [`Store::delete_if`](crate::Store::delete_if)).
+impl<E, T, C: Writable<T, N>, K, N> Field<E, T, C, K, N> {
+    /// The stored value is `value` (`None` on an `Option` field: nothing
+    /// is stored).
+    ///
+    /// ```
+    /// # use redis_entity::RedisEntity;
+    /// # #[derive(RedisEntity)] struct Packet { #[pk] id: u64, status: u8 }
+    /// let claimable = Packet::STATUS.is(0);
+    /// ```
+    pub fn is(self, value: impl Into<T>) -> Condition<E> {
+        let test = C::encode(self.name, &value.into()).map(Test::Is);
+        Condition::new(self.col, self.name, test)
+    }
+
+    /// The stored value is not `value`.
+    pub fn is_not(self, value: impl Into<T>) -> Condition<E> {
+        let test = C::encode(self.name, &value.into()).map(Test::IsNot);
+        Condition::new(self.col, self.name, test)
+    }
+}
+
+/// Comparisons of a numeric field's stored value; nothing stored, or
+/// something that is not a number, fails them.
+impl<E, T: Incrementable, C: Writable<T, N>, K, N> Field<E, T, C, K, N> {
+    fn compare(self, cmp: Cmp, bound: T::Delta) -> Condition<E> {
+        let test = Ok(Test::Compare {
+            cmp,
+            bound: to_bytes(&bound),
+            delta: None,
+        });
+        Condition::new(self.col, self.name, test)
+    }
+
+    /// The stored number is at least `bound`.
+    ///
+    /// ```
+    /// # use redis_entity::RedisEntity;
+    /// # #[derive(RedisEntity)] struct Item { #[pk] id: u64, stock: u32 }
+    /// let in_stock = Item::STOCK.at_least(1);
+    /// ```
+    pub fn at_least(self, bound: T::Delta) -> Condition<E> {
+        self.compare(Cmp::AtLeast, bound)
+    }
+
+    /// The stored number is at most `bound`.
+    pub fn at_most(self, bound: T::Delta) -> Condition<E> {
+        self.compare(Cmp::AtMost, bound)
+    }
+
+    /// The stored number is greater than `bound`.
+    pub fn above(self, bound: T::Delta) -> Condition<E> {
+        self.compare(Cmp::Above, bound)
+    }
+
+    /// The stored number is less than `bound`.
+    pub fn below(self, bound: T::Delta) -> Condition<E> {
+        self.compare(Cmp::Below, bound)
+    }
+
+    /// The increment by `delta` keeps the stored number within `range`
+    /// (nothing stored counts as 0): the conditions a bounded increment
+    /// ([`Update::incr_within`](crate::Update::incr_within)) adds.
+    pub(crate) fn within(
+        self,
+        delta: &T::Delta,
+        range: impl std::ops::RangeBounds<T::Delta>,
+    ) -> Vec<Condition<E>> {
+        use std::ops::Bound::*;
+        let bounded = |cmp, bound: &T::Delta| {
+            let test = Ok(Test::Compare {
+                cmp,
+                bound: to_bytes(bound),
+                delta: Some(to_bytes(delta)),
+            });
+            Condition::new(self.col, self.name, test)
+        };
+        let mut out = Vec::new();
+        match range.start_bound() {
+            Included(lo) => out.push(bounded(Cmp::AtLeast, lo)),
+            Excluded(lo) => out.push(bounded(Cmp::Above, lo)),
+            Unbounded => {}
+        }
+        match range.end_bound() {
+            Included(hi) => out.push(bounded(Cmp::AtMost, hi)),
+            Excluded(hi) => out.push(bounded(Cmp::Below, hi)),
+            Unbounded => {}
+        }
+        out
     }
 }
 

@@ -6,9 +6,11 @@
 //!   markers that make a query on an unindexed field fail to compile;
 //! - [`codec`]: how field values become bytes in Redis and back;
 //! - [`escape`]: how values become key segments, injectively;
-//! - [`update_op`]: the changes an `update()` is made of.
+//! - [`update_op`]: the changes an `update()` is made of;
+//! - [`condition`]: what a conditional write requires of stored values.
 
 pub mod codec;
+pub(crate) mod condition;
 pub mod entity;
 pub mod escape;
 pub mod field;

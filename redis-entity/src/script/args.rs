@@ -636,6 +636,39 @@ impl IndexArg<'_> {
     }
 }
 
+/// One condition on a stored value, as write_prelude.lua's `begin` reads
+/// it (`w.conds`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ConditionArg<'a> {
+    /// The 0-based position of the key holding the value (sent 1-based).
+    pub key: usize,
+    /// The hash field holding it (`''`: the key is the value's own).
+    pub field: &'a str,
+    /// The test: `eq`, `ne`, `ge`, `le`, `gt`, `lt`.
+    pub test: &'static str,
+    /// `eq`/`ne`: the stored form (`None`: nothing stored), sent as `'v'`
+    /// then the bytes, or `'n'`; the comparisons: the bound.
+    pub operand: Option<&'a [u8]>,
+    /// A bounded increment's delta, added to the stored value (nothing
+    /// stored: 0) before the comparison.
+    pub delta: Option<&'a [u8]>,
+}
+
+impl ConditionArg<'_> {
+    fn encode(&self, args: &mut Vec<Vec<u8>>) {
+        args.push((self.key + 1).to_string().into_bytes());
+        args.push(self.field.as_bytes().to_vec());
+        args.push(self.test.as_bytes().to_vec());
+        let equality = self.test == "eq" || self.test == "ne";
+        args.push(match (equality, self.operand) {
+            (true, Some(v)) => [b"v", v].concat(),
+            (true, None) => b"n".to_vec(),
+            (false, v) => v.unwrap_or_default().to_vec(),
+        });
+        args.push(self.delta.unwrap_or_default().to_vec());
+    }
+}
+
 /// One data command a write function runs on one of the entity's keys.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct WriteCommand<'a> {
@@ -665,6 +698,8 @@ pub(crate) struct Write<'a> {
     pub cas: &'a [u8],
     /// Argument 6 (`version_expected`): `''` for no check.
     pub version_expected: &'a str,
+    /// Then the count of conditions, and five arguments per condition.
+    pub conditions: Vec<ConditionArg<'a>>,
     /// Then one value per index of `T.idx`.
     pub index_values: Vec<IndexArg<'a>>,
     /// Then per data command: its name, its 1-based key position, its
@@ -689,6 +724,10 @@ impl Write<'_> {
         });
         args.push(self.cas.to_vec());
         args.push(self.version_expected.as_bytes().to_vec());
+        args.push(self.conditions.len().to_string().into_bytes());
+        for c in &self.conditions {
+            c.encode(&mut args);
+        }
         args.extend(self.index_values.iter().map(IndexArg::encode));
         for c in &self.commands {
             args.push(c.name.as_bytes().to_vec());
@@ -727,6 +766,34 @@ pub(crate) fn write_batch(function: &'static Script, writes: &[Write<'_>]) -> Ca
             .push((call.keys.len() - before).to_string().into_bytes());
         call.args.push(args.len().to_string().into_bytes());
         call.args.extend(args);
+    }
+    call
+}
+
+/// One operation of a unit of work (lua/unit.lua): its kind (`save`,
+/// `insert`, `update`, `delete`, `relate`, `unrelate`, `push`, `board`),
+/// its type's number in the unit library (0 for none), and its keys and
+/// arguments as the single operation's call has them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UnitOp<'a> {
+    pub kind: &'static str,
+    pub type_number: usize,
+    pub keys: &'a [Vec<u8>],
+    pub args: &'a [Vec<u8>],
+}
+
+/// The call of a unit library's function: `KEYS` holds each operation's
+/// keys in turn; `ARGV`, per operation, its kind, type number, key count,
+/// argument count and arguments.
+pub(crate) fn unit_call(function: &'static Script, ops: &[UnitOp<'_>]) -> Call<'static> {
+    let mut call = function.call();
+    for op in ops {
+        call.keys.extend(op.keys.iter().cloned());
+        call.args.push(op.kind.as_bytes().to_vec());
+        call.args.push(op.type_number.to_string().into_bytes());
+        call.args.push(op.keys.len().to_string().into_bytes());
+        call.args.push(op.args.len().to_string().into_bytes());
+        call.args.extend(op.args.iter().cloned());
     }
     call
 }
@@ -1013,6 +1080,29 @@ mod tests {
             ttl: WriteTtl::Set(1500),
             cas: b"{}",
             version_expected: "3",
+            conditions: vec![
+                ConditionArg {
+                    key: 0,
+                    field: "status",
+                    test: "eq",
+                    operand: Some(b"0"),
+                    delta: None,
+                },
+                ConditionArg {
+                    key: 1,
+                    field: "",
+                    test: "ne",
+                    operand: None,
+                    delta: None,
+                },
+                ConditionArg {
+                    key: 0,
+                    field: "stock",
+                    test: "ge",
+                    operand: Some(b"0"),
+                    delta: Some(b"-1"),
+                },
+            ],
             index_values: vec![
                 IndexArg::Unknown,
                 IndexArg::Unchanged,
@@ -1043,8 +1133,12 @@ mod tests {
         };
         let keys = ["u:9", "u:9:m", "u:9:@shadow"];
         let args = [
-            "t1", "t:", "9", "1500", "{}", "3", "", "u", "n", "m", "va@x", "wb@x", "HSET", "1",
-            "2", "email", "a@x", "DEL", "2", "0", "2", "DE",
+            "t1", "t:", "9", "1500", "{}", "3", // common arguments
+            "3", "1", "status", "eq", "v0", "", "2", "", "ne", "n", "", "1", "stock", "ge", "0",
+            "-1", // three conditions
+            "", "u", "n", "m", "va@x", "wb@x", // index values
+            "HSET", "1", "2", "email", "a@x", "DEL", "2", "0", // commands
+            "2", "DE", // stale entries
         ];
         let function = &*BOARD; // any script: the encoding does not depend on it
         assert_encoding(write.call(function), &keys, &args);
@@ -1071,15 +1165,38 @@ mod tests {
             ttl: WriteTtl::Keep,
             cas: b"",
             version_expected: "",
+            conditions: vec![],
             index_values: vec![],
             commands: vec![],
             stale: &[],
         };
         let call = write_batch(&BOARD, &[write(&one), write(&two)]);
         let keys = ["u:1", "u:1:m", "u:1:@shadow", "u:2", "u:2:m", "u:2:@shadow"];
-        let entity = ["", "", "m", "-1", "", ""];
-        let args: Vec<&str> = [&["3", "6"][..], &entity, &["3", "6"], &entity].concat();
+        let entity = ["", "", "m", "-1", "", "", "0"];
+        let args: Vec<&str> = [&["3", "7"][..], &entity, &["3", "7"], &entity].concat();
         assert_encoding(call, &keys, &args);
+    }
+
+    #[test]
+    fn a_unit_frames_each_operation_with_its_kind_type_and_counts() {
+        let (k1, a1) = (vec![b"u:1".to_vec()], vec![b"x".to_vec(), b"y".to_vec()]);
+        let (k2, a2) = (vec![b"b:1".to_vec(), b"b:2".to_vec()], vec![b"z".to_vec()]);
+        let ops = [
+            UnitOp {
+                kind: "save",
+                type_number: 1,
+                keys: &k1,
+                args: &a1,
+            },
+            UnitOp {
+                kind: "board",
+                type_number: 0,
+                keys: &k2,
+                args: &a2,
+            },
+        ];
+        let args = ["save", "1", "1", "2", "x", "y", "board", "0", "2", "1", "z"];
+        assert_encoding(unit_call(&BOARD, &ops), &["u:1", "b:1", "b:2"], &args);
     }
 
     #[test]

@@ -155,9 +155,14 @@ fn naming_calls(text: &str) -> String {
     let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
     format!("{first}\n{}{rest}", include_str!("lua/naming_call.lua"))
 }
+/// A script built on the two-phase steps of relations, timelines and
+/// boards (lua/steps.lua, which unit libraries share), after `wrong_type`.
+fn with_steps(text: &str) -> String {
+    checking_types(&format!("{}{text}", include_str!("lua/steps.lua")))
+}
 /// Relate or unrelate two entities on both sides.
 pub(crate) static RELATION: LazyLock<Script> =
-    LazyLock::new(|| Script::new(checking_types(include_str!("lua/relation.lua"))));
+    LazyLock::new(|| Script::new(with_steps(include_str!("lua/relation.lua"))));
 /// Repair: removes a listed member, or a leftover key, of an entity that is gone.
 pub(crate) static REPAIR: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/repair.lua").to_owned()));
@@ -166,10 +171,10 @@ pub(crate) static CLAIM: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/claim.lua").to_owned()));
 /// A post pushed onto many owners' timelines, every key checked first.
 pub(crate) static TIMELINE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(checking_types(include_str!("lua/timeline.lua"))));
+    LazyLock::new(|| Script::new(with_steps(include_str!("lua/timeline.lua"))));
 /// A score added on a board bucket, and the bucket's expiry.
 pub(crate) static BOARD: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/board.lua").to_owned()));
+    LazyLock::new(|| Script::new(with_steps(include_str!("lua/board.lua"))));
 /// The read-through cache's lock and null-marker steps.
 pub(crate) static CACHE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/cache.lua").to_owned()));
@@ -201,6 +206,12 @@ impl Call<'_> {
     #[cfg(test)]
     pub(crate) fn args(&self) -> &[Vec<u8>] {
         &self.args
+    }
+
+    /// Its keys and arguments, to be sent as a part of another call (an
+    /// operation of a unit of work).
+    pub(crate) fn into_parts(self) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        (self.keys, self.args)
     }
 
     /// Adds a key.

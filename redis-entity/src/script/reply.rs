@@ -168,10 +168,27 @@ pub(crate) fn away(reply: &Value) -> Vec<(String, String)> {
     let Value::Array(items) = reply else {
         return Vec::new();
     };
-    items[1..]
+    items
+        .get(1..)
+        .unwrap_or_default()
         .chunks(2)
         .filter_map(|p| Some((text(p.first()?)?, text(p.get(1)?)?)))
         .collect()
+}
+
+/// A unit of work's refusal (lua/unit.lua): `UNIT_REFUSED <operation>
+/// <the operation's own error>`, as the operation's index and its error.
+pub(crate) fn unit_refusal(e: &redis::RedisError) -> Option<(usize, redis::RedisError)> {
+    if e.code() != Some("UNIT_REFUSED") {
+        return None;
+    }
+    let (op, inner) = e.detail()?.trim_start().split_once(' ')?;
+    let op = op.parse().ok()?;
+    // The operation's error as the server would have sent it alone.
+    match redis::parse_redis_value(format!("-{inner}\r\n").as_bytes()) {
+        Ok(Value::ServerError(inner)) => Some((op, inner.into())),
+        _ => None,
+    }
 }
 
 /// query.lua's reply, `{page members..., ghosts..., ghost count, total}`,
@@ -329,6 +346,27 @@ mod tests {
             [("e1".into(), "7".into()), ("e2".into(), "8".into())]
         );
         assert!(away(&Value::Int(1)).is_empty());
+        assert!(away(&Value::Array(vec![])).is_empty(), "no panic");
+    }
+
+    #[test]
+    fn a_unit_refusal_is_the_operation_and_its_own_error() {
+        let refusal = |text: &str| -> redis::RedisError {
+            match redis::parse_redis_value(format!("-{text}\r\n").as_bytes()) {
+                Ok(Value::ServerError(e)) => e.into(),
+                other => panic!("{other:?}"),
+            }
+        };
+        let (op, inner) = unit_refusal(&refusal("UNIT_REFUSED 4 CONDITION_FAILED 0 =1")).unwrap();
+        assert_eq!(op, 4);
+        assert_eq!(
+            (inner.code(), inner.detail()),
+            (Some("CONDITION_FAILED"), Some("0 =1"))
+        );
+        let (_, wrong) = unit_refusal(&refusal("UNIT_REFUSED 0 WRONGTYPE Operation")).unwrap();
+        assert_eq!(wrong.code(), Some("WRONGTYPE"));
+        assert!(unit_refusal(&refusal("CONDITION_FAILED 0 -")).is_none());
+        assert!(unit_refusal(&refusal("UNIT_REFUSED x y")).is_none());
     }
 
     #[test]

@@ -222,6 +222,60 @@ fn escaped_class() -> String {
 
 /// `local ESCAPED, T = ...`: the type's description in Lua.
 fn header(desc: &EntityDesc, layout: KeyLayout) -> String {
+    format!(
+        "-- redis-entity: the write functions of {}.\nlocal ESCAPED = {}\nlocal T = {}\n",
+        desc.type_name,
+        lua_string(escaped_class().as_bytes()),
+        type_table(desc, layout)
+    )
+}
+
+/// The unit of work function over `types` (lua/unit.lua): a library of
+/// their descriptions (`TYPES`, in this order, each in the key layout its
+/// writes spell keys in: a grouped or sharded type on a cluster spells its
+/// keys as on one server inside its slot's tag; `T` is the one of the
+/// operation running), the prelude, the bodies and the steps of relations,
+/// timelines and boards. One library per list of types, built once.
+pub(crate) fn unit_script(types: &[(&'static EntityDesc, KeyLayout)]) -> &'static Script {
+    type Registry = HashMap<Vec<(usize, KeyLayout)>, &'static Script>;
+    static UNITS: LazyLock<Mutex<Registry>> = LazyLock::new(Default::default);
+    let id = types
+        .iter()
+        .map(|(d, layout)| (*d as *const EntityDesc as usize, *layout))
+        .collect();
+    let mut units = UNITS.lock().unwrap_or_else(|e| e.into_inner());
+    units.entry(id).or_insert_with(|| {
+        let (library, name) = Library::new(&unit_code(types));
+        let library: &'static Library = Box::leak(Box::new(library));
+        Box::leak(Box::new(Script::function(library, format!("{name}_unit"))))
+    })
+}
+
+fn unit_code(types: &[(&EntityDesc, KeyLayout)]) -> String {
+    let names: Vec<&str> = types.iter().map(|(d, _)| d.type_name).collect();
+    let mut s = format!(
+        "-- redis-entity: units of work over {}.\nlocal ESCAPED = {}\nlocal TYPES = {{\n",
+        names.join(", "),
+        lua_string(escaped_class().as_bytes())
+    );
+    for (d, layout) in types {
+        s.push_str(&type_table(d, *layout));
+        s.push_str(",\n");
+    }
+    s.push_str("}\nlocal T = TYPES[1]\n");
+    s.push_str(include_str!("lua/key_types.lua"));
+    s.push_str(include_str!("lua/write_prelude.lua"));
+    for body in BODIES {
+        s.push_str(body);
+    }
+    s.push_str(include_str!("lua/steps.lua"));
+    s.push_str(include_str!("lua/unit.lua"));
+    s.push_str("redis.register_function('__LIB___unit', function(k, a) return unit(k, a) end)\n");
+    s
+}
+
+/// The description of an entity type as the write functions read it (`T`).
+fn type_table(desc: &EntityDesc, layout: KeyLayout) -> String {
     let q = |s: &str| lua_string(s.as_bytes());
     let ns = &Namespace::none().in_layout(layout);
     let roles = roles(desc);
@@ -263,15 +317,11 @@ fn header(desc: &EntityDesc, layout: KeyLayout) -> String {
         .collect::<Vec<_>>()
         .join(", ");
     format!(
-        "-- redis-entity: the write functions of {type_name}.\n\
-         local ESCAPED = {escaped}\n\
-         local T = {{\n  roles = {roles_q}, shadow = {shadow}, marker = {marker},\n  \
+        "{{\n  roles = {roles_q}, shadow = {shadow}, marker = {marker},\n  \
          default_ttl = {ttl}, empty = {empty}, rel = {rel},\n  \
          request = {request}, request_ms = {request_ms},\n  \
          ids = {ids}, expiry = {expiry}, head = {head}, suffixes = {{ {suffixes} }},\n  \
-         idx = {{ {idx} }},\n  all = {{ {all} }}, unique = {{ {unique} }},\n  version = {version},\n}}\n",
-        type_name = desc.type_name,
-        escaped = q(&escaped_class()),
+         idx = {{ {idx} }},\n  all = {{ {all} }}, unique = {{ {unique} }},\n  version = {version},\n}}",
         roles_q = q(&roles),
         shadow = roles
             .find('s')

@@ -100,19 +100,26 @@ pub(crate) fn unlink_calls(member: &str, away: &[(String, String)]) -> Vec<Call<
         .collect()
 }
 
+/// Whether a relation between entities of `types` with keys `keys` has
+/// sides in two slots of a cluster (never on one server): then each side
+/// is written by a call of its own.
+pub(crate) fn spans_slots(types: [&EntityDesc; 2], keys: [&str; 2], ns: &Namespace) -> bool {
+    if ns.layout() != KeyLayout::Cluster {
+        return false;
+    }
+    let many = types
+        .iter()
+        .any(|d| d.shards > 1 && keyspace::sharded(d, ns));
+    many || keyspace::slot_tag(keys[0]) != keyspace::slot_tag(keys[1])
+}
+
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// True when one script writes both sides of a relation of `a` and `b`:
     /// always on one server; on a cluster when they share a slot and
     /// neither type has many shards (the one-to-many script spells a
     /// previous owner's key with its type's one space).
     pub(crate) fn one_script(&self, types: [&EntityDesc; 2], keys: [&str; 2]) -> bool {
-        if self.ns.layout() != KeyLayout::Cluster {
-            return true;
-        }
-        let many = types
-            .iter()
-            .any(|d| d.shards > 1 && keyspace::sharded(d, &self.ns));
-        !many && keyspace::slot_tag(keys[0]) == keyspace::slot_tag(keys[1])
+        !spans_slots(types, keys, &self.ns)
     }
 
     /// Sends `calls`, one pipeline per slot, the slots concurrently; the

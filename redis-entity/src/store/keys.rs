@@ -18,7 +18,7 @@ use redis::aio::{ConnectionLike, ConnectionManager};
 /// # async fn run(store: Store) -> redis_entity::Result<()> {
 /// let keys = store.keys();
 /// assert_eq!(keys.layout(), KeyLayout::Standalone);
-/// keys.keys().check_layout().await?;                       // GET <ns>@redis-entity:layout
+/// keys.check_layout().await?;                       // GET <ns>@redis-entity:layout
 /// assert_eq!(keys.of::<User>(&9).base, "user:9");
 /// let written: Vec<String> = keys.scan("user:*").await?; // SCAN .. MATCH user:*
 /// # Ok(()) }

@@ -20,6 +20,7 @@ pub mod relayout;
 mod rows;
 pub mod scan;
 pub(crate) mod timeline;
+pub(crate) mod transaction;
 mod unique;
 mod unplaced;
 mod update;
@@ -27,6 +28,7 @@ mod update;
 pub use connect::ConnectOptions;
 pub use expiry::Expiry;
 pub use keys::Keys;
+pub use transaction::Transaction;
 pub use update::Update;
 
 use crate::error::{Error, FieldError, Result};
@@ -542,7 +544,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             E::DESC,
             &self.ns,
             keys,
-            &checked_row(e)?,
+            &valid_row(e)?,
             insert,
             ttl,
         ))
@@ -602,7 +604,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                     E::DESC,
                     &self.ns,
                     keys,
-                    &checked_row(e)?,
+                    &valid_row(e)?,
                     false,
                     None,
                 ))
@@ -705,6 +707,67 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         .await
     }
 
+    /// Deletes the entity as [`delete`](Self::delete) does, only if every
+    /// condition holds on its stored values (checked in the same atomic
+    /// write); otherwise [`Error::ConditionFailed`], carrying the stored
+    /// value, and nothing deleted. On a missing entity the conditions see
+    /// nothing stored.
+    ///
+    /// ```no_run
+    /// # use redis_entity::{RedisEntity, Store};
+    /// # #[derive(RedisEntity)] struct Order { #[pk] id: u64, status: String }
+    /// # async fn run(store: Store) -> redis_entity::Result<()> {
+    /// // Only an order nobody paid in the meantime goes.
+    /// store.delete_if::<Order>(&7, [Order::STATUS.is("open".to_owned())]).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn delete_if<E: Entity>(
+        &self,
+        pk: impl IntoPk<E::Pk>,
+        conditions: impl IntoIterator<Item = crate::schema::condition::Condition<E>>,
+    ) -> Result<bool> {
+        let pk = &pk.into_pk();
+        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        let conditions = conditions
+            .into_iter()
+            .map(|c| c.spec)
+            .collect::<Result<Vec<_>>>()?;
+        let mut plan = write::lifecycle(E::DESC, &self.ns, keys, WriteOp::Delete, None);
+        if E::DESC.layout != crate::schema::entity::Layout::Json {
+            plan.conditions = conditions;
+            return self.write(&plan).await;
+        }
+        // The json layout: the conditions are checked on the document read,
+        // and the delete goes only if that document is still the one stored.
+        for attempt in 0..update::CAS_ATTEMPTS {
+            tokio::time::sleep(write::cas_backoff(attempt)).await;
+            let key = &plan.keys.base;
+            let read: Option<Vec<u8>> = redis::cmd("GET")
+                .arg(key)
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| Error::redis(key, e))?;
+            crate::plan::json::check_conditions(
+                E::DESC,
+                key,
+                read.as_deref().unwrap_or(b"{}"),
+                &conditions,
+            )?;
+            let Some(read) = read else {
+                return Ok(false);
+            };
+            plan.cas = Some(read);
+            match self.write(&plan).await {
+                Err(Error::Redis { source, .. }) if WritePlan::is_cas_retry(&source) => continue,
+                other => return other,
+            }
+        }
+        Err(Error::UnexpectedReply {
+            key: plan.keys.base,
+            detail: "the document kept changing during the delete".into(),
+        })
+    }
+
     /// Starts an in-place update of the entity with `pk`.
     pub fn update<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> Update<'_, E, Self> {
         let pk = &pk.into_pk();
@@ -753,6 +816,22 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 }
 
 /// The stored form of `e`, refused if a sorted index value has no score.
+/// The stored form of an entity a write is about to store: its
+/// `#[redis(validate = ..)]` check first ([`Error::Invalid`], nothing
+/// written), then as [`checked_row`].
+pub(crate) fn valid_row<E: Entity>(e: &E) -> Result<crate::schema::entity::Row> {
+    if let Err(message) = e.validate() {
+        let mut member = String::new();
+        e.write_own_member(&mut member);
+        return Err(Error::Invalid {
+            type_name: E::DESC.type_name,
+            key: crate::keyspace::entity_key(E::DESC, &Namespace::none(), &member),
+            message,
+        });
+    }
+    checked_row(e)
+}
+
 pub(crate) fn checked_row<E: Entity>(e: &E) -> Result<crate::schema::entity::Row> {
     let row = e.to_row()?;
     write::check_scores(E::DESC, &row)?;

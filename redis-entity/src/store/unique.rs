@@ -237,8 +237,16 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             Ok(v) => match reply::claim_refusal(&v) {
                 Some(stored) => stored,
                 // No unique value changed: written, in one round trip (a
-                // value claimed here had lost its owner key: it has it now).
-                None => return plan.outcome(v),
+                // value claimed here had lost its owner key: it has it now);
+                // or refused before any change (a condition, a version):
+                // the claims made for it go.
+                None => {
+                    let outcome = plan.outcome(v);
+                    if outcome.is_err() {
+                        self.release_quietly(&granted, member).await;
+                    }
+                    return outcome;
+                }
             },
             Err(e) => {
                 self.release_quietly(&granted, member).await;

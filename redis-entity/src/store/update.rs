@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
 use crate::plan::{json, write, write::WritePlan};
 use crate::schema::codec::{to_bytes, MapField};
+use crate::schema::condition::{Condition, Spec};
 use crate::schema::entity::{Entity, Layout};
 use crate::schema::field::{AllowsIncr, Assign, Field, HashField, Incrementable, Writable};
 use crate::schema::update_op::UpdateOp;
@@ -25,6 +26,8 @@ pub struct Update<'s, E: Entity, S> {
     pub(crate) persist: bool,
     /// `if_version`: the stored `#[version]` the update requires.
     pub(crate) version: Option<String>,
+    /// `when`: what the update requires of the stored values.
+    pub(crate) conditions: Vec<Spec>,
     /// The first encoding error; reported by `exec()` so the chain stays fluent.
     pub(crate) error: Option<Error>,
     _e: PhantomData<fn() -> E>,
@@ -39,6 +42,7 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
             ttl: None,
             persist: false,
             version: None,
+            conditions: Vec::new(),
             error: None,
             _e: PhantomData,
         }
@@ -53,6 +57,7 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
             ttl: self.ttl,
             persist: self.persist,
             version: self.version,
+            conditions: self.conditions,
             error: self.error,
             _e: PhantomData,
         }
@@ -83,6 +88,66 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
     ) -> Self {
         let op = field.incr_op(delta);
         self.push(Ok(op))
+    }
+
+    /// Adds `delta` to a numeric field only if the result stays within
+    /// `range` (nothing stored counts as 0), else
+    /// [`Error::ConditionFailed`] and nothing written: a stock that never
+    /// goes below 0, a balance under a limit.
+    ///
+    /// ```no_run
+    /// # use redis_entity::{RedisEntity, Store, Error};
+    /// # #[derive(RedisEntity)] struct Item { #[pk] id: u64, stock: i64 }
+    /// # async fn run(store: Store) -> redis_entity::Result<()> {
+    /// match store.update::<Item>(&7).incr_within(Item::STOCK, -1, 0..).exec().await {
+    ///     Ok(()) => println!("sold"),
+    ///     Err(Error::ConditionFailed { .. }) => println!("sold out"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn incr_within<T: Incrementable, C: Writable<T, N>, K: AllowsIncr<N>, N>(
+        mut self,
+        field: Field<E, T, C, K, N>,
+        delta: T::Delta,
+        range: impl std::ops::RangeBounds<T::Delta>,
+    ) -> Self {
+        for condition in field.within(&delta, range) {
+            self = self.when(condition);
+        }
+        self.incr(field, delta)
+    }
+
+    /// Applies the update only if `condition` holds on the stored values
+    /// (checked in the same atomic write, before its first change);
+    /// otherwise [`Error::ConditionFailed`], carrying the stored value, and
+    /// nothing written. Several `when`s must all hold.
+    ///
+    /// ```no_run
+    /// # use redis_entity::{RedisEntity, Store, Error};
+    /// # #[derive(RedisEntity)] struct Packet { #[pk] id: u64, status: u8, owner: Option<u64> }
+    /// # async fn run(store: Store) -> redis_entity::Result<()> {
+    /// // Claimed by exactly one caller: the others find status 1.
+    /// let claim = store
+    ///     .update::<Packet>(&7)
+    ///     .when(Packet::STATUS.is(0))
+    ///     .set(Packet::STATUS, 1)
+    ///     .set(Packet::OWNER, Some(42))
+    ///     .exec()
+    ///     .await;
+    /// if let Err(Error::ConditionFailed { found, .. }) = &claim {
+    ///     println!("already claimed (status {found:?})");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn when(mut self, condition: Condition<E>) -> Self {
+        match condition.spec {
+            Ok(spec) => self.conditions.push(spec),
+            Err(e) => {
+                self.error.get_or_insert(e);
+            }
+        }
+        self
     }
 
     /// Sets one entry of a `#[hash]` field (`HSET <key>:<field> k v`).
@@ -149,6 +214,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
             self.version.clone(),
         );
         plan.remove_ttl = self.persist;
+        plan.conditions = self.conditions.clone();
         plan
     }
 
@@ -199,6 +265,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
             let read = read.ok_or_else(|| Error::NotFound {
                 key: keys.base.clone(),
             })?;
+            json::check_conditions(E::DESC, &keys.base, &read, &self.conditions)?;
             let doc = json::apply_json_ops(E::DESC, &keys.base, &read, &self.ops)?;
             let mut plan = write::json_cas(
                 E::DESC,

@@ -5,6 +5,5 @@
 --
 -- ZINCRBY goes first: on a key of the wrong type it fails, and the script
 -- stops before the expiry is set, so a refused increment writes nothing.
-local score = redis.call('ZINCRBY', KEYS[1], ARGV[1], ARGV[2])
-redis.call('PEXPIREAT', KEYS[1], ARGV[3])
-return score
+-- (board_incr: lua/steps.lua, before this script.)
+return board_incr(KEYS, ARGV, 0)

@@ -23,7 +23,8 @@ local mode = ARGV[1]
 
 -- Every key a call writes is checked before the first write (`wrong_types`,
 -- lua/key_types.lua): a key of the wrong type fails the call with nothing
--- written, naming that key, instead of half-way through.
+-- written, naming that key, instead of half-way through. The keys and
+-- arguments of relate and unrelate: lua/steps.lua.
 
 if mode == 'drop' then
   local refused = wrong_types({ { KEYS[1], 'set' }, { KEYS[2], 'hash' } })
@@ -57,58 +58,9 @@ if mode == 'add' then
   end
   return out
 end
-local a, b, name, reverse = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local refused = wrong_types({ { KEYS[1], 'set' }, { KEYS[2], 'set' }, { KEYS[3], 'hash' }, { KEYS[4], 'hash' } })
+-- relate | unrelate: relation_fns.lua, before this script.
+local state = {}
+local function exists(key) return redis.call('EXISTS', key) == 1 end
+local refused = relation_check(KEYS, ARGV, 0, state, exists)
 if refused then return refused end
-if mode == 'unrelate' then
-  local removed = redis.call('SREM', KEYS[1], b)
-  redis.call('SREM', KEYS[2], a)
-  -- An emptied set leaves the register too, so nothing is left behind.
-  if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('HDEL', KEYS[3], name) end
-  if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('HDEL', KEYS[4], reverse) end
-  return removed
-end
--- Both entities must exist: relating a missing one is an error, and nothing
--- is written.
-for side, key in ipairs({ ARGV[11], ARGV[13] }) do
-  if redis.call('EXISTS', key) == 0 then
-    return redis.error_reply('ENTITY_NOT_FOUND ' .. side)
-  end
-end
-local pttls, more = {}, {}
-for side, at in ipairs({ 11, 13 }) do
-  pttls[side] = redis.call('PTTL', ARGV[at])
-  if pttls[side] > 0 then more[#more + 1] = { ARGV[at + 1], 'zset' } end
-end
-local previous = {}
-if ARGV[8] == '1' then
-  for _, old in ipairs(redis.call('SMEMBERS', KEYS[2])) do
-    if old ~= a then
-      previous[#previous + 1] = old
-      more[#more + 1] = { ARGV[9] .. old .. ARGV[10] .. ':' .. name, 'set' }
-    end
-  end
-end
-refused = wrong_types(more)
-if refused then return refused end
--- One-to-many: b leaves its previous a.
-for _, old in ipairs(previous) do
-  redis.call('SREM', ARGV[9] .. old .. ARGV[10] .. ':' .. name, b)
-  redis.call('SREM', KEYS[2], old)
-end
-local added = redis.call('SADD', KEYS[1], b)
-redis.call('SADD', KEYS[2], a)
-redis.call('HSET', KEYS[3], name, ARGV[7])
-redis.call('HSET', KEYS[4], reverse, ARGV[6])
-local now
-for i, side in ipairs({ { ARGV[11], ARGV[12], a }, { ARGV[13], ARGV[14], b } }) do
-  local pttl = pttls[i]
-  if pttl > 0 then
-    if not now then
-      local t = redis.call('TIME')
-      now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    end
-    redis.call('ZADD', side[2], now + pttl, side[3])
-  end
-end
-return added
+return relation_apply(KEYS, ARGV, 0, state)

@@ -2,10 +2,10 @@
 -- (json layout) writes only if the document is still the one read; the
 -- reindex form writes nothing but re-adds every entry the stored values need.
 local function update(keys, args, first, last, compare, reindex)
-  begin(keys, args, first)
-  if not existed then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end
-  if compare and redis.call('GET', K[1]) ~= cas then
+  local w = begin(keys, args, first)
+  if not w.existed then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end
+  if compare and redis.call('GET', w.K[1]) ~= w.cas then
     return redis.error_reply('ENTITY_CHANGED document changed since it was read')
   end
-  return change(last, reindex)
+  return change(w, last, reindex)
 end

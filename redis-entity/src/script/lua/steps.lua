@@ -1,0 +1,111 @@
+-- The two-phase steps of relations, timelines and boards. Relate or
+-- unrelate two entities, both sides in one step:
+-- `relation_check` reads and checks (nothing written), `relation_apply`
+-- writes. The relation script runs both; a unit of work runs every
+-- operation's check before the first apply.
+--
+-- K[1]: the forward set of a (`<a key>:<name>`, members of b's type)
+-- K[2]: the reverse set of b (`<b key>:<reverse>`, members of a's type)
+-- K[3], K[4]: the relation registers of a and b (`<key>:@rel`): per
+--          relation set, how to find the sets on the other side, so that
+--          deleting (or sweeping an expired) entity removes it everywhere
+-- A[o + 1..]: mode (relate | unrelate), a's member, b's member, name,
+--       reverse, a's register entry, b's register entry, '1' for
+--       one-to-many (b has at most one a), a's type head and tail, then for
+--       a and for b: the entity key and the expiry set of its type (an
+--       entity with a TTL is listed there, so that a sweep can take it out
+--       of its relations)
+-- `exists(key)`: whether the entity of that key exists (in a unit, once
+-- the unit's earlier operations are applied).
+
+local function relation_check(K, A, o, state, exists)
+  local refused = wrong_types({ { K[1], 'set' }, { K[2], 'set' }, { K[3], 'hash' }, { K[4], 'hash' } })
+  if refused then return refused end
+  if A[o + 1] == 'unrelate' then return nil end
+  -- Both entities must exist: relating a missing one is an error, and
+  -- nothing is written.
+  for side, at in ipairs({ 11, 13 }) do
+    if not exists(A[o + at]) then
+      return redis.error_reply('ENTITY_NOT_FOUND ' .. side)
+    end
+  end
+  local a, name = A[o + 2], A[o + 4]
+  local pttls, more = {}, {}
+  for side, at in ipairs({ 11, 13 }) do
+    pttls[side] = redis.call('PTTL', A[o + at])
+    if pttls[side] > 0 then more[#more + 1] = { A[o + at + 1], 'zset' } end
+  end
+  local previous = {}
+  if A[o + 8] == '1' then
+    for _, old in ipairs(redis.call('SMEMBERS', K[2])) do
+      if old ~= a then
+        previous[#previous + 1] = old
+        more[#more + 1] = { A[o + 9] .. old .. A[o + 10] .. ':' .. name, 'set' }
+      end
+    end
+  end
+  state.pttls, state.previous = pttls, previous
+  return wrong_types(more)
+end
+
+local function relation_apply(K, A, o, state)
+  local a, b, name, reverse = A[o + 2], A[o + 3], A[o + 4], A[o + 5]
+  if A[o + 1] == 'unrelate' then
+    local removed = redis.call('SREM', K[1], b)
+    redis.call('SREM', K[2], a)
+    -- An emptied set leaves the register too, so nothing is left behind.
+    if redis.call('EXISTS', K[1]) == 0 then redis.call('HDEL', K[3], name) end
+    if redis.call('EXISTS', K[2]) == 0 then redis.call('HDEL', K[4], reverse) end
+    return removed
+  end
+  -- One-to-many: b leaves its previous a.
+  for _, old in ipairs(state.previous) do
+    redis.call('SREM', A[o + 9] .. old .. A[o + 10] .. ':' .. name, b)
+    redis.call('SREM', K[2], old)
+  end
+  local added = redis.call('SADD', K[1], b)
+  redis.call('SADD', K[2], a)
+  redis.call('HSET', K[3], name, A[o + 7])
+  redis.call('HSET', K[4], reverse, A[o + 6])
+  local now
+  for i, side in ipairs({ { A[o + 11], A[o + 12], a }, { A[o + 13], A[o + 14], b } }) do
+    local pttl = state.pttls[i]
+    if pttl > 0 then
+      if not now then
+        local t = redis.call('TIME')
+        now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      end
+      redis.call('ZADD', side[2], now + pttl, side[3])
+    end
+  end
+  return added
+end
+
+-- A push of a post onto the timelines of many owners, capped. K: per
+-- owner, its timeline (a list) then its relation register (a hash).
+-- A[o + 1..]: mode, the post's member, the last position kept (cap - 1),
+-- the timeline's name, its register entry.
+local function timeline_check(K)
+  for i = 1, #K do
+    local refused = wrong_type(K[i], (i % 2 == 1) and 'list' or 'hash')
+    if refused then return refused end
+  end
+  return nil
+end
+
+local function timeline_push(K, A, o)
+  for i = 1, #K, 2 do
+    redis.call('LPUSH', K[i], A[o + 2])
+    redis.call('LTRIM', K[i], 0, A[o + 3])
+    redis.call('HSET', K[i + 1], A[o + 4], A[o + 5])
+  end
+  return #K / 2
+end
+
+-- A score added on a board bucket (K[1], a sorted set), and the bucket's
+-- expiry. A[o + 1..]: the delta, the member, the expiry (unix ms).
+local function board_incr(K, A, o)
+  local score = redis.call('ZINCRBY', K[1], A[o + 1], A[o + 2])
+  redis.call('PEXPIREAT', K[1], A[o + 3])
+  return score
+end

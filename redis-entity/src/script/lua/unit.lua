@@ -1,0 +1,130 @@
+-- Units of work: any number of operations on entities of the types of this
+-- library (saves, inserts, updates, deletes, relations, timeline pushes,
+-- board increments) as one all-or-nothing write. Phase 1 reads what each
+-- operation needs and runs every check (versions, conditions, unique
+-- values, relation ends, the types of the keys it will write); the first
+-- refusal ends the call before anything is written, naming the operation.
+-- Phase 2 writes, in order.
+--
+-- KEYS: each operation's keys in turn. ARGV, per operation: its kind, its
+-- type's number in TYPES (0 for the kinds that need none), its key count,
+-- its argument count, then its arguments, as the single operation's
+-- function or script takes them.
+--
+-- Within a unit, an entity is written by at most one operation (the client
+-- refuses a unit that names one twice), so what phase 1 read of an entity
+-- still holds in phase 2. What operations do to each other is followed in
+-- `u`: the entities saved or deleted (a relation end saved by an earlier
+-- operation exists), and the unique values given (two operations may not
+-- give one value to two entities).
+
+-- Whether the entity whose key is `key` exists once the earlier operations
+-- of the unit are applied.
+local function unit_exists(u, key)
+  local known = u.exists[key]
+  if known ~= nil then return known end
+  return redis.call('EXISTS', key) == 1
+end
+
+-- The unique values an entity write gives, against those the unit's
+-- earlier operations give.
+local function unit_unique(u, w)
+  for _, n in ipairs(T.unique) do
+    local value = w.given[n] and type(w.new[n]) == 'table' and next(w.new[n])
+    if value then
+      local key = w.pre[n] .. value
+      local owner = u.unique[key]
+      if owner and owner ~= w.member then
+        return redis.error_reply('UNIQUE_VIOLATION ' .. (n - 1))
+      end
+      u.unique[key] = w.member
+    end
+  end
+  return nil
+end
+
+local UNIT = {}
+
+UNIT.save = {
+  check = function(u, op, insert)
+    local w = begin(op.keys, op.args, op.first)
+    op.w = w
+    if insert and w.existed then return redis.error_reply('ENTITY_EXISTS entity already stored') end
+    local refused = check_change(w, op.last, false) or unit_unique(u, w)
+    u.exists[w.K[1]] = true
+    return refused
+  end,
+  apply = function(u, op) return apply_change(op.w, op.last, false) end,
+}
+UNIT.insert = {
+  check = function(u, op) return UNIT.save.check(u, op, true) end,
+  apply = UNIT.save.apply,
+}
+UNIT.update = {
+  check = function(u, op)
+    local w = begin(op.keys, op.args, op.first)
+    op.w = w
+    if not w.existed then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end
+    return check_change(w, op.last, false) or unit_unique(u, w)
+  end,
+  apply = UNIT.save.apply,
+}
+UNIT.delete = {
+  check = function(u, op)
+    local w = begin(op.keys, op.args, op.first)
+    op.w = w
+    local refused = check_delete(w)
+    u.exists[w.K[1]] = false
+    return refused
+  end,
+  apply = function(u, op) return apply_delete(op.w) end,
+}
+UNIT.relate = {
+  check = function(u, op)
+    op.state = {}
+    return relation_check(op.keys, op.args, op.first - 1, op.state, function(key) return unit_exists(u, key) end)
+  end,
+  apply = function(u, op) return relation_apply(op.keys, op.args, op.first - 1, op.state) end,
+}
+UNIT.unrelate = UNIT.relate
+UNIT.push = {
+  check = function(u, op) return timeline_check(op.keys) end,
+  apply = function(u, op) return timeline_push(op.keys, op.args, op.first - 1) end,
+}
+UNIT.board = {
+  check = function(u, op) return wrong_type(op.keys[1], 'zset') end,
+  apply = function(u, op) return board_incr(op.keys, op.args, op.first - 1) end,
+}
+
+local function unit(keys, args)
+  local ops, k, j = {}, 0, 1
+  while j <= #args do
+    local kind, t, nk, na = args[j], tonumber(args[j + 1]), tonumber(args[j + 2]), tonumber(args[j + 3])
+    local own = {}
+    for i = 1, nk do own[i] = keys[k + i] end
+    k = k + nk
+    ops[#ops + 1] = { kind = kind, t = t, keys = own, args = args, first = j + 4, last = j + 3 + na }
+    j = j + 4 + na
+  end
+  local u = { exists = {}, unique = {} }
+  for i, op in ipairs(ops) do
+    T = TYPES[op.t] or T
+    local kind = UNIT[op.kind]
+    if not kind then return redis.error_reply('ERR redis-entity: unknown unit operation ' .. tostring(op.kind)) end
+    local ok, refused = pcall(kind.check, u, op)
+    if not ok then
+      refused = redis.error_reply(type(refused) == 'table' and refused.err or tostring(refused))
+    end
+    if refused then
+      return redis.error_reply('UNIT_REFUSED ' .. (i - 1) .. ' ' .. refused.err)
+    end
+  end
+  local out = {}
+  for i, op in ipairs(ops) do
+    T = TYPES[op.t] or T
+    local r, bad = UNIT[op.kind].apply(u, op)
+    if r == nil and bad then return bad end
+    out[i] = r
+  end
+  return out
+end
