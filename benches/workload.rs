@@ -575,6 +575,7 @@ async fn main() {
     )
     .await;
     report("save user (one at a time)", &a, &b);
+    let save_us = a.write_us_per_call;
 
     // 1b. The same against hand-written code with the same guarantees.
     let (a, b) = pair(
@@ -851,6 +852,125 @@ async fn main() {
     )
     .await;
     report("change country (vs WATCH/GET/MULTI/EXEC)", &a, &b);
+
+    // 7d. A unit of work of three operations (two level increments and a
+    //     change of an indexed field, three users) as one transaction,
+    //     then as three separate calls, each against the same work as one
+    //     hand-written MULTI/EXEC (which knows the old value and checks
+    //     nothing).
+    let hand_unit = |c: &mut CountingConnection<MultiplexedConnection>, i: u64, shift: u64| {
+        let (a, b, x) = (i % n_users, (i + 1) % n_users, (i + 2) % n_users);
+        let (old, new) = (
+            country(x, i / n_users + shift),
+            country(x, i / n_users + shift + 1),
+        );
+        let mut p = redis::pipe();
+        p.cmd("MULTI").ignore();
+        p.cmd("HINCRBY")
+            .arg(format!("user:{{{a}}}"))
+            .arg("level")
+            .arg(1)
+            .ignore();
+        p.cmd("HINCRBY")
+            .arg(format!("user:{{{b}}}"))
+            .arg("level")
+            .arg(-1)
+            .ignore();
+        p.cmd("HSET")
+            .arg(format!("user:{{{x}}}"))
+            .arg("country")
+            .arg(&new)
+            .ignore();
+        p.cmd("SREM")
+            .arg(format!("user:country:{old}"))
+            .arg(x)
+            .ignore();
+        p.cmd("SADD")
+            .arg(format!("user:country:{new}"))
+            .arg(x)
+            .ignore();
+        p.cmd("EXEC").ignore();
+        let mut c = c.clone();
+        async move {
+            let _: () = p.query_async(&mut c).await.unwrap();
+        }
+    };
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_changes,
+        false,
+        |r| async move {
+            for i in r {
+                let (a, b, x) = (i % n_users, (i + 1) % n_users, (i + 2) % n_users);
+                store
+                    .transaction()
+                    .update::<User>(&a, |u| u.incr(User::LEVEL, 1))
+                    .update::<User>(&b, |u| u.incr(User::LEVEL, -1))
+                    .update::<User>(&x, |u| u.set(User::COUNTRY, country(x, i / n_users + 21)))
+                    .exec()
+                    .await
+                    .unwrap();
+            }
+        },
+        |r| {
+            let mut c = hc.clone();
+            async move {
+                for i in r {
+                    hand_unit(&mut c, i, 20).await;
+                }
+            }
+        },
+    )
+    .await;
+    report("unit of 3 (transaction)", &a, &b);
+    let unit_us = a.write_us_per_call;
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_changes,
+        false,
+        |r| async move {
+            for i in r {
+                let (a, b, x) = (i % n_users, (i + 1) % n_users, (i + 2) % n_users);
+                store
+                    .update::<User>(&a)
+                    .incr(User::LEVEL, 1)
+                    .exec()
+                    .await
+                    .unwrap();
+                store
+                    .update::<User>(&b)
+                    .incr(User::LEVEL, -1)
+                    .exec()
+                    .await
+                    .unwrap();
+                store
+                    .update::<User>(&x)
+                    .set(User::COUNTRY, country(x, i / n_users + 41))
+                    .exec()
+                    .await
+                    .unwrap();
+            }
+        },
+        |r| {
+            let mut c = hc.clone();
+            async move {
+                for i in r {
+                    hand_unit(&mut c, i, 40).await;
+                }
+            }
+        },
+    )
+    .await;
+    report("same 3 as separate calls", &a, &b);
+    if let (Some(unit), Some(save)) = (unit_us, save_us) {
+        println!(
+            "\nunit of 3: {unit:.1} µs of server time per call = {:.2}x one save ({save:.1} µs)\n",
+            unit / save
+        );
+        table_header();
+    }
 
     // 7c. 32 tasks sharing one store (one connection): gets, unique
     //     lookups, level updates and tag queries with records, mixed.

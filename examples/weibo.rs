@@ -14,6 +14,10 @@ pub struct User {
     pub userid: u64,
     pub username: String,
     pub email: String,
+    /// Counters kept in step with the posts and follows, in the same units.
+    pub post_count: u64,
+    pub following_count: u64,
+    pub follower_count: u64,
 }
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
@@ -39,8 +43,44 @@ pub fn users() -> Vec<User> {
             userid,
             username: name.into(),
             email: format!("{name}@example.com"),
+            post_count: 0,
+            following_count: 0,
+            follower_count: 0,
         })
         .collect()
+}
+
+/// `a` follows `b`: both sides of the relation and both counters, as one
+/// unit (all of it or nothing, in one round trip).
+pub async fn follow<C: redis::aio::ConnectionLike + Clone + Send + Sync>(
+    store: &Store<C>,
+    a: u64,
+    b: u64,
+) -> redis_entity::Result<()> {
+    store
+        .transaction()
+        .relate(&FOLLOWS, a, b)
+        .update::<User>(a, |u| u.incr(User::FOLLOWING_COUNT, 1))
+        .update::<User>(b, |u| u.incr(User::FOLLOWER_COUNT, 1))
+        .exec()
+        .await
+}
+
+/// A new post: the post, its push onto every follower's timeline and the
+/// author's counter, as one unit.
+pub async fn publish<C: redis::aio::ConnectionLike + Clone + Send + Sync>(
+    store: &Store<C>,
+    post: &Post,
+) -> redis_entity::Result<usize> {
+    let followers = store.relation(&FOLLOWS).related_back(post.userid).await?;
+    store
+        .transaction()
+        .save(post)
+        .push(&PUSHED, post.postid, &followers)
+        .update::<User>(post.userid, |u| u.incr(User::POST_COUNT, 1))
+        .exec()
+        .await?;
+    Ok(followers.len())
 }
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
@@ -48,9 +88,15 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     let store = Store::connect_any(url).await?;
     store.save_all(&users()).await?;
     // insert into follower (userid, followerid) values (9, 8), (9, 7), (8, 9);
-    store.relation(&FOLLOWS).relate(&8, &9).await?; // 8 follows 9
-    store.relation(&FOLLOWS).relate(&7, &9).await?;
-    store.relation(&FOLLOWS).relate(&9, &8).await?;
+    // with the counters, in one transaction each.
+    follow(&store, 8, 9).await?; // 8 follows 9
+    follow(&store, 7, 9).await?;
+    follow(&store, 9, 8).await?;
+    let nine = store.get::<User>(&9).await?.expect("saved above");
+    println!(
+        "9: {} following, {} followers",
+        nine.following_count, nine.follower_count
+    );
 
     // select distinct userid from follower where followerid = 9;   (people 9 follows)
     println!(
@@ -74,12 +120,8 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
         time: 1_596_338_654_824,
         content: "test".into(),
     };
-    store.save(&post).await?;
-    let pushed_to = store
-        .timeline(&PUSHED)
-        .push_related(&1, &FOLLOWS, &9)
-        .await?;
-    println!("post 1 pushed to    -> {pushed_to} followers");
+    let pushed_to = publish(&store, &post).await?;
+    println!("post 1 pushed to    -> {pushed_to} followers (post, pushes and counter: one unit)");
     // select postid from push where userid=8 order by time desc;
     let timeline = store.timeline(&PUSHED).page(&8, 0, 10).await?;
     let posts: Vec<(u64, &str)> = timeline

@@ -245,6 +245,9 @@ async fn a_post_is_pushed_to_every_follower_and_read_back_with_its_posts() {
             userid,
             username: format!("u{userid}"),
             email: String::new(),
+            post_count: 0,
+            following_count: 0,
+            follower_count: 0,
         })
         .collect();
     store.save_all(&many).await.unwrap();
@@ -548,6 +551,9 @@ async fn races_of_delete_and_relate_end_clean_after_repair() {
             userid,
             username: format!("u{userid}"),
             email: format!("u{userid}@example.com"),
+            post_count: 0,
+            following_count: 0,
+            follower_count: 0,
         })
         .collect();
     store.save_all(&people).await.unwrap();
@@ -609,6 +615,9 @@ async fn verify_and_repair_report_their_progress() {
             userid,
             username: format!("u{userid}"),
             email: String::new(),
+            post_count: 0,
+            following_count: 0,
+            follower_count: 0,
         })
         .collect();
     store.save_all(&people).await.unwrap();
@@ -730,4 +739,43 @@ async fn relation_membership_and_counts_and_timeline_length_and_ids() {
     );
     let page = store.timeline(&PUSHED).page(&8, 0, 10).await.unwrap();
     assert_eq!(page, [post(3, 9), post(1, 9)]);
+}
+
+/// The example's `follow` and `publish`: the relation, the pushes and the
+/// counters as one unit each, so they never disagree; a refused unit (a
+/// missing user) changes nothing.
+#[tokio::test]
+async fn follows_and_posts_keep_their_counters_in_the_same_unit() {
+    let server = Target::start();
+    let store = server.store().await;
+    store.save_all(&users()).await.unwrap();
+    example::follow(&store, 8, 9).await.unwrap();
+    example::follow(&store, 7, 9).await.unwrap();
+    let before = server.snapshot();
+    let err = example::follow(&store, 8, 99).await.unwrap_err();
+    assert!(
+        matches!(&err, redis_entity::Error::TransactionRefused { op: 0, .. }),
+        "{err:?}"
+    );
+    assert_eq!(server.snapshot(), before, "a refused follow writes nothing");
+    let pushed = example::publish(&store, &post(1, 9)).await.unwrap();
+    assert_eq!(pushed, 2);
+    let nine = store.get::<User>(&9).await.unwrap().unwrap();
+    assert_eq!((nine.follower_count, nine.post_count), (2, 1));
+    assert_eq!(
+        nine.follower_count,
+        store
+            .relation(&FOLLOWS)
+            .related_back_count(&9)
+            .await
+            .unwrap()
+    );
+    for follower in [7u64, 8] {
+        let u = store.get::<User>(&follower).await.unwrap().unwrap();
+        assert_eq!(u.following_count, 1);
+        assert_eq!(
+            store.timeline(&PUSHED).ids(follower, 0, 10).await.unwrap(),
+            [1]
+        );
+    }
 }

@@ -1315,7 +1315,17 @@ mod tests {
         );
         assert_eq!(
             plan.args(),
-            [b(""), b(""), b("9"), b("-1"), b(""), b(""), b("0"), b(""), b("")]
+            [
+                b(""),
+                b(""),
+                b("9"),
+                b("-1"),
+                b(""),
+                b(""),
+                b("0"),
+                b(""),
+                b("")
+            ]
         );
         // A TTL under a millisecond still expires (0 would mean none).
         plan.ttl = Some(Duration::from_micros(10));
