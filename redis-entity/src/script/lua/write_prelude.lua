@@ -37,6 +37,7 @@
 --   existed, old_pttl, ghost   whether it is stored, its TTL, and whether it
 --                expired leaving a shadow
 --   conds[j]     the conditions the write requires of the stored values
+--   unchanged    how many indexes the write leaves untouched ('u')
 local function arg(w) w.a = w.a + 1; return w.A[w.a] end
 local NONE = {}           -- no entries (never modified)
 local UNCHANGED = {}      -- marks an index this write does not touch
@@ -148,6 +149,7 @@ local function begin(keys, args, first)
       w.new[n] = entries(spec.kind, string.sub(v, 2))
     elseif v == 'u' then
       w.new[n] = UNCHANGED
+      w.unchanged = (w.unchanged or 0) + 1
     elseif v == 'n' or spec.pk then
       w.new[n] = NONE
     else
@@ -168,7 +170,12 @@ local function begin(keys, args, first)
   end
   w.old = {}
   if w.existed then
-    if #T.idx > 0 then
+    -- A write that touches no indexed field keeps every entry where it is:
+    -- the stored values are not read, unless the entity has or gets a TTL
+    -- (its shadow is rewritten from its entries).
+    if #T.idx > 0 and w.unchanged == #T.idx and w.ttl <= 0 and w.old_pttl <= 0 then
+      for n = 1, #T.idx do w.old[n] = NONE end
+    elseif #T.idx > 0 then
       local values = read_values(w, T.all)
       for n, spec in ipairs(T.idx) do
         if spec.pk then w.old[n] = w.new[n]
