@@ -1068,6 +1068,33 @@ mod tests {
         }
     }
 
+    /// An equality, an absence and a bounded increment's condition.
+    fn three_conditions() -> Vec<ConditionArg<'static>> {
+        vec![
+            ConditionArg {
+                key: 0,
+                field: "status",
+                test: "eq",
+                operand: Some(b"0"),
+                delta: None,
+            },
+            ConditionArg {
+                key: 1,
+                field: "",
+                test: "ne",
+                operand: None,
+                delta: None,
+            },
+            ConditionArg {
+                key: 0,
+                field: "stock",
+                test: "ge",
+                operand: Some(b"0"),
+                delta: Some(b"-1"),
+            },
+        ]
+    }
+
     #[test]
     fn a_write_is_the_prelude_then_commands_then_stale_entries() {
         let keys = entity_keys("9");
@@ -1080,29 +1107,7 @@ mod tests {
             ttl: WriteTtl::Set(1500),
             cas: b"{}",
             version_expected: "3",
-            conditions: vec![
-                ConditionArg {
-                    key: 0,
-                    field: "status",
-                    test: "eq",
-                    operand: Some(b"0"),
-                    delta: None,
-                },
-                ConditionArg {
-                    key: 1,
-                    field: "",
-                    test: "ne",
-                    operand: None,
-                    delta: None,
-                },
-                ConditionArg {
-                    key: 0,
-                    field: "stock",
-                    test: "ge",
-                    operand: Some(b"0"),
-                    delta: Some(b"-1"),
-                },
-            ],
+            conditions: three_conditions(),
             index_values: vec![
                 IndexArg::Unknown,
                 IndexArg::Unchanged,
