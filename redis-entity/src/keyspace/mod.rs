@@ -242,6 +242,49 @@ pub fn entity_key_of<E: crate::schema::entity::Entity>(pk: &E::Pk) -> String {
 
 /// A key under an entity's key: a strings-layout column, a `#[hash]` map, a
 /// relation set or a timeline (`<entity key>:<name>`).
+/// Whether `name` may name a relation set or a timeline under the entities
+/// of `desc` (`<entity key>:<name>`): not empty, not one of the entity's own
+/// keys under its key (a `#[hash]` field's map, a `strings`-layout column),
+/// and not starting with `@`, which marks the keys the runtime keeps there
+/// (`@rel`, `@shadow`, `@req:`). Const, so that a relation or timeline
+/// defined as a `const` is checked at compile time.
+pub(crate) const fn free_sub_name(desc: &EntityDesc, name: &str) -> bool {
+    const fn same(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    if name.is_empty() || name.as_bytes()[0] == b'@' {
+        return false;
+    }
+    if matches!(desc.layout, Layout::Strings) {
+        let mut i = 0;
+        while i < desc.columns.len() {
+            if same(desc.columns[i].name, name) {
+                return false;
+            }
+            i += 1;
+        }
+    }
+    let mut i = 0;
+    while i < desc.maps.len() {
+        if same(desc.maps[i].name, name) {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 pub(crate) fn sub_key(entity_key: &str, name: &str) -> String {
     let mut k = String::with_capacity(entity_key.len() + name.len() + 1);
     k.push_str(entity_key);

@@ -56,9 +56,28 @@ impl<A, B> std::fmt::Debug for Relation<A, B> {
     }
 }
 
-impl<A, B> Relation<A, B> {
+impl<A: Entity, B: Entity> Relation<A, B> {
     /// Each `A` relates to many `B`s and each `B` to many `A`s.
+    ///
+    /// # Panics
+    ///
+    /// When `name` is one of `A`'s own keys under its entity key (a
+    /// `#[hash]` field, or a column of the `strings` layout), or `reverse`
+    /// one of `B`'s, or either is empty or starts with `@`: both would be
+    /// the key `<entity key>:<name>`, and a save would overwrite the
+    /// relation. Defined as a `const`, that is a compile-time error.
+    ///
+    /// ```compile_fail
+    /// # use redis_entity::{RedisEntity, relation::Relation};
+    /// #[derive(RedisEntity)]
+    /// #[redis(layout = "strings")]
+    /// struct User { #[pk] id: u64, following: u64 }
+    /// // `user:9:following` would be the column and the relation set.
+    /// const FOLLOWS: Relation<User, User> = Relation::many_to_many("following", "followers");
+    /// # fn main() { let _ = FOLLOWS; }
+    /// ```
     pub const fn many_to_many(name: &'static str, reverse: &'static str) -> Self {
+        Self::checked(name, reverse);
         Relation {
             name,
             reverse,
@@ -69,7 +88,12 @@ impl<A, B> Relation<A, B> {
 
     /// Each `A` has many `B`s, each `B` at most one `A` (for follows: a program's
     /// red-packet tasks): relating a `B` to a new `A` takes it from the old one.
+    ///
+    /// # Panics
+    ///
+    /// As [`many_to_many`](Self::many_to_many).
     pub const fn one_to_many(name: &'static str, reverse: &'static str) -> Self {
+        Self::checked(name, reverse);
         Relation {
             name,
             reverse,
@@ -78,6 +102,17 @@ impl<A, B> Relation<A, B> {
         }
     }
 
+    const fn checked(name: &str, reverse: &str) {
+        assert!(
+            keyspace::free_sub_name(A::DESC, name) && keyspace::free_sub_name(B::DESC, reverse),
+            "a relation's name is a key its entity type already has under each entity's key \
+             (a #[hash] field, or a column of the strings layout), or is empty or starts \
+             with `@`: both would be `<entity key>:<name>`; rename the relation"
+        );
+    }
+}
+
+impl<A, B> Relation<A, B> {
     /// The forward name (`<a key>:<name>`).
     pub const fn name(&self) -> &'static str {
         self.name

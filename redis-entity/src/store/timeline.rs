@@ -43,16 +43,31 @@ impl<O, P> std::fmt::Debug for Timeline<O, P> {
     }
 }
 
-impl<O, P> Timeline<O, P> {
+impl<O: Entity, P> Timeline<O, P> {
     /// A timeline named `name` keeping the newest `cap` entries.
+    ///
+    /// # Panics
+    ///
+    /// When `name` is one of `O`'s own keys under its entity key (a
+    /// `#[hash]` field, or a column of the `strings` layout), or is empty or
+    /// starts with `@` (see [`Relation::many_to_many`](crate::relation::Relation::many_to_many));
+    /// defined as a `const`, that is a compile-time error.
     pub const fn new(name: &'static str, cap: usize) -> Self {
+        assert!(
+            keyspace::free_sub_name(O::DESC, name),
+            "a timeline's name is a key its owner type already has under each entity's key \
+             (a #[hash] field, or a column of the strings layout), or is empty or starts \
+             with `@`: both would be `<entity key>:<name>`; rename the timeline"
+        );
         Timeline {
             name,
             cap,
             _p: PhantomData,
         }
     }
+}
 
+impl<O, P> Timeline<O, P> {
     /// The timeline's name.
     pub const fn name(&self) -> &'static str {
         self.name
