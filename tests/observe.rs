@@ -48,3 +48,30 @@ async fn metrics_count_writes_failures_unknown_outcomes_reads_and_queries() {
     let m = store.metrics();
     assert_eq!((m.writes, m.unknown_outcomes), (5, 1), "{m:?}");
 }
+
+#[tokio::test]
+async fn a_unit_of_work_counts_its_operations_as_writes_and_a_refusal_as_one_error() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store
+        .transaction()
+        .save(&book(1))
+        .save(&book(2))
+        .exec()
+        .await
+        .unwrap();
+    let m = store.metrics();
+    assert_eq!((m.writes, m.write_errors), (2, 0), "{m:?}");
+    let refused = store
+        .transaction()
+        .save(&book(3))
+        .insert(&book(1))
+        .exec()
+        .await;
+    assert!(matches!(
+        refused,
+        Err(Error::TransactionRefused { op: 1, .. })
+    ));
+    let m = store.metrics();
+    assert_eq!((m.writes, m.write_errors), (4, 1), "{m:?}");
+}

@@ -74,6 +74,9 @@ pub(crate) enum Op<'a> {
         key: &'a str,
         n: usize,
     },
+    /// A unit of work of `n` operations (one round trip); `key` is its
+    /// first operation's.
+    Unit { key: &'a str, n: usize },
     /// Reads of `n` records (0 or 1 round trip: the near cache may answer).
     Read { entity: &'a str, n: usize },
     /// The index part of a query (one round trip).
@@ -102,6 +105,13 @@ impl Op<'_> {
                 round_trips = 1,
                 outcome = tracing::field::Empty,
             ),
+            Op::Unit { key, n } => tracing::debug_span!(
+                "redis_entity.transaction",
+                key = %key,
+                operations = n,
+                round_trips = 1,
+                outcome = tracing::field::Empty,
+            ),
             Op::Read { entity, n } => tracing::debug_span!(
                 "redis_entity.read",
                 entity = %entity,
@@ -120,7 +130,7 @@ impl Op<'_> {
         #[cfg(not(feature = "tracing"))]
         let result = work.await;
         match &self {
-            Op::Write { n, .. } => {
+            Op::Write { n, .. } | Op::Unit { n, .. } => {
                 counters.writes.fetch_add(*n as u64, Relaxed);
                 match &result {
                     Err(e) if e.is_connection() => {

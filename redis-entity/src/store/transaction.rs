@@ -460,15 +460,25 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok((planned, call))
     }
 
-    /// Sends a unit: one atomic call, one round trip.
+    /// Sends a unit: one atomic call, one round trip; counted (and traced)
+    /// as one write of its operations.
     async fn run_unit(&self, ops: Vec<Build>) -> Result<()> {
         if ops.is_empty() {
             return Ok(());
         }
         let (planned, call) = self.unit(ops)?;
+        let op = super::observe::Op::Unit {
+            key: &planned[0].subject,
+            n: planned.len(),
+        };
+        op.run(&self.counters, self.send_unit(&planned, &call))
+            .await
+    }
+
+    async fn send_unit(&self, planned: &[Planned], call: &Call<'static>) -> Result<()> {
         self.mark_layout().await?;
         let reply: redis::RedisResult<Value> =
-            script::invoke(&mut self.conn.clone(), &self.sent, &call).await;
+            script::invoke(&mut self.conn.clone(), &self.sent, call).await;
         let reply = match reply {
             Ok(Value::ServerError(e)) => Err(e.into()),
             other => other,
@@ -481,7 +491,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                     detail: format!("{other:?}"),
                 })
             }
-            Err(e) => return Err(refused(&planned, e)),
+            Err(e) => return Err(refused(planned, e)),
         };
         // Sides of deleted entities' relations in other slots of a cluster:
         // cleaned as after a delete.
