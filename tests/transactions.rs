@@ -271,6 +271,52 @@ async fn the_checks_see_what_the_units_earlier_operations_do() {
     store.transaction().exec().await.unwrap();
 }
 
+/// One string key per column: a relation checks that the entity exists by
+/// its first required column's key.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "tfan", layout = "strings", group = "social")]
+struct Fan {
+    #[pk]
+    id: u64,
+    nick: String,
+}
+
+const LIKES: Relation<Fan, User> = Relation::many_to_many("likes", "fans");
+
+#[tokio::test]
+async fn an_entity_of_any_layout_saved_in_a_unit_can_be_related_in_it() {
+    let server = Target::start();
+    let store = server.store().await;
+    store.save(&user(1, "ann")).await.unwrap();
+    let fan = Fan {
+        id: 5,
+        nick: "f".into(),
+    };
+    store
+        .transaction()
+        .save(&fan)
+        .relate(&LIKES, 5, 1)
+        .exec()
+        .await
+        .unwrap();
+    assert_eq!(store.relation(&LIKES).related_back(1).await.unwrap(), [5]);
+    // Deleted earlier in a unit: no longer there to relate.
+    let before = server.snapshot();
+    let err = store
+        .transaction()
+        .delete::<Fan>(5)
+        .relate(&LIKES, 5, 1)
+        .exec()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::TransactionRefused { op: 1, source, .. }
+            if matches!(**source, Error::NotFound { .. })),
+        "{err:?}"
+    );
+    assert_eq!(server.snapshot(), before);
+}
+
 #[tokio::test]
 async fn an_explained_unit_is_one_call_naming_every_operation() {
     let server = Target::start();

@@ -18,6 +18,16 @@
 -- operation exists), and the unique values given (two operations may not
 -- give one value to two entities).
 
+-- Records that the unit's earlier operations leave the entity of `w`
+-- stored (or not), under each key whose existence means it exists (a
+-- relation checks one of them: the entity key, or a strings-layout
+-- entity's first required column).
+local function unit_leaves(u, w, stored)
+  for i = 1, #w.K do
+    if role(i) == 'p' then u.exists[w.K[i]] = stored end
+  end
+end
+
 -- Whether the entity whose key is `key` exists once the earlier operations
 -- of the unit are applied.
 local function unit_exists(u, key)
@@ -51,7 +61,7 @@ UNIT.save = {
     op.w = w
     if insert and w.existed then return redis.error_reply('ENTITY_EXISTS entity already stored') end
     local refused = check_change(w, op.last, false) or unit_unique(u, w)
-    u.exists[w.K[1]] = true
+    unit_leaves(u, w, true)
     return refused
   end,
   apply = function(u, op) return apply_change(op.w, op.last, false) end,
@@ -74,7 +84,7 @@ UNIT.delete = {
     local w = begin(op.keys, op.args, op.first)
     op.w = w
     local refused = check_delete(w)
-    u.exists[w.K[1]] = false
+    unit_leaves(u, w, false)
     return refused
   end,
   apply = function(u, op) return apply_delete(op.w) end,
