@@ -130,6 +130,31 @@ async fn a_store_reads_its_own_writes_at_once() {
     assert_eq!(store.get::<User>(&2).await.unwrap(), Some(user(2, "x")));
 }
 
+#[tokio::test]
+async fn a_store_reads_the_writes_of_its_units_at_once() {
+    let server = RedisServer::start();
+    let (store, near) = cached_store(&server).await;
+    store.save_all(&[user(1, "a"), user(2, "b")]).await.unwrap();
+    for round in 0..20 {
+        // Both cached...
+        store.get::<User>(&1).await.unwrap();
+        store.get::<User>(&2).await.unwrap();
+        // ...and changed by a unit over the store's own connection.
+        let name = format!("n{round}");
+        store
+            .transaction()
+            .update::<User>(1, |u| u.set(User::NAME, name.clone()))
+            .delete::<User>(2)
+            .exec()
+            .await
+            .unwrap();
+        assert_eq!(store.get::<User>(&1).await.unwrap().unwrap().name, name);
+        assert_eq!(store.get::<User>(&2).await.unwrap(), None);
+        store.save(&user(2, "b")).await.unwrap();
+    }
+    assert!(near.stats().invalidations > 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_that_races_with_an_invalidation_is_not_kept() {
     let server = RedisServer::start();

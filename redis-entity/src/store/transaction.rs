@@ -471,8 +471,21 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             key: &planned[0].subject,
             n: planned.len(),
         };
-        op.run(&self.counters, self.send_unit(&planned, &call))
-            .await
+        let sent = op
+            .run(&self.counters, self.send_unit(&planned, &call))
+            .await;
+        // The near cache learns of the unit's writes from Redis' tracking,
+        // on its own connection: the entities it wrote go from memory now,
+        // so that this store reads its own writes at once (whatever the
+        // outcome: a lost reply may hide a write).
+        if let Some(near) = &self.near {
+            for p in &planned {
+                if p.desc.is_some_and(|(d, _)| near.shared.caches(d.type_name)) {
+                    near.shared.invalidate(p.subject.as_bytes());
+                }
+            }
+        }
+        sent
     }
 
     async fn send_unit(&self, planned: &[Planned], call: &Call<'static>) -> Result<()> {
