@@ -342,6 +342,43 @@ fn report(step: &str, fw: &Figures, hand: &Figures) {
     );
 }
 
+/// The minimal hand-written change of a user's country: the field and both
+/// index sets (told the old value), for a `MULTI` being built.
+fn hand_country_change(p: &mut redis::Pipeline, id: u64, old: &str, new: &str) {
+    p.cmd("HSET")
+        .arg(format!("user:{{{id}}}"))
+        .arg("country")
+        .arg(new)
+        .ignore();
+    p.cmd("SREM")
+        .arg(format!("user:country:{old}"))
+        .arg(id)
+        .ignore();
+    p.cmd("SADD")
+        .arg(format!("user:country:{new}"))
+        .arg(id)
+        .ignore();
+}
+
+/// The unit of 3 of the workload: two level increments and a change of an
+/// indexed field, of users `i`, `i + 1` and `i + 2`, as one transaction.
+async fn unit_of_3(
+    store: &Store<CountingConnection<MultiplexedConnection>>,
+    i: u64,
+    n_users: u64,
+    new_country: &str,
+) {
+    let (a, b, x) = (i % n_users, (i + 1) % n_users, (i + 2) % n_users);
+    store
+        .transaction()
+        .update::<User>(a, |u| u.incr(User::LEVEL, 1))
+        .update::<User>(b, |u| u.incr(User::LEVEL, -1))
+        .update::<User>(x, |u| u.set(User::COUNTRY, new_country.to_owned()))
+        .exec()
+        .await
+        .unwrap();
+}
+
 /// A save of one user as a careful engineer writes it by hand with the
 /// guarantees of redis-entity's: every key's type and the unique owner
 /// checked before the first write, the old values read so that the index
@@ -866,19 +903,7 @@ async fn main() {
                 let (old, new) = (country(id, i / n_users), country(id, i / n_users + 1));
                 let mut p = redis::pipe();
                 p.cmd("MULTI").ignore();
-                p.cmd("HSET")
-                    .arg(format!("user:{{{id}}}"))
-                    .arg("country")
-                    .arg(new)
-                    .ignore();
-                p.cmd("SREM")
-                    .arg(format!("user:country:{old}"))
-                    .arg(id)
-                    .ignore();
-                p.cmd("SADD")
-                    .arg(format!("user:country:{new}"))
-                    .arg(id)
-                    .ignore();
+                hand_country_change(&mut p, id, old, new);
                 p.cmd("EXEC").ignore();
                 let _: () = p.query_async(&mut c).await.unwrap();
             }
@@ -938,19 +963,7 @@ async fn main() {
             .arg("level")
             .arg(-1)
             .ignore();
-        p.cmd("HSET")
-            .arg(format!("user:{{{x}}}"))
-            .arg("country")
-            .arg(new)
-            .ignore();
-        p.cmd("SREM")
-            .arg(format!("user:country:{old}"))
-            .arg(x)
-            .ignore();
-        p.cmd("SADD")
-            .arg(format!("user:country:{new}"))
-            .arg(x)
-            .ignore();
+        hand_country_change(&mut p, x, old, new);
         p.cmd("EXEC").ignore();
         let mut c = c.clone();
         async move {
@@ -964,15 +977,8 @@ async fn main() {
         false,
         |r| async move {
             for i in r {
-                let (a, b, x) = (i % n_users, (i + 1) % n_users, (i + 2) % n_users);
-                store
-                    .transaction()
-                    .update::<User>(&a, |u| u.incr(User::LEVEL, 1))
-                    .update::<User>(&b, |u| u.incr(User::LEVEL, -1))
-                    .update::<User>(&x, |u| u.set(User::COUNTRY, country(x, i / n_users + 21)))
-                    .exec()
-                    .await
-                    .unwrap();
+                let x = (i + 2) % n_users;
+                unit_of_3(store, i, n_users, country(x, i / n_users + 21)).await;
             }
         },
         |r| {
@@ -1072,15 +1078,8 @@ async fn main() {
         false,
         |r| async move {
             for i in r {
-                let (a, b, x) = (i % n_users, (i + 1) % n_users, (i + 2) % n_users);
-                store
-                    .transaction()
-                    .update::<User>(&a, |u| u.incr(User::LEVEL, 1))
-                    .update::<User>(&b, |u| u.incr(User::LEVEL, -1))
-                    .update::<User>(&x, |u| u.set(User::COUNTRY, country(x, i / n_users + 61)))
-                    .exec()
-                    .await
-                    .unwrap();
+                let x = (i + 2) % n_users;
+                unit_of_3(store, i, n_users, country(x, i / n_users + 61)).await;
             }
         },
         |r| {
