@@ -46,6 +46,17 @@ fn key_in(ranges: &[(u16, u16)]) -> Option<String> {
     })
 }
 
+/// Adds to `pipe` one page of a `SCAN` of the keys matching `pattern`, from
+/// `cursor`, 1,000 keys looked at (the walks of keys over a keyspace).
+pub(crate) fn scan_page(pipe: &mut redis::Pipeline, cursor: u64, pattern: &str) {
+    pipe.cmd("SCAN")
+        .arg(cursor)
+        .arg("MATCH")
+        .arg(pattern)
+        .arg("COUNT")
+        .arg(1000);
+}
+
 /// Adds to `pipe` an ignored `EXISTS` of `hint`, which sends the pipeline
 /// to the node serving `hint`'s slot on a cluster (nothing else changes).
 pub(crate) fn route_to(pipe: &mut redis::Pipeline, hint: Option<&str>) {

@@ -918,15 +918,6 @@ pub(crate) fn row_check<E: crate::schema::entity::Entity>(
 
 const CHUNK: usize = 500;
 
-fn scan_cmd(pipe: &mut redis::Pipeline, cursor: u64, pattern: &str) {
-    pipe.cmd("SCAN")
-        .arg(cursor)
-        .arg("MATCH")
-        .arg(pattern)
-        .arg("COUNT")
-        .arg(1000);
-}
-
 fn text(v: Value) -> Option<String> {
     match v {
         Value::BulkString(b) => Some(String::from_utf8_lossy(&b).into_owned()),
@@ -1013,7 +1004,7 @@ impl<'a> Verifier<'a> {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         match &self.step {
-            Step::ScanEntities { cursor } => scan_cmd(
+            Step::ScanEntities { cursor } => crate::keyspace::nodes::scan_page(
                 &mut pipe,
                 *cursor,
                 &crate::keyspace::entity_scan_pattern(desc, ns),
@@ -1078,7 +1069,7 @@ impl<'a> Verifier<'a> {
                 .arg(-1)
                 .arg("WITHSCORES");
         } else {
-            scan_cmd(
+            crate::keyspace::nodes::scan_page(
                 pipe,
                 cursor,
                 &crate::keyspace::index_scan_pattern(desc, ns, idx.field),

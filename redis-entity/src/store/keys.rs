@@ -96,12 +96,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Keys<'_, C> {
             let mut cursor: u64 = 0;
             loop {
                 let mut pipe = redis::pipe();
-                pipe.cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(pattern)
-                    .arg("COUNT")
-                    .arg(1000);
+                crate::keyspace::nodes::scan_page(&mut pipe, cursor, pattern);
                 crate::keyspace::nodes::route_to(&mut pipe, hint.as_deref());
                 let ((next, found),): ((u64, Vec<String>),) = pipe
                     .query_async(&mut store.reader())

@@ -492,12 +492,11 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
             let mut cursor: u64 = 0;
             loop {
                 let mut pipe = redis::pipe();
-                pipe.cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(keyspace::entity_scan_pattern(desc, &space))
-                    .arg("COUNT")
-                    .arg(1000);
+                keyspace::nodes::scan_page(
+                    &mut pipe,
+                    cursor,
+                    &keyspace::entity_scan_pattern(desc, &space),
+                );
                 crate::keyspace::nodes::route_to(&mut pipe, sharded.then_some(hint.as_str()));
                 let ((next, keys),): ((u64, Vec<String>),) = pipe
                     .query_async(&mut self.connection())
