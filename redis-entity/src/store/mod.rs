@@ -739,33 +739,17 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
         // The json layout: the conditions are checked on the document read,
         // and the delete goes only if that document is still the one stored.
-        for attempt in 0..update::CAS_ATTEMPTS {
-            tokio::time::sleep(write::cas_backoff(attempt)).await;
-            let key = &plan.keys.base;
-            let read: Option<Vec<u8>> = redis::cmd("GET")
-                .arg(key)
-                .query_async(&mut self.conn.clone())
-                .await
-                .map_err(|e| Error::redis(key, e))?;
-            crate::plan::json::check_conditions(
-                E::DESC,
-                key,
-                read.as_deref().unwrap_or(b"{}"),
-                &conditions,
-            )?;
-            let Some(read) = read else {
-                return Ok(false);
-            };
-            plan.cas = Some(read);
-            match self.write(&plan).await {
-                Err(Error::Redis { source, .. }) if WritePlan::is_cas_retry(&source) => continue,
-                other => return other,
-            }
-        }
-        Err(Error::UnexpectedReply {
-            key: plan.keys.base,
-            detail: "the document kept changing during the delete".into(),
+        let key = plan.keys.base.clone();
+        self.json_cas(&key, |read| {
+            let doc = read.as_deref().unwrap_or(b"{}");
+            crate::plan::json::check_conditions(E::DESC, &key, doc, &conditions)?;
+            Ok(read.map(|read| {
+                let mut plan = plan.clone();
+                plan.cas = Some(read);
+                plan
+            }))
         })
+        .await
     }
 
     /// Starts an in-place update of the entity with `pk`.

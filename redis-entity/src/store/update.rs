@@ -198,9 +198,41 @@ impl<'s, E: Entity, S> Update<'s, E, S> {
     }
 }
 
-/// How often an update of the `json` layout retries when another writer
+/// How often a write of the `json` layout retries when another writer
 /// changed the document between its read and its compare-and-set.
-pub(crate) const CAS_ATTEMPTS: usize = 100;
+const CAS_ATTEMPTS: usize = 100;
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// The `json` layout's compare-and-set: reads the document at `key`,
+    /// lets `plan_of` make the write from what was read (`None`: nothing to
+    /// write, `false`), and sends it as long as the document is still the
+    /// one read, retried when another writer changed it in between.
+    pub(crate) async fn json_cas(
+        &self,
+        key: &str,
+        mut plan_of: impl FnMut(Option<Vec<u8>>) -> Result<Option<WritePlan>>,
+    ) -> Result<bool> {
+        for attempt in 0..CAS_ATTEMPTS {
+            tokio::time::sleep(write::cas_backoff(attempt)).await;
+            let read: Option<Vec<u8>> = redis::cmd("GET")
+                .arg(key)
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| Error::redis(key, e))?;
+            let Some(plan) = plan_of(read)? else {
+                return Ok(false);
+            };
+            match self.write(&plan).await {
+                Err(Error::Redis { source, .. }) if WritePlan::is_cas_retry(&source) => continue,
+                other => return other,
+            }
+        }
+        Err(Error::UnexpectedReply {
+            key: key.to_owned(),
+            detail: "the document kept changing during the compare-and-set".into(),
+        })
+    }
+}
 
 impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>> {
     /// The in-place write of the `hash` and `strings` layouts.
@@ -255,36 +287,25 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
         }
         // The json layout keeps one document: read it, change it, and write it
         // back only if nobody changed it meanwhile.
-        for attempt in 0..CAS_ATTEMPTS {
-            tokio::time::sleep(write::cas_backoff(attempt)).await;
-            let read: Option<Vec<u8>> = redis::cmd("GET")
-                .arg(&keys.base)
-                .query_async(&mut store.conn.clone())
-                .await
-                .map_err(|e| Error::redis(&keys.base, e))?;
-            let read = read.ok_or_else(|| Error::NotFound {
-                key: keys.base.clone(),
-            })?;
-            json::check_conditions(E::DESC, &keys.base, &read, &self.conditions)?;
-            let doc = json::apply_json_ops(E::DESC, &keys.base, &read, &self.ops)?;
-            let mut plan = write::json_cas(
-                E::DESC,
-                &store.ns,
-                keys.clone(),
-                read,
-                doc,
-                &self.ops,
-                self.ttl,
-            );
-            plan.remove_ttl = self.persist;
-            match store.write(&plan).await {
-                Err(Error::Redis { source, .. }) if WritePlan::is_cas_retry(&source) => continue,
-                other => return other.map(drop),
-            }
-        }
-        Err(Error::UnexpectedReply {
-            key: keys.base,
-            detail: "the document kept changing during the update".into(),
-        })
+        let base = keys.base.clone();
+        store
+            .json_cas(&base, |read| {
+                let read = read.ok_or_else(|| Error::NotFound { key: base.clone() })?;
+                json::check_conditions(E::DESC, &base, &read, &self.conditions)?;
+                let doc = json::apply_json_ops(E::DESC, &base, &read, &self.ops)?;
+                let mut plan = write::json_cas(
+                    E::DESC,
+                    &store.ns,
+                    keys.clone(),
+                    read,
+                    doc,
+                    &self.ops,
+                    self.ttl,
+                );
+                plan.remove_ttl = self.persist;
+                Ok(Some(plan))
+            })
+            .await
+            .map(drop)
     }
 }
