@@ -122,9 +122,9 @@ impl Planned {
 pub struct Transaction<'s, S> {
     pub(crate) store: &'s S,
     ops: Vec<Build>,
-    /// The entities written so far, by type and member, with their
-    /// operation's index.
-    written: Vec<(&'static str, String, usize)>,
+    /// The entities written so far, by type (its description) and member,
+    /// with their operation's index.
+    written: Vec<(&'static EntityDesc, String, usize)>,
     /// The first error met while building; `exec()` returns it.
     error: Option<Error>,
 }
@@ -172,7 +172,7 @@ impl<'s, S> Transaction<'s, S> {
         if let Some((_, _, first)) = self
             .written
             .iter()
-            .find(|(t, m, _)| *t == desc.type_name && *m == member)
+            .find(|(t, m, _)| std::ptr::eq(*t, desc) && *m == member)
         {
             let reason = format!(
                 "operations {first} and {op} both write {} `{member}`: merge them into one",
@@ -180,7 +180,7 @@ impl<'s, S> Transaction<'s, S> {
             );
             return self.fail(Error::InvalidTransaction { reason });
         }
-        self.written.push((desc.type_name, member, op));
+        self.written.push((desc, member, op));
         self.ops.push(build);
         self
     }
