@@ -267,6 +267,38 @@ async fn the_checks_see_what_the_units_earlier_operations_do() {
         .is_empty());
     let report = store.maintenance::<User>().verify().await.unwrap();
     assert!(report.is_clean(), "{report}");
+    // A conditional delete in a unit: refused while the condition does not
+    // hold (nothing of the unit written), done once it does; and an
+    // unrelate beside it.
+    store.relation(&FOLLOWS).relate(5, 1).await.unwrap();
+    let before = server.snapshot();
+    let err = store
+        .transaction()
+        .unrelate(&FOLLOWS, 5, 1)
+        .delete_if::<User>(5, [User::POSTS.at_least(1)])
+        .exec()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::TransactionRefused { op: 1, source, .. }
+            if matches!(&**source, Error::ConditionFailed { found: Some(f), .. } if f == "0")),
+        "{err:?}"
+    );
+    assert_eq!(server.snapshot(), before);
+    store
+        .transaction()
+        .unrelate(&FOLLOWS, 5, 1)
+        .delete_if::<User>(5, [User::POSTS.at_most(0)])
+        .exec()
+        .await
+        .unwrap();
+    assert!(store.get::<User>(&5).await.unwrap().is_none());
+    assert!(store
+        .relation(&FOLLOWS)
+        .related_back(1)
+        .await
+        .unwrap()
+        .is_empty());
     // An empty unit sends nothing.
     store.transaction().exec().await.unwrap();
 }
@@ -489,6 +521,9 @@ async fn an_invalid_entity_is_refused_before_anything_is_written() {
             .await
             .unwrap_err()
     ));
+    let ttl = Duration::from_secs(60);
+    let with_ttl = store.expiry::<Mail>().save_with_ttl(&bad, ttl).await;
+    assert!(invalid(&with_ttl.unwrap_err()));
     assert!(invalid(
         &store
             .transaction()
