@@ -15,8 +15,8 @@ use crate::schema::entity::{EntityDesc, IndexKind, IndexSource, Layout, Row};
 use crate::schema::escape::escape_bytes_into;
 use crate::schema::escape::Namespace;
 pub(crate) use crate::schema::update_op::UpdateOp;
-use crate::script::args::{ConditionArg, IndexArg, Write, WriteCommand, WriteTtl};
-use crate::script::{self, write::WriteOp, Call};
+use crate::script::args::{ConditionArg, FastWrite, IndexArg, Write, WriteCommand, WriteTtl};
+use crate::script::{self, fast, write::WriteOp, Call};
 use redis::Value;
 use std::time::Duration;
 
@@ -289,10 +289,107 @@ impl WritePlan {
         (keys, self.write_args().args())
     }
 
-    /// The call of the type's write script for this plan.
+    /// The call of the type's write script for this plan: its straight-line
+    /// function when the plan needs nothing else (script/fast.rs).
     pub(crate) fn call(&self) -> Call<'static> {
+        if let Some((f, w)) = self.fast_write(false) {
+            return w.call(f);
+        }
         let function = script::write::script(self.desc, self.ns.layout(), self.op, false);
         self.write_args().call(function)
+    }
+
+    /// The type's straight-line function and its call for this plan, if
+    /// the plan needs no request token, TTL, compare-and-set, expected
+    /// version, condition, claim or stale entry, and sets, removes or
+    /// increments each column of the entity hash at most once.
+    fn fast_write(&self, batch: bool) -> Option<(&'static script::Script, FastWrite<'_>)> {
+        let plain = self.token.is_none()
+            && self.ttl.is_none()
+            && !self.remove_ttl
+            && self.cas.is_none()
+            && self.version_expected.is_none()
+            && self.conditions.is_empty()
+            && self.stale.is_empty()
+            && !self.keep_unique;
+        if !plain {
+            return None;
+        }
+        let function = script::write::fast_script(self.desc, self.ns.layout(), self.op, batch)?;
+        let columns = self.desc.columns;
+        let mut ops = vec![fast::OP_KEEP; columns.len()];
+        let mut values: Vec<Option<&[u8]>> = vec![None; columns.len()];
+        let mut tail = Vec::new();
+        // Each column operation of the entity hash: (field, code, value).
+        let mut column_ops: Vec<(&[u8], u8, Option<&[u8]>)> = Vec::new();
+        for c in &self.commands {
+            if c.key != 0 {
+                tail.push(WriteCommand {
+                    name: c.name,
+                    key: c.key,
+                    args: &c.args,
+                });
+                continue;
+            }
+            match (c.name, &c.args[..]) {
+                ("HSET", pairs) if pairs.len() % 2 == 0 => column_ops.extend(
+                    pairs
+                        .chunks(2)
+                        .map(|p| (&p[0][..], fast::OP_SET, Some(&p[1][..]))),
+                ),
+                ("HDEL", names) => {
+                    column_ops.extend(names.iter().map(|n| (&n[..], fast::OP_DEL, None)))
+                }
+                ("HINCRBY", [name, delta]) => column_ops.push((name, fast::OP_INCR, Some(delta))),
+                ("HINCRBYFLOAT", [name, delta]) => {
+                    column_ops.push((name, fast::OP_INCR_FLOAT, Some(delta)))
+                }
+                _ => return None,
+            }
+        }
+        for (name, op, value) in column_ops {
+            let j = columns.iter().position(|c| c.name.as_bytes() == name)?;
+            if ops[j] != fast::OP_KEEP {
+                return None;
+            }
+            ops[j] = op;
+            values[j] = value;
+        }
+        // The function takes an unsent index's value from its column's
+        // operation: it must be the value the plan gives it.
+        let mut sent = Vec::new();
+        for ((idx, value), arg) in self
+            .desc
+            .indexes
+            .iter()
+            .zip(&self.index_values)
+            .zip(self.index_args())
+        {
+            if fast::sends_value(idx) {
+                sent.push(arg);
+                continue;
+            }
+            let j = idx.column()?;
+            let agrees = match (value, ops[j]) {
+                (IndexValue::Unchanged, fast::OP_KEEP) | (IndexValue::Absent, fast::OP_DEL) => true,
+                (IndexValue::Value(v), fast::OP_SET) => values[j] == Some(&v[..]),
+                (IndexValue::Unknown, fast::OP_INCR | fast::OP_INCR_FLOAT) => true,
+                _ => false,
+            };
+            if !agrees {
+                return None;
+            }
+        }
+        let write = FastWrite {
+            keys: &self.keys,
+            namespace: self.ns.as_str(),
+            member: &self.keys.member,
+            sent,
+            ops,
+            values: values.into_iter().flatten().collect(),
+            tail,
+        };
+        Some((function, write))
     }
 
     /// The entity key, for error messages.
@@ -402,9 +499,21 @@ pub(crate) fn batch_call(plans: &[WritePlan]) -> Call<'static> {
     for p in plans {
         debug_assert!(std::ptr::eq(p.desc, first.desc) && p.op == first.op);
     }
-    let writes: Vec<Write<'_>> = plans.iter().map(WritePlan::write_args).collect();
+    // The straight-line function when every plan can take it.
+    let fast: Option<Vec<_>> = plans.iter().map(|p| p.fast_write(true)).collect();
+    if let Some(fast) = fast {
+        let function = fast[0].0;
+        return script::args::write_batch(function, fast.iter().map(|(_, w)| (w.keys(), w.args())));
+    }
     let function = script::write::script(first.desc, first.ns.layout(), first.op, true);
-    script::args::write_batch(function, &writes)
+    let parts = plans.iter().map(|p| {
+        let w = p.write_args();
+        (
+            w.keys.all().map(|k| k.as_bytes().to_vec()).collect(),
+            w.args(),
+        )
+    });
+    script::args::write_batch(function, parts)
 }
 
 /// Refuses a row whose sorted index value has no score (NaN), before anything

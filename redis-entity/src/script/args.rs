@@ -728,18 +728,18 @@ impl Write<'_> {
         for c in &self.conditions {
             c.encode(&mut args);
         }
+        self.push_values_and_commands(&mut args);
+        args
+    }
+
+    /// The index values, the data commands and clean's stale entries.
+    fn push_values_and_commands(&self, args: &mut Vec<Vec<u8>>) {
         args.extend(self.index_values.iter().map(IndexArg::encode));
-        for c in &self.commands {
-            args.push(c.name.as_bytes().to_vec());
-            args.push((c.key + 1).to_string().into_bytes());
-            args.push(c.args.len().to_string().into_bytes());
-            args.extend(c.args.iter().cloned());
-        }
+        push_commands(args, &self.commands);
         for (i, v) in self.stale {
             args.push((i + 1).to_string().into_bytes());
             args.push(v.clone());
         }
-        args
     }
 
     /// The call of `function` (the type's write function of one entity)
@@ -752,19 +752,85 @@ impl Write<'_> {
     }
 }
 
-/// One call of a batch write function (batch.lua) writing every entity of
-/// `writes`: `KEYS` holds each entity's keys in turn; `ARGV`, per entity,
-/// its key count, its argument count and its arguments.
-pub(crate) fn write_batch(function: &'static Script, writes: &[Write<'_>]) -> Call<'static> {
+/// Per data command: its name, its 1-based key position, its argument
+/// count, its arguments.
+fn push_commands(args: &mut Vec<Vec<u8>>, commands: &[WriteCommand<'_>]) {
+    for c in commands {
+        args.push(c.name.as_bytes().to_vec());
+        args.push((c.key + 1).to_string().into_bytes());
+        args.push(c.args.len().to_string().into_bytes());
+        args.extend(c.args.iter().cloned());
+    }
+}
+
+/// The call of a type's straight-line function (script/fast.rs) for one
+/// write: the entity's keys without its index shadow; the namespace, the
+/// member, the values of the indexes the call sends, one operation code per
+/// column, the value or delta of each column set or incremented (in column
+/// order), then the data commands of the `#[hash]` maps.
+#[derive(Debug, Clone)]
+pub(crate) struct FastWrite<'a> {
+    /// The entity's keys (the shadow, always last, is left out).
+    pub keys: &'a EntityKeys,
+    /// The namespace.
+    pub namespace: &'a str,
+    /// The entity's member.
+    pub member: &'a str,
+    /// The value of each index `fast::sends_value` names, in index order.
+    pub sent: Vec<IndexArg<'a>>,
+    /// One `fast::OP_*` code per column.
+    pub ops: Vec<u8>,
+    /// The value (set) or delta (increments) of each column that has one,
+    /// in column order.
+    pub values: Vec<&'a [u8]>,
+    /// The data commands of the maps.
+    pub tail: Vec<WriteCommand<'a>>,
+}
+
+impl FastWrite<'_> {
+    /// `KEYS`.
+    pub(crate) fn keys(&self) -> Vec<Vec<u8>> {
+        let n = self.keys.all().count() - usize::from(self.keys.shadow.is_some());
+        self.keys
+            .all()
+            .take(n)
+            .map(|k| k.as_bytes().to_vec())
+            .collect()
+    }
+
+    /// `ARGV`.
+    pub(crate) fn args(&self) -> Vec<Vec<u8>> {
+        let mut args = Vec::with_capacity(3 + self.sent.len() + self.values.len());
+        args.push(self.namespace.as_bytes().to_vec());
+        args.push(self.member.as_bytes().to_vec());
+        args.extend(self.sent.iter().map(IndexArg::encode));
+        args.push(self.ops.clone());
+        args.extend(self.values.iter().map(|v| v.to_vec()));
+        push_commands(&mut args, &self.tail);
+        args
+    }
+
+    /// The call of `function` (the type's straight-line function).
+    pub(crate) fn call(&self, function: &'static Script) -> Call<'static> {
+        let mut call = function.call();
+        call.keys = self.keys();
+        call.args = self.args();
+        call
+    }
+}
+
+/// One call of a batch write function (batch.lua) writing one entity per
+/// (keys, arguments) part: `KEYS` holds each entity's keys in turn; `ARGV`,
+/// per entity, its key count, its argument count and its arguments.
+pub(crate) fn write_batch(
+    function: &'static Script,
+    parts: impl IntoIterator<Item = (Vec<Vec<u8>>, Vec<Vec<u8>>)>,
+) -> Call<'static> {
     let mut call = function.call();
-    for w in writes {
-        let before = call.keys.len();
-        call.keys
-            .extend(w.keys.all().map(|k| k.as_bytes().to_vec()));
-        let args = w.args();
-        call.args
-            .push((call.keys.len() - before).to_string().into_bytes());
+    for (keys, args) in parts {
+        call.args.push(keys.len().to_string().into_bytes());
         call.args.push(args.len().to_string().into_bytes());
+        call.keys.extend(keys);
         call.args.extend(args);
     }
     call
@@ -1175,7 +1241,16 @@ mod tests {
             commands: vec![],
             stale: &[],
         };
-        let call = write_batch(&BOARD, &[write(&one), write(&two)]);
+        let call = write_batch(
+            &BOARD,
+            [&one, &two].map(|p| {
+                let w = write(p);
+                (
+                    w.keys.all().map(|k| k.as_bytes().to_vec()).collect(),
+                    w.args(),
+                )
+            }),
+        );
         let keys = ["u:1", "u:1:m", "u:1:@shadow", "u:2", "u:2:m", "u:2:@shadow"];
         let entity = ["", "", "m", "-1", "", "", "0"];
         let args: Vec<&str> = [&["3", "7"][..], &entity, &["3", "7"], &entity].concat();

@@ -16,6 +16,7 @@
 //! commands, accepts.
 
 pub(crate) mod args;
+pub(crate) mod fast;
 pub(crate) mod reply;
 pub(crate) mod write;
 

@@ -107,7 +107,33 @@ pub(crate) fn script(
     op: WriteOp,
     batch: bool,
 ) -> &'static Script {
-    type Functions = HashMap<(WriteOp, bool), &'static Script>;
+    function(desc, layout, (op, batch, false))
+}
+
+/// The straight-line function of `desc`'s library for `op` (script/fast.rs),
+/// if the type and the operation have one: its arguments are the namespace,
+/// the member, the index values and the data commands (a write that needs
+/// none of the general code's other arguments).
+pub(crate) fn fast_script(
+    desc: &'static EntityDesc,
+    layout: KeyLayout,
+    op: WriteOp,
+    batch: bool,
+) -> Option<&'static Script> {
+    if !FAST_OPS.contains(&op) || !super::fast::covers(desc) {
+        return None;
+    }
+    Some(function(desc, layout, (op, batch, true)))
+}
+
+/// The function of `desc`'s library for (operation, batch form,
+/// straight-line form); the library is built on first use.
+fn function(
+    desc: &'static EntityDesc,
+    layout: KeyLayout,
+    which: (WriteOp, bool, bool),
+) -> &'static Script {
+    type Functions = HashMap<(WriteOp, bool, bool), &'static Script>;
     type Registry = HashMap<(usize, KeyLayout), Functions>;
     static LIBRARIES: LazyLock<Mutex<Registry>> = LazyLock::new(Default::default);
     // Keyed by the description's address: two descriptions at one address
@@ -123,12 +149,20 @@ pub(crate) fn script(
             for op in WriteOp::ALL {
                 for batch in [false, true] {
                     let f = Script::function(library, function_name(&name, op, batch));
-                    functions.insert((op, batch), &*Box::leak(Box::new(f)));
+                    functions.insert((op, batch, false), &*Box::leak(Box::new(f)));
+                }
+            }
+            if super::fast::covers(desc) {
+                for op in FAST_OPS {
+                    for batch in [false, true] {
+                        let f = Script::function(library, fast_function_name(&name, op, batch));
+                        functions.insert((op, batch, true), &*Box::leak(Box::new(f)));
+                    }
                 }
             }
             functions
         });
-    functions[&(op, batch)]
+    functions[&which]
 }
 
 fn function_name(library: &str, op: WriteOp, batch: bool) -> String {
@@ -151,6 +185,12 @@ pub(crate) fn code(desc: &EntityDesc, layout: KeyLayout) -> String {
     for body in BODIES {
         s.push_str(body);
     }
+    let fast = super::fast::covers(desc);
+    if fast {
+        s.push_str(include_str!("lua/fast.lua"));
+        s.push_str(&super::fast::fast_change(desc, layout));
+        s.push_str(include_str!("lua/fast_entry.lua"));
+    }
     s.push_str("\n-- One function per operation, and a batch form of each.\n");
     for op in WriteOp::ALL {
         let (body, flags) = op.body_call();
@@ -166,7 +206,34 @@ pub(crate) fn code(desc: &EntityDesc, layout: KeyLayout) -> String {
             ));
         }
     }
+    if fast {
+        for op in FAST_OPS {
+            let mode = op.name();
+            for batch in [false, true] {
+                let name = fast_function_name("__LIB__", op, batch);
+                let run = if batch {
+                    format!("batch_each(fast_entry, nil, k, a, '{mode}')")
+                } else {
+                    format!("fast_entry(nil, k, a, 1, #a, '{mode}')")
+                };
+                s.push_str(&format!(
+                    "redis.register_function('{name}', function(k, a) return {run} end)\n"
+                ));
+            }
+        }
+    }
     s
+}
+
+/// The operations with a straight-line form (script/fast.rs).
+const FAST_OPS: [WriteOp; 3] = [WriteOp::Save, WriteOp::Insert, WriteOp::Update];
+
+fn fast_function_name(library: &str, op: WriteOp, batch: bool) -> String {
+    format!(
+        "{library}_fast_{}{}",
+        op.name(),
+        if batch { "_batch" } else { "" }
+    )
 }
 
 /// The roles of an entity's keys, in the order of [`crate::EntityKeys::all`]:
@@ -466,7 +533,18 @@ mod tests {
             "lib_sweep_batch"
         );
         let code = code(&USER, KeyLayout::Standalone);
-        assert_eq!(code.matches("redis.register_function(").count(), 20);
+        // 10 operations and their batch forms, and the straight-line save,
+        // insert and update (a hash-layout type) and theirs.
+        assert_eq!(code.matches("redis.register_function(").count(), 26);
+        assert!(code.contains(
+            "redis.register_function('__LIB___fast_update_batch', function(k, a) return batch_each(fast_entry, nil, k, a, 'update') end)"
+        ));
+        assert!(fast_script(&USER, KeyLayout::Standalone, WriteOp::Save, false).is_some());
+        assert!(fast_script(&USER, KeyLayout::Standalone, WriteOp::Delete, false).is_none());
+        // A strings-layout type has none.
+        let strings = super::code(&SESSION, KeyLayout::Standalone);
+        assert_eq!(strings.matches("redis.register_function(").count(), 20);
+        assert!(fast_script(&SESSION, KeyLayout::Standalone, WriteOp::Save, false).is_none());
         assert!(code.contains(
             "redis.register_function('__LIB___insert', function(k, a) return once(save, k, a, 1, #a, true) end)"
         ));

@@ -1,0 +1,515 @@
+//! The straight-line write of one entity type: Lua generated from the
+//! type's description, with its keys, fields and index kinds written in.
+//!
+//! The general write code (lua/write_prelude.lua) interprets the type's
+//! description on every call: loops over index kinds, a context table,
+//! sets of entries. That costs 2-5x the server time of a hand-written
+//! function for the same type (docs/benchmarks.md). The common write (a
+//! save, insert or update of a hash-layout entity without a TTL, request
+//! token, condition, version check or unique claim) needs none of that: the
+//! generated `fast_change` does it in the order a careful engineer would
+//! write by hand (read the stored indexed fields, check every key it will
+//! write and the unique owners, then write), and returns nil, having
+//! written nothing, for any other write, which the general code then runs.
+//! Both give the same keys, replies and errors (tests/model.rs runs random
+//! writes of both kinds against a model).
+
+use super::lua_string;
+use crate::keyspace;
+use crate::schema::entity::{EntityDesc, IndexDesc, IndexKind, IndexSource, Layout};
+use crate::schema::escape::{KeyLayout, Namespace};
+use std::fmt::Write;
+
+/// More indexes or columns than these and the generated function would
+/// near Lua's limit of 200 locals: such a type keeps the general code only.
+const MAX_INDEXES: usize = 24;
+const MAX_COLUMNS: usize = 64;
+
+/// The column operation codes of the straight-line call (one byte per
+/// column in its `ops` argument).
+pub(crate) const OP_KEEP: u8 = b'.';
+pub(crate) const OP_SET: u8 = b's';
+pub(crate) const OP_DEL: u8 = b'd';
+pub(crate) const OP_INCR: u8 = b'i';
+pub(crate) const OP_INCR_FLOAT: u8 = b'f';
+
+/// One index as the generated code sees it.
+struct Index {
+    /// 1-based, as in `T.idx` and the error replies (sent 0-based).
+    n: usize,
+    kind: IndexKind,
+    /// The hash field holding the value (`None`: the pk).
+    field: Option<&'static str>,
+    /// The column (1-based) whose operation gives the value, when the call
+    /// does not send it.
+    col: Option<usize>,
+    /// The key (equality, unique, tags: the head before the value) without
+    /// the namespace.
+    key: String,
+}
+
+impl Index {
+    /// The write leaves the value as it is.
+    fn unchanged(&self) -> String {
+        match self.col {
+            Some(j) => format!("op{j} == {OP_KEEP}"),
+            None => format!("a{} == 'u'", self.n),
+        }
+    }
+
+    /// The value is known only after the write (an increment).
+    fn unknown(&self) -> String {
+        match self.col {
+            Some(j) => format!("(op{j} == {OP_INCR} or op{j} == {OP_INCR_FLOAT})"),
+            None => format!("a{} == ''", self.n),
+        }
+    }
+}
+
+/// Whether the straight-line call sends index `i`'s value (an indexed pk
+/// field's, or a sorted index's score): any other index's value is the
+/// stored form of its column, which the call sends as the column's.
+pub(crate) fn sends_value(i: &IndexDesc) -> bool {
+    i.source == IndexSource::Pk || i.kind == IndexKind::Sorted
+}
+
+/// Whether the straight-line write covers `desc` (a hash-layout type
+/// without a presence marker or a default TTL, and not too many indexes or
+/// columns).
+pub(crate) fn covers(desc: &EntityDesc) -> bool {
+    desc.layout == Layout::Hash
+        && !desc.columns.iter().all(|c| c.optional)
+        && desc.ttl.is_none()
+        && desc.indexes.len() <= MAX_INDEXES
+        && desc.columns.len() <= MAX_COLUMNS
+}
+
+/// The straight-line write of `desc` (`local fast_change = false` for a
+/// type it does not cover): `fast_change(K, A, first, last, mode)` (mode
+/// `'save'`, `'insert'` or `'update'`) and `fast_general(K, A, first,
+/// last)`, the same write in the general code's keys and arguments.
+///
+/// KEYS: the entity's keys without the index shadow. Arguments from
+/// `first`: the namespace, the member, the value of each index
+/// [`sends_value`] (as the general code reads index values), one byte per
+/// column (`OP_*`), the value (or delta) of each column set or incremented,
+/// in column order, then the data commands of the `#[hash]` maps as the
+/// general code reads them.
+pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
+    if !covers(desc) {
+        return "local fast_change = false\n".into();
+    }
+    let ns = &Namespace::none().in_layout(layout);
+    let roles = super::write::roles(desc);
+    let shadow = roles.contains('s');
+    let maps: Vec<usize> = (1..=roles.len())
+        .filter(|&i| roles.as_bytes()[i - 1] == b'd')
+        .collect();
+    let idx: Vec<Index> = desc
+        .indexes
+        .iter()
+        .enumerate()
+        .map(|(i, d)| Index {
+            n: i + 1,
+            kind: d.kind,
+            field: match d.source {
+                IndexSource::Pk => None,
+                IndexSource::Column(c) => Some(desc.columns[c].name),
+            },
+            col: match d.source {
+                IndexSource::Column(c) if !sends_value(d) => Some(c + 1),
+                _ => None,
+            },
+            key: match d.kind {
+                IndexKind::Prefix | IndexKind::Sorted => keyspace::index_zset(desc, ns, d.field),
+                _ => keyspace::index_prefix(desc, ns, d.field),
+            },
+        })
+        .collect();
+    let sent: Vec<&Index> = idx.iter().filter(|i| i.col.is_none()).collect();
+    let q = |s: &str| lua_string(s.as_bytes());
+    let mut s = String::new();
+    let w = &mut s;
+    // `writeln!` into a String cannot fail.
+    macro_rules! emit {
+        ($($t:tt)*) => {{ let _ = writeln!(w, $($t)*); }};
+    }
+    emit!(
+        "-- The common write of {} in straight-line code (script/fast.rs).",
+        desc.type_name
+    );
+    let columns: Vec<String> = desc.columns.iter().map(|c| q(c.name)).collect();
+    emit!("local FAST_COLUMNS = {{ {} }}", columns.join(", "));
+    let sent_numbers: Vec<String> = sent.iter().map(|i| i.n.to_string()).collect();
+    emit!("local FAST_SENT = {{ {} }}", sent_numbers.join(", "));
+    let index_columns: Vec<String> = idx
+        .iter()
+        .map(|i| i.col.map_or("false".into(), |j| j.to_string()))
+        .collect();
+    emit!(
+        "local FAST_INDEX_COLUMN = {{ {} }}",
+        index_columns.join(", ")
+    );
+    if shadow {
+        emit!("local FAST_SHADOW = {}", q(&keyspace::shadow_key("")));
+    } else {
+        emit!("local FAST_SHADOW = false");
+    }
+    emit!("local function fast_change(K, A, f, last, mode)");
+    emit!("  local ns, m = A[f], A[f + 1]");
+    for (at, i) in sent.iter().enumerate() {
+        emit!("  local a{n} = A[f + {}]", 2 + at, n = i.n);
+    }
+    emit!("  local ops = A[f + {}]", 2 + sent.len());
+    emit!("  local x = f + {}", 3 + sent.len());
+    emit!("  local hs, hd, inc = {{}}, {{}}, {{}}");
+    emit!("  local s, v");
+    let own = |j: usize| idx.iter().any(|i| i.col == Some(j));
+    for (j0, c) in desc.columns.iter().enumerate() {
+        let j = j0 + 1;
+        let (s_, v_) = if own(j) {
+            emit!("  local op{j}, val{j} = string.byte(ops, {j}), false");
+            (format!("op{j}"), format!("val{j}"))
+        } else {
+            emit!("  s = string.byte(ops, {j})");
+            ("s".to_owned(), "v".to_owned())
+        };
+        let name = q(c.name);
+        emit!("  if {s_} ~= {OP_KEEP} then");
+        emit!("    if {s_} == {OP_SET} then {v_} = A[x]; x = x + 1; hs[#hs + 1] = {name}; hs[#hs + 1] = {v_}");
+        emit!("    elseif {s_} == {OP_DEL} then hd[#hd + 1] = {name}");
+        emit!("    else inc[#inc + 1] = {name}; inc[#inc + 1] = A[x]; inc[#inc + 1] = {s_}; x = x + 1 end");
+        emit!("  end");
+    }
+    for i in &idx {
+        // Known only once the increment ran, and then its key: the
+        // general code probes it.
+        if i.field.is_some()
+            && matches!(
+                i.kind,
+                IndexKind::Equality | IndexKind::Unique | IndexKind::Tags
+            )
+        {
+            emit!("  if {} then return nil end", i.unknown());
+        }
+    }
+    emit!("  if not fast_tail_ok(A, x, last) then return nil end");
+    emit!("  local pttl = redis.call('PTTL', K[1])");
+    emit!("  -- An entity with a TTL keeps a shadow: the general code.");
+    emit!("  if pttl >= 0 then return nil end");
+    emit!("  local existed = pttl == -1");
+    emit!("  if existed then");
+    emit!("    if mode == 'insert' then return redis.error_reply('ENTITY_EXISTS entity already stored') end");
+    emit!("  else");
+    emit!("    if mode == 'update' then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end");
+    if shadow {
+        emit!("    -- Expired leaving a shadow: the general code.");
+        emit!("    if redis.call('EXISTS', K[1] .. FAST_SHADOW) == 1 then return nil end");
+    }
+    emit!("  end");
+    old_and_new(w, &idx);
+    emit!("  local err = fast_check_incr(K, inc)");
+    emit!("  if err then return err end");
+    for k in &maps {
+        emit!("  err = wrong_type(K[{k}], 'hash')");
+        emit!("  if err then return err end");
+    }
+    let ids = q(&keyspace::ids_key(desc, ns));
+    if !idx.is_empty() {
+        emit!("  if not existed then");
+        emit!("    err = wrong_type(ns .. {ids}, 'set')");
+        emit!("    if err then return err end");
+        emit!("  end");
+    }
+    for i in &idx {
+        checks(w, i);
+    }
+    let head = q(&keyspace::owner_head(desc, ns));
+    for i in idx.iter().filter(|i| i.kind == IndexKind::Unique) {
+        emit!(
+            "  if n{n} and n{n} ~= o{n} and nw{n} and nw{n} ~= m then",
+            n = i.n
+        );
+        let alive: Vec<String> = keyspace::presence_suffixes(desc, ns)
+            .iter()
+            .map(|suffix| {
+                let tail = if suffix.is_empty() {
+                    String::new()
+                } else {
+                    format!(" .. {}", q(suffix))
+                };
+                format!(
+                    "redis.call('EXISTS', ns .. {head} .. nw{n}{tail}) == 1",
+                    n = i.n
+                )
+            })
+            .collect();
+        emit!("    if {} then", alive.join(" or "));
+        emit!(
+            "      return redis.error_reply('UNIQUE_VIOLATION {}')",
+            i.n - 1
+        );
+        emit!("    end");
+        emit!("  end");
+    }
+    emit!("  -- The first write: an increment (its error caught), or HSET.");
+    emit!("  local got");
+    emit!("  if #inc > 0 then");
+    emit!("    got, err = fast_incr(K, inc)");
+    emit!("    if not got then return err end");
+    emit!("  end");
+    emit!("  if #hs > 0 then redis.call('HSET', K[1], unpack(hs)) end");
+    emit!("  if #hd > 0 then redis.call('HDEL', K[1], unpack(hd)) end");
+    emit!("  fast_tail(K, A, x, last)");
+    for i in &idx {
+        if let Some(field) = i.field {
+            if matches!(i.kind, IndexKind::Sorted | IndexKind::Prefix) {
+                // An increment's reply is the value stored.
+                emit!("  if {} then", i.unknown());
+                emit!(
+                    "    n{n} = got and got[{f}] or redis.call('HGET', K[1], {f})",
+                    f = q(field),
+                    n = i.n
+                );
+                emit!("  end");
+            }
+        }
+        moves(w, i);
+    }
+    if !idx.is_empty() {
+        emit!("  if not existed then redis.call('SADD', ns .. {ids}, m) end");
+    }
+    emit!("  if existed then return 0 end");
+    emit!("  return 1");
+    emit!("end");
+    s
+}
+
+/// Per index: `o<n>` the stored form the entity holds (false: none), `n<n>`
+/// the one the write gives (from its column's operation, or from `a<n>`:
+/// 'u' unchanged, 'n' none, '' known after the write, 'v' then the value);
+/// `p<n>` its key (head).
+fn old_and_new(w: &mut String, idx: &[Index]) {
+    let q = |s: &str| lua_string(s.as_bytes());
+    let mut l = |t: String| {
+        w.push_str(&t);
+        w.push('\n');
+    };
+    let fields: Vec<&Index> = idx.iter().filter(|i| i.field.is_some()).collect();
+    for i in idx {
+        l(format!("  local o{n}, n{n} = false, false", n = i.n));
+        l(format!("  local p{n} = ns .. {}", q(&i.key), n = i.n));
+    }
+    if !fields.is_empty() {
+        // Stored values are read only when the write may move an entry (a
+        // sorted entry is replaced by ZADD: its old value is not needed
+        // when an increment gives the new one).
+        let touched: Vec<String> = fields
+            .iter()
+            .map(|i| match i.kind {
+                IndexKind::Sorted => format!("not ({} or {})", i.unchanged(), i.unknown()),
+                _ => format!("not ({})", i.unchanged()),
+            })
+            .collect();
+        l(format!("  if existed and ({}) then", touched.join(" or ")));
+        let names: Vec<String> = fields.iter().filter_map(|i| i.field).map(q).collect();
+        l(format!(
+            "    local vs = redis.call('HMGET', K[1], {})",
+            names.join(", ")
+        ));
+        for (j, i) in fields.iter().enumerate() {
+            l(format!("    o{n} = vs[{}] or false", j + 1, n = i.n));
+        }
+        l("  end".into());
+    }
+    for i in idx {
+        let n = i.n;
+        match (i.field, i.col) {
+            // An indexed pk field: its escaped value, the entity's for life.
+            (None, _) => {
+                l(format!("  n{n} = string.sub(a{n}, 2)"));
+                l(format!("  if existed then o{n} = n{n} end"));
+            }
+            (Some(_), Some(j)) => {
+                l(format!("  if op{j} == {OP_KEEP} then n{n} = o{n}"));
+                l(format!("  elseif op{j} == {OP_SET} then n{n} = val{j} end"));
+            }
+            (Some(_), None) => {
+                l(format!("  if a{n} == 'u' then n{n} = o{n}"));
+                l(format!(
+                    "  elseif a{n} ~= 'n' and a{n} ~= '' then n{n} = string.sub(a{n}, 2) end"
+                ));
+            }
+        }
+    }
+}
+
+/// The index entry of value `v` (a stored form; an indexed pk's value
+/// comes escaped).
+fn entry(i: &Index, v: &str) -> String {
+    if i.field.is_none() {
+        v.to_owned()
+    } else {
+        format!("esc({v})")
+    }
+}
+
+/// Before the first write: the type of every key of index `i` the write
+/// moves an entry in (a unique value's owner keys are read here, their type
+/// checked by the same call). `ko<n>` / `kn<n>`: the keys (or entries) of
+/// the old and new value, computed once.
+fn checks(w: &mut String, i: &Index) {
+    let n = i.n;
+    let mut l = |t: String| {
+        w.push_str(&t);
+        w.push('\n');
+    };
+    let (old, new) = (entry(i, &format!("o{n}")), entry(i, &format!("n{n}")));
+    match i.kind {
+        IndexKind::Unique | IndexKind::Equality => {
+            let (t, read) = if i.kind == IndexKind::Unique {
+                ("string", true)
+            } else {
+                ("set", false)
+            };
+            l(format!(
+                "  local ko{n}, kn{n}, ow{n}, nw{n} = false, false, false, false"
+            ));
+            l(format!("  if n{n} ~= o{n} then"));
+            for (side, value, owner) in [("o", &old, "ow"), ("n", &new, "nw")] {
+                l(format!("    if {side}{n} then"));
+                l(format!("      k{side}{n} = p{n} .. {value}"));
+                if read {
+                    l(format!("      {owner}{n}, err = fast_owner(k{side}{n})"));
+                } else {
+                    l(format!("      err = wrong_type(k{side}{n}, '{t}')"));
+                }
+                l("      if err then return err end".into());
+                l("    end".into());
+            }
+            l("  end".into());
+        }
+        IndexKind::Tags => {
+            l(format!(
+                "  local to{n}, tn{n} = fast_tags(o{n}), fast_tags(n{n})"
+            ));
+            l(format!("  if n{n} ~= o{n} then"));
+            l(format!("    for t in pairs(to{n}) do"));
+            l(format!("      if not tn{n}[t] then err = wrong_type(p{n} .. t, 'set'); if err then return err end end"));
+            l("    end".into());
+            l(format!("    for t in pairs(tn{n}) do"));
+            l(format!("      if not to{n}[t] then err = wrong_type(p{n} .. t, 'set'); if err then return err end end"));
+            l("    end".into());
+            l("  end".into());
+        }
+        IndexKind::Sorted | IndexKind::Prefix => {
+            l(format!("  if n{n} ~= o{n} or {} then", i.unknown()));
+            l(format!(
+                "    err = wrong_type(p{n}, 'zset'); if err then return err end"
+            ));
+            l("  end".into());
+        }
+    }
+}
+
+/// After the data: the entries of index `i` follow the stored value.
+fn moves(w: &mut String, i: &Index) {
+    let n = i.n;
+    let mut l = |t: String| {
+        w.push_str(&t);
+        w.push('\n');
+    };
+    match i.kind {
+        IndexKind::Unique => {
+            l(format!("  if n{n} ~= o{n} then"));
+            // Never take an old value's key from another owner.
+            l(format!(
+                "    if o{n} and ow{n} == m then redis.call('DEL', ko{n}) end"
+            ));
+            l(format!("    if n{n} then redis.call('SET', kn{n}, m) end"));
+            l("  end".into());
+        }
+        IndexKind::Equality => {
+            l(format!("  if n{n} ~= o{n} then"));
+            l(format!("    if o{n} then redis.call('SREM', ko{n}, m) end"));
+            l(format!("    if n{n} then redis.call('SADD', kn{n}, m) end"));
+            l("  end".into());
+        }
+        IndexKind::Tags => {
+            l(format!("  if n{n} ~= o{n} then"));
+            l(format!("    for t in pairs(to{n}) do if not tn{n}[t] then redis.call('SREM', p{n} .. t, m) end end"));
+            l(format!("    for t in pairs(tn{n}) do if not to{n}[t] then redis.call('SADD', p{n} .. t, m) end end"));
+            l("  end".into());
+        }
+        IndexKind::Sorted => {
+            // A stored value that is not a number has no entry, and leaves
+            // the old one (as the general code does).
+            l(format!("  if n{n} ~= o{n} then"));
+            l(format!("    if n{n} then"));
+            l(format!(
+                "      if tonumber(n{n}) then redis.call('ZADD', p{n}, n{n}, m) end"
+            ));
+            l(format!(
+                "    elseif o{n} then redis.call('ZREM', p{n}, m) end"
+            ));
+            l("  end".into());
+        }
+        IndexKind::Prefix => {
+            l(format!("  if n{n} ~= o{n} then"));
+            l(format!(
+                "    if o{n} then redis.call('ZREM', p{n}, {} .. ':' .. m) end",
+                entry(i, &format!("o{n}"))
+            ));
+            l(format!(
+                "    if n{n} then redis.call('ZADD', p{n}, 0, {} .. ':' .. m) end",
+                entry(i, &format!("n{n}"))
+            ));
+            l("  end".into());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::fixtures::{DOC, ORDER, SESSION, USER};
+
+    /// `code` against the snapshot `name` in src/script/snapshots/, or
+    /// (with `UPDATE_SNAPSHOTS=1`) written there.
+    fn snapshot(name: &str, code: &str) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("src/script/snapshots")
+            .join(name);
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(&path, code).unwrap();
+        }
+        let pinned = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            pinned == code,
+            "the generated code differs from {}: review the change, then regenerate with \
+             UPDATE_SNAPSHOTS=1 cargo test -p redis-entity --lib fast\n{code}",
+            path.display()
+        );
+    }
+
+    /// The generated code of the fixture types, pinned: a change here is a
+    /// change of every write's server code, made on purpose.
+    #[test]
+    fn the_generated_code_of_the_fixture_types() {
+        snapshot("fast_user.lua", &fast_change(&USER, KeyLayout::Standalone));
+        snapshot(
+            "fast_order.lua",
+            &fast_change(&ORDER, KeyLayout::Standalone),
+        );
+    }
+
+    #[test]
+    fn types_outside_the_straight_line_write_keep_the_general_code() {
+        for d in [&SESSION, &DOC] {
+            let code = fast_change(d, KeyLayout::Standalone);
+            if d.layout != Layout::Hash || d.ttl.is_some() {
+                assert_eq!(code, "local fast_change = false\n", "{}", d.type_name);
+            }
+        }
+    }
+}

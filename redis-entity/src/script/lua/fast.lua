@@ -1,0 +1,114 @@
+-- redis-entity: what the straight-line write of a type (generated per type
+-- by script/fast.rs, after this file) shares. The generated `fast_change`
+-- runs the common write (save, insert or update of a hash-layout entity
+-- without a TTL, request token, condition, version check or claim) with
+-- the type's keys, fields and index kinds written in; this file holds only
+-- what does not depend on the type. Nothing here keeps state between calls.
+
+-- The data commands of the #[hash] maps a straight-line write runs, after
+-- the entity hash's fields: anything else sends the write to the general
+-- code, before any check.
+local FAST_TAIL = { HSET = true, HDEL = true, HREPLACE = true, DEL = true }
+
+-- Whether every data command from argument `i` to `last` is one of those.
+local function fast_tail_ok(A, i, last)
+  while i <= last do
+    if not FAST_TAIL[A[i]] then return false end
+    i = i + 3 + tonumber(A[i + 2])
+  end
+  return true
+end
+
+-- Runs the data commands from argument `i` to `last`. HSET goes in chunks:
+-- unpack() of a very large argument list overflows Lua's C stack.
+local function fast_tail(K, A, i, last)
+  while i <= last do
+    local op, key, n = A[i], K[tonumber(A[i + 1])], tonumber(A[i + 2])
+    local f = i + 3
+    if op == 'HREPLACE' then
+      redis.call('DEL', key)
+      op = 'HSET'
+    end
+    if op == 'HSET' then
+      for s = f, f + n - 1, 1000 do
+        redis.call('HSET', key, unpack(A, s, math.min(s + 999, f + n - 1)))
+      end
+    elseif n > 0 then
+      redis.call(op, key, unpack(A, f, f + n - 1))
+    else
+      redis.call(op, key)
+    end
+    i = f + n
+  end
+end
+
+-- Whether stored value `v` (nil: nothing stored) is a number an increment
+-- of kind `code` (script/fast.rs's OP_INCR 105, or OP_INCR_FLOAT) accepts.
+local function fast_is_number(v, code)
+  if not v then return true end
+  if code == 105 then return string.match(v, '^%-?%d+$') ~= nil end
+  return tonumber(v) ~= nil
+end
+
+-- The error of an increment refused because the stored value is not a
+-- number of its kind, as write_prelude.lua's check_numbers words it: key
+-- position, field, the stored value.
+local function fast_not_a_number(field, v)
+  return redis.error_reply('NOT_A_NUMBER 1 ' .. field .. ' ' .. v)
+end
+
+-- Before the first write, the increments `inc` (field, delta, code
+-- triples) but the first: each stored value must be a number of its kind.
+-- The first is the write's first: fast_incr runs it catching its error,
+-- with nothing written before it.
+local function fast_check_incr(K, inc)
+  for t = 4, #inc, 3 do
+    local v = redis.call('HGET', K[1], inc[t])
+    if not fast_is_number(v, inc[t + 2]) then return fast_not_a_number(inc[t], v) end
+  end
+  return nil
+end
+
+-- Runs the increments `inc` of the entity hash: the new value of each
+-- field, or nil and the error reply of the first (then nothing was
+-- written).
+local function fast_incr(K, inc)
+  local got = {}
+  for t = 1, #inc, 3 do
+    local op = inc[t + 2] == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
+    local r
+    if t == 1 then
+      r = redis.pcall(op, K[1], inc[t], inc[t + 1])
+      if type(r) == 'table' and r.err then
+        -- Not a number: the typed error; anything else (a wrong type, an
+        -- overflow) as Redis gave it.
+        local v = redis.pcall('HGET', K[1], inc[t])
+        if type(v) == 'string' and not fast_is_number(v, inc[t + 2]) then
+          return nil, fast_not_a_number(inc[t], v)
+        end
+        return nil, r
+      end
+    else
+      r = redis.call(op, K[1], inc[t], inc[t + 1])
+    end
+    got[inc[t]] = tostring(r)
+  end
+  return got
+end
+
+-- The entries of a tag list as stored (escaped, joined by ':'), as a set.
+local function fast_tags(raw)
+  local out = {}
+  if raw then
+    for t in string.gmatch(raw, '[^:]+') do out[t] = true end
+  end
+  return out
+end
+
+-- The owner key of a unique value, read with its type checked in the same
+-- call: the owner (or false), or the WRONGTYPE_KEY error reply.
+local function fast_owner(key)
+  local owner = redis.pcall('GET', key)
+  if type(owner) == 'table' and owner.err then return nil, wrong_type(key, 'string') end
+  return owner
+end
