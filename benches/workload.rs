@@ -441,6 +441,126 @@ redis.call('SADD', 'user:country:' .. new, id)
 return 1
 ";
 
+/// A change of a user's country by hand with the guarantees of
+/// redis-entity's update: the user must exist, the old value is read (not
+/// assumed), both sets' types are checked before the first write.
+/// KEYS[1]: the user's hash; ARGV: id, new country.
+const HAND_CHANGE_FN: &str = r"
+local function bad(key, probe)
+  local r = redis.pcall(probe, key)
+  return type(r) == 'table' and r.err
+end
+local id, new = ARGV[1], ARGV[2]
+if bad(KEYS[1], 'HLEN') then return redis.error_reply('WRONGTYPE a key of the wrong type') end
+local old = redis.call('HGET', KEYS[1], 'country')
+if not old then return redis.error_reply('NOT_FOUND') end
+if old ~= new and (bad('user:country:' .. new, 'SCARD') or bad('user:country:' .. old, 'SCARD')) then
+  return redis.error_reply('WRONGTYPE a key of the wrong type')
+end
+redis.call('HSET', KEYS[1], 'country', new)
+if old ~= new then redis.call('SREM', 'user:country:' .. old, id) end
+redis.call('SADD', 'user:country:' .. new, id)
+return 0
+";
+
+/// A score increment by hand with the guarantees of redis-entity's: the
+/// player must exist, the stored score must be a number and the sorted
+/// set a sorted set, checked before the first write; the new score goes
+/// into the sorted set. KEYS[1]: the player's hash; ARGV: id, delta.
+const HAND_SCORE_FN: &str = r"
+local function bad(key, probe)
+  local r = redis.pcall(probe, key)
+  return type(r) == 'table' and r.err
+end
+if bad(KEYS[1], 'HLEN') or bad('player:score', 'ZCARD') then
+  return redis.error_reply('WRONGTYPE a key of the wrong type')
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOT_FOUND') end
+local v = redis.call('HGET', KEYS[1], 'score')
+if v and not tonumber(v) then return redis.error_reply('NOT_A_NUMBER') end
+local s = redis.call('HINCRBYFLOAT', KEYS[1], 'score', ARGV[2])
+redis.call('ZADD', 'player:score', s, ARGV[1])
+return 0
+";
+
+/// `HAND_SAVE_FN` over many users in one call, each with its own checks
+/// and result. KEYS: the users' hashes; ARGV: five per user.
+const HAND_SAVE_BATCH_FN: &str = r"
+local function bad(key, probe)
+  local r = redis.pcall(probe, key)
+  return type(r) == 'table' and r.err
+end
+local out = {}
+for u = 1, #KEYS do
+  local key, b = KEYS[u], 5 * (u - 1)
+  local id, name, email, country, level = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
+  local owner_key, set_key = 'user:username:' .. name, 'user:country:' .. country
+  local result
+  if bad(key, 'HLEN') or bad(owner_key, 'STRLEN') or bad(set_key, 'SCARD')
+    or bad('user:ids', 'SCARD') then
+    result = redis.error_reply('WRONGTYPE a key of the wrong type')
+  else
+    local old = redis.call('HMGET', key, 'username', 'country')
+    local owner = redis.call('GET', owner_key)
+    if old[2] and old[2] ~= country and bad('user:country:' .. old[2], 'SCARD') then
+      result = redis.error_reply('WRONGTYPE a key of the wrong type')
+    elseif owner and owner ~= id then
+      result = redis.error_reply('UNIQUE username taken')
+    else
+      redis.call('HSET', key, 'username', name, 'email', email, 'country', country, 'level', level)
+      if old[1] and old[1] ~= name then redis.call('DEL', 'user:username:' .. old[1]) end
+      redis.call('SET', owner_key, id)
+      if old[2] and old[2] ~= country then redis.call('SREM', 'user:country:' .. old[2], id) end
+      redis.call('SADD', set_key, id)
+      redis.call('SADD', 'user:ids', id)
+      result = 1
+    end
+  end
+  out[u] = result
+end
+return out
+";
+
+/// Server µs per write call of the three sides of a write (`None`: not
+/// measured), for the summary table: redis-entity, the hand-written
+/// function with the same guarantees, the minimal `MULTI`/`EXEC`.
+#[derive(Default)]
+struct Floors(Vec<(&'static str, [Option<f64>; 3])>);
+
+impl Floors {
+    fn set(&mut self, row: &'static str, side: usize, us: Option<f64>) {
+        match self.0.iter_mut().find(|(r, _)| *r == row) {
+            Some((_, v)) => v[side] = us,
+            None => {
+                let mut v = [None; 3];
+                v[side] = us;
+                self.0.push((row, v));
+            }
+        }
+    }
+
+    fn print(&self) {
+        println!("\nserver µs per write (INFO commandstats, this run; batches: per entity)\n");
+        println!("| write | redis-entity | hand-written function | minimal MULTI/EXEC | re / function | re / EXEC |");
+        println!("|---|---:|---:|---:|---:|---:|");
+        let show = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+            _ => "-".into(),
+        };
+        for (row, [re, f, exec]) in &self.0 {
+            println!(
+                "| {row} | {} | {} | {} | {} | {} |",
+                show(*re),
+                show(*f),
+                show(*exec),
+                ratio(*re, *f),
+                ratio(*re, *exec)
+            );
+        }
+    }
+}
+
 async fn hand_save_user(c: &mut CountingConnection<MultiplexedConnection>, u: &User) {
     let mut p = redis::pipe();
     hand_user_commands(&mut p, u);
@@ -675,6 +795,33 @@ async fn main() {
     .await;
     report("save user (one at a time)", &a, &b);
     let save_us = a.write_us_per_call;
+    let mut floors = Floors::default();
+    floors.set("save (new entity)", 0, a.write_us_per_call);
+    floors.set("save (new entity)", 2, b.write_us_per_call);
+
+    // 1a. The same users saved again (they exist: the stored values are
+    //     read, nothing moves).
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_users,
+        false,
+        |r| async move {
+            for id in r {
+                store.save(&user(id)).await.unwrap();
+            }
+        },
+        |r| async move {
+            let mut c = hc.clone();
+            for id in r {
+                hand_save_user(&mut c, &user(id)).await;
+            }
+        },
+    )
+    .await;
+    report("save user again (existing)", &a, &b);
+    floors.set("save (existing entity)", 0, a.write_us_per_call);
+    floors.set("save (existing entity)", 2, b.write_us_per_call);
 
     // 1b. The same against hand-written code with the same guarantees.
     let (a, b) = pair(
@@ -723,6 +870,51 @@ async fn main() {
     )
     .await;
     report("save user (batches of 100)", &a, &b);
+    let per_entity = |f: &Figures| f.write_us_per_call.map(|us| us / 100.0);
+    floors.set("save in batches of 100", 0, per_entity(&a));
+    // (The hand-written side runs one MULTI/EXEC per user in its pipeline.)
+    floors.set("save in batches of 100", 2, b.write_us_per_call);
+
+    // 2b. The same against one hand-written function call per 100 users,
+    //     with the same guarantees per user.
+    let batch_fn = redis::Script::new(HAND_SAVE_BATCH_FN);
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_users,
+        true,
+        |r| async move {
+            let users: Vec<User> = r.map(|id| user(id + 30 * n_users)).collect();
+            for chunk in users.chunks(100) {
+                store.save_all(chunk).await.unwrap();
+            }
+        },
+        |r| {
+            let (mut c, f) = (hc.clone(), &batch_fn);
+            async move {
+                let users: Vec<User> = r.map(|id| user(id + 30 * n_users)).collect();
+                for chunk in users.chunks(100) {
+                    let mut call = f.prepare_invoke();
+                    for u in chunk {
+                        call.key(format!("user:{{{}}}", u.id))
+                            .arg(u.id)
+                            .arg(&u.username)
+                            .arg(&u.email)
+                            .arg(&u.country)
+                            .arg(u.level);
+                    }
+                    let _: Vec<i64> = call.invoke_async(&mut c).await.unwrap();
+                }
+            }
+        },
+    )
+    .await;
+    report(
+        "save user (batches of 100, vs hand-written function)",
+        &a,
+        &b,
+    );
+    floors.set("save in batches of 100", 1, per_entity(&b));
 
     // 3. Get by pk.
     let (a, b) = pair(
@@ -911,6 +1103,8 @@ async fn main() {
     )
     .await;
     report("change country (indexed)", &a, &b);
+    floors.set("change of an indexed field", 0, a.write_us_per_call);
+    floors.set("change of an indexed field", 2, b.write_us_per_call);
 
     // 7b. The same against hand-written code that reads the old value.
     let (a, b) = pair(
@@ -1071,6 +1265,75 @@ async fn main() {
     .await;
     report("save user (vs hand-written function)", &a, &b);
     let hand_save_us = b.write_us_per_call;
+    floors.set("save (new entity)", 1, b.write_us_per_call);
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_users,
+        false,
+        |r| async move {
+            for id in r {
+                store.save(&user(id + 20 * n_users)).await.unwrap();
+            }
+        },
+        |r| {
+            let (mut c, f) = (hc.clone(), &save_fn);
+            async move {
+                for id in r {
+                    let u = user(id + 20 * n_users);
+                    let _: i64 = f
+                        .key(format!("user:{{{}}}", u.id))
+                        .arg(u.id)
+                        .arg(&u.username)
+                        .arg(&u.email)
+                        .arg(&u.country)
+                        .arg(u.level)
+                        .invoke_async(&mut c)
+                        .await
+                        .unwrap();
+                }
+            }
+        },
+    )
+    .await;
+    report("save user again (vs hand-written function)", &a, &b);
+    floors.set("save (existing entity)", 1, b.write_us_per_call);
+    let change_fn = redis::Script::new(HAND_CHANGE_FN);
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_changes,
+        false,
+        |r| async move {
+            for i in r {
+                let id = i % n_users;
+                store
+                    .update::<User>(&id)
+                    .set(User::COUNTRY, country(id, i / n_users + 81))
+                    .exec()
+                    .await
+                    .unwrap();
+            }
+        },
+        |r| {
+            let (mut c, f) = (hc.clone(), &change_fn);
+            async move {
+                for i in r {
+                    let id = i % n_users;
+                    let _: i64 = f
+                        .key(format!("user:{{{id}}}"))
+                        .arg(id)
+                        .arg(country(id, i / n_users + 81))
+                        .invoke_async(&mut c)
+                        .await
+                        .unwrap();
+                }
+            }
+        },
+    )
+    .await;
+    report("change country (vs hand-written function)", &a, &b);
+    floors.set("change of an indexed field", 1, b.write_us_per_call);
     let (a, b) = pair(
         &fw,
         &hand,
@@ -1283,6 +1546,44 @@ async fn main() {
     )
     .await;
     report("score increment (hash + zset)", &a, &b);
+    floors.set("score increment (sorted index)", 0, a.write_us_per_call);
+    floors.set("score increment (sorted index)", 2, b.write_us_per_call);
+    let score_fn = redis::Script::new(HAND_SCORE_FN);
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_incr,
+        false,
+        |r| async move {
+            for i in r {
+                let (id, d) = deltas[i as usize];
+                store
+                    .update::<Player>(&id)
+                    .incr(Player::SCORE, d)
+                    .exec()
+                    .await
+                    .unwrap();
+            }
+        },
+        |r| {
+            let (mut c, f) = (hc.clone(), &score_fn);
+            async move {
+                for i in r {
+                    let (id, d) = deltas[i as usize];
+                    let _: i64 = f
+                        .key(format!("player:{{{id}}}"))
+                        .arg(id)
+                        .arg(d)
+                        .invoke_async(&mut c)
+                        .await
+                        .unwrap();
+                }
+            }
+        },
+    )
+    .await;
+    report("score increment (vs hand-written function)", &a, &b);
+    floors.set("score increment (sorted index)", 1, b.write_us_per_call);
     let best_fw = std::cell::RefCell::new(Vec::new());
     let best_hand = std::cell::RefCell::new(Vec::new());
     let (bf, bh) = (&best_fw, &best_hand);
@@ -1325,6 +1626,8 @@ async fn main() {
         );
     }
     report("top 10 with profiles", &a, &b);
+
+    floors.print();
 
     near_cache_steps(&fw, &hand, n_users, scale).await;
 

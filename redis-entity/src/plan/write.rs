@@ -46,6 +46,10 @@ pub(crate) struct DataCommand {
     pub args: Vec<Vec<u8>>,
 }
 
+/// One operation of a straight-line write on a column of the entity hash:
+/// its field, its `fast::OP_*` code, its value or delta.
+type ColumnOp<'a> = (&'a [u8], u8, Option<&'a [u8]>);
+
 /// One write of one entity.
 #[derive(Debug, Clone)]
 pub(crate) struct WritePlan {
@@ -321,7 +325,7 @@ impl WritePlan {
         let mut values: Vec<Option<&[u8]>> = vec![None; columns.len()];
         let mut tail = Vec::new();
         // Each column operation of the entity hash: (field, code, value).
-        let mut column_ops: Vec<(&[u8], u8, Option<&[u8]>)> = Vec::new();
+        let mut column_ops: Vec<ColumnOp<'_>> = Vec::new();
         for c in &self.commands {
             if c.key != 0 {
                 tail.push(WriteCommand {
