@@ -162,25 +162,47 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
     }
     emit!("  local ops = A[f + {}]", 2 + sent.len());
     emit!("  local x = f + {}", 3 + sent.len());
-    emit!("  local hs, hd, inc = {{}}, {{}}, {{}}");
-    emit!("  local s, v");
+    // A save of every column (the common save) writes them in one literal
+    // HSET; otherwise each column's operation is read in turn, and the
+    // fields set, removed and incremented are gathered (`hs`, `hd`, `inc`:
+    // field, delta, command triples), each table made only if used.
     let own = |j: usize| idx.iter().any(|i| i.col == Some(j));
+    let all_set: String = std::iter::repeat_n(OP_SET as char, desc.columns.len()).collect();
+    emit!("  local all = ops == {}", q(&all_set));
+    emit!("  local hs, hd, inc, s");
+    let owned: Vec<usize> = (1..=desc.columns.len()).filter(|&j| own(j)).collect();
+    for j in &owned {
+        emit!("  local op{j}, val{j} = {OP_SET}, false");
+    }
+    emit!("  if all then");
+    for j in &owned {
+        emit!("    val{j} = A[x + {}]", j - 1);
+    }
+    emit!("    x = x + {}", desc.columns.len());
+    emit!("  else");
     for (j0, c) in desc.columns.iter().enumerate() {
         let j = j0 + 1;
-        let (s_, v_) = if own(j) {
-            emit!("  local op{j}, val{j} = string.byte(ops, {j}), false");
-            (format!("op{j}"), format!("val{j}"))
+        let op = if own(j) {
+            emit!("    op{j} = string.byte(ops, {j})");
+            format!("op{j}")
         } else {
-            emit!("  s = string.byte(ops, {j})");
-            ("s".to_owned(), "v".to_owned())
+            emit!("    s = string.byte(ops, {j})");
+            "s".to_owned()
         };
         let name = q(c.name);
-        emit!("  if {s_} ~= {OP_KEEP} then");
-        emit!("    if {s_} == {OP_SET} then {v_} = A[x]; x = x + 1; hs[#hs + 1] = {name}; hs[#hs + 1] = {v_}");
-        emit!("    elseif {s_} == {OP_DEL} then hd[#hd + 1] = {name}");
-        emit!("    else inc[#inc + 1] = {name}; inc[#inc + 1] = A[x]; inc[#inc + 1] = {s_}; x = x + 1 end");
-        emit!("  end");
+        let set = if own(j) {
+            format!("val{j} = A[x]; hs = hs or {{}}; hs[#hs + 1] = {name}; hs[#hs + 1] = val{j}")
+        } else {
+            format!("hs = hs or {{}}; hs[#hs + 1] = {name}; hs[#hs + 1] = A[x]")
+        };
+        emit!("    if {op} == {OP_SET} then {set}; x = x + 1");
+        emit!("    elseif {op} == {OP_DEL} then hd = hd or {{}}; hd[#hd + 1] = {name}");
+        emit!("    elseif {op} ~= {OP_KEEP} then");
+        emit!("      inc = inc or {{}}; inc[#inc + 1] = {name}; inc[#inc + 1] = A[x]");
+        emit!("      inc[#inc + 1] = {op} == {OP_INCR} and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1");
+        emit!("    end");
     }
+    emit!("  end");
     for i in &idx {
         // Known only once the increment ran, and then its key: the
         // general code probes it.
@@ -193,7 +215,7 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
             emit!("  if {} then return nil end", i.unknown());
         }
     }
-    emit!("  if not fast_tail_ok(A, x, last) then return nil end");
+    emit!("  if x <= last and not fast_tail_ok(A, x, last) then return nil end");
     emit!("  local pttl = redis.call('PTTL', K[1])");
     emit!("  -- An entity with a TTL keeps a shadow: the general code.");
     emit!("  if pttl >= 0 then return nil end");
@@ -208,8 +230,11 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
     }
     emit!("  end");
     old_and_new(w, &idx);
-    emit!("  local err = fast_check_incr(K, inc)");
-    emit!("  if err then return err end");
+    emit!("  local err");
+    emit!("  if inc then");
+    emit!("    err = fast_check_incr(K, inc)");
+    emit!("    if err then return err end");
+    emit!("  end");
     for k in &maps {
         emit!("  err = wrong_type(K[{k}], 'hash')");
         emit!("  if err then return err end");
@@ -253,21 +278,31 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
         emit!("  end");
     }
     emit!("  -- The first write: an increment (its error caught), or HSET.");
-    emit!("  local got");
-    emit!("  if #inc > 0 then");
-    emit!("    got, err = fast_incr(K, inc)");
-    emit!("    if not got then return err end");
+    let literal: Vec<String> = desc
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(j, c)| format!("{}, A[x - {}]", q(c.name), desc.columns.len() - j))
+        .collect();
+    emit!("  if all then");
+    emit!("    redis.call('HSET', K[1], {})", literal.join(", "));
+    emit!("  else");
+    emit!("    if inc then");
+    emit!("      err = fast_incr(K, inc)");
+    emit!("      if err then return err end");
+    emit!("    end");
+    emit!("    if hs and #hs == 2 then redis.call('HSET', K[1], hs[1], hs[2])");
+    emit!("    elseif hs then redis.call('HSET', K[1], unpack(hs)) end");
+    emit!("    if hd then redis.call('HDEL', K[1], unpack(hd)) end");
     emit!("  end");
-    emit!("  if #hs > 0 then redis.call('HSET', K[1], unpack(hs)) end");
-    emit!("  if #hd > 0 then redis.call('HDEL', K[1], unpack(hd)) end");
-    emit!("  fast_tail(K, A, x, last)");
+    emit!("  if x <= last then fast_tail(K, A, x, last) end");
     for i in &idx {
         if let Some(field) = i.field {
             if matches!(i.kind, IndexKind::Sorted | IndexKind::Prefix) {
                 // An increment's reply is the value stored.
                 emit!("  if {} then", i.unknown());
                 emit!(
-                    "    n{n} = got and got[{f}] or redis.call('HGET', K[1], {f})",
+                    "    n{n} = fast_incremented(inc, {f}) or redis.call('HGET', K[1], {f})",
                     f = q(field),
                     n = i.n
                 );
@@ -311,7 +346,10 @@ fn old_and_new(w: &mut String, idx: &[Index]) {
                 _ => format!("not ({})", i.unchanged()),
             })
             .collect();
-        l(format!("  if existed and ({}) then", touched.join(" or ")));
+        // A save reads them all in one HMGET; an update only those it may
+        // move, one HGET each (it usually changes one indexed field, and a
+        // HMGET's reply of every field costs more than one HGET).
+        l("  if existed and mode ~= 'update' then".into());
         let names: Vec<String> = fields.iter().filter_map(|i| i.field).map(q).collect();
         l(format!(
             "    local vs = redis.call('HMGET', K[1], {})",
@@ -319,6 +357,14 @@ fn old_and_new(w: &mut String, idx: &[Index]) {
         ));
         for (j, i) in fields.iter().enumerate() {
             l(format!("    o{n} = vs[{}] or false", j + 1, n = i.n));
+        }
+        l("  elseif existed then".into());
+        for (i, t) in fields.iter().zip(&touched) {
+            l(format!(
+                "    if {t} then o{n} = redis.call('HGET', K[1], {}) or false end",
+                q(i.field.unwrap_or_default()),
+                n = i.n
+            ));
         }
         l("  end".into());
     }

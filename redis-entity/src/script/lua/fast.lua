@@ -42,11 +42,11 @@ local function fast_tail(K, A, i, last)
   end
 end
 
--- Whether stored value `v` (nil: nothing stored) is a number an increment
--- of kind `code` (script/fast.rs's OP_INCR 105, or OP_INCR_FLOAT) accepts.
-local function fast_is_number(v, code)
+-- Whether stored value `v` (nil: nothing stored) is a number increment
+-- `command` (HINCRBY or HINCRBYFLOAT) accepts.
+local function fast_is_number(v, command)
   if not v then return true end
-  if code == 105 then return string.match(v, '^%-?%d+$') ~= nil end
+  if command == 'HINCRBY' then return string.match(v, '^%-?%d+$') ~= nil end
   return tonumber(v) ~= nil
 end
 
@@ -57,10 +57,10 @@ local function fast_not_a_number(field, v)
   return redis.error_reply('NOT_A_NUMBER 1 ' .. field .. ' ' .. v)
 end
 
--- Before the first write, the increments `inc` (field, delta, code
--- triples) but the first: each stored value must be a number of its kind.
--- The first is the write's first: fast_incr runs it catching its error,
--- with nothing written before it.
+-- Before the first write, the increments `inc` of the entity hash (field,
+-- delta, command triples) but the first: each stored value must be a
+-- number of its kind. The first is the write's first: fast_incr runs it
+-- catching its error, with nothing written before it.
 local function fast_check_incr(K, inc)
   for t = 4, #inc, 3 do
     local v = redis.call('HGET', K[1], inc[t])
@@ -69,31 +69,37 @@ local function fast_check_incr(K, inc)
   return nil
 end
 
--- Runs the increments `inc` of the entity hash: the new value of each
--- field, or nil and the error reply of the first (then nothing was
+-- Runs the increments `inc`, each reply (the new value) kept in place of
+-- its delta; nil, or the error reply of the first (then nothing was
 -- written).
 local function fast_incr(K, inc)
-  local got = {}
   for t = 1, #inc, 3 do
-    local op = inc[t + 2] == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
-    local r
     if t == 1 then
-      r = redis.pcall(op, K[1], inc[t], inc[t + 1])
+      local r = redis.pcall(inc[3], K[1], inc[1], inc[2])
       if type(r) == 'table' and r.err then
         -- Not a number: the typed error; anything else (a wrong type, an
         -- overflow) as Redis gave it.
-        local v = redis.pcall('HGET', K[1], inc[t])
-        if type(v) == 'string' and not fast_is_number(v, inc[t + 2]) then
-          return nil, fast_not_a_number(inc[t], v)
+        local v = redis.pcall('HGET', K[1], inc[1])
+        if type(v) == 'string' and not fast_is_number(v, inc[3]) then
+          return fast_not_a_number(inc[1], v)
         end
-        return nil, r
+        return r
       end
+      inc[2] = r
     else
-      r = redis.call(op, K[1], inc[t], inc[t + 1])
+      inc[t + 1] = redis.call(inc[t + 2], K[1], inc[t], inc[t + 1])
     end
-    got[inc[t]] = tostring(r)
   end
-  return got
+  return nil
+end
+
+-- The value an increment of `field` gave it (after fast_incr), as stored.
+local function fast_incremented(inc, field)
+  if not inc then return nil end
+  for t = 1, #inc, 3 do
+    if inc[t] == field then return tostring(inc[t + 1]) end
+  end
+  return nil
 end
 
 -- The entries of a tag list as stored (escaped, joined by ':'), as a set.

@@ -8,16 +8,23 @@ local function fast_change(K, A, f, last, mode)
   local a1 = A[f + 2]
   local ops = A[f + 3]
   local x = f + 4
-  local hs, hd, inc = {}, {}, {}
-  local s, v
-  local op1, val1 = string.byte(ops, 1), false
-  if op1 ~= 46 then
-    if op1 == 115 then val1 = A[x]; x = x + 1; hs[#hs + 1] = "status"; hs[#hs + 1] = val1
-    elseif op1 == 100 then hd[#hd + 1] = "status"
-    else inc[#inc + 1] = "status"; inc[#inc + 1] = A[x]; inc[#inc + 1] = op1; x = x + 1 end
+  local all = ops == "s"
+  local hs, hd, inc, s
+  local op1, val1 = 115, false
+  if all then
+    val1 = A[x + 0]
+    x = x + 1
+  else
+    op1 = string.byte(ops, 1)
+    if op1 == 115 then val1 = A[x]; hs = hs or {}; hs[#hs + 1] = "status"; hs[#hs + 1] = val1; x = x + 1
+    elseif op1 == 100 then hd = hd or {}; hd[#hd + 1] = "status"
+    elseif op1 ~= 46 then
+      inc = inc or {}; inc[#inc + 1] = "status"; inc[#inc + 1] = A[x]
+      inc[#inc + 1] = op1 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1
+    end
   end
   if (op1 == 105 or op1 == 102) then return nil end
-  if not fast_tail_ok(A, x, last) then return nil end
+  if x <= last and not fast_tail_ok(A, x, last) then return nil end
   local pttl = redis.call('PTTL', K[1])
   -- An entity with a TTL keeps a shadow: the general code.
   if pttl >= 0 then return nil end
@@ -33,16 +40,21 @@ local function fast_change(K, A, f, last, mode)
   local p1 = ns .. "order:@shop:"
   local o2, n2 = false, false
   local p2 = ns .. "order:@status:"
-  if existed and (not (op1 == 46)) then
+  if existed and mode ~= 'update' then
     local vs = redis.call('HMGET', K[1], "status")
     o2 = vs[1] or false
+  elseif existed then
+    if not (op1 == 46) then o2 = redis.call('HGET', K[1], "status") or false end
   end
   n1 = string.sub(a1, 2)
   if existed then o1 = n1 end
   if op1 == 46 then n2 = o2
   elseif op1 == 115 then n2 = val1 end
-  local err = fast_check_incr(K, inc)
-  if err then return err end
+  local err
+  if inc then
+    err = fast_check_incr(K, inc)
+    if err then return err end
+  end
   if not existed then
     err = wrong_type(ns .. "order:@ids", 'set')
     if err then return err end
@@ -74,14 +86,18 @@ local function fast_change(K, A, f, last, mode)
     end
   end
   -- The first write: an increment (its error caught), or HSET.
-  local got
-  if #inc > 0 then
-    got, err = fast_incr(K, inc)
-    if not got then return err end
+  if all then
+    redis.call('HSET', K[1], "status", A[x - 1])
+  else
+    if inc then
+      err = fast_incr(K, inc)
+      if err then return err end
+    end
+    if hs and #hs == 2 then redis.call('HSET', K[1], hs[1], hs[2])
+    elseif hs then redis.call('HSET', K[1], unpack(hs)) end
+    if hd then redis.call('HDEL', K[1], unpack(hd)) end
   end
-  if #hs > 0 then redis.call('HSET', K[1], unpack(hs)) end
-  if #hd > 0 then redis.call('HDEL', K[1], unpack(hd)) end
-  fast_tail(K, A, x, last)
+  if x <= last then fast_tail(K, A, x, last) end
   if n1 ~= o1 then
     if o1 then redis.call('SREM', ko1, m) end
     if n1 then redis.call('SADD', kn1, m) end

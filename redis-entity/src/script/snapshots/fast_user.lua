@@ -8,48 +8,66 @@ local function fast_change(K, A, f, last, mode)
   local a3 = A[f + 2]
   local ops = A[f + 3]
   local x = f + 4
-  local hs, hd, inc = {}, {}, {}
-  local s, v
-  local op1, val1 = string.byte(ops, 1), false
-  if op1 ~= 46 then
-    if op1 == 115 then val1 = A[x]; x = x + 1; hs[#hs + 1] = "username"; hs[#hs + 1] = val1
-    elseif op1 == 100 then hd[#hd + 1] = "username"
-    else inc[#inc + 1] = "username"; inc[#inc + 1] = A[x]; inc[#inc + 1] = op1; x = x + 1 end
-  end
-  local op2, val2 = string.byte(ops, 2), false
-  if op2 ~= 46 then
-    if op2 == 115 then val2 = A[x]; x = x + 1; hs[#hs + 1] = "country"; hs[#hs + 1] = val2
-    elseif op2 == 100 then hd[#hd + 1] = "country"
-    else inc[#inc + 1] = "country"; inc[#inc + 1] = A[x]; inc[#inc + 1] = op2; x = x + 1 end
-  end
-  s = string.byte(ops, 3)
-  if s ~= 46 then
-    if s == 115 then v = A[x]; x = x + 1; hs[#hs + 1] = "rating"; hs[#hs + 1] = v
-    elseif s == 100 then hd[#hd + 1] = "rating"
-    else inc[#inc + 1] = "rating"; inc[#inc + 1] = A[x]; inc[#inc + 1] = s; x = x + 1 end
-  end
-  local op4, val4 = string.byte(ops, 4), false
-  if op4 ~= 46 then
-    if op4 == 115 then val4 = A[x]; x = x + 1; hs[#hs + 1] = "email"; hs[#hs + 1] = val4
-    elseif op4 == 100 then hd[#hd + 1] = "email"
-    else inc[#inc + 1] = "email"; inc[#inc + 1] = A[x]; inc[#inc + 1] = op4; x = x + 1 end
-  end
-  s = string.byte(ops, 5)
-  if s ~= 46 then
-    if s == 115 then v = A[x]; x = x + 1; hs[#hs + 1] = "version"; hs[#hs + 1] = v
-    elseif s == 100 then hd[#hd + 1] = "version"
-    else inc[#inc + 1] = "version"; inc[#inc + 1] = A[x]; inc[#inc + 1] = s; x = x + 1 end
-  end
-  local op6, val6 = string.byte(ops, 6), false
-  if op6 ~= 46 then
-    if op6 == 115 then val6 = A[x]; x = x + 1; hs[#hs + 1] = "tags"; hs[#hs + 1] = val6
-    elseif op6 == 100 then hd[#hd + 1] = "tags"
-    else inc[#inc + 1] = "tags"; inc[#inc + 1] = A[x]; inc[#inc + 1] = op6; x = x + 1 end
+  local all = ops == "ssssss"
+  local hs, hd, inc, s
+  local op1, val1 = 115, false
+  local op2, val2 = 115, false
+  local op4, val4 = 115, false
+  local op6, val6 = 115, false
+  if all then
+    val1 = A[x + 0]
+    val2 = A[x + 1]
+    val4 = A[x + 3]
+    val6 = A[x + 5]
+    x = x + 6
+  else
+    op1 = string.byte(ops, 1)
+    if op1 == 115 then val1 = A[x]; hs = hs or {}; hs[#hs + 1] = "username"; hs[#hs + 1] = val1; x = x + 1
+    elseif op1 == 100 then hd = hd or {}; hd[#hd + 1] = "username"
+    elseif op1 ~= 46 then
+      inc = inc or {}; inc[#inc + 1] = "username"; inc[#inc + 1] = A[x]
+      inc[#inc + 1] = op1 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1
+    end
+    op2 = string.byte(ops, 2)
+    if op2 == 115 then val2 = A[x]; hs = hs or {}; hs[#hs + 1] = "country"; hs[#hs + 1] = val2; x = x + 1
+    elseif op2 == 100 then hd = hd or {}; hd[#hd + 1] = "country"
+    elseif op2 ~= 46 then
+      inc = inc or {}; inc[#inc + 1] = "country"; inc[#inc + 1] = A[x]
+      inc[#inc + 1] = op2 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1
+    end
+    s = string.byte(ops, 3)
+    if s == 115 then hs = hs or {}; hs[#hs + 1] = "rating"; hs[#hs + 1] = A[x]; x = x + 1
+    elseif s == 100 then hd = hd or {}; hd[#hd + 1] = "rating"
+    elseif s ~= 46 then
+      inc = inc or {}; inc[#inc + 1] = "rating"; inc[#inc + 1] = A[x]
+      inc[#inc + 1] = s == 105 and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1
+    end
+    op4 = string.byte(ops, 4)
+    if op4 == 115 then val4 = A[x]; hs = hs or {}; hs[#hs + 1] = "email"; hs[#hs + 1] = val4; x = x + 1
+    elseif op4 == 100 then hd = hd or {}; hd[#hd + 1] = "email"
+    elseif op4 ~= 46 then
+      inc = inc or {}; inc[#inc + 1] = "email"; inc[#inc + 1] = A[x]
+      inc[#inc + 1] = op4 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1
+    end
+    s = string.byte(ops, 5)
+    if s == 115 then hs = hs or {}; hs[#hs + 1] = "version"; hs[#hs + 1] = A[x]; x = x + 1
+    elseif s == 100 then hd = hd or {}; hd[#hd + 1] = "version"
+    elseif s ~= 46 then
+      inc = inc or {}; inc[#inc + 1] = "version"; inc[#inc + 1] = A[x]
+      inc[#inc + 1] = s == 105 and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1
+    end
+    op6 = string.byte(ops, 6)
+    if op6 == 115 then val6 = A[x]; hs = hs or {}; hs[#hs + 1] = "tags"; hs[#hs + 1] = val6; x = x + 1
+    elseif op6 == 100 then hd = hd or {}; hd[#hd + 1] = "tags"
+    elseif op6 ~= 46 then
+      inc = inc or {}; inc[#inc + 1] = "tags"; inc[#inc + 1] = A[x]
+      inc[#inc + 1] = op6 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1
+    end
   end
   if (op1 == 105 or op1 == 102) then return nil end
   if (op2 == 105 or op2 == 102) then return nil end
   if (op6 == 105 or op6 == 102) then return nil end
-  if not fast_tail_ok(A, x, last) then return nil end
+  if x <= last and not fast_tail_ok(A, x, last) then return nil end
   local pttl = redis.call('PTTL', K[1])
   -- An entity with a TTL keeps a shadow: the general code.
   if pttl >= 0 then return nil end
@@ -71,13 +89,19 @@ local function fast_change(K, A, f, last, mode)
   local p4 = ns .. "user:@email"
   local o5, n5 = false, false
   local p5 = ns .. "user:@tags:"
-  if existed and (not (op1 == 46) or not (op2 == 46) or not (a3 == 'u' or a3 == '') or not (op4 == 46) or not (op6 == 46)) then
+  if existed and mode ~= 'update' then
     local vs = redis.call('HMGET', K[1], "username", "country", "rating", "email", "tags")
     o1 = vs[1] or false
     o2 = vs[2] or false
     o3 = vs[3] or false
     o4 = vs[4] or false
     o5 = vs[5] or false
+  elseif existed then
+    if not (op1 == 46) then o1 = redis.call('HGET', K[1], "username") or false end
+    if not (op2 == 46) then o2 = redis.call('HGET', K[1], "country") or false end
+    if not (a3 == 'u' or a3 == '') then o3 = redis.call('HGET', K[1], "rating") or false end
+    if not (op4 == 46) then o4 = redis.call('HGET', K[1], "email") or false end
+    if not (op6 == 46) then o5 = redis.call('HGET', K[1], "tags") or false end
   end
   if op1 == 46 then n1 = o1
   elseif op1 == 115 then n1 = val1 end
@@ -89,8 +113,11 @@ local function fast_change(K, A, f, last, mode)
   elseif op4 == 115 then n4 = val4 end
   if op6 == 46 then n5 = o5
   elseif op6 == 115 then n5 = val6 end
-  local err = fast_check_incr(K, inc)
-  if err then return err end
+  local err
+  if inc then
+    err = fast_check_incr(K, inc)
+    if err then return err end
+  end
   err = wrong_type(K[2], 'hash')
   if err then return err end
   if not existed then
@@ -144,14 +171,18 @@ local function fast_change(K, A, f, last, mode)
     end
   end
   -- The first write: an increment (its error caught), or HSET.
-  local got
-  if #inc > 0 then
-    got, err = fast_incr(K, inc)
-    if not got then return err end
+  if all then
+    redis.call('HSET', K[1], "username", A[x - 6], "country", A[x - 5], "rating", A[x - 4], "email", A[x - 3], "version", A[x - 2], "tags", A[x - 1])
+  else
+    if inc then
+      err = fast_incr(K, inc)
+      if err then return err end
+    end
+    if hs and #hs == 2 then redis.call('HSET', K[1], hs[1], hs[2])
+    elseif hs then redis.call('HSET', K[1], unpack(hs)) end
+    if hd then redis.call('HDEL', K[1], unpack(hd)) end
   end
-  if #hs > 0 then redis.call('HSET', K[1], unpack(hs)) end
-  if #hd > 0 then redis.call('HDEL', K[1], unpack(hd)) end
-  fast_tail(K, A, x, last)
+  if x <= last then fast_tail(K, A, x, last) end
   if n1 ~= o1 then
     if o1 and ow1 == m then redis.call('DEL', ko1) end
     if n1 then redis.call('SET', kn1, m) end
@@ -161,7 +192,7 @@ local function fast_change(K, A, f, last, mode)
     if n2 then redis.call('SADD', kn2, m) end
   end
   if a3 == '' then
-    n3 = got and got["rating"] or redis.call('HGET', K[1], "rating")
+    n3 = fast_incremented(inc, "rating") or redis.call('HGET', K[1], "rating")
   end
   if n3 ~= o3 then
     if n3 then
@@ -169,7 +200,7 @@ local function fast_change(K, A, f, last, mode)
     elseif o3 then redis.call('ZREM', p3, m) end
   end
   if (op4 == 105 or op4 == 102) then
-    n4 = got and got["email"] or redis.call('HGET', K[1], "email")
+    n4 = fast_incremented(inc, "email") or redis.call('HGET', K[1], "email")
   end
   if n4 ~= o4 then
     if o4 then redis.call('ZREM', p4, esc(o4) .. ':' .. m) end
