@@ -157,6 +157,10 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
     }
     emit!("local function fast_change(K, A, f, last, mode)");
     emit!("  local ns, m = A[f], A[f + 1]");
+    if !desc.indexes.is_empty() {
+        let ids = q(&keyspace::ids_key(desc, ns));
+        emit!("  local ids = ns == '' and {ids} or ns .. {ids}");
+    }
     for (at, i) in sent.iter().enumerate() {
         emit!("  local a{n} = A[f + {}]", 2 + at, n = i.n);
     }
@@ -239,10 +243,9 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
         emit!("  err = wrong_type(K[{k}], 'hash')");
         emit!("  if err then return err end");
     }
-    let ids = q(&keyspace::ids_key(desc, ns));
     if !idx.is_empty() {
         emit!("  if not existed then");
-        emit!("    err = wrong_type(ns .. {ids}, 'set')");
+        emit!("    err = wrong_type(ids, 'set')");
         emit!("    if err then return err end");
         emit!("  end");
     }
@@ -312,7 +315,7 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
         moves(w, i);
     }
     if !idx.is_empty() {
-        emit!("  if not existed then redis.call('SADD', ns .. {ids}, m) end");
+        emit!("  if not existed then redis.call('SADD', ids, m) end");
     }
     emit!("  if existed then return 0 end");
     emit!("  return 1");
@@ -333,7 +336,12 @@ fn old_and_new(w: &mut String, idx: &[Index]) {
     let fields: Vec<&Index> = idx.iter().filter(|i| i.field.is_some()).collect();
     for i in idx {
         l(format!("  local o{n}, n{n} = false, false", n = i.n));
-        l(format!("  local p{n} = ns .. {}", q(&i.key), n = i.n));
+        // (No namespace, the common case: the literal, no new string.)
+        l(format!(
+            "  local p{n} = ns == '' and {key} or ns .. {key}",
+            key = q(&i.key),
+            n = i.n
+        ));
     }
     if !fields.is_empty() {
         // Stored values are read only when the write may move an entry (a

@@ -413,7 +413,8 @@ local function condition_failed(w)
     else
       local n = v
       if c.delta ~= '' then n = plus(v, c.delta) end
-      local r = n and compare_numbers(n, c.x)
+      -- (Nothing stored, or not a number: no ordering, the test fails.)
+      local r = n and compare_numbers(n, c.x) or nil
       ok = r ~= nil and PASSES[c.test](r)
     end
     if not ok then

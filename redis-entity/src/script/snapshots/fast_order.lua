@@ -5,6 +5,7 @@ local FAST_INDEX_COLUMN = { false, 1 }
 local FAST_SHADOW = ":@shadow"
 local function fast_change(K, A, f, last, mode)
   local ns, m = A[f], A[f + 1]
+  local ids = ns == '' and "order:@ids" or ns .. "order:@ids"
   local a1 = A[f + 2]
   local ops = A[f + 3]
   local x = f + 4
@@ -37,9 +38,9 @@ local function fast_change(K, A, f, last, mode)
     if redis.call('EXISTS', K[1] .. FAST_SHADOW) == 1 then return nil end
   end
   local o1, n1 = false, false
-  local p1 = ns .. "order:@shop:"
+  local p1 = ns == '' and "order:@shop:" or ns .. "order:@shop:"
   local o2, n2 = false, false
-  local p2 = ns .. "order:@status:"
+  local p2 = ns == '' and "order:@status:" or ns .. "order:@status:"
   if existed and mode ~= 'update' then
     local vs = redis.call('HMGET', K[1], "status")
     o2 = vs[1] or false
@@ -56,7 +57,7 @@ local function fast_change(K, A, f, last, mode)
     if err then return err end
   end
   if not existed then
-    err = wrong_type(ns .. "order:@ids", 'set')
+    err = wrong_type(ids, 'set')
     if err then return err end
   end
   local ko1, kn1, ow1, nw1 = false, false, false, false
@@ -106,7 +107,7 @@ local function fast_change(K, A, f, last, mode)
     if o2 then redis.call('SREM', ko2, m) end
     if n2 then redis.call('SADD', kn2, m) end
   end
-  if not existed then redis.call('SADD', ns .. "order:@ids", m) end
+  if not existed then redis.call('SADD', ids, m) end
   if existed then return 0 end
   return 1
 end

@@ -5,6 +5,7 @@ local FAST_INDEX_COLUMN = { 1, 2, false, 4, 6 }
 local FAST_SHADOW = ":@shadow"
 local function fast_change(K, A, f, last, mode)
   local ns, m = A[f], A[f + 1]
+  local ids = ns == '' and "user:@ids" or ns .. "user:@ids"
   local a3 = A[f + 2]
   local ops = A[f + 3]
   local x = f + 4
@@ -80,15 +81,15 @@ local function fast_change(K, A, f, last, mode)
     if redis.call('EXISTS', K[1] .. FAST_SHADOW) == 1 then return nil end
   end
   local o1, n1 = false, false
-  local p1 = ns .. "user:@username:"
+  local p1 = ns == '' and "user:@username:" or ns .. "user:@username:"
   local o2, n2 = false, false
-  local p2 = ns .. "user:@country:"
+  local p2 = ns == '' and "user:@country:" or ns .. "user:@country:"
   local o3, n3 = false, false
-  local p3 = ns .. "user:@rating"
+  local p3 = ns == '' and "user:@rating" or ns .. "user:@rating"
   local o4, n4 = false, false
-  local p4 = ns .. "user:@email"
+  local p4 = ns == '' and "user:@email" or ns .. "user:@email"
   local o5, n5 = false, false
-  local p5 = ns .. "user:@tags:"
+  local p5 = ns == '' and "user:@tags:" or ns .. "user:@tags:"
   if existed and mode ~= 'update' then
     local vs = redis.call('HMGET', K[1], "username", "country", "rating", "email", "tags")
     o1 = vs[1] or false
@@ -121,7 +122,7 @@ local function fast_change(K, A, f, last, mode)
   err = wrong_type(K[2], 'hash')
   if err then return err end
   if not existed then
-    err = wrong_type(ns .. "user:@ids", 'set')
+    err = wrong_type(ids, 'set')
     if err then return err end
   end
   local ko1, kn1, ow1, nw1 = false, false, false, false
@@ -210,7 +211,7 @@ local function fast_change(K, A, f, last, mode)
     for t in pairs(to5) do if not tn5[t] then redis.call('SREM', p5 .. t, m) end end
     for t in pairs(tn5) do if not to5[t] then redis.call('SADD', p5 .. t, m) end end
   end
-  if not existed then redis.call('SADD', ns .. "user:@ids", m) end
+  if not existed then redis.call('SADD', ids, m) end
   if existed then return 0 end
   return 1
 end
