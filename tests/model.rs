@@ -2160,11 +2160,9 @@ async fn a_comparison_on_nothing_stored_fails_the_condition() {
 }
 
 #[tokio::test]
-#[ignore = "bug: a one-to-many relate that takes the child from its previous parent leaves \
-            that parent's relation register entry behind when its set is emptied"]
-async fn bug_a_one_to_many_takeover_leaves_the_previous_parents_register() {
-    // steps.lua's relation_apply removes the child from the previous
-    // parent's set but never HDELs the parent's register entry, where
+async fn a_one_to_many_takeover_clears_the_previous_parents_register() {
+    // Found by this test: steps.lua's relation_apply removed the child from
+    // the previous parent's set but left the parent's register entry, where
     // `unrelate` (and the cluster path's 'drop') removes an emptied set's
     // entry: "An emptied set leaves the register too, so nothing is left
     // behind."

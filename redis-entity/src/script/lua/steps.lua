@@ -37,12 +37,17 @@ local function relation_check(K, A, o, state, exists)
   end
   local previous = {}
   if A[o + 8] == '1' then
+    -- (A register's key is its entity's key and a suffix: a's tells it.)
+    local rel = string.sub(K[3], #(A[o + 9] .. a .. A[o + 10]) + 1)
     for _, old in ipairs(redis.call('SMEMBERS', K[2])) do
       if old ~= a then
         previous[#previous + 1] = old
-        more[#more + 1] = { A[o + 9] .. old .. A[o + 10] .. ':' .. name, 'set' }
+        local old_key = A[o + 9] .. old .. A[o + 10]
+        more[#more + 1] = { old_key .. ':' .. name, 'set' }
+        more[#more + 1] = { old_key .. rel, 'hash' }
       end
     end
+    state.rel = rel
   end
   state.pttls, state.previous = pttls, previous
   return wrong_types(more)
@@ -58,9 +63,14 @@ local function relation_apply(K, A, o, state)
     if redis.call('EXISTS', K[2]) == 0 then redis.call('HDEL', K[4], reverse) end
     return removed
   end
-  -- One-to-many: b leaves its previous a.
+  -- One-to-many: b leaves its previous a (whose register loses the
+  -- relation when its set empties, as an unrelate does).
   for _, old in ipairs(state.previous) do
-    redis.call('SREM', A[o + 9] .. old .. A[o + 10] .. ':' .. name, b)
+    local old_key = A[o + 9] .. old .. A[o + 10]
+    redis.call('SREM', old_key .. ':' .. name, b)
+    if redis.call('EXISTS', old_key .. ':' .. name) == 0 then
+      redis.call('HDEL', old_key .. state.rel, name)
+    end
     redis.call('SREM', K[2], old)
   end
   local added = redis.call('SADD', K[1], b)
