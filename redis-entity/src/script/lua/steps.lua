@@ -16,12 +16,41 @@
 --       entity with a TTL is listed there, so that a sweep can take it out
 --       of its relations)
 -- `exists(key)`: whether the entity of that key exists (in a unit, once
--- the unit's earlier operations are applied).
+-- the unit's earlier operations are applied). `sets` (a unit's only): the
+-- changes its earlier operations make to relation sets, `sets[key][member]`
+-- true (added) or false (removed), so that a one-to-many relate sees the
+-- parent an earlier one gave the child; each check adds its own.
 
-local function relation_check(K, A, o, state, exists)
+-- The members of set `key` once the changes in `sets` are applied.
+local function set_members(key, sets)
+  local stored = redis.call('SMEMBERS', key)
+  local changes = sets and sets[key]
+  if not changes then return stored end
+  local out, seen = {}, {}
+  for _, m in ipairs(stored) do
+    seen[m] = true
+    if changes[m] ~= false then out[#out + 1] = m end
+  end
+  for m, present in pairs(changes) do
+    if present and not seen[m] then out[#out + 1] = m end
+  end
+  return out
+end
+
+local function set_change(sets, key, member, present)
+  if not sets then return end
+  sets[key] = sets[key] or {}
+  sets[key][member] = present
+end
+
+local function relation_check(K, A, o, state, exists, sets)
   local refused = wrong_types({ { K[1], 'set' }, { K[2], 'set' }, { K[3], 'hash' }, { K[4], 'hash' } })
   if refused then return refused end
-  if A[o + 1] == 'unrelate' then return nil end
+  if A[o + 1] == 'unrelate' then
+    set_change(sets, K[1], A[o + 3], false)
+    set_change(sets, K[2], A[o + 2], false)
+    return nil
+  end
   -- Both entities must exist: relating a missing one is an error, and
   -- nothing is written.
   for side, at in ipairs({ 11, 13 }) do
@@ -39,7 +68,7 @@ local function relation_check(K, A, o, state, exists)
   if A[o + 8] == '1' then
     -- (A register's key is its entity's key and a suffix: a's tells it.)
     local rel = string.sub(K[3], #(A[o + 9] .. a .. A[o + 10]) + 1)
-    for _, old in ipairs(redis.call('SMEMBERS', K[2])) do
+    for _, old in ipairs(set_members(K[2], sets)) do
       if old ~= a then
         previous[#previous + 1] = old
         local old_key = A[o + 9] .. old .. A[o + 10]
@@ -50,7 +79,15 @@ local function relation_check(K, A, o, state, exists)
     state.rel = rel
   end
   state.pttls, state.previous = pttls, previous
-  return wrong_types(more)
+  local refused = wrong_types(more)
+  if refused then return refused end
+  for _, old in ipairs(previous) do
+    set_change(sets, A[o + 9] .. old .. A[o + 10] .. ':' .. name, A[o + 3], false)
+    set_change(sets, K[2], old, false)
+  end
+  set_change(sets, K[1], A[o + 3], true)
+  set_change(sets, K[2], a, true)
+  return nil
 end
 
 local function relation_apply(K, A, o, state)

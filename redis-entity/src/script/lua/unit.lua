@@ -92,7 +92,8 @@ UNIT.delete = {
 UNIT.relate = {
   check = function(u, op)
     op.state = {}
-    return relation_check(op.keys, op.args, op.first - 1, op.state, function(key) return unit_exists(u, key) end)
+    local exists = function(key) return unit_exists(u, key) end
+    return relation_check(op.keys, op.args, op.first - 1, op.state, exists, u.sets)
   end,
   apply = function(u, op) return relation_apply(op.keys, op.args, op.first - 1, op.state) end,
 }
@@ -116,7 +117,7 @@ local function unit(keys, args)
     ops[#ops + 1] = { kind = kind, t = t, keys = own, args = args, first = j + 4, last = j + 3 + na }
     j = j + 4 + na
   end
-  local u = { exists = {}, unique = {} }
+  local u = { exists = {}, unique = {}, sets = {} }
   for i, op in ipairs(ops) do
     T = TYPES[op.t] or T
     local kind = UNIT[op.kind]
