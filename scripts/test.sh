@@ -46,3 +46,5 @@ cargo test --workspace --all-features
 # optimized build of the dependency tree would add minutes); the figures in
 # docs/benchmarks.md come from `cargo bench --bench workload` proper.
 timeout 300 cargo bench --profile dev --all-features --bench workload -- --quick
+# The scale curves in their quick form (10k entities, about 10 s), likewise.
+timeout 300 cargo bench --profile dev --all-features --bench scale -- --quick
