@@ -50,6 +50,10 @@ pub(crate) struct DataCommand {
 /// its field, its `fast::OP_*` code, its value or delta.
 type ColumnOp<'a> = (&'a [u8], u8, Option<&'a [u8]>);
 
+/// A straight-line call's data: the `fast::OP_*` code and the value of each
+/// column, and the maps' commands.
+type ColumnCalls<'a> = (Vec<u8>, Vec<Option<&'a [u8]>>, Vec<WriteCommand<'a>>);
+
 /// One write of one entity.
 #[derive(Debug, Clone)]
 pub(crate) struct WritePlan {
@@ -320,6 +324,49 @@ impl WritePlan {
             return None;
         }
         let function = script::write::fast_script(self.desc, self.ns.layout(), self.op, batch)?;
+        let (ops, values, tail) = self.column_ops()?;
+        // The function takes an unsent index's value from its column's
+        // operation: it must be the value the plan gives it.
+        let mut sent = Vec::new();
+        for ((idx, value), arg) in self
+            .desc
+            .indexes
+            .iter()
+            .zip(&self.index_values)
+            .zip(self.index_args())
+        {
+            if fast::sends_value(idx) {
+                sent.push(arg);
+                continue;
+            }
+            let j = idx.column()?;
+            let agrees = match (value, ops[j]) {
+                (IndexValue::Unchanged, fast::OP_KEEP) | (IndexValue::Absent, fast::OP_DEL) => true,
+                (IndexValue::Value(v), fast::OP_SET) => values[j] == Some(&v[..]),
+                (IndexValue::Unknown, fast::OP_INCR | fast::OP_INCR_FLOAT) => true,
+                _ => false,
+            };
+            if !agrees {
+                return None;
+            }
+        }
+        let write = FastWrite {
+            keys: &self.keys,
+            namespace: self.ns.as_str(),
+            member: &self.keys.member,
+            sent,
+            ops,
+            values: values.into_iter().flatten().collect(),
+            tail,
+        };
+        Some((function, write))
+    }
+
+    /// The plan's data commands as the straight-line call takes them: one
+    /// `fast::OP_*` code and value per column of the entity hash, and the
+    /// maps' commands; `None` if a command is of another kind or a column
+    /// is named twice.
+    fn column_ops(&self) -> Option<ColumnCalls<'_>> {
         let columns = self.desc.columns;
         let mut ops = vec![fast::OP_KEEP; columns.len()];
         let mut values: Vec<Option<&[u8]>> = vec![None; columns.len()];
@@ -359,41 +406,7 @@ impl WritePlan {
             ops[j] = op;
             values[j] = value;
         }
-        // The function takes an unsent index's value from its column's
-        // operation: it must be the value the plan gives it.
-        let mut sent = Vec::new();
-        for ((idx, value), arg) in self
-            .desc
-            .indexes
-            .iter()
-            .zip(&self.index_values)
-            .zip(self.index_args())
-        {
-            if fast::sends_value(idx) {
-                sent.push(arg);
-                continue;
-            }
-            let j = idx.column()?;
-            let agrees = match (value, ops[j]) {
-                (IndexValue::Unchanged, fast::OP_KEEP) | (IndexValue::Absent, fast::OP_DEL) => true,
-                (IndexValue::Value(v), fast::OP_SET) => values[j] == Some(&v[..]),
-                (IndexValue::Unknown, fast::OP_INCR | fast::OP_INCR_FLOAT) => true,
-                _ => false,
-            };
-            if !agrees {
-                return None;
-            }
-        }
-        let write = FastWrite {
-            keys: &self.keys,
-            namespace: self.ns.as_str(),
-            member: &self.keys.member,
-            sent,
-            ops,
-            values: values.into_iter().flatten().collect(),
-            tail,
-        };
-        Some((function, write))
+        Some((ops, values, tail))
     }
 
     /// The entity key, for error messages.

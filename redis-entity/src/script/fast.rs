@@ -20,6 +20,14 @@ use crate::schema::entity::{EntityDesc, IndexDesc, IndexKind, IndexSource, Layou
 use crate::schema::escape::{KeyLayout, Namespace};
 use std::fmt::Write;
 
+/// One line of generated code into `w` (`writeln!` into a String cannot
+/// fail).
+macro_rules! emit {
+    ($w:expr, $($t:tt)*) => {{
+        let _ = writeln!($w, $($t)*);
+    }};
+}
+
 /// More indexes or columns than these and the generated function would
 /// near Lua's limit of 200 locals: such a type keeps the general code only.
 const MAX_INDEXES: usize = 24;
@@ -99,12 +107,7 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
     if !covers(desc) {
         return "local fast_change = false\n".into();
     }
-    let ns = &Namespace::none().in_layout(layout);
-    let roles = super::write::roles(desc);
-    let shadow = roles.contains('s');
-    let maps: Vec<usize> = (1..=roles.len())
-        .filter(|&i| roles.as_bytes()[i - 1] == b'd')
-        .collect();
+    let ns = Namespace::none().in_layout(layout);
     let idx: Vec<Index> = desc
         .indexes
         .iter()
@@ -121,76 +124,127 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
                 _ => None,
             },
             key: match d.kind {
-                IndexKind::Prefix | IndexKind::Sorted => keyspace::index_zset(desc, ns, d.field),
-                _ => keyspace::index_prefix(desc, ns, d.field),
+                IndexKind::Prefix | IndexKind::Sorted => keyspace::index_zset(desc, &ns, d.field),
+                _ => keyspace::index_prefix(desc, &ns, d.field),
             },
         })
         .collect();
-    let sent: Vec<&Index> = idx.iter().filter(|i| i.col.is_none()).collect();
-    let q = |s: &str| lua_string(s.as_bytes());
+    let t = Type { desc, ns, idx };
     let mut s = String::new();
     let w = &mut s;
-    // `writeln!` into a String cannot fail.
-    macro_rules! emit {
-        ($($t:tt)*) => {{ let _ = writeln!(w, $($t)*); }};
+    tables(w, &t);
+    arguments(w, &t);
+    columns(w, &t);
+    entity_state(w, &t);
+    old_and_new(w, &t.idx);
+    key_checks(w, &t);
+    unique_owners(w, &t);
+    data(w, &t);
+    index_moves(w, &t);
+    s
+}
+
+/// What the generator knows of the type.
+struct Type<'a> {
+    desc: &'a EntityDesc,
+    /// The namespace the key prefixes are spelled in (none: the call's
+    /// namespace comes first).
+    ns: Namespace,
+    idx: Vec<Index>,
+}
+
+impl Type<'_> {
+    /// The indexes whose value the call sends.
+    fn sent(&self) -> Vec<&Index> {
+        self.idx.iter().filter(|i| i.col.is_none()).collect()
     }
+
+    /// Whether column `j` (1-based) gives an index its value.
+    fn owns(&self, j: usize) -> bool {
+        self.idx.iter().any(|i| i.col == Some(j))
+    }
+}
+
+/// The type's tables the fallback reads (`fast_entry.lua`).
+fn tables(w: &mut String, t: &Type<'_>) {
+    let desc = t.desc;
+    let idx = &t.idx;
+    let q = |s: &str| lua_string(s.as_bytes());
+    let sent = t.sent();
     emit!(
+        w,
         "-- The common write of {} in straight-line code (script/fast.rs).",
         desc.type_name
     );
     let columns: Vec<String> = desc.columns.iter().map(|c| q(c.name)).collect();
-    emit!("local FAST_COLUMNS = {{ {} }}", columns.join(", "));
+    emit!(w, "local FAST_COLUMNS = {{ {} }}", columns.join(", "));
     let sent_numbers: Vec<String> = sent.iter().map(|i| i.n.to_string()).collect();
-    emit!("local FAST_SENT = {{ {} }}", sent_numbers.join(", "));
+    emit!(w, "local FAST_SENT = {{ {} }}", sent_numbers.join(", "));
     let index_columns: Vec<String> = idx
         .iter()
         .map(|i| i.col.map_or("false".into(), |j| j.to_string()))
         .collect();
     emit!(
+        w,
         "local FAST_INDEX_COLUMN = {{ {} }}",
         index_columns.join(", ")
     );
-    if shadow {
-        emit!("local FAST_SHADOW = {}", q(&keyspace::shadow_key("")));
+    if !desc.indexes.is_empty() {
+        emit!(w, "local FAST_SHADOW = {}", q(&keyspace::shadow_key("")));
     } else {
-        emit!("local FAST_SHADOW = false");
+        emit!(w, "local FAST_SHADOW = false");
     }
-    emit!("local function fast_change(K, A, f, last, mode)");
-    emit!("  local ns, m = A[f], A[f + 1]");
+}
+
+/// The function's start: the arguments every call has.
+fn arguments(w: &mut String, t: &Type<'_>) {
+    let desc = t.desc;
+    let ns = &t.ns;
+    let q = |s: &str| lua_string(s.as_bytes());
+    let sent = t.sent();
+    emit!(w, "local function fast_change(K, A, f, last, mode)");
+    emit!(w, "  local ns, m = A[f], A[f + 1]");
     if !desc.indexes.is_empty() {
         let ids = q(&keyspace::ids_key(desc, ns));
-        emit!("  local ids = ns == '' and {ids} or ns .. {ids}");
+        emit!(w, "  local ids = ns == '' and {ids} or ns .. {ids}");
     }
     for (at, i) in sent.iter().enumerate() {
-        emit!("  local a{n} = A[f + {}]", 2 + at, n = i.n);
+        emit!(w, "  local a{n} = A[f + {}]", 2 + at, n = i.n);
     }
-    emit!("  local ops = A[f + {}]", 2 + sent.len());
-    emit!("  local x = f + {}", 3 + sent.len());
+    emit!(w, "  local ops = A[f + {}]", 2 + sent.len());
+    emit!(w, "  local x = f + {}", 3 + sent.len());
+}
+
+/// The column operations read into locals and the tables of fields set,
+/// removed and incremented.
+fn columns(w: &mut String, t: &Type<'_>) {
+    let desc = t.desc;
+    let q = |s: &str| lua_string(s.as_bytes());
     // A save of every column (the common save) writes them in one literal
     // HSET; otherwise each column's operation is read in turn, and the
     // fields set, removed and incremented are gathered (`hs`, `hd`, `inc`:
     // field, delta, command triples), each table made only if used.
-    let own = |j: usize| idx.iter().any(|i| i.col == Some(j));
+    let own = |j: usize| t.owns(j);
     let all_set: String = std::iter::repeat_n(OP_SET as char, desc.columns.len()).collect();
-    emit!("  local all = ops == {}", q(&all_set));
-    emit!("  local hs, hd, inc, s");
+    emit!(w, "  local all = ops == {}", q(&all_set));
+    emit!(w, "  local hs, hd, inc, s");
     let owned: Vec<usize> = (1..=desc.columns.len()).filter(|&j| own(j)).collect();
     for j in &owned {
-        emit!("  local op{j}, val{j} = {OP_SET}, false");
+        emit!(w, "  local op{j}, val{j} = {OP_SET}, false");
     }
-    emit!("  if all then");
+    emit!(w, "  if all then");
     for j in &owned {
-        emit!("    val{j} = A[x + {}]", j - 1);
+        emit!(w, "    val{j} = A[x + {}]", j - 1);
     }
-    emit!("    x = x + {}", desc.columns.len());
-    emit!("  else");
+    emit!(w, "    x = x + {}", desc.columns.len());
+    emit!(w, "  else");
     for (j0, c) in desc.columns.iter().enumerate() {
         let j = j0 + 1;
         let op = if own(j) {
-            emit!("    op{j} = string.byte(ops, {j})");
+            emit!(w, "    op{j} = string.byte(ops, {j})");
             format!("op{j}")
         } else {
-            emit!("    s = string.byte(ops, {j})");
+            emit!(w, "    s = string.byte(ops, {j})");
             "s".to_owned()
         };
         let name = q(c.name);
@@ -199,15 +253,31 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
         } else {
             format!("hs = hs or {{}}; hs[#hs + 1] = {name}; hs[#hs + 1] = A[x]")
         };
-        emit!("    if {op} == {OP_SET} then {set}; x = x + 1");
-        emit!("    elseif {op} == {OP_DEL} then hd = hd or {{}}; hd[#hd + 1] = {name}");
-        emit!("    elseif {op} ~= {OP_KEEP} then");
-        emit!("      inc = inc or {{}}; inc[#inc + 1] = {name}; inc[#inc + 1] = A[x]");
-        emit!("      inc[#inc + 1] = {op} == {OP_INCR} and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1");
-        emit!("    end");
+        emit!(w, "    if {op} == {OP_SET} then {set}; x = x + 1");
+        emit!(
+            w,
+            "    elseif {op} == {OP_DEL} then hd = hd or {{}}; hd[#hd + 1] = {name}"
+        );
+        emit!(w, "    elseif {op} ~= {OP_KEEP} then");
+        emit!(
+            w,
+            "      inc = inc or {{}}; inc[#inc + 1] = {name}; inc[#inc + 1] = A[x]"
+        );
+        emit!(
+            w,
+            "      inc[#inc + 1] = {op} == {OP_INCR} and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1"
+        );
+        emit!(w, "    end");
     }
-    emit!("  end");
-    for i in &idx {
+    emit!(w, "  end");
+}
+
+/// The writes the generated code leaves to the general code, and whether
+/// the entity is stored (and has no TTL).
+fn entity_state(w: &mut String, t: &Type<'_>) {
+    let desc = t.desc;
+    let idx = &t.idx;
+    for i in idx {
         // Known only once the increment ran, and then its key: the
         // general code probes it.
         if i.field.is_some()
@@ -216,45 +286,70 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
                 IndexKind::Equality | IndexKind::Unique | IndexKind::Tags
             )
         {
-            emit!("  if {} then return nil end", i.unknown());
+            emit!(w, "  if {} then return nil end", i.unknown());
         }
     }
-    emit!("  if x <= last and not fast_tail_ok(A, x, last) then return nil end");
-    emit!("  local pttl = redis.call('PTTL', K[1])");
-    emit!("  -- An entity with a TTL keeps a shadow: the general code.");
-    emit!("  if pttl >= 0 then return nil end");
-    emit!("  local existed = pttl == -1");
-    emit!("  if existed then");
-    emit!("    if mode == 'insert' then return redis.error_reply('ENTITY_EXISTS entity already stored') end");
-    emit!("  else");
-    emit!("    if mode == 'update' then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end");
-    if shadow {
-        emit!("    -- Expired leaving a shadow: the general code.");
-        emit!("    if redis.call('EXISTS', K[1] .. FAST_SHADOW) == 1 then return nil end");
+    emit!(
+        w,
+        "  if x <= last and not fast_tail_ok(A, x, last) then return nil end"
+    );
+    emit!(w, "  local pttl = redis.call('PTTL', K[1])");
+    emit!(
+        w,
+        "  -- An entity with a TTL keeps a shadow: the general code."
+    );
+    emit!(w, "  if pttl >= 0 then return nil end");
+    emit!(w, "  local existed = pttl == -1");
+    emit!(w, "  if existed then");
+    emit!(w, "    if mode == 'insert' then return redis.error_reply('ENTITY_EXISTS entity already stored') end");
+    emit!(w, "  else");
+    emit!(w, "    if mode == 'update' then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end");
+    if !desc.indexes.is_empty() {
+        emit!(w, "    -- Expired leaving a shadow: the general code.");
+        emit!(
+            w,
+            "    if redis.call('EXISTS', K[1] .. FAST_SHADOW) == 1 then return nil end"
+        );
     }
-    emit!("  end");
-    old_and_new(w, &idx);
-    emit!("  local err");
-    emit!("  if inc then");
-    emit!("    err = fast_check_incr(K, inc)");
-    emit!("    if err then return err end");
-    emit!("  end");
-    for k in &maps {
-        emit!("  err = wrong_type(K[{k}], 'hash')");
-        emit!("  if err then return err end");
+    emit!(w, "  end");
+}
+
+/// Before the first write: the numbers to increment, the maps, the set of
+/// all ids and every index key the write moves an entry in.
+fn key_checks(w: &mut String, t: &Type<'_>) {
+    let desc = t.desc;
+    let idx = &t.idx;
+    emit!(w, "  local err");
+    emit!(w, "  if inc then");
+    emit!(w, "    err = fast_check_incr(K, inc)");
+    emit!(w, "    if err then return err end");
+    emit!(w, "  end");
+    for k in 2..2 + desc.maps.len() {
+        emit!(w, "  err = wrong_type(K[{k}], 'hash')");
+        emit!(w, "  if err then return err end");
     }
     if !idx.is_empty() {
-        emit!("  if not existed then");
-        emit!("    err = wrong_type(ids, 'set')");
-        emit!("    if err then return err end");
-        emit!("  end");
+        emit!(w, "  if not existed then");
+        emit!(w, "    err = wrong_type(ids, 'set')");
+        emit!(w, "    if err then return err end");
+        emit!(w, "  end");
     }
-    for i in &idx {
+    for i in idx {
         checks(w, i);
     }
+}
+
+/// Before the first write: a new unique value owned by another live entity
+/// refuses the write.
+fn unique_owners(w: &mut String, t: &Type<'_>) {
+    let desc = t.desc;
+    let ns = &t.ns;
+    let idx = &t.idx;
+    let q = |s: &str| lua_string(s.as_bytes());
     let head = q(&keyspace::owner_head(desc, ns));
     for i in idx.iter().filter(|i| i.kind == IndexKind::Unique) {
         emit!(
+            w,
             "  if n{n} and n{n} ~= o{n} and nw{n} and nw{n} ~= m then",
             n = i.n
         );
@@ -272,55 +367,78 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
                 )
             })
             .collect();
-        emit!("    if {} then", alive.join(" or "));
+        emit!(w, "    if {} then", alive.join(" or "));
         emit!(
+            w,
             "      return redis.error_reply('UNIQUE_VIOLATION {}')",
             i.n - 1
         );
-        emit!("    end");
-        emit!("  end");
+        emit!(w, "    end");
+        emit!(w, "  end");
     }
-    emit!("  -- The first write: an increment (its error caught), or HSET.");
+}
+
+/// The data: a literal HSET of every column, or the increments (the first
+/// catching its error), fields set and removed; then the maps.
+fn data(w: &mut String, t: &Type<'_>) {
+    let desc = t.desc;
+    let q = |s: &str| lua_string(s.as_bytes());
+    emit!(
+        w,
+        "  -- The first write: an increment (its error caught), or HSET."
+    );
     let literal: Vec<String> = desc
         .columns
         .iter()
         .enumerate()
         .map(|(j, c)| format!("{}, A[x - {}]", q(c.name), desc.columns.len() - j))
         .collect();
-    emit!("  if all then");
-    emit!("    redis.call('HSET', K[1], {})", literal.join(", "));
-    emit!("  else");
-    emit!("    if inc then");
-    emit!("      err = fast_incr(K, inc)");
-    emit!("      if err then return err end");
-    emit!("    end");
-    emit!("    if hs and #hs == 2 then redis.call('HSET', K[1], hs[1], hs[2])");
-    emit!("    elseif hs then redis.call('HSET', K[1], unpack(hs)) end");
-    emit!("    if hd then redis.call('HDEL', K[1], unpack(hd)) end");
-    emit!("  end");
-    emit!("  if x <= last then fast_tail(K, A, x, last) end");
-    for i in &idx {
+    emit!(w, "  if all then");
+    emit!(w, "    redis.call('HSET', K[1], {})", literal.join(", "));
+    emit!(w, "  else");
+    emit!(w, "    if inc then");
+    emit!(w, "      err = fast_incr(K, inc)");
+    emit!(w, "      if err then return err end");
+    emit!(w, "    end");
+    emit!(
+        w,
+        "    if hs and #hs == 2 then redis.call('HSET', K[1], hs[1], hs[2])"
+    );
+    emit!(
+        w,
+        "    elseif hs then redis.call('HSET', K[1], unpack(hs)) end"
+    );
+    emit!(w, "    if hd then redis.call('HDEL', K[1], unpack(hd)) end");
+    emit!(w, "  end");
+}
+
+/// After the data: the index entries follow the stored values.
+fn index_moves(w: &mut String, t: &Type<'_>) {
+    let idx = &t.idx;
+    let q = |s: &str| lua_string(s.as_bytes());
+    emit!(w, "  if x <= last then fast_tail(K, A, x, last) end");
+    for i in idx {
         if let Some(field) = i.field {
             if matches!(i.kind, IndexKind::Sorted | IndexKind::Prefix) {
                 // An increment's reply is the value stored.
-                emit!("  if {} then", i.unknown());
+                emit!(w, "  if {} then", i.unknown());
                 emit!(
+                    w,
                     "    n{n} = fast_incremented(inc, {f}) or redis.call('HGET', K[1], {f})",
                     f = q(field),
                     n = i.n
                 );
-                emit!("  end");
+                emit!(w, "  end");
             }
         }
         moves(w, i);
     }
     if !idx.is_empty() {
-        emit!("  if not existed then redis.call('SADD', ids, m) end");
+        emit!(w, "  if not existed then redis.call('SADD', ids, m) end");
     }
-    emit!("  if existed then return 0 end");
-    emit!("  return 1");
-    emit!("end");
-    s
+    emit!(w, "  if existed then return 0 end");
+    emit!(w, "  return 1");
+    emit!(w, "end");
 }
 
 /// Per index: `o<n>` the stored form the entity holds (false: none), `n<n>`
