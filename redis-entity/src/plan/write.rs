@@ -293,8 +293,8 @@ impl WritePlan {
     /// The plan's keys and arguments as one operation of a unit of work
     /// takes them (those of the type's write function for one entity).
     pub(crate) fn unit_parts(&self) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
-        let keys = self.keys.all().map(|k| k.as_bytes().to_vec()).collect();
-        (keys, self.write_args().args())
+        let w = self.write_args();
+        (w.key_args(), w.args())
     }
 
     /// The call of the type's write script for this plan: its straight-line
@@ -525,10 +525,7 @@ pub(crate) fn batch_call(plans: &[WritePlan]) -> Call<'static> {
     let function = script::write::script(first.desc, first.ns.layout(), first.op, true);
     let parts = plans.iter().map(|p| {
         let w = p.write_args();
-        (
-            w.keys.all().map(|k| k.as_bytes().to_vec()).collect(),
-            w.args(),
-        )
+        (w.key_args(), w.args())
     });
     script::args::write_batch(function, parts)
 }

@@ -742,11 +742,16 @@ impl Write<'_> {
         }
     }
 
+    /// `KEYS`: the entity's keys, in the order of the type header's roles.
+    pub(crate) fn key_args(&self) -> Vec<Vec<u8>> {
+        self.keys.all().map(|k| k.as_bytes().to_vec()).collect()
+    }
+
     /// The call of `function` (the type's write function of one entity)
     /// for this write.
     pub(crate) fn call(&self, function: &'static Script) -> Call<'static> {
         let mut call = function.call();
-        call.keys = self.keys.all().map(|k| k.as_bytes().to_vec()).collect();
+        call.keys = self.key_args();
         call.args = self.args();
         call
     }
@@ -1245,10 +1250,7 @@ mod tests {
             &BOARD,
             [&one, &two].map(|p| {
                 let w = write(p);
-                (
-                    w.keys.all().map(|k| k.as_bytes().to_vec()).collect(),
-                    w.args(),
-                )
+                (w.key_args(), w.args())
             }),
         );
         let keys = ["u:1", "u:1:m", "u:1:@shadow", "u:2", "u:2:m", "u:2:@shadow"];

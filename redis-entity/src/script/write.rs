@@ -111,9 +111,9 @@ pub(crate) fn script(
 }
 
 /// The straight-line function of `desc`'s library for `op` (script/fast.rs),
-/// if the type and the operation have one: its arguments are the namespace,
-/// the member, the index values and the data commands (a write that needs
-/// none of the general code's other arguments).
+/// if the type and the operation have one: it takes the compact call of
+/// `script::args::FastWrite`, for a write that needs none of the general
+/// code's other arguments.
 pub(crate) fn fast_script(
     desc: &'static EntityDesc,
     layout: KeyLayout,

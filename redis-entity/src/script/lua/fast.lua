@@ -8,7 +8,7 @@
 -- The data commands of the #[hash] maps a straight-line write runs, after
 -- the entity hash's fields: anything else sends the write to the general
 -- code, before any check.
-local FAST_TAIL = { HSET = true, HDEL = true, HREPLACE = true, DEL = true }
+local FAST_TAIL = { HSET = true, HDEL = true, HREPLACE = true }
 
 -- Whether every data command from argument `i` to `last` is one of those.
 local function fast_tail_ok(A, i, last)
@@ -19,42 +19,20 @@ local function fast_tail_ok(A, i, last)
   return true
 end
 
--- Runs the data commands from argument `i` to `last`. HSET goes in chunks:
--- unpack() of a very large argument list overflows Lua's C stack.
+-- Runs the data commands from argument `i` to `last` (the prelude's
+-- `hset` writes in chunks).
 local function fast_tail(K, A, i, last)
   while i <= last do
     local op, key, n = A[i], K[tonumber(A[i + 1])], tonumber(A[i + 2])
     local f = i + 3
-    if op == 'HREPLACE' then
-      redis.call('DEL', key)
-      op = 'HSET'
-    end
-    if op == 'HSET' then
-      for s = f, f + n - 1, 1000 do
-        redis.call('HSET', key, unpack(A, s, math.min(s + 999, f + n - 1)))
-      end
-    elseif n > 0 then
-      redis.call(op, key, unpack(A, f, f + n - 1))
+    if op == 'HREPLACE' then redis.call('DEL', key) end
+    if op == 'HDEL' then
+      redis.call('HDEL', key, unpack(A, f, f + n - 1))
     else
-      redis.call(op, key)
+      hset(A, key, f, f + n - 1)
     end
     i = f + n
   end
-end
-
--- Whether stored value `v` (nil: nothing stored) is a number increment
--- `command` (HINCRBY or HINCRBYFLOAT) accepts.
-local function fast_is_number(v, command)
-  if not v then return true end
-  if command == 'HINCRBY' then return string.match(v, '^%-?%d+$') ~= nil end
-  return tonumber(v) ~= nil
-end
-
--- The error of an increment refused because the stored value is not a
--- number of its kind, as write_prelude.lua's check_numbers words it: key
--- position, field, the stored value.
-local function fast_not_a_number(field, v)
-  return redis.error_reply('NOT_A_NUMBER 1 ' .. field .. ' ' .. v)
 end
 
 -- Before the first write, the increments `inc` of the entity hash (field,
@@ -64,7 +42,7 @@ end
 local function fast_check_incr(K, inc)
   for t = 4, #inc, 3 do
     local v = redis.call('HGET', K[1], inc[t])
-    if not fast_is_number(v, inc[t + 2]) then return fast_not_a_number(inc[t], v) end
+    if not accepts_increment(inc[t + 2], v) then return not_a_number(1, inc[t], v) end
   end
   return nil
 end
@@ -80,8 +58,8 @@ local function fast_incr(K, inc)
         -- Not a number: the typed error; anything else (a wrong type, an
         -- overflow) as Redis gave it.
         local v = redis.pcall('HGET', K[1], inc[1])
-        if type(v) == 'string' and not fast_is_number(v, inc[3]) then
-          return fast_not_a_number(inc[1], v)
+        if type(v) == 'string' and not accepts_increment(inc[3], v) then
+          return not_a_number(1, inc[1], v)
         end
         return r
       end

@@ -563,10 +563,23 @@ local function expiry_moves(w)
   return w.ttl > 0 or w.ghost or (w.existed and w.old_pttl > 0) or (not w.existed and T.default_ttl > 0)
 end
 
+-- Whether increment `op` accepts stored value `v` (nil: nothing stored):
+-- an integer for HINCRBY / INCRBY, any number for the float forms.
+local function accepts_increment(op, v)
+  if not v then return true end
+  if op == 'HINCRBY' or op == 'INCRBY' then return string.match(v, '^%-?%d+$') ~= nil end
+  return tonumber(v) ~= nil
+end
+
+-- The refusal of an increment whose stored value is not a number of its
+-- kind. Detail: key position, field ('' for a column key), the stored value.
+local function not_a_number(k, field, v)
+  return redis.error_reply('NOT_A_NUMBER ' .. k .. ' ' .. field .. ' ' .. v)
+end
+
 -- Increments fail on a stored value that is not a number of their kind:
 -- every one is checked before the first write, so that such a write
--- changes nothing. Error detail: key position, field ('' for a column key),
--- the stored value.
+-- changes nothing.
 local function check_numbers(w, last)
   local i = w.a + 1
   while i <= last do
@@ -578,14 +591,7 @@ local function check_numbers(w, last)
     elseif op == 'INCRBY' or op == 'INCRBYFLOAT' then
       field = ''; v = redis.call('GET', w.K[k])
     end
-    if v then
-      local ok
-      if op == 'HINCRBY' or op == 'INCRBY' then ok = string.match(v, '^%-?%d+$') ~= nil
-      else ok = tonumber(v) ~= nil end
-      if not ok then
-        return redis.error_reply('NOT_A_NUMBER ' .. k .. ' ' .. field .. ' ' .. v)
-      end
-    end
+    if not accepts_increment(op, v) then return not_a_number(k, field, v) end
     i = f + n
   end
   return nil
@@ -633,10 +639,11 @@ local function probe_increments(w, last)
   end
 end
 
--- HSET in chunks: unpack() of a very large argument list overflows Lua's C stack.
-local function hset(w, key, first, last)
+-- HSET of the arguments A[first..last] in chunks: unpack() of a very large
+-- argument list overflows Lua's C stack.
+local function hset(A, key, first, last)
   for s = first, last, 1000 do
-    redis.call('HSET', key, unpack(w.A, s, math.min(s + 999, last)))
+    redis.call('HSET', key, unpack(A, s, math.min(s + 999, last)))
   end
 end
 
@@ -650,7 +657,7 @@ local function apply_data(w, last)
     local op, k, n = w.A[i], tonumber(w.A[i + 1]), tonumber(w.A[i + 2])
     local key, f = w.K[k], i + 3
     if op == 'HSET' then
-      hset(w, key, f, f + n - 1); touched[k] = true
+      hset(w.A, key, f, f + n - 1); touched[k] = true
     elseif op == 'HDEL' then
       redis.call('HDEL', key, unpack(w.A, f, f + n - 1))
     elseif op == 'SET' then
@@ -664,7 +671,7 @@ local function apply_data(w, last)
       redis.call('DEL', key)
     elseif op == 'HREPLACE' then
       redis.call('DEL', key)
-      if n > 0 then hset(w, key, f, f + n - 1); touched[k] = true end
+      if n > 0 then hset(w.A, key, f, f + n - 1); touched[k] = true end
     elseif op == 'HINCRBY' or op == 'HINCRBYFLOAT' then
       redis.call(op, key, w.A[f], w.A[f + 1]); touched[k] = true
     elseif op == 'INCRBY' or op == 'INCRBYFLOAT' then
