@@ -2149,3 +2149,70 @@ async fn bug_a_strings_entity_without_required_column_cannot_be_related() {
     let report = store.maintenance::<User>().verify().await.unwrap();
     assert!(report.is_clean(), "{report}");
 }
+
+/// `save_all` goes through the straight-line batch function, which hands
+/// an entity with a TTL or the shadow of an expired one to the general code
+/// inside the same call: the batch must leave exactly the keyspace that one
+/// `save` per entity leaves, for new, plain, expiring and expired entities.
+#[tokio::test]
+async fn a_batch_writes_what_one_save_per_entity_writes() {
+    let user = |id: u64, name: &str, country: &str, score: i64| User {
+        country: Some(country.into()),
+        tags: ["a", "b"].map(String::from).into(),
+        score,
+        level: id as i64,
+        ..some_user(id, name)
+    };
+    let mut keyspaces = Vec::new();
+    for batch in [false, true] {
+        let (server, store) = fresh().await;
+        store.save(&user(1, "plain", "DE", 1)).await.unwrap();
+        let expiring = store.expiry();
+        let long = std::time::Duration::from_secs(600);
+        expiring
+            .save_with_ttl(&user(2, "expiring", "DE", 2), long)
+            .await
+            .unwrap();
+        let short = std::time::Duration::from_millis(50);
+        expiring
+            .save_with_ttl(&user(3, "expired", "FR", 3), short)
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        let next = [
+            user(1, "plain2", "FR", 10),
+            user(2, "expiring2", "FR", 20),
+            user(3, "expired2", "DE", 30),
+            user(4, "new", "DE", 40),
+        ];
+        if batch {
+            store.save_all(&next).await.unwrap();
+        } else {
+            for u in &next {
+                store.save(u).await.unwrap();
+            }
+        }
+        for u in &next {
+            assert_eq!(store.get::<User>(&u.id).await.unwrap().as_ref(), Some(u));
+        }
+        let report = store.maintenance::<User>().verify().await.unwrap();
+        assert!(report.violations.is_empty(), "{:?}", report.violations);
+        let keyspace = read_keyspace(&mut server.conn()).unwrap();
+        // The expired user's entries went with its shadow; the expiring
+        // one keeps its TTL and a shadow of its new entries.
+        let set = |key: &str| match keyspace.get(key) {
+            Some((Val::Set(s), _)) => s.clone(),
+            other => panic!("{key}: {other:?}"),
+        };
+        assert_eq!(set("user:@country:FR"), ["1", "2"].map(String::from).into());
+        assert_eq!(set("user:@country:DE"), ["3", "4"].map(String::from).into());
+        assert!(!keyspace.contains_key("user:3:@shadow"), "{keyspace:?}");
+        assert!(
+            matches!(keyspace.get("user:2"), Some((_, true))),
+            "{keyspace:?}"
+        );
+        assert!(keyspace.contains_key("user:2:@shadow"), "{keyspace:?}");
+        keyspaces.push(normalised(&keyspace));
+    }
+    assert_eq!(keyspaces[0], keyspaces[1]);
+}
