@@ -195,6 +195,30 @@ pub enum Error {
         /// The store's layout.
         expected: &'static str,
     },
+    /// The keyspace holds `type_name`'s entities in a form this code's
+    /// definition does not fit (another layout, key, pk or cluster
+    /// placement, or a new required field): nothing was written. Each
+    /// difference is named in words; `admin schema plan` prints them too.
+    #[error("the stored entities of {type_name} do not fit this definition: {}", differences.join("; "))]
+    SchemaMismatch {
+        /// The Rust type.
+        type_name: &'static str,
+        /// What differs, in words.
+        differences: Vec<String>,
+    },
+    /// A query or lookup needs an index that does not yet hold every
+    /// stored entity (added to a deployed type, and not yet built by
+    /// `schema apply`). `Store::with_partial_indexes` answers from what it
+    /// holds instead.
+    #[error("index `{index}` of {type_name} is {state}: run `schema apply` (or read with `with_partial_indexes`)")]
+    IndexBuilding {
+        /// The Rust type.
+        type_name: &'static str,
+        /// The indexed field.
+        index: &'static str,
+        /// Its state and progress, in words.
+        state: String,
+    },
     /// The operation is not available on Redis Cluster yet. (Unique indexes
     /// of many shards and relations across slots, which earlier versions
     /// refused with it, run there now.)

@@ -127,6 +127,16 @@ pub mod maintenance {
     pub use crate::store::maintenance::Maintenance;
 }
 
+/// Schema evolution: [`Schema`](evolution::Schema), `store.schema()`, and
+/// the definitions each type's schema record keeps (docs/schema-evolution.md).
+pub mod evolution {
+    pub use crate::schema::definition::{describe, diff, Change, Column, Definition, Difference};
+    pub use crate::schema::entity::IndexKind;
+    pub use crate::store::schema::{
+        Applied, IndexState, Schema, SchemaPlan, SchemaStatus, DEFAULT_HEARTBEAT,
+    };
+}
+
 /// The reports of [`Maintenance::verify`](maintenance::Maintenance::verify).
 pub mod verify {
     pub use crate::plan::verify::{Progress, Repaired, Report, Unrepaired, Violation};

@@ -206,8 +206,9 @@ impl RedisServer {
         // SCAN returns a key at least once: twice when the table is
         // resized during the walk (after many deletes, say).
         // The layout marker a store records with its first write is its
-        // namespace's, not any entity's: tests of it read it by name.
-        keys.retain(|k| !k.ends_with(LAYOUT_MARKER));
+        // namespace's, not any entity's, and a type's schema record is its
+        // type's: tests of them read them by name.
+        keys.retain(|k| !k.ends_with(LAYOUT_MARKER) && !k.ends_with(SCHEMA_RECORD));
         keys.sort();
         keys.dedup();
         keys
@@ -255,6 +256,10 @@ impl RedisCluster {
 /// The key, after its namespace, recording a namespace's layout
 /// (`Keys::check_layout`).
 pub const LAYOUT_MARKER: &str = "@redis-entity:layout";
+
+/// The end of a type's schema record (`item:@schema`), which a store writes
+/// with the type's first write (`store.schema()`).
+pub const SCHEMA_RECORD: &str = ":@schema";
 
 /// A store on a fresh connection to `server` that counts its round trips.
 pub async fn counted_store(
@@ -391,7 +396,7 @@ impl RedisCluster {
 
 impl RedisCluster {
     /// Every key on every master, sorted (SCAN each; test clusters are
-    /// small), without the layout marker, as [`RedisServer::keys`].
+    /// small), without the layout marker and schema records, as [`RedisServer::keys`].
     pub fn keys(&self) -> Vec<String> {
         let masters: Vec<u16> = self
             .roles()
@@ -515,7 +520,7 @@ impl Target {
             .expect("connect to the test target")
     }
 
-    /// Every key, sorted, without the layout marker.
+    /// Every key, sorted, without the layout marker and schema records.
     pub fn keys(&self) -> Vec<String> {
         match self {
             Target::Server(s) => s.keys(),

@@ -365,6 +365,14 @@ pub(crate) fn ids_key(desc: &EntityDesc, ns: &Namespace) -> String {
     format!("{}{}:@ids", ns.as_str(), desc.prefix)
 }
 
+/// The schema record of a type: `<ns><prefix>:@schema`, a hash of the
+/// definitions that wrote it and the state of each index (see
+/// `script/lua/schema.lua`); in the type's first shard, or its group's
+/// slot, on a cluster (`{user:0}:user:@schema`).
+pub(crate) fn schema_key(desc: &EntityDesc, ns: &Namespace) -> String {
+    format!("{}{}:@schema", type_space(desc, ns).as_str(), desc.prefix)
+}
+
 /// The sorted set of members that have a TTL, scored by expiry time in
 /// milliseconds: what `sweep` walks.
 pub(crate) fn expiry_key(desc: &EntityDesc, ns: &Namespace) -> String {

@@ -106,6 +106,18 @@ pub struct Spec {
     pub unions: Vec<Vec<(usize, Vec<u8>)>>,
 }
 
+impl Spec {
+    /// The positions of the indexes the query reads.
+    pub(crate) fn indexes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.conditions
+            .iter()
+            .map(|c| c.index)
+            .chain(self.ranges.iter().map(|r| r.index))
+            .chain(self.order.map(|(i, _)| i))
+            .chain(self.unions.iter().flatten().map(|(i, _)| *i))
+    }
+}
+
 /// The one native set command (`SINTER`, `SUNION` or `SDIFF`) that answers
 /// `spec` when nothing of the type can have expired, for the common
 /// shapes: equality / tag conditions only, no order, no page. `None` when

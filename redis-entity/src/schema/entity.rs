@@ -19,7 +19,7 @@ pub enum Layout {
 
 impl Layout {
     /// The name used in `#[redis(layout = "...")]`.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Layout::Hash => "hash",
             Layout::Strings => "strings",
@@ -195,6 +195,11 @@ pub trait Entity: Derived + Sized + Send + Sync + 'static {
     #[doc(hidden)]
     /// The static description.
     const DESC: &'static EntityDesc;
+
+    #[doc(hidden)]
+    /// The fingerprint of the type's definition, computed at compile time
+    /// (see [`crate::schema::definition`]).
+    const SCHEMA: u64 = crate::schema::definition::fingerprint(Self::DESC);
 
     #[doc(hidden)]
     /// Appends the member of `pk` to `out`: the pk as written inside the

@@ -7,10 +7,13 @@
 //! - [`codec`]: how field values become bytes in Redis and back;
 //! - [`escape`]: how values become key segments, injectively;
 //! - [`update_op`]: the changes an `update()` is made of;
-//! - [`condition`]: what a conditional write requires of stored values.
+//! - [`condition`]: what a conditional write requires of stored values;
+//! - [`definition`]: a type's definition as the keyspace records it, its
+//!   fingerprint, and how two definitions differ.
 
 pub mod codec;
 pub(crate) mod condition;
+pub mod definition;
 pub mod entity;
 pub mod escape;
 pub mod field;

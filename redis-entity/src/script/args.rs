@@ -7,7 +7,7 @@
 //! Callers compute the keys and values (they know the types and the
 //! keyspace); a struct only lays them out.
 
-use super::{Call, Script, BOARD, CACHE, CLAIM, QUERY, RANK, RELATION, REPAIR, TIMELINE};
+use super::{Call, Script, BOARD, CACHE, CLAIM, QUERY, RANK, RELATION, REPAIR, SCHEMA, TIMELINE};
 use crate::keyspace::{self, EntityKeys};
 
 /// `'1'` or `'0'`, as the scripts read a flag.
@@ -40,6 +40,105 @@ impl BoardIncr<'_> {
             .arg(crate::schema::codec::score_text(self.delta))
             .arg(self.member)
             .arg(self.expires_at_ms.to_string())
+    }
+}
+
+/// What a call of schema.lua does to a type's schema record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SchemaMode<'a> {
+    /// Announces the caller's definition (`'use'`): `ARGV[3]` its text,
+    /// `ARGV[4]` its heartbeat in ms, `ARGV[5..]` "<field> <kind>" of its
+    /// indexes.
+    Use {
+        text: &'a str,
+        heartbeat_ms: u64,
+        indexes: Vec<String>,
+    },
+    /// Makes the caller's definition the current one (`'adopt'`), if the
+    /// current one is still `over`; `states`: index fields to set.
+    Adopt {
+        text: &'a str,
+        heartbeat_ms: u64,
+        over: &'a str,
+        states: Vec<(String, String)>,
+    },
+    /// Records the walk's progress (`'step'`).
+    Step { walk: &'a str },
+    /// Ends a walk that started at `started_ms` (`'finish'`), unless one of
+    /// `unless_seen` wrote since; then sets `states` ('' deletes).
+    Finish {
+        started_ms: u64,
+        unless_seen: Vec<String>,
+        states: Vec<(String, String)>,
+    },
+}
+
+/// schema.lua: one step on a type's schema record.
+#[derive(Debug, Clone)]
+pub(crate) struct SchemaStep<'a> {
+    /// `KEYS[1]`: the record, a hash.
+    pub record: &'a str,
+    /// `ARGV[2]`: the caller's fingerprint.
+    pub fingerprint: &'a str,
+    /// `ARGV[1]` and what follows `ARGV[2]`.
+    pub mode: SchemaMode<'a>,
+}
+
+impl SchemaStep<'_> {
+    pub(crate) fn call(&self) -> Call<'static> {
+        let call = SCHEMA.call().key(self.record);
+        let pairs = |mut call: Call<'static>, states: &[(String, String)]| {
+            for (f, v) in states {
+                call = call.arg(f).arg(v);
+            }
+            call
+        };
+        match &self.mode {
+            SchemaMode::Use {
+                text,
+                heartbeat_ms,
+                indexes,
+            } => {
+                let mut call = call
+                    .arg("use")
+                    .arg(self.fingerprint)
+                    .arg(text)
+                    .arg(heartbeat_ms.to_string());
+                for i in indexes {
+                    call = call.arg(i);
+                }
+                call
+            }
+            SchemaMode::Adopt {
+                text,
+                heartbeat_ms,
+                over,
+                states,
+            } => pairs(
+                call.arg("adopt")
+                    .arg(self.fingerprint)
+                    .arg(text)
+                    .arg(heartbeat_ms.to_string())
+                    .arg(over),
+                states,
+            ),
+            SchemaMode::Step { walk } => call.arg("step").arg(self.fingerprint).arg(walk),
+            SchemaMode::Finish {
+                started_ms,
+                unless_seen,
+                states,
+            } => {
+                let mut call = call
+                    .arg("finish")
+                    .arg(self.fingerprint)
+                    .arg(started_ms.to_string())
+                    .arg(unless_seen.len().to_string());
+                for f in unless_seen {
+                    call = call.arg(f);
+                }
+                pairs(call, states)
+            }
+        }
     }
 }
 

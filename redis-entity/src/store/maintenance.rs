@@ -524,7 +524,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
         let mut indexed = 0;
         let mut done = 0;
         for chunk in members.chunks(BATCH) {
-            indexed += self.reindex_batch(desc, chunk).await?;
+            indexed += self.reindex_members(desc, chunk).await?;
             done += chunk.len();
             progress(&Progress {
                 step: "indexing",
@@ -537,7 +537,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
 
     /// Indexes a batch of members again from their stored values (one
     /// pipelined write): how many were indexed.
-    async fn reindex_batch(
+    pub(crate) async fn reindex_members(
         &self,
         desc: &'static crate::schema::entity::EntityDesc,
         chunk: &[String],

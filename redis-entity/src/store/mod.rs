@@ -19,6 +19,7 @@ pub(crate) mod relation;
 pub mod relayout;
 mod rows;
 pub mod scan;
+pub mod schema;
 pub(crate) mod timeline;
 pub(crate) mod transaction;
 mod unique;
@@ -83,6 +84,9 @@ pub struct Store<C = ConnectionManager> {
     /// Set once this store recorded (or found) its layout's marker in its
     /// namespace; `None` for a store that checks nothing (`Store::new`).
     layout_marked: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// The schema records this store has read (`None`: it tracks none,
+    /// like the layout marker: `Store::new`).
+    schema: Option<schema::Tracking>,
 }
 
 /// The entity types a store has seen with entities that have a TTL: their
@@ -146,16 +150,21 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             near: None,
             counters: Default::default(),
             layout_marked: None,
+            schema: None,
         }
     }
 
     /// The same store recording its key layout in its namespace's marker
     /// (`<namespace>@redis-entity:layout`) with its first write, and
     /// refusing with [`Error::LayoutMismatch`] a namespace marked with the
-    /// other layout (see [`Keys::check_layout`](crate::Keys::check_layout)). The `connect` functions
-    /// return such stores; [`Store::new`] checks nothing.
+    /// other layout (see [`Keys::check_layout`](crate::Keys::check_layout)),
+    /// and tracking each type's recorded schema (see [`Schema`](crate::store::schema::Schema):
+    /// its definition announced before its writes, queries on indexes still
+    /// building refused). The `connect` functions return such stores;
+    /// [`Store::new`] checks nothing.
     pub fn with_layout_check(mut self) -> Self {
         self.layout_marked = Some(Default::default());
+        self.schema = Some(Default::default());
         self
     }
 
@@ -171,6 +180,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if self.layout_marked.is_some() {
             self.layout_marked = Some(Default::default());
         }
+        self.schema = self.schema.as_ref().map(schema::Tracking::fresh);
     }
 
     /// The same store writing `layout`'s keys: [`KeyLayout::Standalone`]
@@ -305,6 +315,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     pub(crate) async fn write(&self, plan: &WritePlan) -> Result<bool> {
         self.mark_layout().await?;
+        self.schema_write_check(plan.desc).await?;
         // Unique values with owner keys on a cluster (`unique`): a few
         // steps, not retried as one write.
         if unique::claims_for(plan, &self.ns) {
@@ -439,6 +450,15 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             return Ok(Vec::new());
         }
         self.mark_layout().await?;
+        // Each type of the batch (by its description's address) once.
+        let mut checked: Vec<usize> = Vec::new();
+        for p in plans {
+            let id = crate::seen::Seen::id(p.desc);
+            if !checked.contains(&id) {
+                checked.push(id);
+                self.schema_write_check(p.desc).await?;
+            }
+        }
         if crate::keyspace::needs_claims(plans[0].desc, &self.ns) {
             // Each write claims its own values: all of them concurrently.
             return Ok(futures_util::future::join_all(plans.iter().map(|p| self.write(p))).await);

@@ -306,6 +306,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let Some((index, (key, v))) = found else {
             return Ok(None);
         };
+        self.schema_read_check(E::DESC, [index]).await?;
         let member: Option<String> = if keyspace::needs_claims(E::DESC, &self.ns) {
             self.owner_named(E::DESC, index, &v).await?
         } else {
@@ -339,6 +340,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if n == 0 {
             return Ok(Vec::new());
         }
+        self.schema_read_check(E::DESC, [index]).await?;
         // A sharded type: each shard's top n, merged.
         if keyspace::sharded(E::DESC, &self.ns) {
             let answer = self
@@ -399,6 +401,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let Some(index) = index else {
             return Ok(None);
         };
+        self.schema_read_check(E::DESC, [index]).await?;
         if keyspace::sharded(E::DESC, &self.ns) {
             return self.rank_across_shards::<E>(index, &member).await;
         }
@@ -478,6 +481,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         count_only: bool,
         with_scores: bool,
     ) -> Result<query::Answer> {
+        self.schema_read_check(E::DESC, spec.indexes()).await?;
         // One server, or a type of one space: no copy of the namespace.
         if !keyspace::sharded(E::DESC, &self.ns) {
             return self

@@ -490,6 +490,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     async fn send_unit(&self, planned: &[Planned], call: &Call<'static>) -> Result<()> {
         self.mark_layout().await?;
+        for (desc, _) in planned.iter().filter_map(|p| p.desc) {
+            self.schema_write_check(desc).await?;
+        }
         let reply: redis::RedisResult<Value> =
             script::invoke(&mut self.conn.clone(), &self.sent, call).await;
         let reply = match reply {

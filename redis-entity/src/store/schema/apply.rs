@@ -1,0 +1,378 @@
+//! `schema apply`: the code's definition becomes the keyspace's, the keys
+//! of dropped indexes go, and the stored entities are walked into the
+//! indexes that are building, resumably.
+//!
+//! The walk is a SCAN of the entity keys of each space (each shard on a
+//! cluster), a page at a time; each entity of a page is indexed again from
+//! its stored value by one atomic write (`WriteOp::Reindex`), so a write of
+//! the entity meanwhile is never overwritten by what the page read. After
+//! each page the walk's cursors go to the schema record: an interrupted
+//! apply resumes where it stopped, and a space whose server restarted since
+//! (its run id changed, so its cursor means nothing) is walked again.
+//!
+//! The indexes become ready only if no process of a definition that keeps
+//! other indexes wrote since the walk started: such a process announces
+//! itself before writing (see the module above), so a walk it may have
+//! missed is seen, and walked again once it is gone.
+
+use super::record::{Record, Walk};
+use super::{refusal, IndexState, Schema};
+use crate::error::{Error, Result};
+use crate::keyspace;
+use crate::plan::verify::Progress;
+use crate::schema::definition::{fingerprint, fingerprint_text, kind_name, kind_named};
+use crate::schema::entity::{Entity, EntityDesc, IndexKind};
+use crate::schema::escape::Namespace;
+use crate::script::args::SchemaMode;
+use crate::store::Store;
+use redis::aio::ConnectionLike;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// What [`Schema::apply`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Applied {
+    /// The indexes now ready that were building.
+    pub built: Vec<String>,
+    /// The indexes whose keys were deleted (dropped, or of an old kind).
+    pub dropped: Vec<String>,
+    /// Stored entities indexed by the walks.
+    pub indexed: usize,
+    /// Index keys deleted.
+    pub deleted_keys: usize,
+    /// Walks started (more than one when a process of an older definition
+    /// wrote during one).
+    pub walks: usize,
+}
+
+/// The (field, kind) of each index of a definition.
+type IndexSet = BTreeSet<(String, &'static str)>;
+
+fn index_set(desc: &EntityDesc) -> IndexSet {
+    desc.indexes
+        .iter()
+        .map(|i| (i.field.to_owned(), kind_name(i.kind)))
+        .collect()
+}
+
+/// The definitions the record met, other than `ours`, that keep other
+/// indexes than it: their writes would leave a build incomplete, or write
+/// entries of a dropped index. With until when each may write.
+fn conflicting(rec: &Record, ours: &str, desc: &EntityDesc) -> Vec<(String, u64)> {
+    let want = index_set(desc);
+    rec.definitions()
+        .into_iter()
+        .filter(|(fp, _, _)| fp != ours)
+        .filter(|(fp, _, _)| {
+            rec.definition(fp).is_none_or(|d| {
+                let theirs: IndexSet = d
+                    .indexes
+                    .iter()
+                    .map(|(f, k)| (f.clone(), kind_name(*k)))
+                    .collect();
+                theirs != want
+            })
+        })
+        .map(|(fp, _, seen)| (fp, seen))
+        .collect()
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
+    /// Makes `E`'s definition the keyspace's (unless it does not fit the
+    /// stored data: [`Error::SchemaMismatch`]), deletes the keys of the
+    /// indexes it dropped and builds those it added: see
+    /// [`apply_with`](Self::apply_with).
+    pub async fn apply<E: Entity>(&self) -> Result<Applied> {
+        self.apply_with::<E>(|_| {}).await
+    }
+
+    /// [`apply`](Self::apply), calling `progress` after every round trip.
+    ///
+    /// It first waits for the processes of older definitions that keep
+    /// other indexes to be gone (each announces itself for a heartbeat, 10 s
+    /// by default), then walks every stored entity into the building
+    /// indexes, and marks them ready if none of those processes wrote
+    /// during the walk (else it waits and walks again). Interrupted, it
+    /// resumes where the last page ended. Returns at once when nothing is
+    /// to do.
+    pub async fn apply_with<E: Entity>(
+        &self,
+        mut progress: impl FnMut(&Progress) + Send,
+    ) -> Result<Applied> {
+        let store = self.store;
+        let desc = E::DESC;
+        let ours = fingerprint_text(fingerprint(desc));
+        let mut applied = Applied::default();
+        loop {
+            let (rec, known) = store.announce(desc, true).await?;
+            if let Some(words) = &known.refused {
+                return Err(refusal(desc, words));
+            }
+            if rec.current() != Some(ours.as_str()) {
+                return Err(refusal(
+                    desc,
+                    &["another definition became the keyspace's while this one applied".into()],
+                ));
+            }
+            let building: Vec<(&'static str, IndexKind)> = desc
+                .indexes
+                .iter()
+                .filter(|i| rec.state(i.field, i.kind) != Some(IndexState::Ready))
+                .map(|i| (i.field, i.kind))
+                .collect();
+            let mut deleting: Vec<(String, IndexKind)> = rec
+                .indexes()
+                .into_iter()
+                .filter(|(_, _, s)| *s == IndexState::Dropping)
+                .map(|(f, k, _)| (f, k))
+                .collect();
+            let stale = rec.stale_kinds();
+            deleting.extend(
+                stale
+                    .iter()
+                    .filter_map(|(f, k)| Some((f.clone(), kind_named(k)?))),
+            );
+            if building.is_empty() && deleting.is_empty() && stale.is_empty() {
+                return Ok(applied);
+            }
+            let others = conflicting(&rec, &ours, desc);
+            let last = others.iter().map(|&(_, seen)| seen).max().unwrap_or(0);
+            if last >= rec.now_ms {
+                // A process of an older definition may still write: wait
+                // until its announcement lapses (it announces again first
+                // if it writes on).
+                let writing = others.iter().filter(|o| o.1 >= rec.now_ms).count();
+                progress(&Progress {
+                    step: "waiting for processes of an older definition",
+                    done: 0,
+                    total: Some(writing),
+                });
+                let wait = Duration::from_millis(last - rec.now_ms + 20);
+                tokio::time::sleep(wait.min(Duration::from_secs(1))).await;
+                continue;
+            }
+            let spaces = keyspace::spaces(desc, &store.ns);
+            let mut walk = match rec.walk() {
+                Some(w) if w.cursors.len() == spaces.len() => w,
+                _ => {
+                    applied.walks += 1;
+                    Walk::new(rec.now_ms, spaces.len())
+                }
+            };
+            if !walk.deleted {
+                for (field, kind) in &deleting {
+                    applied.deleted_keys += store.delete_index(desc, &spaces, field, *kind).await?;
+                    progress(&Progress {
+                        step: "deleting the keys of dropped indexes",
+                        done: applied.deleted_keys,
+                        total: None,
+                    });
+                }
+                // A type that had no indexes kept its entities outside
+                // the index shards of a cluster: they move in first.
+                let unplaced = store.unplaced(desc).await?;
+                if !unplaced.is_empty() {
+                    store.place(desc, &unplaced).await?;
+                }
+                walk.deleted = true;
+                if !self.step(desc, &walk).await? {
+                    continue;
+                }
+            }
+            if !self
+                .walk::<E>(&spaces, &mut walk, &mut applied, &mut progress)
+                .await?
+            {
+                continue;
+            }
+            let mut states: Vec<(String, String)> = building
+                .iter()
+                .map(|(f, k)| (format!("index:{f}"), format!("{} ready", kind_name(*k))))
+                .collect();
+            for (f, _) in &deleting {
+                // A dropped index's state goes; one whose kind changed is
+                // building again above.
+                if desc.indexes.iter().all(|i| i.field != f) {
+                    states.push((format!("index:{f}"), String::new()));
+                }
+            }
+            for (f, _) in &stale {
+                states.push((format!("drop:{f}"), String::new()));
+            }
+            let finished = store
+                .schema_step(
+                    desc,
+                    SchemaMode::Finish {
+                        started_ms: walk.started_ms,
+                        unless_seen: others.into_iter().map(|(fp, _)| fp).collect(),
+                        states,
+                    },
+                )
+                .await?;
+            match finished.status.as_str() {
+                "done" => {
+                    applied.built = building.iter().map(|(f, _)| (*f).to_owned()).collect();
+                    applied.dropped = deleting.into_iter().map(|(f, _)| f).collect();
+                    // Queries of this store see the new states at once.
+                    store.announce(desc, false).await?;
+                    return Ok(applied);
+                }
+                // "wait": a process of an older definition wrote during
+                // the walk; "moved": another definition was adopted.
+                _ => progress(&Progress {
+                    step: "an older definition wrote during the walk: walking again",
+                    done: 0,
+                    total: None,
+                }),
+            }
+        }
+    }
+
+    /// Records the walk's progress; false when another definition became
+    /// the keyspace's meanwhile (the apply starts over).
+    async fn step(&self, desc: &EntityDesc, walk: &Walk) -> Result<bool> {
+        let text = walk.text();
+        let rec = self
+            .store
+            .schema_step(desc, SchemaMode::Step { walk: &text })
+            .await?;
+        Ok(rec.status == "stepped")
+    }
+
+    /// Walks every space from the walk's cursors, a SCAN page at a time,
+    /// indexing each entity found; false when interrupted by another
+    /// definition.
+    async fn walk<E: Entity>(
+        &self,
+        spaces: &[Namespace],
+        walk: &mut Walk,
+        applied: &mut Applied,
+        progress: &mut (impl FnMut(&Progress) + Send),
+    ) -> Result<bool> {
+        let store = self.store;
+        let desc = E::DESC;
+        let total = store.count_ids(desc).await?;
+        for (s, space) in spaces.iter().enumerate() {
+            while let (Some(cursor), run) = walk.cursors[s].clone() {
+                let (next, keys, now_run) = store.scan_entities(desc, space, cursor).await?;
+                if cursor != 0 && !run.is_empty() && run != now_run {
+                    // The server restarted since this cursor was read: its
+                    // table is another, so the space is walked again.
+                    walk.cursors[s] = (Some(0), now_run);
+                    continue;
+                }
+                let members: Vec<String> = keys
+                    .iter()
+                    .filter_map(|k| keyspace::member_of_key(desc, space, k))
+                    // Only members some pk writes: a key no pk produces is
+                    // verify's to report, never indexed.
+                    .filter(|m| E::read_member(m).is_some())
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                applied.indexed += store.reindex_members(desc, &members).await?;
+                walk.walked += members.len() as u64;
+                walk.cursors[s] = ((next != 0).then_some(next), now_run);
+                if !self.step(desc, walk).await? {
+                    return Ok(false);
+                }
+                progress(&Progress {
+                    step: "indexing stored entities",
+                    done: walk.walked as usize,
+                    total: total.map(|t| t as usize),
+                });
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
+    /// One SCAN page of the entity keys of `space` from `cursor`, with the
+    /// run id of the server that answered it.
+    async fn scan_entities(
+        &self,
+        desc: &EntityDesc,
+        space: &Namespace,
+        cursor: u64,
+    ) -> Result<(u64, Vec<String>, String)> {
+        let hint = keyspace::ids_key(desc, space);
+        let mut pipe = redis::pipe();
+        keyspace::nodes::scan_page(
+            &mut pipe,
+            cursor,
+            &keyspace::entity_scan_pattern(desc, space),
+        );
+        pipe.cmd("INFO").arg("server");
+        keyspace::nodes::route_to(
+            &mut pipe,
+            keyspace::sharded(desc, &self.ns).then_some(hint.as_str()),
+        );
+        let ((next, keys), info): ((u64, Vec<String>), String) = pipe
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|e| Error::redis(&hint, e))?;
+        let run = info
+            .lines()
+            .find_map(|l| l.strip_prefix("run_id:"))
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        Ok((next, keys, run))
+    }
+
+    /// Deletes every key of index `field` of `kind` in each space (a SCAN
+    /// of its family for set and string indexes, the one sorted set
+    /// otherwise): how many keys went.
+    async fn delete_index(
+        &self,
+        desc: &EntityDesc,
+        spaces: &[Namespace],
+        field: &str,
+        kind: IndexKind,
+    ) -> Result<usize> {
+        let mut deleted = 0;
+        for space in spaces {
+            if matches!(kind, IndexKind::Sorted | IndexKind::Prefix) {
+                let key = keyspace::index_zset(desc, space, field);
+                let n: usize = redis::cmd("UNLINK")
+                    .arg(&key)
+                    .query_async(&mut self.connection())
+                    .await
+                    .map_err(|e| Error::redis(&key, e))?;
+                deleted += n;
+                continue;
+            }
+            let hint = keyspace::ids_key(desc, space);
+            let pattern = keyspace::index_scan_pattern(desc, space, field);
+            let mut cursor = 0;
+            loop {
+                let mut pipe = redis::pipe();
+                keyspace::nodes::scan_page(&mut pipe, cursor, &pattern);
+                keyspace::nodes::route_to(
+                    &mut pipe,
+                    keyspace::sharded(desc, &self.ns).then_some(hint.as_str()),
+                );
+                let ((next, keys),): ((u64, Vec<String>),) = pipe
+                    .query_async(&mut self.connection())
+                    .await
+                    .map_err(|e| Error::redis(&pattern, e))?;
+                if !keys.is_empty() {
+                    // One space's keys share its slot: one UNLINK.
+                    let n: usize = redis::cmd("UNLINK")
+                        .arg(&keys)
+                        .query_async(&mut self.connection())
+                        .await
+                        .map_err(|e| Error::redis(&keys[0], e))?;
+                    deleted += n;
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(deleted)
+    }
+}

@@ -1,0 +1,643 @@
+//! Schema evolution: the keyspace records the definition each type was
+//! written with, a store compares it with its own on first use, and indexes
+//! added to a deployed type are built online.
+//!
+//! - Each type has a schema record, `<prefix>:@schema` (a hash, in the
+//!   type's first shard or group slot on a cluster; see
+//!   `script/lua/schema.lua` for its fields). The first write of a type
+//!   records its definition.
+//! - A store announces its definition of a type before its first write, and
+//!   again every half heartbeat while it writes (one round trip): the
+//!   record remembers until when each definition may write. A definition
+//!   the record has not met is compared with the current one
+//!   ([`crate::schema::definition::diff`]): when it fits (new optional
+//!   fields, new or dropped indexes) it becomes the current one, its new
+//!   indexes *building*; when it does not, its writes are refused with
+//!   [`Error::SchemaMismatch`].
+//! - A query on an index that is not ready is refused with
+//!   [`Error::IndexBuilding`] (unless the store was made with
+//!   [`Store::with_partial_indexes`]).
+//! - [`Schema::apply`] deletes the keys of dropped indexes and walks the
+//!   stored entities, indexing each from its stored value in one atomic
+//!   write; the indexes become ready once a walk ran while no process of a
+//!   definition that does not keep them wrote (see docs/schema-evolution.md).
+
+mod apply;
+mod record;
+
+pub use apply::Applied;
+pub use record::IndexState;
+
+use crate::error::{Error, Result};
+use crate::keyspace;
+use crate::schema::definition::{
+    describe, diff, fingerprint, fingerprint_text, kind_name, Change, Definition, Difference,
+};
+use crate::schema::entity::{Entity, EntityDesc, IndexKind};
+use crate::schema::escape::KeyLayout;
+use crate::script::{self, args::SchemaMode, args::SchemaStep};
+use crate::store::Store;
+use record::Record;
+use redis::aio::ConnectionLike;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a store's announcement of its definition lets it write: it
+/// announces again after half of it. `schema apply` waits this long at most
+/// for the processes of an older definition to be gone.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
+
+/// What a store knows of one type's record.
+#[derive(Debug, Clone)]
+struct Known {
+    /// Writes go without announcing until then.
+    write_until: Option<Instant>,
+    /// When the record was last read.
+    read_at: Instant,
+    /// Per index of the type: ready for queries.
+    ready: Vec<bool>,
+    /// Why this definition may not write, in words.
+    refused: Option<Vec<String>>,
+}
+
+/// The schema records a store has read, per type (shared by its clones).
+#[derive(Debug, Clone)]
+pub(crate) struct Tracking {
+    heartbeat: Duration,
+    partial: bool,
+    types: Arc<Mutex<HashMap<usize, Known>>>,
+}
+
+impl Default for Tracking {
+    fn default() -> Self {
+        Tracking {
+            heartbeat: DEFAULT_HEARTBEAT,
+            partial: false,
+            types: Default::default(),
+        }
+    }
+}
+
+impl Tracking {
+    /// The same settings, nothing known (another namespace or layout).
+    pub(crate) fn fresh(&self) -> Tracking {
+        Tracking {
+            types: Default::default(),
+            ..self.clone()
+        }
+    }
+
+    fn known(&self, desc: &EntityDesc) -> Option<Known> {
+        // Nothing panics while holding the lock; a poisoned map is intact.
+        self.types
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&crate::seen::Seen::id(desc))
+            .cloned()
+    }
+
+    fn remember(&self, desc: &EntityDesc, known: Known) {
+        self.types
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(crate::seen::Seen::id(desc), known);
+    }
+}
+
+fn refusal(desc: &EntityDesc, words: &[String]) -> Error {
+    Error::SchemaMismatch {
+        type_name: desc.type_name,
+        differences: words.to_vec(),
+    }
+}
+
+/// The "<field> <kind>" of each index of `desc`, as `use` records them.
+fn index_words(desc: &EntityDesc) -> Vec<String> {
+    desc.indexes
+        .iter()
+        .map(|i| format!("{} {}", i.field, kind_name(i.kind)))
+        .collect()
+}
+
+/// The index states a definition sets when it becomes the current one
+/// over `stored`: its new indexes (and those of another kind) building,
+/// the old kind's keys to delete, the indexes it lacks dropping.
+fn adopted_states(code: &Definition, stored: &Definition) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (field, kind) in &code.indexes {
+        match stored.index(field) {
+            Some(old) if old == *kind => {}
+            old => {
+                out.push((
+                    format!("index:{field}"),
+                    format!("{} building", kind_name(*kind)),
+                ));
+                if let Some(old) = old {
+                    out.push((format!("drop:{field}"), kind_name(old).to_owned()));
+                }
+            }
+        }
+    }
+    for (field, kind) in &stored.indexes {
+        if code.index(field).is_none() {
+            out.push((
+                format!("index:{field}"),
+                format!("{} dropping", kind_name(*kind)),
+            ));
+        }
+    }
+    out
+}
+
+/// Why a definition older than the current one may not write: the indexes
+/// the keyspace has ready that it does not keep.
+fn older_refusal(desc: &EntityDesc, rec: &Record) -> Option<Vec<String>> {
+    let words: Vec<String> = rec
+        .indexes()
+        .into_iter()
+        .filter(|(field, kind, state)| {
+            *state == IndexState::Ready
+                && !desc
+                    .indexes
+                    .iter()
+                    .any(|i| i.field == field && i.kind == *kind)
+        })
+        .map(|(field, kind, _)| {
+            format!(
+                "index `{field}` ({}) is ready and this definition, older than the keyspace's, \
+                 does not keep it: its writes would leave it incomplete",
+                kind_name(kind)
+            )
+        })
+        .collect();
+    (!words.is_empty()).then_some(words)
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// The same store answering queries on indexes that are still building
+    /// (added to a deployed type, not yet built by [`Schema::apply`]) from
+    /// what they hold, instead of refusing them with
+    /// [`Error::IndexBuilding`]: entities stored before the index came are
+    /// missing from the answers until the build is done.
+    pub fn with_partial_indexes(mut self) -> Self {
+        if let Some(t) = &mut self.schema {
+            t.partial = true;
+        }
+        self
+    }
+
+    /// The same store announcing its definitions for `heartbeat` at a time
+    /// (default [`DEFAULT_HEARTBEAT`], 10 s): it announces again after half
+    /// of it while it writes, and `schema apply` waits up to that long for
+    /// the processes of an older definition to be gone. Shorter makes an
+    /// apply after a deploy start sooner and costs a round trip more often.
+    pub fn with_schema_heartbeat(mut self, heartbeat: Duration) -> Self {
+        if let Some(t) = &mut self.schema {
+            t.heartbeat = heartbeat.max(Duration::from_millis(10));
+            t.types = Default::default();
+        }
+        self
+    }
+
+    /// Schema evolution: the plan, apply and status of each type's
+    /// recorded definition.
+    pub fn schema(&self) -> Schema<'_, C> {
+        Schema { store: self }
+    }
+
+    /// Before a write of `desc`: the store's definition is announced (once
+    /// per half heartbeat) and may write.
+    pub(crate) async fn schema_write_check(&self, desc: &'static EntityDesc) -> Result<()> {
+        let Some(t) = &self.schema else {
+            return Ok(());
+        };
+        if let Some(k) = t.known(desc) {
+            if k.write_until.is_some_and(|u| Instant::now() < u) {
+                return match &k.refused {
+                    Some(words) => Err(refusal(desc, words)),
+                    None => Ok(()),
+                };
+            }
+        }
+        let known = self.announce(desc, false).await?.1;
+        match &known.refused {
+            Some(words) => Err(refusal(desc, words)),
+            None => Ok(()),
+        }
+    }
+
+    /// Before a query of `desc` through `indexes` (positions): each is
+    /// ready, or the store reads partial indexes.
+    pub(crate) async fn schema_read_check(
+        &self,
+        desc: &'static EntityDesc,
+        indexes: impl IntoIterator<Item = usize>,
+    ) -> Result<()> {
+        let Some(t) = &self.schema else {
+            return Ok(());
+        };
+        if t.partial {
+            return Ok(());
+        }
+        let indexes: Vec<usize> = indexes.into_iter().collect();
+        let fresh =
+            |k: &Known| k.read_at.elapsed() < t.heartbeat && indexes.iter().all(|&i| k.ready[i]);
+        if t.known(desc).is_some_and(|k| fresh(&k)) {
+            return Ok(());
+        }
+        // Not known, not ready, or read a heartbeat ago: read it again
+        // (one HGETALL on the reading connection; nothing written).
+        let key = keyspace::schema_key(desc, &self.ns);
+        let fields: std::collections::BTreeMap<String, String> =
+            self.read_cmd(redis::cmd("HGETALL").arg(&key), &key).await?;
+        let rec = Record::from_fields(fields);
+        let ready = rec.ready(desc);
+        let known = match t.known(desc) {
+            Some(k) => Known {
+                read_at: Instant::now(),
+                ready: ready.clone(),
+                ..k
+            },
+            None => Known {
+                write_until: None,
+                read_at: Instant::now(),
+                ready: ready.clone(),
+                refused: None,
+            },
+        };
+        t.remember(desc, known);
+        match indexes.iter().find(|&&i| !ready[i]) {
+            None => Ok(()),
+            Some(&i) => Err(not_ready(desc, &rec, i)),
+        }
+    }
+
+    /// One step on `desc`'s schema record.
+    async fn schema_step(&self, desc: &EntityDesc, mode: SchemaMode<'_>) -> Result<Record> {
+        let key = keyspace::schema_key(desc, &self.ns);
+        let fp = fingerprint_text(fingerprint(desc));
+        let call = SchemaStep {
+            record: &key,
+            fingerprint: &fp,
+            mode,
+        }
+        .call();
+        let reply: Vec<String> = script::invoke(&mut self.connection(), self.sent(), &call)
+            .await
+            .map_err(|e| Error::redis(&key, e))?;
+        Record::from_reply(&key, reply)
+    }
+
+    /// Announces the store's definition of `desc` to its record: recorded
+    /// if the type has none, adopted if the record has not met it and it
+    /// fits (`adopt_known` also adopts a definition the record met, older
+    /// than the current one: `schema apply` of a rolled-back deploy).
+    /// Returns the record and what the store now knows.
+    async fn announce(
+        &self,
+        desc: &'static EntityDesc,
+        adopt_known: bool,
+    ) -> Result<(Record, Known)> {
+        let Some(t) = &self.schema else {
+            return Err(Error::InvalidQuery {
+                reason: "this store does not track schemas (made with `Store::new`; use `with_layout_check`)".into(),
+            });
+        };
+        let text = describe(desc);
+        let ours = fingerprint_text(fingerprint(desc));
+        let heartbeat_ms = t.heartbeat.as_millis() as u64;
+        let sent = Instant::now();
+        let mut rec = self
+            .schema_step(
+                desc,
+                SchemaMode::Use {
+                    text: &text,
+                    heartbeat_ms,
+                    indexes: index_words(desc),
+                },
+            )
+            .await?;
+        let mut refused = None;
+        for _ in 0..8 {
+            let adopt = rec.status == "new" || (adopt_known && rec.current() != Some(&ours));
+            if !adopt {
+                break;
+            }
+            let current = rec.current().unwrap_or_default().to_owned();
+            let code = Definition::of(desc);
+            let cluster = self.ns.layout() == KeyLayout::Cluster;
+            let diffs: Vec<Difference> = match rec.definition(&current) {
+                Some(stored) => diff(&stored, &code, cluster),
+                None => vec![Difference {
+                    change: Change::Incompatible,
+                    what: format!("the recorded definition {current} does not read back"),
+                }],
+            };
+            let bad: Vec<String> = diffs
+                .iter()
+                .filter(|d| d.change == Change::Incompatible)
+                .map(|d| d.what.clone())
+                .collect();
+            if !bad.is_empty() {
+                refused = Some(bad);
+                break;
+            }
+            let stored = rec.definition(&current).unwrap_or_default();
+            rec = self
+                .schema_step(
+                    desc,
+                    SchemaMode::Adopt {
+                        text: &text,
+                        heartbeat_ms,
+                        over: &current,
+                        states: adopted_states(&code, &stored),
+                    },
+                )
+                .await?;
+            if rec.status == "moved" {
+                // Another definition came first: compare with it.
+                rec.status = "new".into();
+            }
+        }
+        if refused.is_none() && rec.current() != Some(&ours) {
+            refused = older_refusal(desc, &rec);
+        }
+        if refused.is_none() && rec.status == "new" {
+            refused = Some(vec![
+                "the keyspace's definition kept changing while this one was compared".into(),
+            ]);
+        }
+        let known = Known {
+            write_until: Some(sent + t.heartbeat / 2),
+            read_at: Instant::now(),
+            ready: rec.ready(desc),
+            refused,
+        };
+        t.remember(desc, known.clone());
+        Ok((rec, known))
+    }
+}
+
+/// The refusal of a query on index `i` of `desc`, with its state in words.
+fn not_ready(desc: &EntityDesc, rec: &Record, i: usize) -> Error {
+    let index = &desc.indexes[i];
+    let state = match rec.state(index.field, index.kind) {
+        Some(IndexState::Building) => match rec.walk() {
+            Some(w) => format!("building ({} stored entities indexed so far)", w.walked),
+            None => "building (waiting for `schema apply`)".to_owned(),
+        },
+        Some(IndexState::Dropping) => "being dropped by a newer definition".to_owned(),
+        Some(IndexState::Ready) => "ready".to_owned(),
+        None => format!(
+            "not built: the keyspace's definition has no {} index `{}` yet",
+            kind_name(index.kind),
+            index.field
+        ),
+    };
+    Error::IndexBuilding {
+        type_name: desc.type_name,
+        index: index.field,
+        state,
+    }
+}
+
+/// Schema evolution for a store: `store.schema()`.
+///
+/// ```no_run
+/// # use redis_entity::{RedisEntity, Store};
+/// # #[derive(RedisEntity)] struct Item { #[pk] id: u64, #[index] color: String }
+/// # async fn run(store: Store) -> redis_entity::Result<()> {
+/// let plan = store.schema().plan::<Item>().await?;
+/// print!("{plan}"); // Item: index `color` (equality) is new: ...
+/// let applied = store.schema().apply::<Item>().await?;
+/// println!("{} entities indexed", applied.indexed);
+/// # Ok(()) }
+/// ```
+pub struct Schema<'s, C> {
+    store: &'s Store<C>,
+}
+
+impl<C> std::fmt::Debug for Schema<'_, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Schema")
+    }
+}
+
+/// What applying the code's definition of a type would do: the
+/// differences from the recorded one, and the work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SchemaPlan {
+    /// The Rust type.
+    pub type_name: &'static str,
+    /// The fingerprint of the code's definition.
+    pub code: String,
+    /// The fingerprint of the keyspace's current definition (`None`:
+    /// nothing recorded yet; the first write records the code's).
+    pub recorded: Option<String>,
+    /// Each difference, classified, in words.
+    pub differences: Vec<Difference>,
+    /// The indexes `apply` builds (new, of another kind, or building).
+    pub build: Vec<&'static str>,
+    /// The indexes whose keys `apply` deletes.
+    pub drop: Vec<String>,
+    /// How many stored entities a build walks, when the type keeps a set of
+    /// them (`None`: not counted; the walk counts as it goes).
+    pub entities: Option<u64>,
+}
+
+impl SchemaPlan {
+    /// True when applying changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.build.is_empty() && self.drop.is_empty() && self.differences.is_empty()
+    }
+
+    /// True when the code's definition does not fit the stored data: its
+    /// writes are refused.
+    pub fn is_incompatible(&self) -> bool {
+        self.differences
+            .iter()
+            .any(|d| d.change == Change::Incompatible)
+    }
+}
+
+impl std::fmt::Display for SchemaPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.recorded {
+            None => writeln!(
+                f,
+                "{}: nothing recorded; the first write records definition {}",
+                self.type_name, self.code
+            )?,
+            Some(r) if self.is_empty() => {
+                writeln!(f, "{}: up to date (definition {r})", self.type_name)?
+            }
+            Some(r) => writeln!(f, "{}: definition {r} -> {}", self.type_name, self.code)?,
+        }
+        for d in &self.differences {
+            writeln!(f, "  {d}")?;
+        }
+        if !self.build.is_empty() {
+            let n = self
+                .entities
+                .map(|n| format!("{n} stored entities"))
+                .unwrap_or_else(|| "every stored entity".into());
+            writeln!(f, "  apply builds {}: walks {n}", self.build.join(", "))?;
+        }
+        if !self.drop.is_empty() {
+            writeln!(f, "  apply deletes the keys of {}", self.drop.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// The state of a type's recorded schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SchemaStatus {
+    /// The Rust type.
+    pub type_name: &'static str,
+    /// The keyspace's current definition (`None`: nothing recorded).
+    pub current: Option<String>,
+    /// Every definition the record met, oldest first: fingerprint, and
+    /// whether a process running it may still write.
+    pub definitions: Vec<(String, bool)>,
+    /// Each index the record names: field, kind, state.
+    pub indexes: Vec<(String, IndexKind, IndexState)>,
+    /// Stored entities indexed by the walk under way, if one is.
+    pub walked: Option<u64>,
+}
+
+impl std::fmt::Display for SchemaStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Some(current) = &self.current else {
+            return writeln!(f, "{}: nothing recorded", self.type_name);
+        };
+        writeln!(f, "{}: definition {current}", self.type_name)?;
+        for (fp, active) in &self.definitions {
+            if fp != current {
+                let state = if *active { "writing" } else { "gone" };
+                writeln!(f, "  older definition {fp}: {state}")?;
+            }
+        }
+        for (field, kind, state) in &self.indexes {
+            writeln!(
+                f,
+                "  index {field} ({}): {}",
+                kind_name(*kind),
+                state.name()
+            )?;
+        }
+        if let Some(w) = self.walked {
+            writeln!(f, "  apply under way: {w} entities indexed")?;
+        }
+        Ok(())
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
+    /// What applying `E`'s definition would do, read from the record
+    /// without writing anything: each difference from the keyspace's
+    /// current definition, the indexes to build and to drop.
+    pub async fn plan<E: Entity>(&self) -> Result<SchemaPlan> {
+        let desc = E::DESC;
+        let rec = self.read::<E>().await?;
+        let code = Definition::of(desc);
+        let cluster = self.store.ns.layout() == KeyLayout::Cluster;
+        let mut plan = SchemaPlan {
+            type_name: desc.type_name,
+            code: fingerprint_text(fingerprint(desc)),
+            recorded: rec.current().map(str::to_owned),
+            differences: Vec::new(),
+            build: Vec::new(),
+            drop: Vec::new(),
+            entities: None,
+        };
+        let Some(current) = rec.current() else {
+            return Ok(plan);
+        };
+        let stored = rec.definition(current).unwrap_or_default();
+        if current != plan.code {
+            plan.differences = diff(&stored, &code, cluster);
+        }
+        let states: Vec<(String, String)> = if current == plan.code {
+            Vec::new()
+        } else {
+            adopted_states(&code, &stored)
+        };
+        for i in desc.indexes {
+            let building = rec.state(i.field, i.kind) != Some(IndexState::Ready)
+                || states
+                    .iter()
+                    .any(|(f, _)| f == &format!("index:{}", i.field));
+            if building {
+                plan.build.push(i.field);
+            }
+        }
+        for (field, _, state) in rec.indexes() {
+            let gone = code.index(&field).is_none();
+            if state == IndexState::Dropping || gone {
+                plan.drop.push(field);
+            }
+        }
+        for (field, _) in rec.stale_kinds() {
+            if !plan.drop.contains(&field) {
+                plan.drop.push(field);
+            }
+        }
+        if !plan.build.is_empty() && !desc.indexes.is_empty() {
+            plan.entities = self.store.count_ids(desc).await?;
+        }
+        Ok(plan)
+    }
+
+    /// The state of `E`'s recorded schema: the definitions met, each
+    /// index's state, the walk under way. Nothing is written.
+    pub async fn status<E: Entity>(&self) -> Result<SchemaStatus> {
+        let desc = E::DESC;
+        let rec = self.read::<E>().await?;
+        let now = self.store.server_ms().await?;
+        Ok(SchemaStatus {
+            type_name: desc.type_name,
+            current: rec.current().map(str::to_owned),
+            definitions: rec
+                .definitions()
+                .into_iter()
+                .map(|(fp, _, seen)| (fp, seen >= now))
+                .collect(),
+            indexes: rec.indexes(),
+            walked: rec.walk().map(|w| w.walked),
+        })
+    }
+
+    /// The record of `E`, read with one HGETALL.
+    async fn read<E: Entity>(&self) -> Result<Record> {
+        let key = keyspace::schema_key(E::DESC, &self.store.ns);
+        let fields = self
+            .store
+            .read_cmd(redis::cmd("HGETALL").arg(&key), &key)
+            .await?;
+        Ok(Record::from_fields(fields))
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// How many entities the type's id sets hold (`None` for a type that
+    /// keeps none: one without indexes).
+    async fn count_ids(&self, desc: &EntityDesc) -> Result<Option<u64>> {
+        let mut total = 0;
+        for space in keyspace::spaces(desc, &self.ns) {
+            let key = keyspace::ids_key(desc, &space);
+            let n: u64 = self.read_cmd(redis::cmd("SCARD").arg(&key), &key).await?;
+            total += n;
+        }
+        Ok((total > 0).then_some(total))
+    }
+
+    /// The server's clock, ms.
+    async fn server_ms(&self) -> Result<u64> {
+        let (s, us): (u64, u64) = self.read_cmd(&redis::cmd("TIME"), "TIME").await?;
+        Ok(s * 1000 + us / 1000)
+    }
+}

@@ -1,0 +1,438 @@
+//! Schema evolution: the keyspace records the definition each type was
+//! written with; an index added to a deployed type is refused to queries
+//! until `schema apply` built it, a dropped one's keys go, a definition that
+//! does not fit the stored data is refused, and a rolling deploy (two
+//! definitions of one type writing at once) never leaves the new index
+//! incomplete. Four definitions of one type, `item`, in four modules.
+//! Runs on one server, and with `REDIS_ENTITY_TEST_CLUSTER` set on a
+//! 3-master cluster.
+
+use redis_entity::evolution::{Change, IndexState};
+use redis_entity::{AnyConnection, Error, Store};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+use support::Target;
+
+/// The deployed definition: no indexes.
+mod v1 {
+    #[derive(redis_entity::RedisEntity, Debug, Clone, PartialEq)]
+    #[redis(prefix = "item")]
+    pub struct Item {
+        #[pk]
+        pub id: u64,
+        pub color: String,
+        pub size: i64,
+    }
+}
+
+/// The next one: an equality index on `color`, a sorted one on `size`.
+mod v2 {
+    #[derive(redis_entity::RedisEntity, Debug, Clone, PartialEq)]
+    #[redis(prefix = "item")]
+    pub struct Item {
+        #[pk]
+        pub id: u64,
+        #[index]
+        pub color: String,
+        #[index(sorted)]
+        pub size: i64,
+    }
+}
+
+/// `color`'s index dropped again.
+mod v3 {
+    #[derive(redis_entity::RedisEntity, Debug, Clone, PartialEq)]
+    #[redis(prefix = "item")]
+    pub struct Item {
+        #[pk]
+        pub id: u64,
+        pub color: String,
+        #[index(sorted)]
+        pub size: i64,
+    }
+}
+
+/// A new required field: entities stored before do not decode.
+mod v4 {
+    #[derive(redis_entity::RedisEntity, Debug, Clone, PartialEq)]
+    #[redis(prefix = "item")]
+    pub struct Item {
+        #[pk]
+        pub id: u64,
+        pub color: String,
+        pub size: i64,
+        pub weight: u32,
+    }
+}
+
+/// A new optional field: compatible.
+mod v5 {
+    #[derive(redis_entity::RedisEntity, Debug, Clone, PartialEq)]
+    #[redis(prefix = "item")]
+    pub struct Item {
+        #[pk]
+        pub id: u64,
+        pub color: String,
+        pub size: i64,
+        pub note: Option<String>,
+    }
+}
+
+const COLORS: [&str; 3] = ["red", "green", "blue"];
+
+/// A store announcing its definitions for 300 ms at a time, so that an
+/// apply waits at most that long for a definition's processes to be gone.
+async fn store(target: &Target) -> Store<AnyConnection> {
+    target
+        .store()
+        .await
+        .with_schema_heartbeat(Duration::from_millis(300))
+}
+
+fn old_item(id: u64) -> v1::Item {
+    v1::Item {
+        id,
+        color: COLORS[id as usize % 3].into(),
+        size: id as i64,
+    }
+}
+
+fn new_item(id: u64) -> v2::Item {
+    v2::Item {
+        id,
+        color: COLORS[id as usize % 3].into(),
+        size: id as i64,
+    }
+}
+
+/// Every stored item, read by walking the entity keys (the definition
+/// without indexes walks keys, not an index).
+async fn stored(store: &Store<AnyConnection>) -> Vec<v1::Item> {
+    let mut scan = store.scan::<v1::Item>(1000);
+    let mut out = Vec::new();
+    while let Some(page) = scan.next_page().await.unwrap() {
+        out.extend(page.into_iter().map(Result::unwrap));
+    }
+    out.sort_by_key(|i| i.id);
+    out.dedup_by_key(|i| i.id);
+    out
+}
+
+/// The ids of `color` found through the index, against the truth.
+async fn check_index(store: &Store<AnyConnection>) {
+    let truth = stored(store).await;
+    for color in COLORS {
+        let mut found: Vec<u64> = store
+            .find(v2::Item::COLOR, color)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|i| i.id)
+            .collect();
+        found.sort();
+        let want: Vec<u64> = truth
+            .iter()
+            .filter(|i| i.color == color)
+            .map(|i| i.id)
+            .collect();
+        assert_eq!(found, want, "items of color {color}");
+    }
+    let top: Vec<i64> = store
+        .board(v2::Item::SIZE)
+        .top(5)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(i, _)| i.size)
+        .collect();
+    let mut sizes: Vec<i64> = truth.iter().map(|i| i.size).collect();
+    sizes.sort_by(|a, b| b.cmp(a));
+    sizes.truncate(5);
+    assert_eq!(top, sizes, "the top 5 sizes");
+}
+
+#[tokio::test]
+async fn an_index_added_to_a_deployed_type_is_refused_until_apply_builds_it() {
+    let target = Target::start();
+    let old = store(&target).await;
+    for id in 0..100 {
+        old.save(&old_item(id)).await.unwrap();
+    }
+    let new = store(&target).await;
+    // The keyspace's definition has no index on color: a query would miss
+    // the 100 items, so it is refused, naming the index.
+    match new.find(v2::Item::COLOR, "red").await {
+        Err(Error::IndexBuilding { index, state, .. }) => {
+            assert_eq!(index, "color");
+            assert!(state.contains("not built"), "{state}");
+        }
+        other => panic!("expected IndexBuilding, got {other:?}"),
+    }
+    let plan = new.schema().plan::<v2::Item>().await.unwrap();
+    let changes: Vec<Change> = plan.differences.iter().map(|d| d.change).collect();
+    assert_eq!(changes, [Change::Build, Change::Build], "{plan}");
+    assert_eq!(plan.build, ["color", "size"]);
+    assert!(
+        plan.to_string().contains("index `color` (equality) is new"),
+        "{plan}"
+    );
+
+    // The new definition writes, keeping its indexes from its first write.
+    new.save(&new_item(100)).await.unwrap();
+    let partial = new.clone().with_partial_indexes();
+    let found = partial.find(v2::Item::COLOR, "green").await.unwrap();
+    assert_eq!(found, [new_item(100)], "only what was written since");
+    let status = new.schema().status::<v2::Item>().await.unwrap();
+    assert!(
+        status.indexes.contains(&(
+            "color".into(),
+            redis_entity::evolution::IndexKind::Equality,
+            IndexState::Building
+        )),
+        "{status}"
+    );
+    // The old definition still writes while the index builds.
+    old.save(&old_item(101)).await.unwrap();
+
+    let applied = new.schema().apply::<v2::Item>().await.unwrap();
+    assert_eq!(applied.built, ["color", "size"]);
+    assert!(applied.indexed >= 102, "{applied:?}");
+    check_index(&new).await;
+    let report = new.maintenance::<v2::Item>().verify().await.unwrap();
+    assert!(report.is_clean(), "{report}");
+    let status = new.schema().status::<v2::Item>().await.unwrap();
+    assert!(
+        status
+            .indexes
+            .iter()
+            .all(|(_, _, s)| *s == IndexState::Ready),
+        "{status}"
+    );
+    // Applying again has nothing to do.
+    assert_eq!(
+        new.schema().apply::<v2::Item>().await.unwrap().walks,
+        0,
+        "nothing left to build"
+    );
+
+    // The old definition, which does not keep the ready index, may no
+    // longer write (a process left over, or a rollback); nothing written.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let mut changed = old_item(1);
+    changed.color = "green".into();
+    match old.save(&changed).await {
+        Err(Error::SchemaMismatch { differences, .. }) => {
+            assert!(differences[0].contains("index `color`"), "{differences:?}")
+        }
+        other => panic!("expected SchemaMismatch, got {other:?}"),
+    }
+    assert_eq!(new.get::<v1::Item>(1).await.unwrap(), Some(old_item(1)));
+}
+
+#[tokio::test]
+async fn dropping_an_index_deletes_its_keys_and_nothing_else() {
+    let target = Target::start();
+    let store = store(&target).await;
+    for id in 0..50 {
+        store.save(&new_item(id)).await.unwrap();
+    }
+    let before = target.keys();
+    assert!(
+        before.iter().any(|k| k.contains("item:@color:red")),
+        "{before:?}"
+    );
+    let plan = store.schema().plan::<v3::Item>().await.unwrap();
+    assert_eq!(plan.drop, ["color"], "{plan}");
+    let applied = store.schema().apply::<v3::Item>().await.unwrap();
+    assert_eq!(applied.dropped, ["color"]);
+    assert_eq!(applied.deleted_keys, 3, "one set per color");
+    let after = target.keys();
+    let kept: Vec<&String> = before
+        .iter()
+        .filter(|k| !k.contains("item:@color:"))
+        .collect();
+    assert_eq!(after.iter().collect::<Vec<_>>(), kept);
+    let report = store.maintenance::<v3::Item>().verify().await.unwrap();
+    assert!(report.is_clean(), "{report}");
+    let status = store.schema().status::<v3::Item>().await.unwrap();
+    let fields: Vec<&str> = status.indexes.iter().map(|(f, _, _)| f.as_str()).collect();
+    assert_eq!(fields, ["size"], "{status}");
+}
+
+#[tokio::test]
+async fn a_new_required_field_is_refused_and_nothing_is_written() {
+    let target = Target::start();
+    let old = store(&target).await;
+    old.save(&old_item(1)).await.unwrap();
+    let new = store(&target).await;
+    let plan = new.schema().plan::<v4::Item>().await.unwrap();
+    assert!(plan.is_incompatible(), "{plan}");
+    let keys = target.keys();
+    let item = v4::Item {
+        id: 2,
+        color: "red".into(),
+        size: 2,
+        weight: 9,
+    };
+    match new.save(&item).await {
+        Err(Error::SchemaMismatch { differences, .. }) => {
+            assert!(differences[0].contains("field `weight`"), "{differences:?}");
+            assert!(differences[0].contains("required"), "{differences:?}");
+        }
+        other => panic!("expected SchemaMismatch, got {other:?}"),
+    }
+    assert_eq!(target.keys(), keys, "nothing written");
+    // The compatible change (a new optional field) writes, and reads the
+    // old entities with the field absent.
+    let v5 = store(&target).await;
+    v5.save(&v5::Item {
+        id: 3,
+        color: "blue".into(),
+        size: 3,
+        note: Some("new".into()),
+    })
+    .await
+    .unwrap();
+    let read = v5.get::<v5::Item>(1).await.unwrap().unwrap();
+    assert_eq!(read.note, None);
+    // ... and the old definition writes on: its fields are all there.
+    old.save(&old_item(4)).await.unwrap();
+}
+
+/// A rolling deploy: processes of the old definition and of the new one
+/// write at once (saves, updates, deletes) while `schema apply` runs. The
+/// index becomes ready only after the old ones stopped, and then holds
+/// exactly what a scan-and-filter finds.
+#[tokio::test]
+async fn a_rolling_deploy_never_leaves_the_new_index_incomplete() {
+    let target = Target::start();
+    let seed = store(&target).await;
+    for id in 0..300 {
+        seed.save(&old_item(id)).await.unwrap();
+    }
+    let old = store(&target).await;
+    let new = store(&target).await;
+    let old_until = Instant::now() + Duration::from_millis(1500);
+    let new_until = Instant::now() + Duration::from_millis(2500);
+    let mut tasks = Vec::new();
+    for t in 0..2u64 {
+        let old = old.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut n = t;
+            while Instant::now() < old_until {
+                n += 7;
+                let id = n % 400;
+                let mut item = old_item(id);
+                item.color = COLORS[(n / 3) as usize % 3].into();
+                match n % 5 {
+                    0 => drop(old.delete::<v1::Item>(id).await.unwrap()),
+                    _ => drop(old.save(&item).await.unwrap()),
+                }
+            }
+            Instant::now()
+        }));
+    }
+    for t in 0..2u64 {
+        let new = new.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut n = t + 100;
+            while Instant::now() < new_until {
+                n += 11;
+                let id = n % 400;
+                let mut item = new_item(id);
+                item.color = COLORS[(n / 5) as usize % 3].into();
+                match n % 4 {
+                    0 => drop(new.delete::<v2::Item>(id).await.unwrap()),
+                    1 => {
+                        // An update of the indexed field of a stored one.
+                        let _ = new
+                            .update::<v2::Item>(id)
+                            .set(v2::Item::COLOR, item.color.clone())
+                            .exec()
+                            .await;
+                    }
+                    _ => drop(new.save(&item).await.unwrap()),
+                }
+            }
+            Instant::now()
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let applier = new.clone();
+    let applied = tokio::spawn(async move {
+        let a = applier.schema().apply::<v2::Item>().await.unwrap();
+        (a, Instant::now())
+    });
+    // When the last task of the old definition stopped writing.
+    let mut old_stopped = None;
+    for (i, t) in tasks.into_iter().enumerate() {
+        let stopped = t.await.unwrap();
+        if i < 2 {
+            old_stopped = old_stopped.max(Some(stopped));
+        }
+    }
+    let old_stopped = old_stopped.unwrap();
+    let (applied, ready_at) = applied.await.unwrap();
+    assert!(
+        ready_at > old_stopped,
+        "the index became ready while the old definition still wrote"
+    );
+    assert_eq!(applied.built, ["color", "size"]);
+    check_index(&new).await;
+    let report = new.maintenance::<v2::Item>().verify().await.unwrap();
+    assert!(report.is_clean(), "{report}");
+}
+
+/// A build interrupted (its process gone mid-walk) resumes where it stopped.
+#[tokio::test]
+async fn an_interrupted_apply_resumes() {
+    let target = Target::start();
+    let old = store(&target).await;
+    let items: Vec<v1::Item> = (0..5000).map(old_item).collect();
+    old.save_all(&items).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let new = store(&target).await;
+    // Stopped after its first page of the walk.
+    let mut pages = 0;
+    let stopped = tokio::time::timeout(Duration::from_secs(30), async {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let schema = new.schema();
+        let run = schema.apply_with::<v2::Item>(move |p| {
+            if p.step == "indexing stored entities" {
+                let _ = tx.send(p.done);
+            }
+        });
+        tokio::pin!(run);
+        loop {
+            tokio::select! {
+                r = &mut run => return r.map(|_| ()),
+                Some(_) = rx.recv() => {
+                    pages += 1;
+                    if pages == 1 {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    })
+    .await
+    .expect("apply within 30 s");
+    stopped.unwrap();
+    let status = new.schema().status::<v2::Item>().await.unwrap();
+    let walked = status.walked.expect("a walk under way");
+    assert!(walked > 0 && walked < 5000, "{status}");
+    let applied = new.schema().apply::<v2::Item>().await.unwrap();
+    assert_eq!(applied.walks, 0, "the walk went on, not again");
+    assert!(applied.indexed < 5000, "{applied:?}");
+    check_index(&new).await;
+    let report = new.maintenance::<v2::Item>().verify().await.unwrap();
+    assert!(report.is_clean(), "{report}");
+    let ids: BTreeSet<u64> = new
+        .find(v2::Item::COLOR, "red")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(ids.len(), 5000 / 3 + 1);
+}
