@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use support::Target;
 
-/// The deployed definition: no indexes.
+/// The deployed definition: a sorted index on `size`.
 mod v1 {
     #[derive(redis_entity::RedisEntity, Debug, Clone, PartialEq)]
     #[redis(prefix = "item")]
@@ -21,11 +21,12 @@ mod v1 {
         #[pk]
         pub id: u64,
         pub color: String,
+        #[index(sorted)]
         pub size: i64,
     }
 }
 
-/// The next one: an equality index on `color`, a sorted one on `size`.
+/// The next one adds an equality index on `color`.
 mod v2 {
     #[derive(redis_entity::RedisEntity, Debug, Clone, PartialEq)]
     #[redis(prefix = "item")]
@@ -60,6 +61,7 @@ mod v4 {
         #[pk]
         pub id: u64,
         pub color: String,
+        #[index(sorted)]
         pub size: i64,
         pub weight: u32,
     }
@@ -73,6 +75,7 @@ mod v5 {
         #[pk]
         pub id: u64,
         pub color: String,
+        #[index(sorted)]
         pub size: i64,
         pub note: Option<String>,
     }
@@ -105,17 +108,15 @@ fn new_item(id: u64) -> v2::Item {
     }
 }
 
-/// Every stored item, read by walking the entity keys (the definition
-/// without indexes walks keys, not an index).
+/// Every stored item (the tests use ids below 5,000), read by key.
 async fn stored(store: &Store<AnyConnection>) -> Vec<v1::Item> {
-    let mut scan = store.scan::<v1::Item>(1000);
-    let mut out = Vec::new();
-    while let Some(page) = scan.next_page().await.unwrap() {
-        out.extend(page.into_iter().map(Result::unwrap));
-    }
-    out.sort_by_key(|i| i.id);
-    out.dedup_by_key(|i| i.id);
-    out
+    store
+        .get_many::<v1::Item>(0..5000u64)
+        .await
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// The ids of `color` found through the index, against the truth.
@@ -170,8 +171,9 @@ async fn an_index_added_to_a_deployed_type_is_refused_until_apply_builds_it() {
     }
     let plan = new.schema().plan::<v2::Item>().await.unwrap();
     let changes: Vec<Change> = plan.differences.iter().map(|d| d.change).collect();
-    assert_eq!(changes, [Change::Build, Change::Build], "{plan}");
-    assert_eq!(plan.build, ["color", "size"]);
+    assert_eq!(changes, [Change::Build], "{plan}");
+    assert_eq!(plan.build, ["color"]);
+    assert_eq!(plan.entities, Some(100), "the stored entities to walk");
     assert!(
         plan.to_string().contains("index `color` (equality) is new"),
         "{plan}"
@@ -195,7 +197,7 @@ async fn an_index_added_to_a_deployed_type_is_refused_until_apply_builds_it() {
     old.save(&old_item(101)).await.unwrap();
 
     let applied = new.schema().apply::<v2::Item>().await.unwrap();
-    assert_eq!(applied.built, ["color", "size"]);
+    assert_eq!(applied.built, ["color"]);
     assert!(applied.indexed >= 102, "{applied:?}");
     check_index(&new).await;
     let report = new.maintenance::<v2::Item>().verify().await.unwrap();
@@ -237,15 +239,14 @@ async fn dropping_an_index_deletes_its_keys_and_nothing_else() {
         store.save(&new_item(id)).await.unwrap();
     }
     let before = target.keys();
-    assert!(
-        before.iter().any(|k| k.contains("item:@color:red")),
-        "{before:?}"
-    );
+    // One set per color (per color and shard on a cluster).
+    let color_keys = before.iter().filter(|k| k.contains("item:@color:")).count();
+    assert!(color_keys >= 3, "{before:?}");
     let plan = store.schema().plan::<v3::Item>().await.unwrap();
     assert_eq!(plan.drop, ["color"], "{plan}");
     let applied = store.schema().apply::<v3::Item>().await.unwrap();
     assert_eq!(applied.dropped, ["color"]);
-    assert_eq!(applied.deleted_keys, 3, "one set per color");
+    assert_eq!(applied.deleted_keys, color_keys);
     let after = target.keys();
     let kept: Vec<&String> = before
         .iter()
@@ -377,7 +378,7 @@ async fn a_rolling_deploy_never_leaves_the_new_index_incomplete() {
         ready_at > old_stopped,
         "the index became ready while the old definition still wrote"
     );
-    assert_eq!(applied.built, ["color", "size"]);
+    assert_eq!(applied.built, ["color"]);
     check_index(&new).await;
     let report = new.maintenance::<v2::Item>().verify().await.unwrap();
     assert!(report.is_clean(), "{report}");

@@ -367,10 +367,21 @@ pub(crate) fn ids_key(desc: &EntityDesc, ns: &Namespace) -> String {
 
 /// The schema record of a type: `<ns><prefix>:@schema`, a hash of the
 /// definitions that wrote it and the state of each index (see
-/// `script/lua/schema.lua`); in the type's first shard, or its group's
-/// slot, on a cluster (`{user:0}:user:@schema`).
+/// `script/lua/schema.lua`). On a cluster it is in the slot of the type's
+/// first index shard, `<ns>{<prefix>:0}:<prefix>:@schema`, whatever the
+/// definition: every definition of a type (with or without indexes, in a
+/// group or not) finds the one record.
 pub(crate) fn schema_key(desc: &EntityDesc, ns: &Namespace) -> String {
-    format!("{}{}:@schema", type_space(desc, ns).as_str(), desc.prefix)
+    if ns.layout() == KeyLayout::Cluster {
+        format!(
+            "{}{{{}:0}}:{}:@schema",
+            ns.as_str(),
+            desc.prefix,
+            desc.prefix
+        )
+    } else {
+        format!("{}{}:@schema", ns.as_str(), desc.prefix)
+    }
 }
 
 /// The sorted set of members that have a TTL, scored by expiry time in

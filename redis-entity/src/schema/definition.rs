@@ -398,6 +398,22 @@ pub fn diff(stored: &Definition, code: &Definition, cluster: bool) -> Vec<Differ
             );
         }
     }
+    let sharded = |d: &Definition| !d.indexes.is_empty() || d.group.is_some();
+    if cluster && sharded(stored) != sharded(code) {
+        push(
+            Change::Incompatible,
+            format!(
+                "the type {} indexes: on a cluster every key moves {} its index shards; \
+                 move them with `reindex` while no old process writes",
+                if sharded(code) {
+                    "gains its first"
+                } else {
+                    "loses its last"
+                },
+                if sharded(code) { "into" } else { "out of" }
+            ),
+        );
+    }
     columns(stored, code, &mut push);
     for (name, ty) in &code.maps {
         if !stored.maps.iter().any(|(n, _)| n == name) {
@@ -648,6 +664,13 @@ mod tests {
             diff(&user, &sharded, true)[0].change,
             Change::Incompatible,
             "shards move keys on a cluster"
+        );
+        let bare = with(user.clone(), |d| d.indexes.clear());
+        assert_eq!(changes(&bare, &user).len(), 5, "five indexes to build");
+        assert_eq!(
+            diff(&bare, &user, true)[0].change,
+            Change::Incompatible,
+            "the first index moves keys into shards on a cluster"
         );
     }
 
