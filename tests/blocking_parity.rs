@@ -25,6 +25,7 @@ const TYPES: &[&str] = &[
     "Expiry",
     "Keys",
     "Transaction",
+    "Schema",
 ];
 
 /// Builders generic over the store they run on (`Query<'s, E, S>`): their

@@ -753,6 +753,10 @@ async fn entities_written_before_the_first_index_move_into_their_shards() {
         .await
         .unwrap();
     assert!(repaired.left.is_empty(), "{repaired}");
+    // The repair made MemberV2 the keyspace's definition; its index on
+    // `city` is ready once `schema apply` walked the moved entities.
+    let applied = store.schema().apply::<MemberV2>().await.unwrap();
+    assert_eq!(applied.built, ["city"]);
     let back = store.get::<MemberV2>(3).await.unwrap().unwrap();
     assert_eq!((back.city.as_str(), &back.prefs), ("Oslo", &prefs));
     let ttl = store.expiry::<MemberV2>().ttl(3).await.unwrap().unwrap();

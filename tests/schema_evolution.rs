@@ -171,7 +171,7 @@ async fn an_index_added_to_a_deployed_type_is_refused_until_apply_builds_it() {
     }
     let plan = new.schema().plan::<v2::Item>().await.unwrap();
     let changes: Vec<Change> = plan.differences.iter().map(|d| d.change).collect();
-    assert_eq!(changes, [Change::Build], "{plan}");
+    assert_eq!(changes, [Change::NeedsBuild], "{plan}");
     assert_eq!(plan.build, ["color"]);
     assert_eq!(plan.entities, Some(100), "the stored entities to walk");
     assert!(
@@ -188,7 +188,7 @@ async fn an_index_added_to_a_deployed_type_is_refused_until_apply_builds_it() {
     assert!(
         status.indexes.contains(&(
             "color".into(),
-            redis_entity::evolution::IndexKind::Equality,
+            "equality",
             IndexState::Building
         )),
         "{status}"

@@ -131,7 +131,6 @@ pub mod maintenance {
 /// the definitions each type's schema record keeps (docs/schema-evolution.md).
 pub mod evolution {
     pub use crate::schema::definition::{describe, diff, Change, Column, Definition, Difference};
-    pub use crate::schema::entity::IndexKind;
     pub use crate::store::schema::{
         Applied, IndexState, Schema, SchemaPlan, SchemaStatus, DEFAULT_HEARTBEAT,
     };

@@ -15,6 +15,7 @@ use crate::store::maintenance::Maintenance;
 use crate::store::migrate::{Migration, Progress};
 use crate::store::relation::{Relation, Relations};
 use crate::store::relayout::RelayoutReport;
+use crate::store::schema::{Applied, Schema, SchemaPlan, SchemaStatus};
 use crate::store::timeline::{Timeline, Timelines};
 use crate::store::{Expiry, Keys};
 use redis::aio::ConnectionLike;
@@ -101,6 +102,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Handle {
             store: self,
             inner: self.inner.maintenance::<E>(),
+        }
+    }
+
+    /// See [`crate::Store::schema`].
+    pub fn schema(&self) -> Handle<'_, Schema<'_, C>, C> {
+        Handle {
+            store: self,
+            inner: self.inner.schema(),
         }
     }
 
@@ -239,6 +248,16 @@ impl<'s, E: Entity, C: ConnectionLike + Clone + Send + Sync + 'static>
     blocking! { "crate::maintenance::Maintenance";
         reindex[]() -> Result<usize>;
         reindex_with[P: FnMut(&VerifyProgress) + Send](progress: P) -> Result<usize>;
+    }
+}
+
+impl<'s, C: ConnectionLike + Clone + Send + Sync + 'static> Handle<'s, Schema<'s, C>, C> {
+    blocking! { "crate::evolution::Schema";
+        plan[E: Entity]() -> Result<SchemaPlan> as plan::<E>;
+        status[E: Entity]() -> Result<SchemaStatus> as status::<E>;
+        apply[E: Entity]() -> Result<Applied> as apply::<E>;
+        apply_with[E: Entity, P: FnMut(&VerifyProgress) + Send](progress: P) -> Result<Applied>
+            as apply_with::<E>;
     }
 }
 

@@ -192,6 +192,20 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self
     }
 
+    /// The same store answering queries on building indexes from what they
+    /// hold (see [`crate::Store::with_partial_indexes`]).
+    pub fn with_partial_indexes(mut self) -> Self {
+        self.inner = self.inner.with_partial_indexes();
+        self
+    }
+
+    /// The same store announcing its definitions for `heartbeat` at a time
+    /// (see [`crate::Store::with_schema_heartbeat`]).
+    pub fn with_schema_heartbeat(mut self, heartbeat: std::time::Duration) -> Self {
+        self.inner = self.inner.with_schema_heartbeat(heartbeat);
+        self
+    }
+
     /// What the store has done (see [`crate::Store::metrics`]).
     pub fn metrics(&self) -> crate::store::observe::Metrics {
         self.inner.metrics()

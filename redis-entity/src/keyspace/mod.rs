@@ -365,22 +365,20 @@ pub(crate) fn ids_key(desc: &EntityDesc, ns: &Namespace) -> String {
     format!("{}{}:@ids", ns.as_str(), desc.prefix)
 }
 
-/// The schema record of a type: `<ns><prefix>:@schema`, a hash of the
-/// definitions that wrote it and the state of each index (see
-/// `script/lua/schema.lua`). On a cluster it is in the slot of the type's
-/// first index shard, `<ns>{<prefix>:0}:<prefix>:@schema`, whatever the
+/// The schema record of a type: `<ns><key head>@schema` (`user:@schema`
+/// for `user:<id>`, `user:userid:@schema` for `user:userid:{<userid>}`), a
+/// hash of the definitions that wrote the type and the state of each index
+/// (see `script/lua/schema.lua`). Types may share a prefix with other key
+/// templates, so the record follows the entity keys' head, which no member
+/// starts with `@` under. On a cluster it is in the slot of the type's first
+/// index shard, `<ns>{<prefix>:0}:<key head>@schema`, whatever the
 /// definition: every definition of a type (with or without indexes, in a
 /// group or not) finds the one record.
 pub(crate) fn schema_key(desc: &EntityDesc, ns: &Namespace) -> String {
     if ns.layout() == KeyLayout::Cluster {
-        format!(
-            "{}{{{}:0}}:{}:@schema",
-            ns.as_str(),
-            desc.prefix,
-            desc.prefix
-        )
+        format!("{}{{{}:0}}:{}@schema", ns.as_str(), desc.prefix, desc.key_head)
     } else {
-        format!("{}{}:@schema", ns.as_str(), desc.prefix)
+        format!("{}{}@schema", ns.as_str(), desc.key_head)
     }
 }
 

@@ -26,8 +26,22 @@
 use crate::schema::entity::{EntityDesc, IndexKind};
 use std::fmt::Write as _;
 
-/// The readable text of `desc`'s definition (see the module docs).
-pub fn describe(desc: &EntityDesc) -> String {
+/// The readable text of `E`'s definition (see the module docs).
+///
+/// ```
+/// # use redis_entity::RedisEntity;
+/// #[derive(RedisEntity)]
+/// #[redis(prefix = "item")]
+/// struct Item { #[pk] id: u64, #[index] color: String }
+/// let text = redis_entity::evolution::describe::<Item>();
+/// assert!(text.contains("index color equality\n"));
+/// ```
+pub fn describe<E: crate::schema::entity::Entity>() -> String {
+    describe_desc(E::DESC)
+}
+
+/// The readable text of `desc`'s definition.
+pub(crate) fn describe_desc(desc: &EntityDesc) -> String {
     let mut s = String::new();
     // Writing to a String cannot fail.
     let _ = writeln!(s, "layout {}", desc.layout.name());
@@ -250,9 +264,9 @@ pub struct Definition {
 
 impl Definition {
     /// The definition of `desc`.
-    pub fn of(desc: &EntityDesc) -> Definition {
+    pub(crate) fn of(desc: &EntityDesc) -> Definition {
         // One parser for both sides: what is compared is what is stored.
-        Definition::parse(&describe(desc)).unwrap_or_default()
+        Definition::parse(&describe_desc(desc)).unwrap_or_default()
     }
 
     /// Reads a definition's text; `None` for text no definition writes.
@@ -319,9 +333,9 @@ pub enum Change {
     Compatible,
     /// An index the stored entities are not in yet (new, or of another
     /// kind): it is *building* until `schema apply` walked them.
-    Build,
+    NeedsBuild,
     /// An index the code no longer has: `schema apply` deletes its keys.
-    Drop,
+    DropsIndex,
     /// The stored data does not fit the code (another layout, key, pk,
     /// shards or group, or a new required field): writes are refused until
     /// the data is moved (`relayout`, `migrate`) or the code changed.
@@ -341,8 +355,8 @@ impl std::fmt::Display for Difference {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let label = match self.change {
             Change::Compatible => "compatible",
-            Change::Build => "needs a build",
-            Change::Drop => "drops an index",
+            Change::NeedsBuild => "needs a build",
+            Change::DropsIndex => "drops an index",
             Change::Incompatible => "incompatible",
         };
         write!(f, "{label}: {}", self.what)
@@ -524,14 +538,14 @@ fn indexes(stored: &Definition, code: &Definition, push: &mut impl FnMut(Change,
     for (field, kind) in &code.indexes {
         match stored.index(field) {
             None => push(
-                Change::Build,
+                Change::NeedsBuild,
                 format!(
                     "index `{field}` ({}) is new: stored entities are indexed by `schema apply`",
                     kind_name(*kind)
                 ),
             ),
             Some(old) if old != *kind => push(
-                Change::Build,
+                Change::NeedsBuild,
                 format!(
                     "index `{field}` changes from {} to {}: `schema apply` deletes its keys and \
                      indexes stored entities again",
@@ -545,7 +559,7 @@ fn indexes(stored: &Definition, code: &Definition, push: &mut impl FnMut(Change,
     for (field, kind) in &stored.indexes {
         if code.index(field).is_none() {
             push(
-                Change::Drop,
+                Change::DropsIndex,
                 format!(
                     "index `{field}` ({}) is gone: `schema apply` deletes its keys",
                     kind_name(*kind)
@@ -591,12 +605,12 @@ mod tests {
         ] {
             assert_eq!(
                 fingerprint(desc),
-                fnv(&describe(desc)),
+                fnv(&describe_desc(desc)),
                 "{}",
                 desc.type_name
             );
             assert_eq!(
-                Definition::parse(&describe(desc)),
+                Definition::parse(&describe_desc(desc)),
                 Some(Definition::of(desc))
             );
         }
@@ -605,7 +619,7 @@ mod tests {
 
     #[test]
     fn the_text_names_every_part() {
-        let text = describe(&fixtures::USER);
+        let text = describe_desc(&fixtures::USER);
         assert!(
             text.starts_with("layout hash\nkey user:{<id>}\npk id numeric\n"),
             "{text}"
@@ -644,18 +658,18 @@ mod tests {
         });
         assert_eq!(changes(&user, &required), [Change::Incompatible]);
         let indexed = with(user.clone(), |d| {
-            d.indexes.push(("email".into(), IndexKind::Equality))
+            d.indexes.push(("zone".into(), IndexKind::Equality))
         });
         let found = diff(&user, &indexed, false);
-        assert_eq!(found[0].change, Change::Build);
+        assert_eq!(found[0].change, Change::NeedsBuild);
         assert!(
-            found[0].what.contains("index `email` (equality) is new"),
+            found[0].what.contains("index `zone` (equality) is new"),
             "{}",
             found[0]
         );
-        assert_eq!(changes(&indexed, &user), [Change::Drop]);
+        assert_eq!(changes(&indexed, &user), [Change::DropsIndex]);
         let rekinded = with(user.clone(), |d| d.indexes[1].1 = IndexKind::Unique);
-        assert_eq!(changes(&user, &rekinded), [Change::Build]);
+        assert_eq!(changes(&user, &rekinded), [Change::NeedsBuild]);
         let json = with(user.clone(), |d| d.layout = "json".into());
         assert_eq!(changes(&user, &json), [Change::Incompatible]);
         let sharded = with(user.clone(), |d| d.shards = 8);

@@ -199,6 +199,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         report: &Report,
         mut progress: impl FnMut(&Progress) + Send,
     ) -> Result<Repaired> {
+        // A repair brings the stored data to the code's definition: that
+        // definition becomes the keyspace's, fitting or not.
+        self.adopt_forced(E::DESC).await?;
         let plan = verify::repairs(E::DESC, &self.ns, report);
         let total = plan.writes.len()
             + plan.removals.len()
@@ -473,6 +476,18 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
         &self,
         mut progress: impl FnMut(&Progress) + Send,
     ) -> Result<usize> {
+        // The code's definition becomes the keyspace's, fitting or not (a
+        // reindex is what moves entities into index shards); indexes it
+        // builds are built by the walk of `schema apply`, and marked ready.
+        if self.tracks_schemas() {
+            let applied = self
+                .schema()
+                .apply_as::<E>(crate::store::schema::Adopt::Forced, &mut progress)
+                .await?;
+            if applied.walks > 0 {
+                return Ok(applied.indexed);
+            }
+        }
         let desc = E::DESC;
         let mut members = std::collections::BTreeSet::new();
         let sharded = keyspace::sharded(desc, &self.ns);

@@ -16,7 +16,7 @@
 //! missed is seen, and walked again once it is gone.
 
 use super::record::{Record, Walk};
-use super::{refusal, IndexState, Schema};
+use super::{refusal, Adopt, IndexState, Schema};
 use crate::error::{Error, Result};
 use crate::keyspace;
 use crate::plan::verify::Progress;
@@ -98,6 +98,16 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
     /// to do.
     pub async fn apply_with<E: Entity>(
         &self,
+        progress: impl FnMut(&Progress) + Send,
+    ) -> Result<Applied> {
+        self.apply_as::<E>(Adopt::Known, progress).await
+    }
+
+    /// [`apply_with`](Self::apply_with), the definition made the
+    /// keyspace's as `how` says.
+    pub(crate) async fn apply_as<E: Entity>(
+        &self,
+        how: Adopt,
         mut progress: impl FnMut(&Progress) + Send,
     ) -> Result<Applied> {
         let store = self.store;
@@ -105,7 +115,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
         let ours = fingerprint_text(fingerprint(desc));
         let mut applied = Applied::default();
         loop {
-            let (rec, known) = store.announce(desc, true).await?;
+            let (rec, known) = store.announce(desc, how).await?;
             if let Some(words) = &known.refused {
                 return Err(refusal(desc, words));
             }
@@ -215,7 +225,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
                     applied.built = building.iter().map(|(f, _)| (*f).to_owned()).collect();
                     applied.dropped = deleting.into_iter().map(|(f, _)| f).collect();
                     // Queries of this store see the new states at once.
-                    store.announce(desc, false).await?;
+                    store.announce(desc, Adopt::New).await?;
                     return Ok(applied);
                 }
                 // "wait": a process of an older definition wrote during

@@ -31,9 +31,9 @@ pub use record::IndexState;
 use crate::error::{Error, Result};
 use crate::keyspace;
 use crate::schema::definition::{
-    describe, diff, fingerprint, fingerprint_text, kind_name, Change, Definition, Difference,
+    describe_desc, diff, fingerprint, fingerprint_text, kind_name, Change, Definition, Difference,
 };
-use crate::schema::entity::{Entity, EntityDesc, IndexKind};
+use crate::schema::entity::{Entity, EntityDesc};
 use crate::schema::escape::KeyLayout;
 use crate::script::{self, args::SchemaMode, args::SchemaStep};
 use crate::store::Store;
@@ -48,6 +48,19 @@ use std::time::{Duration, Instant};
 /// for the processes of an older definition to be gone.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
 
+/// Which definitions an announcement makes the keyspace's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Adopt {
+    /// One the record has not met, if it fits (a write).
+    New,
+    /// Also one it met, older than the current one, if it fits: `schema
+    /// apply` of a rolled-back deploy.
+    Known,
+    /// Any, fitting or not: an operator's `reindex` or `repair`, which
+    /// bring the stored data to the code's definition.
+    Forced,
+}
+
 /// What a store knows of one type's record.
 #[derive(Debug, Clone)]
 struct Known {
@@ -61,12 +74,31 @@ struct Known {
     refused: Option<Vec<String>>,
 }
 
-/// The schema records a store has read, per type (shared by its clones).
+/// The schema records a store has read, per definition (shared by its
+/// clones).
 #[derive(Debug, Clone)]
 pub(crate) struct Tracking {
     heartbeat: Duration,
     partial: bool,
-    types: Arc<Mutex<HashMap<usize, Known>>>,
+    types: Arc<Mutex<Types>>,
+}
+
+/// What a store knows, by fingerprint; and the fingerprint of each
+/// description it met, by address (a description may have more than one:
+/// a constant is copied where it is used), so that a write hashes nothing.
+#[derive(Debug, Default)]
+struct Types {
+    known: HashMap<u64, Known>,
+    fingerprints: HashMap<usize, u64>,
+}
+
+impl Types {
+    fn fingerprint(&mut self, desc: &EntityDesc) -> u64 {
+        *self
+            .fingerprints
+            .entry(crate::seen::Seen::id(desc))
+            .or_insert_with(|| fingerprint(desc))
+    }
 }
 
 impl Default for Tracking {
@@ -90,18 +122,15 @@ impl Tracking {
 
     fn known(&self, desc: &EntityDesc) -> Option<Known> {
         // Nothing panics while holding the lock; a poisoned map is intact.
-        self.types
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&crate::seen::Seen::id(desc))
-            .cloned()
+        let mut types = self.types.lock().unwrap_or_else(|e| e.into_inner());
+        let fp = types.fingerprint(desc);
+        types.known.get(&fp).cloned()
     }
 
     fn remember(&self, desc: &EntityDesc, known: Known) {
-        self.types
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(crate::seen::Seen::id(desc), known);
+        let mut types = self.types.lock().unwrap_or_else(|e| e.into_inner());
+        let fp = types.fingerprint(desc);
+        types.known.insert(fp, known);
     }
 }
 
@@ -206,6 +235,20 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Schema { store: self }
     }
 
+    /// True when the store tracks schema records (`with_layout_check`).
+    pub(crate) fn tracks_schemas(&self) -> bool {
+        self.schema.is_some()
+    }
+
+    /// Makes `desc`'s definition the keyspace's whether or not it fits the
+    /// stored data (a repair or reindex brings the data to it).
+    pub(crate) async fn adopt_forced(&self, desc: &'static EntityDesc) -> Result<()> {
+        if self.tracks_schemas() {
+            self.announce(desc, Adopt::Forced).await?;
+        }
+        Ok(())
+    }
+
     /// Before a write of `desc`: the store's definition is announced (once
     /// per half heartbeat) and may write.
     pub(crate) async fn schema_write_check(&self, desc: &'static EntityDesc) -> Result<()> {
@@ -220,7 +263,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 };
             }
         }
-        let known = self.announce(desc, false).await?.1;
+        let known = self.announce(desc, Adopt::New).await?.1;
         match &known.refused {
             Some(words) => Err(refusal(desc, words)),
             None => Ok(()),
@@ -283,28 +326,32 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             mode,
         }
         .call();
-        let reply: Vec<String> = script::invoke(&mut self.connection(), self.sent(), &call)
-            .await
-            .map_err(|e| Error::redis(&key, e))?;
+        // Retried as the write it comes before is: announcing twice is
+        // announcing once, and an adoption that was applied is found.
+        let reply: Vec<String> = self
+            .retrying(|| async {
+                script::invoke(&mut self.connection(), self.sent(), &call)
+                    .await
+                    .map_err(|e| Error::redis(&key, e))
+            })
+            .await?;
         Record::from_reply(&key, reply)
     }
 
     /// Announces the store's definition of `desc` to its record: recorded
-    /// if the type has none, adopted if the record has not met it and it
-    /// fits (`adopt_known` also adopts a definition the record met, older
-    /// than the current one: `schema apply` of a rolled-back deploy).
-    /// Returns the record and what the store now knows.
+    /// if the type has none, made the keyspace's as `how` says. Returns the
+    /// record and what the store now knows.
     async fn announce(
         &self,
         desc: &'static EntityDesc,
-        adopt_known: bool,
+        how: Adopt,
     ) -> Result<(Record, Known)> {
         let Some(t) = &self.schema else {
             return Err(Error::InvalidQuery {
                 reason: "this store does not track schemas (made with `Store::new`; use `with_layout_check`)".into(),
             });
         };
-        let text = describe(desc);
+        let text = describe_desc(desc);
         let ours = fingerprint_text(fingerprint(desc));
         let heartbeat_ms = t.heartbeat.as_millis() as u64;
         let sent = Instant::now();
@@ -320,7 +367,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .await?;
         let mut refused = None;
         for _ in 0..8 {
-            let adopt = rec.status == "new" || (adopt_known && rec.current() != Some(&ours));
+            let adopt = rec.status == "new" || (how != Adopt::New && rec.current() != Some(&ours));
             if !adopt {
                 break;
             }
@@ -339,7 +386,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 .filter(|d| d.change == Change::Incompatible)
                 .map(|d| d.what.clone())
                 .collect();
-            if !bad.is_empty() {
+            if !bad.is_empty() && how != Adopt::Forced {
                 refused = Some(bad);
                 break;
             }
@@ -503,8 +550,9 @@ pub struct SchemaStatus {
     /// Every definition the record met, oldest first: fingerprint, and
     /// whether a process running it may still write.
     pub definitions: Vec<(String, bool)>,
-    /// Each index the record names: field, kind, state.
-    pub indexes: Vec<(String, IndexKind, IndexState)>,
+    /// Each index the record names: field, kind (`equality`, `unique`,
+    /// `tags`, `prefix`, `sorted`), state.
+    pub indexes: Vec<(String, &'static str, IndexState)>,
     /// Stored entities indexed by the walk under way, if one is.
     pub walked: Option<u64>,
 }
@@ -522,12 +570,7 @@ impl std::fmt::Display for SchemaStatus {
             }
         }
         for (field, kind, state) in &self.indexes {
-            writeln!(
-                f,
-                "  index {field} ({}): {}",
-                kind_name(*kind),
-                state.name()
-            )?;
+            writeln!(f, "  index {field} ({kind}): {}", state.name())?;
         }
         if let Some(w) = self.walked {
             writeln!(f, "  apply under way: {w} entities indexed")?;
@@ -606,7 +649,11 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
                 .into_iter()
                 .map(|(fp, _, seen)| (fp, seen >= now))
                 .collect(),
-            indexes: rec.indexes(),
+            indexes: rec
+                .indexes()
+                .into_iter()
+                .map(|(f, k, s)| (f, kind_name(k), s))
+                .collect(),
             walked: rec.walk().map(|w| w.walked),
         })
     }
