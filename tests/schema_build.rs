@@ -14,13 +14,15 @@ use std::sync::Arc;
 use std::time::Duration;
 use support::RedisServer;
 
-/// The deployed definition.
+/// The deployed definition: its tags stored as a tag list, not yet
+/// indexed (`#[redis(tags)]`).
 mod before {
     #[derive(redis_entity::RedisEntity, Debug, Clone, PartialEq)]
     #[redis(prefix = "post")]
     pub struct Post {
         #[pk]
         pub id: u64,
+        #[redis(tags)]
         pub tags: Vec<String>,
         pub score: i64,
     }
@@ -44,7 +46,9 @@ const N: u64 = 100_000;
 const AOF: [&str; 4] = ["--appendonly", "yes", "--appendfsync", "always"];
 
 fn tags_of(n: u64) -> Vec<String> {
-    (0..(n % 3) + 1).map(|k| format!("t{}", (n + k) % 7)).collect()
+    (0..(n % 3) + 1)
+        .map(|k| format!("t{}", (n + k) % 7))
+        .collect()
 }
 
 fn post(id: u64, n: u64) -> after::Post {
@@ -180,12 +184,11 @@ async fn a_build_under_load_survives_killing_the_applier_and_the_server() {
     for _ in 0..5 {
         pages.recv().await.expect("a page of the resumed walk");
     }
-    tokio::task::spawn_blocking(move || {
+    server = tokio::task::spawn_blocking(move || {
         server.restart_with(&AOF);
         server
     })
     .await
-    .map(|s| server = s)
     .unwrap();
     // The apply under way failed with the connection, or rode it out.
     let _ = run.await.unwrap();

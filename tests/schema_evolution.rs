@@ -186,11 +186,9 @@ async fn an_index_added_to_a_deployed_type_is_refused_until_apply_builds_it() {
     assert_eq!(found, [new_item(100)], "only what was written since");
     let status = new.schema().status::<v2::Item>().await.unwrap();
     assert!(
-        status.indexes.contains(&(
-            "color".into(),
-            "equality",
-            IndexState::Building
-        )),
+        status
+            .indexes
+            .contains(&("color".into(), "equality", IndexState::Building)),
         "{status}"
     );
     // The old definition still writes while the index builds.

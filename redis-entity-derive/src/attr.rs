@@ -78,6 +78,7 @@ pub struct FieldAttrs {
     pub skip: Option<Spanned<()>>,
     pub default: Option<Spanned<()>>,
     pub json: Option<Spanned<()>>,
+    pub tags: Option<Spanned<()>>,
     pub ttl: Option<Spanned<u64>>,
     pub pad: Option<Spanned<u64>>,
 }
@@ -313,6 +314,7 @@ fn field_redis(cx: &Ctxt, f: &mut FieldAttrs, meta: &ParseNestedMeta) -> syn::Re
         "skip" => set_once(cx, &mut f.skip, (), tokens, "skip"),
         "default" => set_once(cx, &mut f.default, (), tokens, "default"),
         "json" => set_once(cx, &mut f.json, (), tokens, "json"),
+        "tags" => set_once(cx, &mut f.tags, (), tokens, "tags"),
         "ttl" => {
             let (v, lit) = lit_u64(meta)?;
             set_once(cx, &mut f.ttl, v, lit.to_token_stream(), "ttl");
@@ -324,7 +326,7 @@ fn field_redis(cx: &Ctxt, f: &mut FieldAttrs, meta: &ParseNestedMeta) -> syn::Re
         other => {
             cx.error_spanned_by(
                 tokens,
-                format!("unknown attribute `{other}` in `#[redis(...)]` on a field: expected rename, skip, default, json, ttl or pad"),
+                format!("unknown attribute `{other}` in `#[redis(...)]` on a field: expected rename, skip, default, json, tags, ttl or pad"),
             );
             skip_value(meta)?;
         }

@@ -233,6 +233,19 @@ fn map_or_collection_says_how_it_is_stored(e: &Entity, f: &Field, cx: &Ctxt) {
         return;
     };
     let a = &f.attrs;
+    if let Some(t) = &a.tags {
+        if !types::is_collection(f.ty) || types::option_inner(f.ty).is_some() {
+            cx.error_spanned_by(
+                &t.tokens,
+                "`tags` stores a collection (`Vec`, a set) as a tag list",
+            );
+        } else if a.json.is_some() || e.layout == Layout::Json {
+            cx.error_spanned_by(
+                &t.tokens,
+                "`tags` cannot be combined with `json`: a tag list is not a JSON value",
+            );
+        }
+    }
     if a.json.is_some() || e.layout == Layout::Json {
         return;
     }
@@ -241,8 +254,8 @@ fn map_or_collection_says_how_it_is_stored(e: &Entity, f: &Field, cx: &Ctxt) {
             f.ty,
             "a map field needs `#[hash]` (its own Redis hash) or `#[redis(json)]` (one JSON value)",
         );
-    } else if types::is_collection(f.ty) && a.index.is_none() {
-        cx.error_spanned_by(f.ty, "a collection field needs `#[redis(json)]` to be stored as one JSON value, or `#[index]` to become a tag relation");
+    } else if types::is_collection(f.ty) && a.index.is_none() && a.tags.is_none() {
+        cx.error_spanned_by(f.ty, "a collection field needs `#[redis(json)]` to be stored as one JSON value, `#[index]` to become a tag relation, or `#[redis(tags)]` to be stored as a tag list without an index (yet)");
     }
 }
 

@@ -204,7 +204,12 @@ fn column_desc(f: &Field, c: &Column, re: &TokenStream) -> TokenStream {
     let ty = lit(&crate::types::display(f.ty));
     let optional = c.optional;
     let ttl = option(re, c.ttl);
-    quote!(#re::ColumnDesc { name: #name, rust_type: #ty, optional: #optional, ttl: #ttl })
+    let form = match c.codec {
+        Codec::Plain | Codec::Optional => quote!(#re::ColumnForm::Text),
+        Codec::Json | Codec::JsonOptional => quote!(#re::ColumnForm::Json),
+        Codec::TagList => quote!(#re::ColumnForm::Tags),
+    };
+    quote!(#re::ColumnDesc { name: #name, rust_type: #ty, optional: #optional, ttl: #ttl, form: #form })
 }
 
 fn map_desc(f: &Field, re: &TokenStream) -> TokenStream {

@@ -290,7 +290,9 @@ fn column<'a>(attrs: &FieldAttrs, ty: &'a Type, layout: Layout) -> Column<'a> {
     let json = attrs.json.is_some() || layout == Layout::Json;
     // An index on a collection stored as text is a tag relation: the
     // collection is stored as a tag list and indexed element by element.
-    let tags = attrs.index.is_some() && types::is_collection(ty) && !json;
+    // `#[redis(tags)]` stores it so without an index, which one can then
+    // be added to without changing what is stored.
+    let tags = (attrs.index.is_some() || attrs.tags.is_some()) && types::is_collection(ty) && !json;
     let codec = match (tags, json, option) {
         (true, _, _) => Codec::TagList,
         (false, false, false) => Codec::Plain,

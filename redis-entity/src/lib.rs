@@ -284,8 +284,8 @@ pub mod __private {
         PkPart, Plain, TagList,
     };
     pub use crate::schema::entity::{
-        ColumnDesc, Derived, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout,
-        MapDesc, Row, DEFAULT_SHARDS,
+        ColumnDesc, ColumnForm, Derived, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource,
+        Layout, MapDesc, Row, DEFAULT_SHARDS,
     };
     pub use crate::schema::escape::{unescape_with, KeyPart, PaddedKeyPart};
     pub use crate::schema::field::{

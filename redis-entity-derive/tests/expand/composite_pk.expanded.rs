@@ -40,6 +40,7 @@ const _: () = {
                     rust_type: "u8",
                     optional: false,
                     ttl: ::re::__private::core::option::Option::None,
+                    form: ::re::__private::ColumnForm::Text,
                 },
             ],
             maps: &[],

@@ -32,12 +32,14 @@ const _: () = {
                     rust_type: "String",
                     optional: false,
                     ttl: ::redis_entity::__private::core::option::Option::None,
+                    form: ::redis_entity::__private::ColumnForm::Text,
                 },
                 ::redis_entity::__private::ColumnDesc {
                     name: "code",
                     rust_type: "Option<String>",
                     optional: true,
                     ttl: ::redis_entity::__private::core::option::Option::Some(60u64),
+                    form: ::redis_entity::__private::ColumnForm::Text,
                 },
             ],
             maps: &[

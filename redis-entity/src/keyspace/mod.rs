@@ -376,7 +376,12 @@ pub(crate) fn ids_key(desc: &EntityDesc, ns: &Namespace) -> String {
 /// group or not) finds the one record.
 pub(crate) fn schema_key(desc: &EntityDesc, ns: &Namespace) -> String {
     if ns.layout() == KeyLayout::Cluster {
-        format!("{}{{{}:0}}:{}@schema", ns.as_str(), desc.prefix, desc.key_head)
+        format!(
+            "{}{{{}:0}}:{}@schema",
+            ns.as_str(),
+            desc.prefix,
+            desc.key_head
+        )
     } else {
         format!("{}{}@schema", ns.as_str(), desc.key_head)
     }
@@ -665,12 +670,14 @@ mod tests {
             rust_type: "String",
             optional: false,
             ttl: None,
+            form: crate::schema::entity::ColumnForm::Text,
         },
         ColumnDesc {
             name: "code",
             rust_type: "Option<String>",
             optional: true,
             ttl: Some(60),
+            form: crate::schema::entity::ColumnForm::Text,
         },
     ];
     const IDX: &[IndexDesc] = &[IndexDesc {
@@ -959,6 +966,7 @@ mod tests {
             rust_type: "Option<String>",
             optional: true,
             ttl: None,
+            form: crate::schema::entity::ColumnForm::Text,
         }];
         let d = EntityDesc {
             columns: OPTIONAL,

@@ -23,7 +23,7 @@
 //! ([`crate::Entity`]'s `SCHEMA`): a store compares it with the recorded
 //! one without building the text.
 
-use crate::schema::entity::{EntityDesc, IndexKind};
+use crate::schema::entity::{ColumnForm, EntityDesc, IndexKind};
 use std::fmt::Write as _;
 
 /// The readable text of `E`'s definition (see the module docs).
@@ -58,6 +58,9 @@ pub(crate) fn describe_desc(desc: &EntityDesc) -> String {
         }
         if let Some(ttl) = c.ttl {
             let _ = write!(s, " ttl={ttl}");
+        }
+        if c.form != ColumnForm::Text {
+            let _ = write!(s, " {}", c.form.name());
         }
         let _ = writeln!(s, " : {}", c.rust_type);
     }
@@ -175,6 +178,10 @@ pub const fn fingerprint(desc: &EntityDesc) -> u64 {
             h = feed_str(h, " ttl=");
             h = feed_number(h, ttl);
         }
+        if !matches!(c.form, ColumnForm::Text) {
+            h = feed_str(h, " ");
+            h = feed_str(h, c.form.name());
+        }
         h = feed_str(h, " : ");
         h = feed_str(h, c.rust_type);
         h = feed_str(h, "\n");
@@ -235,6 +242,8 @@ pub struct Column {
     pub optional: bool,
     /// Per-column expiry in seconds.
     pub ttl: Option<u64>,
+    /// How the value is written: `text`, `json` or `tags`.
+    pub form: String,
 }
 
 /// A definition read back from its text: what [`diff`] compares.
@@ -287,11 +296,13 @@ impl Definition {
                         rust_type: rust_type.to_owned(),
                         optional: false,
                         ttl: None,
+                        form: "text".into(),
                     };
                     for p in parts {
                         match p.strip_prefix("ttl=") {
                             Some(n) => c.ttl = Some(n.parse().ok()?),
                             None if p == "optional" => c.optional = true,
+                            None if p == "json" || p == "tags" => c.form = p.to_owned(),
                             None => return None,
                         }
                     }
@@ -488,6 +499,16 @@ fn columns(stored: &Definition, code: &Definition, push: &mut impl FnMut(Change,
                 ),
             ),
             Some(s) => {
+                if s.form != c.form {
+                    push(
+                        Change::Incompatible,
+                        format!(
+                            "field `{}` changes its stored form from {} to {}: stored values do \
+                             not decode; move them with `migrate`",
+                            c.name, s.form, c.form
+                        ),
+                    );
+                }
                 if s.rust_type != c.rust_type {
                     push(
                         Change::Compatible,
@@ -627,6 +648,10 @@ mod tests {
         assert!(text.contains("column email optional : String\n"), "{text}");
         assert!(text.contains("index username unique\n"), "{text}");
         assert!(text.contains("version version\n"), "{text}");
+        assert!(
+            text.contains("column tags optional tags : String\n"),
+            "{text}"
+        );
     }
 
     fn with(mut d: Definition, f: impl FnOnce(&mut Definition)) -> Definition {
@@ -648,6 +673,7 @@ mod tests {
                 rust_type: "Option<String>".into(),
                 optional: true,
                 ttl: None,
+                form: "text".into(),
             })
         });
         assert_eq!(changes(&user, &new_optional), [Change::Compatible]);
@@ -670,6 +696,8 @@ mod tests {
         assert_eq!(changes(&indexed, &user), [Change::DropsIndex]);
         let rekinded = with(user.clone(), |d| d.indexes[1].1 = IndexKind::Unique);
         assert_eq!(changes(&user, &rekinded), [Change::NeedsBuild]);
+        let reformed = with(user.clone(), |d| d.columns[0].form = "json".into());
+        assert_eq!(changes(&user, &reformed), [Change::Incompatible]);
         let json = with(user.clone(), |d| d.layout = "json".into());
         assert_eq!(changes(&user, &json), [Change::Incompatible]);
         let sharded = with(user.clone(), |d| d.shards = 8);

@@ -39,6 +39,31 @@ pub struct ColumnDesc {
     pub optional: bool,
     /// Per-column expiry in seconds (`strings` layout only).
     pub ttl: Option<u64>,
+    /// How the value is written in Redis.
+    pub form: ColumnForm,
+}
+
+/// How a column's value is written in Redis: what a definition records
+/// of its encoding, besides its Rust type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ColumnForm {
+    /// The value's text (numbers in decimal, strings as they are).
+    Text,
+    /// One JSON value (`#[redis(json)]`, or the `json` layout).
+    Json,
+    /// A tag list (`#[index]` or `#[redis(tags)]` on a collection).
+    Tags,
+}
+
+impl ColumnForm {
+    /// The form's name in a definition.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ColumnForm::Text => "text",
+            ColumnForm::Json => "json",
+            ColumnForm::Tags => "tags",
+        }
+    }
 }
 
 /// A `#[hash]` field: a map kept in its own hash at `<entity key>:<name>`.

@@ -2,7 +2,7 @@
 //! the way the derive writes them.
 
 use crate::schema::entity::{
-    ColumnDesc, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, MapDesc, Row,
+    ColumnDesc, ColumnForm, EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, MapDesc, Row,
 };
 
 /// The score of a number stored as text (what `SortScore::score_of` does
@@ -17,6 +17,7 @@ const fn col(name: &'static str, optional: bool, ttl: Option<u64>) -> ColumnDesc
         rust_type: "String",
         optional,
         ttl,
+        form: ColumnForm::Text,
     }
 }
 
@@ -55,7 +56,10 @@ pub(crate) static USER: EntityDesc = EntityDesc {
         col("rating", false, None),
         col("email", true, None),
         col("version", false, None),
-        col("tags", true, None),
+        ColumnDesc {
+            form: ColumnForm::Tags,
+            ..col("tags", true, None)
+        },
     ],
     maps: &[MapDesc {
         name: "prefs",

@@ -503,12 +503,14 @@ mod tests {
             rust_type: "Option<String>",
             optional: true,
             ttl: None,
+            form: crate::schema::entity::ColumnForm::Text,
         }];
         const WITH_TTL: &[ColumnDesc] = &[ColumnDesc {
             name: "code",
             rust_type: "String",
             optional: false,
             ttl: Some(5),
+            form: crate::schema::entity::ColumnForm::Text,
         }];
         assert_eq!(marker(&USER), "none");
         assert_eq!(marker(&SESSION), "none");

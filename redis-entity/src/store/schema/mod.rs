@@ -341,11 +341,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Announces the store's definition of `desc` to its record: recorded
     /// if the type has none, made the keyspace's as `how` says. Returns the
     /// record and what the store now knows.
-    async fn announce(
-        &self,
-        desc: &'static EntityDesc,
-        how: Adopt,
-    ) -> Result<(Record, Known)> {
+    async fn announce(&self, desc: &'static EntityDesc, how: Adopt) -> Result<(Record, Known)> {
         let Some(t) = &self.schema else {
             return Err(Error::InvalidQuery {
                 reason: "this store does not track schemas (made with `Store::new`; use `with_layout_check`)".into(),
