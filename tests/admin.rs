@@ -31,6 +31,29 @@ struct User {
     country: String,
 }
 
+/// A deployed type with a sorted index, and its next definition, which
+/// adds an equality index on `topic`.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "note")]
+struct NoteV1 {
+    #[pk]
+    id: u64,
+    topic: String,
+    #[index(sorted)]
+    rank: i64,
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "note")]
+struct Note {
+    #[pk]
+    id: u64,
+    #[index]
+    topic: String,
+    #[index(sorted)]
+    rank: i64,
+}
+
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(prefix = "book")]
 struct Book {
@@ -88,6 +111,54 @@ async fn reindex_after_an_index_was_added() {
         .await
         .unwrap()
         .is_clean());
+}
+
+#[tokio::test]
+async fn the_schema_commands_plan_apply_and_show_a_build() {
+    let server = Target::start();
+    let store = server
+        .store()
+        .await
+        .with_schema_heartbeat(Duration::from_millis(200));
+    let notes: Vec<NoteV1> = (1..=10)
+        .map(|id| NoteV1 {
+            id,
+            topic: ["rust", "redis"][(id % 2) as usize].into(),
+            rank: id as i64,
+        })
+        .collect();
+    store.save_all(&notes).await.unwrap();
+    let admin = Admin::new(store.clone()).register::<Note>().unwrap();
+
+    let plan = admin.run(&args("schema plan Note")).await.unwrap();
+    assert!(
+        plan.contains("needs a build: index `topic` (equality) is new"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("apply builds topic: walks 10 stored entities"),
+        "{plan}"
+    );
+    let applied = admin.run(&args("schema apply Note")).await.unwrap();
+    assert_eq!(
+        applied,
+        "Note: built topic; 10 entities indexed in 1 walk\n"
+    );
+    assert_eq!(store.find(Note::TOPIC, "rust").await.unwrap().len(), 5);
+    let status = admin.run(&args("schema status --json Note")).await.unwrap();
+    let status: serde_json::Value = serde_json::from_str(status.trim()).unwrap();
+    let states: Vec<(&str, &str)> = status["indexes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["field"].as_str().unwrap(), i["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(states, [("rank", "ready"), ("topic", "ready")]);
+    assert_eq!(
+        admin.run(&args("schema apply Note")).await.unwrap(),
+        "Note: nothing to apply\n"
+    );
+    assert!(admin.run(&args("schema frobnicate")).await.is_err());
 }
 
 #[tokio::test]

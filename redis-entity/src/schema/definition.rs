@@ -362,15 +362,22 @@ pub struct Difference {
     pub what: String,
 }
 
-impl std::fmt::Display for Difference {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let label = match self.change {
+impl Change {
+    /// The class in words (`compatible`, `needs a build`, `drops an
+    /// index`, `incompatible`).
+    pub fn label(self) -> &'static str {
+        match self {
             Change::Compatible => "compatible",
             Change::NeedsBuild => "needs a build",
             Change::DropsIndex => "drops an index",
             Change::Incompatible => "incompatible",
-        };
-        write!(f, "{label}: {}", self.what)
+        }
+    }
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.change.label(), self.what)
     }
 }
 

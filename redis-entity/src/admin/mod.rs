@@ -16,7 +16,9 @@
 //! ```
 //!
 //! Commands: `layouts`, `verify [--repair] [TYPE...]`, `reindex [TYPE...]`
-//! (after an index was added: every stored entity is indexed again),
+//! (every stored entity is indexed again), `schema plan|apply|status
+//! [TYPE...]` (see [`Schema`](crate::evolution::Schema): what applying the
+//! code's definitions would do, doing it, the state of each index),
 //! `sweep [--budget N] [TYPE...]`, `relayout --to URL[,URL...] [TYPE...]`
 //! (every stored entity copied into the keyspace at `URL`, one server, or
 //! the Redis Cluster of the node URLs given, in that keyspace's key
@@ -39,6 +41,8 @@ use crate::store::Store;
 use redis::aio::ConnectionLike;
 use std::future::Future;
 use std::pin::Pin;
+
+mod schema;
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -68,6 +72,7 @@ struct Ops<C> {
     sweep: for<'a> fn(&'a Store<C>, usize) -> BoxFuture<'a, Result<usize>>,
     relayout: Relayout<C>,
     compare: Compare<C>,
+    schema: schema::Ops<C>,
 }
 
 /// Draws a progress bar for one operation of one type on stderr (nothing
@@ -150,6 +155,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
             sweep: |s, budget| Box::pin(s.sweep::<E>(budget)),
             relayout: |s, to, p| Box::pin(s.relayout::<E, AnyConnection>(to, 0, 500, p)),
             compare: |s, to| Box::pin(s.relayout_compare::<E, AnyConnection>(to, 500)),
+            schema: schema::Ops::of::<E>(),
         });
         Ok(self)
     }
@@ -194,7 +200,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
     }
 
     /// The commands by name; any other prints the help.
-    fn commands() -> [(&'static str, Command<C>); 5] {
+    fn commands() -> [(&'static str, Command<C>); 6] {
         [
             ("layouts", |a, f, out| {
                 a.layouts(f.json, out);
@@ -204,6 +210,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
             ("reindex", |a, f, out| Box::pin(a.reindex_types(f, out))),
             ("sweep", |a, f, out| Box::pin(a.sweep_types(f, out))),
             ("relayout", |a, f, out| Box::pin(a.relayout_types(f, out))),
+            ("schema", |a, f, out| Box::pin(a.schema_types(f, out))),
         ]
     }
 
@@ -303,7 +310,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
     fn help(&self, out: &mut String) {
         use std::fmt::Write;
         out.push_str(
-            "commands: layouts | verify [--repair] [TYPE...] | reindex [TYPE...] | sweep [--budget N] [TYPE...] | relayout --to URL[,URL...] [TYPE...]; add --json for JSON lines\n",
+            "commands: layouts | verify [--repair] [TYPE...] | reindex [TYPE...] | schema plan|apply|status [TYPE...] | sweep [--budget N] [TYPE...] | relayout --to URL[,URL...] [TYPE...]; add --json for JSON lines\n",
         );
         let names: Vec<&str> = self.types.iter().map(|t| t.name).collect();
         let _ = writeln!(out, "types: {}", names.join(", "));
