@@ -81,6 +81,20 @@ mod v5 {
     }
 }
 
+/// `color` stored as `colour` from now on (`alias`: the old name).
+mod v6 {
+    #[derive(redis_entity::RedisEntity, Debug, Clone, PartialEq)]
+    #[redis(prefix = "item")]
+    pub struct Item {
+        #[pk]
+        pub id: u64,
+        #[redis(alias = "color")]
+        pub colour: String,
+        #[index(sorted)]
+        pub size: i64,
+    }
+}
+
 const COLORS: [&str; 3] = ["red", "green", "blue"];
 
 /// A store announcing its definitions for 300 ms at a time, so that an
@@ -434,4 +448,66 @@ async fn an_interrupted_apply_resumes() {
         .map(|i| i.id)
         .collect();
     assert_eq!(ids.len(), 5000 / 3 + 1);
+}
+
+#[tokio::test]
+async fn a_renamed_field_reads_through_its_alias_and_apply_rewrites_it() {
+    let target = Target::start();
+    let old = store(&target).await;
+    for id in 0..20 {
+        old.save(&old_item(id)).await.unwrap();
+    }
+    let new = store(&target).await;
+    // Old records read through the alias, before anything is rewritten.
+    let read = new.get::<v6::Item>(4).await.unwrap().unwrap();
+    assert_eq!(read.colour, COLORS[4 % 3]);
+    let plan = new.schema().plan::<v6::Item>().await.unwrap();
+    assert_eq!(plan.differences.len(), 1, "{plan}");
+    assert_eq!(plan.differences[0].change, Change::Compatible);
+    assert!(
+        plan.differences[0]
+            .what
+            .contains("`color` is renamed `colour`"),
+        "{plan}"
+    );
+    new.save(&v6::Item {
+        id: 20,
+        colour: "red".into(),
+        size: 20,
+    })
+    .await
+    .unwrap();
+    let applied = new.schema().apply::<v6::Item>().await.unwrap();
+    assert_eq!(applied.renamed, ["color -> colour"]);
+    let key = new.keys().of::<v6::Item>(4).base;
+    let mut c = target.conn();
+    let fields: std::collections::BTreeMap<String, String> =
+        redis::cmd("HGETALL").arg(&key).query(&mut c).unwrap();
+    assert_eq!(
+        fields.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["colour", "size"],
+        "the old field is rewritten under its new name"
+    );
+    for id in 0..=20u64 {
+        let item = new.get::<v6::Item>(id).await.unwrap().unwrap();
+        let want = if id == 20 {
+            "red"
+        } else {
+            COLORS[id as usize % 3]
+        };
+        assert_eq!(item.colour, want);
+    }
+    let report = new.maintenance::<v6::Item>().verify().await.unwrap();
+    assert!(report.is_clean(), "{report}");
+    // The old definition would write `color` again: refused.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    match old.save(&old_item(1)).await {
+        Err(Error::SchemaMismatch { differences, .. }) => {
+            assert!(
+                differences[0].contains("renamed `colour`"),
+                "{differences:?}"
+            )
+        }
+        other => panic!("expected SchemaMismatch, got {other:?}"),
+    }
 }

@@ -75,6 +75,9 @@ pub struct FieldAttrs {
     pub index: Option<Spanned<IndexArg>>,
     pub version: Option<Spanned<()>>,
     pub rename: Option<Spanned<String>>,
+    /// `alias = "old"`: a stored name the field had before, read when the
+    /// current one is absent (and rewritten by `schema apply`).
+    pub alias: Option<Spanned<String>>,
     pub skip: Option<Spanned<()>>,
     pub default: Option<Spanned<()>>,
     pub json: Option<Spanned<()>>,
@@ -311,6 +314,10 @@ fn field_redis(cx: &Ctxt, f: &mut FieldAttrs, meta: &ParseNestedMeta) -> syn::Re
             let s = lit_str(meta)?;
             set_once(cx, &mut f.rename, s.value(), s.to_token_stream(), "rename");
         }
+        "alias" => {
+            let s = lit_str(meta)?;
+            set_once(cx, &mut f.alias, s.value(), s.to_token_stream(), "alias");
+        }
         "skip" => set_once(cx, &mut f.skip, (), tokens, "skip"),
         "default" => set_once(cx, &mut f.default, (), tokens, "default"),
         "json" => set_once(cx, &mut f.json, (), tokens, "json"),
@@ -326,7 +333,7 @@ fn field_redis(cx: &Ctxt, f: &mut FieldAttrs, meta: &ParseNestedMeta) -> syn::Re
         other => {
             cx.error_spanned_by(
                 tokens,
-                format!("unknown attribute `{other}` in `#[redis(...)]` on a field: expected rename, skip, default, json, tags, ttl or pad"),
+                format!("unknown attribute `{other}` in `#[redis(...)]` on a field: expected rename, alias, skip, default, json, tags, ttl or pad"),
             );
             skip_value(meta)?;
         }

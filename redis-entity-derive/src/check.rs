@@ -37,6 +37,7 @@ const FIELD_RULES: &[FieldRule] = &[
     pad_only_on_pk,
     column_ttl_needs_strings_layout,
     rename_is_a_key_segment,
+    alias_is_an_old_hash_field,
     index_name_is_not_reserved,
     index_fits_type_and_layout,
     version_is_an_integer_column,
@@ -127,6 +128,7 @@ fn skip_stands_alone(_: &Entity, f: &Field, cx: &Ctxt) {
         || a.index.is_some()
         || a.version.is_some()
         || a.rename.is_some()
+        || a.alias.is_some()
         || a.json.is_some()
         || a.ttl.is_some()
         || a.default.is_some();
@@ -158,6 +160,7 @@ fn pk_is_not_a_column(_: &Entity, f: &Field, cx: &Ctxt) {
         (a.hash.as_ref().map(|s| &s.tokens), "#[hash]"),
         (a.version.as_ref().map(|s| &s.tokens), "#[version]"),
         (a.rename.as_ref().map(|s| &s.tokens), "rename"),
+        (a.alias.as_ref().map(|s| &s.tokens), "alias"),
         (a.json.as_ref().map(|s| &s.tokens), "json"),
         (a.ttl.as_ref().map(|s| &s.tokens), "ttl"),
         (a.default.as_ref().map(|s| &s.tokens), "default"),
@@ -285,6 +288,34 @@ fn column_ttl_needs_strings_layout(e: &Entity, f: &Field, cx: &Ctxt) {
     }
     if t.value == 0 {
         cx.error_spanned_by(&t.tokens, "`ttl` must be at least 1 second");
+    }
+}
+
+/// `alias` names the field's stored name of before: a column of the hash
+/// layout only (the other layouts spell it in keys or in JSON, where serde's
+/// own `alias` reads it), and a name no other field is stored as.
+fn alias_is_an_old_hash_field(e: &Entity, f: &Field, cx: &Ctxt) {
+    let Some(a) = &f.attrs.alias else {
+        return;
+    };
+    if matches!(f.role, Role::Pk(_)) {
+        // `pk_is_not_a_column` says it.
+        return;
+    }
+    if !matches!(f.role, Role::Column(_)) {
+        cx.error_spanned_by(&a.tokens, "`alias` names a stored field's old name: use it on a stored field (not a `#[pk]`, `#[hash]` or skipped one)");
+    } else if e.layout != Layout::Hash {
+        cx.error_spanned_by(&a.tokens, "`alias` is for the hash layout: in the strings layout a field's name is part of its key (move the keys with `migrate`), and the json layout reads through serde (`#[serde(alias = ...)]`)");
+    } else if a.value.is_empty() || a.value.starts_with('@') || a.value == f.name {
+        cx.error_spanned_by(&a.tokens, "`alias` must be another name the field was stored as: not empty, not starting with `@`, not its current name");
+    } else if let Some(other) = e.fields.iter().find(|o| o.is_stored() && o.name == a.value) {
+        cx.error_spanned_by(
+            &a.tokens,
+            format!(
+                "`alias` names `{}`, which field `{}` is stored as",
+                a.value, other.ident
+            ),
+        );
     }
 }
 

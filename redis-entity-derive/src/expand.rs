@@ -209,7 +209,8 @@ fn column_desc(f: &Field, c: &Column, re: &TokenStream) -> TokenStream {
         Codec::Json | Codec::JsonOptional => quote!(#re::ColumnForm::Json),
         Codec::TagList => quote!(#re::ColumnForm::Tags),
     };
-    quote!(#re::ColumnDesc { name: #name, rust_type: #ty, optional: #optional, ttl: #ttl, form: #form })
+    let alias = option(re, f.attrs.alias.as_ref().map(|a| lit(&a.value)));
+    quote!(#re::ColumnDesc { name: #name, rust_type: #ty, optional: #optional, ttl: #ttl, form: #form, alias: #alias })
 }
 
 fn map_desc(f: &Field, re: &TokenStream) -> TokenStream {

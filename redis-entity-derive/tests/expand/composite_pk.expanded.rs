@@ -41,6 +41,7 @@ const _: () = {
                     optional: false,
                     ttl: ::re::__private::core::option::Option::None,
                     form: ::re::__private::ColumnForm::Text,
+                    alias: ::re::__private::core::option::Option::None,
                 },
             ],
             maps: &[],

@@ -33,6 +33,7 @@ const _: () = {
                     optional: false,
                     ttl: ::redis_entity::__private::core::option::Option::None,
                     form: ::redis_entity::__private::ColumnForm::Text,
+                    alias: ::redis_entity::__private::core::option::Option::None,
                 },
                 ::redis_entity::__private::ColumnDesc {
                     name: "country",
@@ -40,6 +41,7 @@ const _: () = {
                     optional: false,
                     ttl: ::redis_entity::__private::core::option::Option::None,
                     form: ::redis_entity::__private::ColumnForm::Text,
+                    alias: ::redis_entity::__private::core::option::Option::None,
                 },
                 ::redis_entity::__private::ColumnDesc {
                     name: "level",
@@ -47,6 +49,7 @@ const _: () = {
                     optional: false,
                     ttl: ::redis_entity::__private::core::option::Option::None,
                     form: ::redis_entity::__private::ColumnForm::Text,
+                    alias: ::redis_entity::__private::core::option::Option::None,
                 },
                 ::redis_entity::__private::ColumnDesc {
                     name: "born",
@@ -54,6 +57,7 @@ const _: () = {
                     optional: true,
                     ttl: ::redis_entity::__private::core::option::Option::None,
                     form: ::redis_entity::__private::ColumnForm::Text,
+                    alias: ::redis_entity::__private::core::option::Option::None,
                 },
                 ::redis_entity::__private::ColumnDesc {
                     name: "name",
@@ -61,6 +65,7 @@ const _: () = {
                     optional: false,
                     ttl: ::redis_entity::__private::core::option::Option::None,
                     form: ::redis_entity::__private::ColumnForm::Text,
+                    alias: ::redis_entity::__private::core::option::Option::None,
                 },
                 ::redis_entity::__private::ColumnDesc {
                     name: "tags",
@@ -68,6 +73,7 @@ const _: () = {
                     optional: false,
                     ttl: ::redis_entity::__private::core::option::Option::None,
                     form: ::redis_entity::__private::ColumnForm::Tags,
+                    alias: ::redis_entity::__private::core::option::Option::None,
                 },
                 ::redis_entity::__private::ColumnDesc {
                     name: "mail",
@@ -75,6 +81,7 @@ const _: () = {
                     optional: true,
                     ttl: ::redis_entity::__private::core::option::Option::None,
                     form: ::redis_entity::__private::ColumnForm::Text,
+                    alias: ::redis_entity::__private::core::option::Option::None,
                 },
                 ::redis_entity::__private::ColumnDesc {
                     name: "extra",
@@ -82,6 +89,7 @@ const _: () = {
                     optional: false,
                     ttl: ::redis_entity::__private::core::option::Option::None,
                     form: ::redis_entity::__private::ColumnForm::Json,
+                    alias: ::redis_entity::__private::core::option::Option::None,
                 },
                 ::redis_entity::__private::ColumnDesc {
                     name: "score",
@@ -89,6 +97,7 @@ const _: () = {
                     optional: true,
                     ttl: ::redis_entity::__private::core::option::Option::None,
                     form: ::redis_entity::__private::ColumnForm::Text,
+                    alias: ::redis_entity::__private::core::option::Option::None,
                 },
             ],
             maps: &[

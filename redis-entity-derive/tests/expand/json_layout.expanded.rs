@@ -33,6 +33,7 @@ const _: () = {
                     optional: false,
                     ttl: ::redis_entity::__private::core::option::Option::None,
                     form: ::redis_entity::__private::ColumnForm::Json,
+                    alias: ::redis_entity::__private::core::option::Option::None,
                 },
                 ::redis_entity::__private::ColumnDesc {
                     name: "body",
@@ -40,6 +41,7 @@ const _: () = {
                     optional: true,
                     ttl: ::redis_entity::__private::core::option::Option::None,
                     form: ::redis_entity::__private::ColumnForm::Json,
+                    alias: ::redis_entity::__private::core::option::Option::None,
                 },
                 ::redis_entity::__private::ColumnDesc {
                     name: "tags",
@@ -47,6 +49,7 @@ const _: () = {
                     optional: false,
                     ttl: ::redis_entity::__private::core::option::Option::None,
                     form: ::redis_entity::__private::ColumnForm::Json,
+                    alias: ::redis_entity::__private::core::option::Option::None,
                 },
                 ::redis_entity::__private::ColumnDesc {
                     name: "meta",
@@ -54,6 +57,7 @@ const _: () = {
                     optional: false,
                     ttl: ::redis_entity::__private::core::option::Option::None,
                     form: ::redis_entity::__private::ColumnForm::Json,
+                    alias: ::redis_entity::__private::core::option::Option::None,
                 },
             ],
             maps: &[],

@@ -33,6 +33,7 @@ const _: () = {
                     optional: false,
                     ttl: ::redis_entity::__private::core::option::Option::None,
                     form: ::redis_entity::__private::ColumnForm::Text,
+                    alias: ::redis_entity::__private::core::option::Option::None,
                 },
                 ::redis_entity::__private::ColumnDesc {
                     name: "code",
@@ -40,6 +41,7 @@ const _: () = {
                     optional: true,
                     ttl: ::redis_entity::__private::core::option::Option::Some(60u64),
                     form: ::redis_entity::__private::ColumnForm::Text,
+                    alias: ::redis_entity::__private::core::option::Option::None,
                 },
             ],
             maps: &[

@@ -1,5 +1,5 @@
 ::core::compile_error! {
-    "unknown attribute `renam` in `#[redis(...)]` on a field: expected rename, skip, default, json, tags, ttl or pad"
+    "unknown attribute `renam` in `#[redis(...)]` on a field: expected rename, alias, skip, default, json, tags, ttl or pad"
 }
 const _: () = {
     impl ::redis_entity::__private::Derived for User {}

@@ -96,6 +96,7 @@ fn print_applied(name: &str, a: &Applied, json: bool, out: &mut String) {
                 "type": name,
                 "built": a.built,
                 "dropped": a.dropped,
+                "renamed": a.renamed,
                 "indexed": a.indexed,
                 "deleted_keys": a.deleted_keys,
                 "walks": a.walks,
@@ -103,7 +104,7 @@ fn print_applied(name: &str, a: &Applied, json: bool, out: &mut String) {
         );
         return;
     }
-    if a.built.is_empty() && a.dropped.is_empty() {
+    if a.built.is_empty() && a.dropped.is_empty() && a.renamed.is_empty() {
         let _ = writeln!(out, "{name}: nothing to apply");
         return;
     }
@@ -117,6 +118,9 @@ fn print_applied(name: &str, a: &Applied, json: bool, out: &mut String) {
             a.dropped.join(", "),
             a.deleted_keys
         ));
+    }
+    if !a.renamed.is_empty() {
+        parts.push(format!("renamed {}", a.renamed.join(", ")));
     }
     let walks = if a.walks == 1 { "walk" } else { "walks" };
     let _ = writeln!(

@@ -671,6 +671,7 @@ mod tests {
             optional: false,
             ttl: None,
             form: crate::schema::entity::ColumnForm::Text,
+            alias: None,
         },
         ColumnDesc {
             name: "code",
@@ -678,6 +679,7 @@ mod tests {
             optional: true,
             ttl: Some(60),
             form: crate::schema::entity::ColumnForm::Text,
+            alias: None,
         },
     ];
     const IDX: &[IndexDesc] = &[IndexDesc {
@@ -967,6 +969,7 @@ mod tests {
             optional: true,
             ttl: None,
             form: crate::schema::entity::ColumnForm::Text,
+            alias: None,
         }];
         let d = EntityDesc {
             columns: OPTIONAL,

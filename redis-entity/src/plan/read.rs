@@ -83,6 +83,9 @@ pub(crate) fn decode_read(
             // Move each stored value into its column; fields are usually in
             // column order, so the guess `i` is checked first.
             let mut columns = vec![None; desc.columns.len()];
+            // Fields stored under a column's old name (`alias`): read when
+            // the current name is absent.
+            let mut aliased: Vec<(usize, Vec<u8>)> = Vec::new();
             for (i, (k, v)) in fields.into_iter().enumerate() {
                 let hit = match desc.columns.get(i) {
                     Some(c) if c.name.as_bytes() == k.as_slice() => Some(i),
@@ -91,9 +94,18 @@ pub(crate) fn decode_read(
                         .iter()
                         .position(|c| c.name.as_bytes() == k.as_slice()),
                 };
-                if let Some(c) = hit {
-                    columns[c] = Some(v);
+                match hit {
+                    Some(c) => columns[c] = Some(v),
+                    None => aliased.extend(
+                        desc.columns
+                            .iter()
+                            .position(|c| c.alias.is_some_and(|a| a.as_bytes() == k.as_slice()))
+                            .map(|c| (c, v)),
+                    ),
                 }
+            }
+            for (c, v) in aliased {
+                columns[c].get_or_insert(v);
             }
             columns
         }

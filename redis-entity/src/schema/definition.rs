@@ -62,6 +62,9 @@ pub(crate) fn describe_desc(desc: &EntityDesc) -> String {
         if c.form != ColumnForm::Text {
             let _ = write!(s, " {}", c.form.name());
         }
+        if let Some(a) = c.alias {
+            let _ = write!(s, " alias={a}");
+        }
         let _ = writeln!(s, " : {}", c.rust_type);
     }
     for m in desc.maps {
@@ -182,6 +185,10 @@ pub const fn fingerprint(desc: &EntityDesc) -> u64 {
             h = feed_str(h, " ");
             h = feed_str(h, c.form.name());
         }
+        if let Some(a) = c.alias {
+            h = feed_str(h, " alias=");
+            h = feed_str(h, a);
+        }
         h = feed_str(h, " : ");
         h = feed_str(h, c.rust_type);
         h = feed_str(h, "\n");
@@ -244,6 +251,8 @@ pub struct Column {
     pub ttl: Option<u64>,
     /// How the value is written: `text`, `json` or `tags`.
     pub form: String,
+    /// The name it was stored as before (`#[redis(alias)]`).
+    pub alias: Option<String>,
 }
 
 /// A definition read back from its text: what [`diff`] compares.
@@ -297,8 +306,13 @@ impl Definition {
                         optional: false,
                         ttl: None,
                         form: "text".into(),
+                        alias: None,
                     };
                     for p in parts {
+                        if let Some(a) = p.strip_prefix("alias=") {
+                            c.alias = Some(a.to_owned());
+                            continue;
+                        }
                         match p.strip_prefix("ttl=") {
                             Some(n) => c.ttl = Some(n.parse().ok()?),
                             None if p == "optional" => c.optional = true,
@@ -487,8 +501,35 @@ pub fn diff(stored: &Definition, code: &Definition, cluster: bool) -> Vec<Differ
     out
 }
 
+/// The renames from `stored` to `code`: (old name, new name) of each code
+/// column whose alias `stored` has as a column, and its new name not.
+pub(crate) fn renames(stored: &Definition, code: &Definition) -> Vec<(String, String)> {
+    code.columns
+        .iter()
+        .filter_map(|c| {
+            let old = c.alias.as_ref()?;
+            let had_old = stored.columns.iter().any(|s| &s.name == old);
+            let had_new = stored.columns.iter().any(|s| s.name == c.name);
+            (had_old && !had_new).then(|| (old.clone(), c.name.clone()))
+        })
+        .collect()
+}
+
 fn columns(stored: &Definition, code: &Definition, push: &mut impl FnMut(Change, String)) {
+    let renamed = renames(stored, code);
+    for (old, new) in &renamed {
+        push(
+            Change::Compatible,
+            format!(
+                "field `{old}` is renamed `{new}`: records stored before read through the \
+                 alias, and `schema apply` rewrites them"
+            ),
+        );
+    }
     for c in &code.columns {
+        if renamed.iter().any(|(_, new)| new == &c.name) {
+            continue;
+        }
         match stored.columns.iter().find(|s| s.name == c.name) {
             None if c.optional => push(
                 Change::Compatible,
@@ -550,6 +591,9 @@ fn columns(stored: &Definition, code: &Definition, push: &mut impl FnMut(Change,
         }
     }
     for s in &stored.columns {
+        if renamed.iter().any(|(old, _)| old == &s.name) {
+            continue;
+        }
         if !code.columns.iter().any(|c| c.name == s.name) {
             push(
                 Change::Compatible,
@@ -681,6 +725,7 @@ mod tests {
                 optional: true,
                 ttl: None,
                 form: "text".into(),
+                alias: None,
             })
         });
         assert_eq!(changes(&user, &new_optional), [Change::Compatible]);
@@ -703,6 +748,21 @@ mod tests {
         assert_eq!(changes(&indexed, &user), [Change::DropsIndex]);
         let rekinded = with(user.clone(), |d| d.indexes[1].1 = IndexKind::Unique);
         assert_eq!(changes(&user, &rekinded), [Change::NeedsBuild]);
+        let renamed = with(user.clone(), |d| {
+            d.columns[1].name = "land".into();
+            d.columns[1].alias = Some("country".into());
+        });
+        let found = diff(&user, &renamed, false);
+        assert_eq!(found[0].change, Change::Compatible, "{found:?}");
+        assert!(
+            found[0].what.contains("`country` is renamed `land`"),
+            "{}",
+            found[0]
+        );
+        assert_eq!(
+            renames(&user, &renamed),
+            [("country".into(), "land".into())]
+        );
         let reformed = with(user.clone(), |d| d.columns[0].form = "json".into());
         assert_eq!(changes(&user, &reformed), [Change::Incompatible]);
         let json = with(user.clone(), |d| d.layout = "json".into());

@@ -41,6 +41,9 @@ pub struct ColumnDesc {
     pub ttl: Option<u64>,
     /// How the value is written in Redis.
     pub form: ColumnForm,
+    /// `#[redis(alias = "old")]`: the name the field was stored as before,
+    /// read when the current one is absent (hash layout).
+    pub alias: Option<&'static str>,
 }
 
 /// How a column's value is written in Redis: what a definition records

@@ -18,6 +18,7 @@ const fn col(name: &'static str, optional: bool, ttl: Option<u64>) -> ColumnDesc
         optional,
         ttl,
         form: ColumnForm::Text,
+        alias: None,
     }
 }
 

@@ -7,7 +7,9 @@
 //! Callers compute the keys and values (they know the types and the
 //! keyspace); a struct only lays them out.
 
-use super::{Call, Script, BOARD, CACHE, CLAIM, QUERY, RANK, RELATION, REPAIR, SCHEMA, TIMELINE};
+use super::{
+    Call, Script, BOARD, CACHE, CLAIM, QUERY, RANK, RELATION, RENAME, REPAIR, SCHEMA, TIMELINE,
+};
 use crate::keyspace::{self, EntityKeys};
 
 /// `'1'` or `'0'`, as the scripts read a flag.
@@ -40,6 +42,28 @@ impl BoardIncr<'_> {
             .arg(crate::schema::codec::score_text(self.delta))
             .arg(self.member)
             .arg(self.expires_at_ms.to_string())
+    }
+}
+
+/// rename.lua: renamed fields of a page of entities rewritten.
+#[derive(Debug, Clone)]
+pub(crate) struct RenameFields<'a> {
+    /// `KEYS`: the entity hashes.
+    pub keys: &'a [String],
+    /// `ARGV`: (old name, new name) pairs.
+    pub renames: &'a [(String, String)],
+}
+
+impl RenameFields<'_> {
+    pub(crate) fn call(&self) -> Call<'static> {
+        let mut call = RENAME.call();
+        for k in self.keys {
+            call = call.key(k);
+        }
+        for (old, new) in self.renames {
+            call = call.arg(old).arg(new);
+        }
+        call
     }
 }
 

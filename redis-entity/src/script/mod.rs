@@ -176,6 +176,9 @@ pub(crate) static TIMELINE: LazyLock<Script> =
 /// A score added on a board bucket, and the bucket's expiry.
 pub(crate) static BOARD: LazyLock<Script> =
     LazyLock::new(|| Script::new(with_steps(include_str!("lua/board.lua"))));
+/// Fields renamed by a definition, rewritten under their new names.
+pub(crate) static RENAME: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/rename.lua").to_owned()));
 /// A type's schema record: the definitions met, index states, the walk.
 pub(crate) static SCHEMA: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/schema.lua").to_owned()));

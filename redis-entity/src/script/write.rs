@@ -504,6 +504,7 @@ mod tests {
             optional: true,
             ttl: None,
             form: crate::schema::entity::ColumnForm::Text,
+            alias: None,
         }];
         const WITH_TTL: &[ColumnDesc] = &[ColumnDesc {
             name: "code",
@@ -511,6 +512,7 @@ mod tests {
             optional: false,
             ttl: Some(5),
             form: crate::schema::entity::ColumnForm::Text,
+            alias: None,
         }];
         assert_eq!(marker(&USER), "none");
         assert_eq!(marker(&SESSION), "none");

@@ -37,6 +37,8 @@ pub struct Applied {
     pub built: Vec<String>,
     /// The indexes whose keys were deleted (dropped, or of an old kind).
     pub dropped: Vec<String>,
+    /// The fields rewritten under their new names (`old -> new`).
+    pub renamed: Vec<String>,
     /// Stored entities indexed by the walks.
     pub indexed: usize,
     /// Index keys deleted.
@@ -57,10 +59,12 @@ fn index_set(desc: &EntityDesc) -> IndexSet {
 }
 
 /// The definitions the record met, other than `ours`, that keep other
-/// indexes than it: their writes would leave a build incomplete, or write
-/// entries of a dropped index. With until when each may write.
+/// indexes than it or write a field it renamed under the old name: their
+/// writes would leave a build incomplete, write entries of a dropped index,
+/// or a field a rewrite moved. With until when each may write.
 fn conflicting(rec: &Record, ours: &str, desc: &EntityDesc) -> Vec<(String, u64)> {
     let want = index_set(desc);
+    let aliases: Vec<&str> = desc.columns.iter().filter_map(|c| c.alias).collect();
     rec.definitions()
         .into_iter()
         .filter(|(fp, _, _)| fp != ours)
@@ -71,7 +75,7 @@ fn conflicting(rec: &Record, ours: &str, desc: &EntityDesc) -> Vec<(String, u64)
                     .iter()
                     .map(|(f, k)| (f.clone(), kind_name(*k)))
                     .collect();
-                theirs != want
+                theirs != want || d.columns.iter().any(|c| aliases.contains(&c.name.as_str()))
             })
         })
         .map(|(fp, _, seen)| (fp, seen))
@@ -143,7 +147,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
                     .iter()
                     .filter_map(|(f, k)| Some((f.clone(), kind_named(k)?))),
             );
-            if building.is_empty() && deleting.is_empty() && stale.is_empty() {
+            let renames = rec.renames();
+            if building.is_empty() && deleting.is_empty() && stale.is_empty() && renames.is_empty()
+            {
                 return Ok(applied);
             }
             let others = conflicting(&rec, &ours, desc);
@@ -191,7 +197,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
                 }
             }
             if !self
-                .walk::<E>(&spaces, &mut walk, &mut applied, &mut progress)
+                .walk::<E>(&spaces, &renames, &mut walk, &mut applied, &mut progress)
                 .await?
             {
                 continue;
@@ -210,6 +216,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
             for (f, _) in &stale {
                 states.push((format!("drop:{f}"), String::new()));
             }
+            for (old, _) in &renames {
+                states.push((format!("rename:{old}"), String::new()));
+            }
             let finished = store
                 .schema_step(
                     desc,
@@ -224,6 +233,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
                 "done" => {
                     applied.built = building.iter().map(|(f, _)| (*f).to_owned()).collect();
                     applied.dropped = deleting.into_iter().map(|(f, _)| f).collect();
+                    applied.renamed = renames.iter().map(|(o, n)| format!("{o} -> {n}")).collect();
                     // Queries of this store see the new states at once.
                     store.announce(desc, Adopt::New).await?;
                     return Ok(applied);
@@ -256,6 +266,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
     async fn walk<E: Entity>(
         &self,
         spaces: &[Namespace],
+        renames: &[(String, String)],
         walk: &mut Walk,
         applied: &mut Applied,
         progress: &mut (impl FnMut(&Progress) + Send),
@@ -281,6 +292,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
                     .collect::<BTreeSet<_>>()
                     .into_iter()
                     .collect();
+                if !renames.is_empty() && !members.is_empty() {
+                    store.rename_fields(desc, &members, renames).await?;
+                }
                 applied.indexed += store.reindex_members(desc, &members).await?;
                 walk.walked += members.len() as u64;
                 walk.cursors[s] = ((next != 0).then_some(next), now_run);
@@ -330,6 +344,40 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
             .trim()
             .to_owned();
         Ok((next, keys, run))
+    }
+
+    /// Rewrites the renamed fields of `members` under their new names (one
+    /// script call; a page's entities share a slot).
+    async fn rename_fields(
+        &self,
+        desc: &EntityDesc,
+        members: &[String],
+        renames: &[(String, String)],
+    ) -> Result<()> {
+        let keys: Vec<String> = members
+            .iter()
+            .map(|m| keyspace::entity_key(desc, &self.ns, m))
+            .collect();
+        // On a cluster a type without indexes keeps each entity in its own
+        // slot: one call each.
+        let one_slot = !(self.ns.layout() == crate::schema::escape::KeyLayout::Cluster
+            && !keyspace::sharded(desc, &self.ns));
+        let groups: Vec<&[String]> = if one_slot {
+            vec![&keys]
+        } else {
+            keys.chunks(1).collect()
+        };
+        for group in groups {
+            let call = crate::script::args::RenameFields {
+                keys: group,
+                renames,
+            }
+            .call();
+            let _: u64 = crate::script::invoke(&mut self.connection(), self.sent(), &call)
+                .await
+                .map_err(|e| Error::redis(&group[0], e))?;
+        }
+        Ok(())
     }
 
     /// Deletes every key of index `field` of `kind` in each space (a SCAN

@@ -31,7 +31,8 @@ pub use record::IndexState;
 use crate::error::{Error, Result};
 use crate::keyspace;
 use crate::schema::definition::{
-    describe_desc, diff, fingerprint, fingerprint_text, kind_name, Change, Definition, Difference,
+    describe_desc, diff, fingerprint, fingerprint_text, kind_name, renames, Change, Definition,
+    Difference,
 };
 use crate::schema::entity::{Entity, EntityDesc};
 use crate::schema::escape::KeyLayout;
@@ -151,7 +152,8 @@ fn index_words(desc: &EntityDesc) -> Vec<String> {
 
 /// The index states a definition sets when it becomes the current one
 /// over `stored`: its new indexes (and those of another kind) building,
-/// the old kind's keys to delete, the indexes it lacks dropping.
+/// the old kind's keys to delete, the indexes it lacks dropping, the fields
+/// it renamed to rewrite.
 fn adopted_states(code: &Definition, stored: &Definition) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (field, kind) in &code.indexes {
@@ -176,29 +178,56 @@ fn adopted_states(code: &Definition, stored: &Definition) -> Vec<(String, String
             ));
         }
     }
+    // Renamed fields: rewritten under their new names by the walk.
+    for (old, new) in renames(stored, code) {
+        out.push((format!("rename:{old}"), new));
+    }
     out
 }
 
 /// Why a definition older than the current one may not write: the indexes
-/// the keyspace has ready that it does not keep.
+/// the keyspace has ready that it does not keep, and the fields the current
+/// definition renamed (rewritten already) that it writes under their old
+/// names.
 fn older_refusal(desc: &EntityDesc, rec: &Record) -> Option<Vec<String>> {
-    let words: Vec<String> = rec
-        .indexes()
-        .into_iter()
-        .filter(|(field, kind, state)| {
-            *state == IndexState::Ready
-                && !desc
-                    .indexes
-                    .iter()
-                    .any(|i| i.field == field && i.kind == *kind)
-        })
-        .map(|(field, kind, _)| {
+    let pending = rec.renames();
+    let current = rec
+        .current()
+        .and_then(|c| rec.definition(c))
+        .unwrap_or_default();
+    let renamed = current.columns.iter().filter_map(|c| {
+        let old = c.alias.as_ref()?;
+        let writes_old = desc.columns.iter().any(|d| d.name == old);
+        let applied = !pending.iter().any(|(o, _)| o == old);
+        (writes_old && applied).then(|| {
             format!(
+                "field `{old}` was renamed `{}` in the keyspace and this definition, older \
+                 than the keyspace's, writes the old name",
+                c.name
+            )
+        })
+    });
+    let words: Vec<String> = renamed
+        .collect::<Vec<_>>()
+        .into_iter()
+        .chain(
+            rec.indexes()
+                .into_iter()
+                .filter(|(field, kind, state)| {
+                    *state == IndexState::Ready
+                        && !desc
+                            .indexes
+                            .iter()
+                            .any(|i| i.field == field && i.kind == *kind)
+                })
+                .map(|(field, kind, _)| {
+                    format!(
                 "index `{field}` ({}) is ready and this definition, older than the keyspace's, \
                  does not keep it: its writes would leave it incomplete",
                 kind_name(kind)
             )
-        })
+                }),
+        )
         .collect();
     (!words.is_empty()).then_some(words)
 }

@@ -216,6 +216,15 @@ impl Record {
             .collect()
     }
 
+    /// Fields renamed by the current definition, not yet rewritten: (old
+    /// name, new name).
+    pub(crate) fn renames(&self) -> Vec<(String, String)> {
+        self.fields
+            .iter()
+            .filter_map(|(f, v)| Some((f.strip_prefix("rename:")?.to_owned(), v.clone())))
+            .collect()
+    }
+
     pub(crate) fn walk(&self) -> Option<Walk> {
         Walk::parse(self.fields.get("walk")?)
     }
