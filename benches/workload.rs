@@ -53,6 +53,29 @@ struct Player {
     score: f64,
 }
 
+/// A deployed type (a sorted index) and its next definition, which adds an
+/// equality index: what the backfill step builds.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "item")]
+struct ItemV1 {
+    #[pk]
+    id: u64,
+    color: String,
+    #[index(sorted)]
+    size: i64,
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "item")]
+struct ItemV2 {
+    #[pk]
+    id: u64,
+    #[index]
+    color: String,
+    #[index(sorted)]
+    size: i64,
+}
+
 const COUNTRIES: [&str; 20] = [
     "DE", "CN", "FR", "US", "BR", "IN", "JP", "IT", "ES", "MX", "NL", "SE", "NO", "PL", "PT", "KR",
     "AR", "CA", "AU", "ZA",
@@ -1648,6 +1671,9 @@ async fn main() {
 
     floors.print();
 
+    schema_check_step(&fw, n_changes).await;
+    backfill_step(&fw, n_users).await;
+
     near_cache_steps(&fw, &hand, n_users, scale).await;
 
     let report = store.maintenance::<User>().verify().await.unwrap();
@@ -1655,6 +1681,113 @@ async fn main() {
         "\nverify::<User>() after the run: {} entities, {} violations",
         report.entities,
         report.violations.len()
+    );
+}
+
+/// The write path's schema check (docs/schema-evolution.md): `n` saves of
+/// existing users through a store that tracks schema records
+/// (`with_layout_check`, what `Store::connect` returns) and through one that
+/// does not (`Store::new`), on one server and connection, in 20 alternating
+/// rounds. A tracked save reads the clock and looks its definition up in a
+/// map, and announces the definition once per half heartbeat (5 s): the
+/// cost is the median of the rounds' time ratios.
+async fn schema_check_step(fw: &Side, n: u64) {
+    const ROUNDS: u64 = 20;
+    let plain = Store::new(fw.conn.clone());
+    let tracked = Store::new(fw.conn.clone()).with_layout_check();
+    // The announcement and the layout marker, before the clock starts.
+    tracked.save(&user(0)).await.unwrap();
+    let saves = |s: &Store<CountingConnection<MultiplexedConnection>>, r: std::ops::Range<u64>| {
+        let s = s.clone();
+        async move {
+            let t = Instant::now();
+            for id in r {
+                s.save(&user(id)).await.unwrap();
+            }
+            t.elapsed().as_secs_f64()
+        }
+    };
+    let (mut tp, mut tt) = (0.0, 0.0);
+    let mut ratios = Vec::new();
+    for r in 0..ROUNDS {
+        let range = r * n / ROUNDS..(r + 1) * n / ROUNDS;
+        let (p, t) = if r % 2 == 0 {
+            let p = saves(&plain, range.clone()).await;
+            (p, saves(&tracked, range).await)
+        } else {
+            let t = saves(&tracked, range.clone()).await;
+            (saves(&plain, range).await, t)
+        };
+        tp += p;
+        tt += t;
+        ratios.push(t / p);
+    }
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[ratios.len() / 2];
+    println!("\n## Schema check\n");
+    println!("| store | saves/s | µs per save |");
+    println!("|---|---:|---:|");
+    for (name, secs) in [
+        ("Store::new (no check)", tp),
+        ("with_layout_check (schema check)", tt),
+    ] {
+        println!(
+            "| {name} | {:.0} | {:.1} |",
+            n as f64 / secs,
+            secs * 1e6 / n as f64
+        );
+    }
+    println!(
+        "\nschema check: {:+.1}% of a save (median of {ROUNDS} alternating rounds; all rounds: {:+.1}%)",
+        (median - 1.0) * 100.0,
+        (tt / tp - 1.0) * 100.0
+    );
+}
+
+/// The backfill of `schema apply` against `reindex` on the same data: `n`
+/// items written by a definition with a sorted index, then the next
+/// definition's equality index built by apply (one walk: SCAN pages, each
+/// entity indexed from its stored value), then every item indexed again by
+/// `reindex` (SCAN, then the same write per entity). Entities per second.
+async fn backfill_step(fw: &Side, n: u64) {
+    let store = Store::new(fw.conn.clone())
+        .with_layout_check()
+        .with_schema_heartbeat(Duration::from_millis(100));
+    let items: Vec<ItemV1> = (0..n)
+        .map(|id| ItemV1 {
+            id,
+            color: COUNTRIES[id as usize % 20].into(),
+            size: id as i64,
+        })
+        .collect();
+    for chunk in items.chunks(1000) {
+        store.save_all(chunk).await.unwrap();
+    }
+    // The first definition's announcement lapses: apply does not wait.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let t = Instant::now();
+    let applied = store.schema().apply::<ItemV2>().await.unwrap();
+    let apply_s = t.elapsed().as_secs_f64();
+    assert_eq!(applied.built, ["color"]);
+    let t = Instant::now();
+    let reindexed = store.maintenance::<ItemV2>().reindex().await.unwrap();
+    let reindex_s = t.elapsed().as_secs_f64();
+    assert_eq!(reindexed as u64, n);
+    println!("\n## Backfill\n");
+    println!("| walk | entities | s | entities/s |");
+    println!("|---|---:|---:|---:|");
+    println!(
+        "| `schema apply` (build `color`) | {} | {apply_s:.2} | {:.0} |",
+        applied.indexed,
+        applied.indexed as f64 / apply_s
+    );
+    println!(
+        "| `reindex` (every index again) | {reindexed} | {reindex_s:.2} | {:.0} |",
+        reindexed as f64 / reindex_s
+    );
+    println!(
+        "\napply / reindex rate: {:.2}",
+        (applied.indexed as f64 / apply_s) / (reindexed as f64 / reindex_s)
     );
 }
 

@@ -128,6 +128,23 @@ impl Tracking {
         types.known.get(&fp).cloned()
     }
 
+    /// Whether `desc`'s definition may write now without announcing
+    /// itself (`None`: it must announce first): the write path's check, a
+    /// clock read and a lookup, nothing copied.
+    fn may_write(&self, desc: &EntityDesc) -> Option<std::result::Result<(), Vec<String>>> {
+        let now = Instant::now();
+        let mut types = self.types.lock().unwrap_or_else(|e| e.into_inner());
+        let fp = types.fingerprint(desc);
+        let k = types.known.get(&fp)?;
+        if !k.write_until.is_some_and(|u| now < u) {
+            return None;
+        }
+        Some(match &k.refused {
+            None => Ok(()),
+            Some(words) => Err(words.clone()),
+        })
+    }
+
     fn remember(&self, desc: &EntityDesc, known: Known) {
         let mut types = self.types.lock().unwrap_or_else(|e| e.into_inner());
         let fp = types.fingerprint(desc);
@@ -284,13 +301,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let Some(t) = &self.schema else {
             return Ok(());
         };
-        if let Some(k) = t.known(desc) {
-            if k.write_until.is_some_and(|u| Instant::now() < u) {
-                return match &k.refused {
-                    Some(words) => Err(refusal(desc, words)),
-                    None => Ok(()),
-                };
-            }
+        match t.may_write(desc) {
+            Some(Ok(())) => return Ok(()),
+            Some(Err(words)) => return Err(refusal(desc, &words)),
+            None => {}
         }
         let known = self.announce(desc, Adopt::New).await?.1;
         match &known.refused {
