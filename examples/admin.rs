@@ -1,6 +1,7 @@
 //! The admin command line embedded in an application, with the
 //! application's own types: `layouts`, `verify [--repair]`, `reindex`,
-//! `sweep`, each with `--json` for scripts and a progress bar on a terminal.
+//! `schema plan|apply|status`, `sweep`, each with `--json` for scripts and a
+//! progress bar on a terminal.
 //!
 //! Run against your server (default `redis://127.0.0.1:6379/`):
 //! `REDIS_URL=redis://127.0.0.1:6379/ cargo run --example admin -- verify --repair`

@@ -16,6 +16,8 @@ mod pattern_query;
 mod profile;
 #[path = "red_packets.rs"]
 mod red_packets;
+#[path = "schema_evolution.rs"]
+mod schema_evolution;
 #[path = "users.rs"]
 mod users;
 #[path = "weibo.rs"]
@@ -37,6 +39,7 @@ async fn main() -> redis_entity::Result<()> {
     leaderboard::run(&url).await?;
     cache::run(&url).await?;
     migrate::run(&url).await?;
+    schema_evolution::run(&url).await?;
     println!("tour finished: every scenario ran against {url}");
     Ok(())
 }

@@ -10,6 +10,9 @@ mod cache;
 #[path = "../examples/profile.rs"]
 mod profile;
 #[allow(dead_code)]
+#[path = "../examples/schema_evolution.rs"]
+mod schema_evolution;
+#[allow(dead_code)]
 #[path = "../examples/users.rs"]
 mod users;
 
@@ -33,4 +36,13 @@ async fn profile_example_runs_and_cleans_up() {
 async fn cache_example_runs() {
     let server = RedisServer::start();
     cache::run(&server.url()).await.unwrap();
+}
+
+#[tokio::test]
+async fn schema_evolution_example_runs_and_cleans_up() {
+    let server = RedisServer::start();
+    schema_evolution::run(&server.url()).await.unwrap();
+    let mut c = server.conn();
+    let left: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+    assert!(left.is_empty(), "{left:?}");
 }

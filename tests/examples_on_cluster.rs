@@ -28,6 +28,9 @@ mod profile;
 #[path = "../examples/red_packets.rs"]
 mod red_packets;
 #[allow(dead_code)]
+#[path = "../examples/schema_evolution.rs"]
+mod schema_evolution;
+#[allow(dead_code)]
 #[path = "../examples/users.rs"]
 mod users;
 #[allow(dead_code)]
@@ -49,6 +52,9 @@ async fn the_examples_run_on_a_cluster() {
     leaderboard::run(&urls).await.expect("leaderboard");
     cache::run(&urls).await.expect("cache");
     migrate::run(&urls).await.expect("migrate");
+    schema_evolution::run(&urls)
+        .await
+        .expect("schema_evolution");
     // The admin command line walks its own types on every master (the
     // examples above write none of them: this checks that it runs there).
     let report = admin::run(&urls, &["verify".to_owned()])

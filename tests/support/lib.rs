@@ -257,9 +257,11 @@ impl RedisCluster {
 /// (`Keys::check_layout`).
 pub const LAYOUT_MARKER: &str = "@redis-entity:layout";
 
-/// The end of a type's schema record (`item:@schema`), which a store writes
-/// with the type's first write (`store.schema()`).
-pub const SCHEMA_RECORD: &str = ":@schema";
+/// The end of a type's schema record (`item:@schema`, `User_@schema` for
+/// the key template `User_{id}_Profile`), which a store writes with the
+/// type's first write (`store.schema()`). No entity key ends so: a member
+/// never starts with `@`.
+pub const SCHEMA_RECORD: &str = "@schema";
 
 /// A store on a fresh connection to `server` that counts its round trips.
 pub async fn counted_store(

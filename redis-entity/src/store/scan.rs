@@ -227,6 +227,13 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
             return Ok(None);
         }
         let (store, desc) = (self.store, E::DESC);
+        // A walk through an index set, or the ids set, needs it complete
+        // (see `store::schema`): a store's check, cached.
+        if self.of_query {
+            store.schema_read_check(desc, self.filter.indexes()).await?;
+        } else {
+            store.schema_ids_check(desc).await?;
+        }
         // Keys are walked master by master on a cluster; sets and sorted
         // sets are keys, which the connection routes.
         let keys_walk = matches!(self.source, Source::Keys);

@@ -20,7 +20,7 @@ use redis::Value;
 use std::collections::BTreeMap;
 
 /// `desc` as it was without indexes: where it kept its entities then.
-fn unindexed(desc: &EntityDesc) -> EntityDesc {
+pub(crate) fn unindexed(desc: &EntityDesc) -> EntityDesc {
     EntityDesc {
         indexes: &[],
         group: None,

@@ -360,8 +360,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
             .collect();
         // On a cluster a type without indexes keeps each entity in its own
         // slot: one call each.
-        let one_slot = !(self.ns.layout() == crate::schema::escape::KeyLayout::Cluster
-            && !keyspace::sharded(desc, &self.ns));
+        let one_slot = self.ns.layout() != crate::schema::escape::KeyLayout::Cluster
+            || keyspace::sharded(desc, &self.ns);
         let groups: Vec<&[String]> = if one_slot {
             vec![&keys]
         } else {

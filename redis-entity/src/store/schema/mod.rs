@@ -136,7 +136,7 @@ impl Tracking {
         let mut types = self.types.lock().unwrap_or_else(|e| e.into_inner());
         let fp = types.fingerprint(desc);
         let k = types.known.get(&fp)?;
-        if !k.write_until.is_some_and(|u| now < u) {
+        if k.write_until.is_none_or(|u| now >= u) {
             return None;
         }
         Some(match &k.refused {
@@ -198,6 +198,25 @@ fn adopted_states(code: &Definition, stored: &Definition) -> Vec<(String, String
     // Renamed fields: rewritten under their new names by the walk.
     for (old, new) in renames(stored, code) {
         out.push((format!("rename:{old}"), new));
+    }
+    out
+}
+
+/// The states of a type with nothing stored taking `desc`'s definition:
+/// its indexes ready, every other index state, kind change and rename gone.
+fn fresh_states(desc: &EntityDesc, rec: &Record) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = rec
+        .fields
+        .keys()
+        .filter(|f| f.starts_with("index:") || f.starts_with("drop:") || f.starts_with("rename:"))
+        .map(|f| (f.clone(), String::new()))
+        .collect();
+    for i in desc.indexes {
+        out.retain(|(f, _)| f != &format!("index:{}", i.field));
+        out.push((
+            format!("index:{}", i.field),
+            format!("{} ready", kind_name(i.kind)),
+        ));
     }
     out
 }
@@ -359,6 +378,31 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
     }
 
+    /// Before a walk of every `desc` through its ids set (`store.scan`): the
+    /// set holds every stored entity once any index of the type is ready
+    /// (every entity was then written by a definition with indexes, which
+    /// keeps the set, or walked); while all are building, it may not.
+    pub(crate) async fn schema_ids_check(&self, desc: &'static EntityDesc) -> Result<()> {
+        if desc.indexes.is_empty() {
+            return Ok(());
+        }
+        match self.schema_read_check(desc, 0..desc.indexes.len()).await {
+            Err(e @ Error::IndexBuilding { .. }) => {
+                let any_ready = self
+                    .schema
+                    .as_ref()
+                    .and_then(|t| t.known(desc))
+                    .is_some_and(|k| k.ready.iter().any(|&r| r));
+                if any_ready {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            }
+            other => other,
+        }
+    }
+
     /// One step on `desc`'s schema record.
     async fn schema_step(&self, desc: &EntityDesc, mode: SchemaMode<'_>) -> Result<Record> {
         let key = keyspace::schema_key(desc, &self.ns);
@@ -387,7 +431,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     async fn announce(&self, desc: &'static EntityDesc, how: Adopt) -> Result<(Record, Known)> {
         let Some(t) = &self.schema else {
             return Err(Error::InvalidQuery {
-                reason: "this store does not track schemas (made with `Store::new`; use `with_layout_check`)".into(),
+                reason: "this store does not track schemas (made with `Store::new`; use `with_layout_check`)",
             });
         };
         let text = describe_desc(desc);
@@ -425,11 +469,21 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 .filter(|d| d.change == Change::Incompatible)
                 .map(|d| d.what.clone())
                 .collect();
-            if !bad.is_empty() && how != Adopt::Forced {
+            // A definition that does not fit stored data fits no data: a
+            // type with no entity stored takes any definition, every index
+            // ready.
+            let empty =
+                !bad.is_empty() && how != Adopt::Forced && !self.stores_entities(desc).await?;
+            if !bad.is_empty() && how != Adopt::Forced && !empty {
                 refused = Some(bad);
                 break;
             }
             let stored = rec.definition(&current).unwrap_or_default();
+            let states = if empty {
+                fresh_states(desc, &rec)
+            } else {
+                adopted_states(&code, &stored)
+            };
             rec = self
                 .schema_step(
                     desc,
@@ -437,7 +491,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                         text: &text,
                         heartbeat_ms,
                         over: &current,
-                        states: adopted_states(&code, &stored),
+                        states,
                     },
                 )
                 .await?;
@@ -719,6 +773,32 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             total += n;
         }
         Ok((total > 0).then_some(total))
+    }
+
+    /// True when some entity of `desc`'s type is stored: in an id set of
+    /// its spaces, or as a key of its own spelling or of its spelling
+    /// without indexes (a SCAN of every master's keys: only when a
+    /// definition that does not fit is met).
+    async fn stores_entities(&self, desc: &EntityDesc) -> Result<bool> {
+        if self.count_ids(desc).await?.is_some() {
+            return Ok(true);
+        }
+        let plain = crate::store::unplaced::unindexed(desc);
+        let mut walks: Vec<(&EntityDesc, crate::schema::escape::Namespace)> =
+            keyspace::spaces(desc, &self.ns)
+                .into_iter()
+                .map(|space| (desc, space))
+                .collect();
+        walks.push((&plain, self.ns.clone()));
+        for (d, space) in walks {
+            let pattern = keyspace::entity_scan_pattern(d, &space);
+            for key in self.keys().scan(&pattern).await? {
+                if keyspace::member_of_key(d, &space, &key).is_some() {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// The server's clock, ms.
