@@ -391,9 +391,11 @@ async fn a_rolling_deploy_never_leaves_the_new_index_incomplete() {
         "the index became ready while the old definition still wrote"
     );
     assert_eq!(applied.built, ["color"]);
-    check_index(&new).await;
+    // Verify first: queries remove the entries of entities they find gone,
+    // which would hide entries an old definition's deletes left.
     let report = new.maintenance::<v2::Item>().verify().await.unwrap();
     assert!(report.is_clean(), "{report}");
+    check_index(&new).await;
 }
 
 /// A build interrupted (its process gone mid-walk) resumes where it stopped.

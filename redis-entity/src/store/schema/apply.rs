@@ -185,6 +185,18 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
                         total: None,
                     });
                 }
+                // The indexes to build start empty: entries left by a
+                // process of an older definition (a delete that did not know
+                // the index left the entity's entry) go, and the walk writes
+                // every stored entity's. So does the ids set, when no index
+                // of the type is ready (a definition without indexes did not
+                // keep it).
+                for (field, kind) in &building {
+                    store.delete_index(desc, &spaces, field, *kind).await?;
+                }
+                if building.len() == desc.indexes.len() {
+                    store.delete_ids(desc, &spaces).await?;
+                }
                 // A type that had no indexes kept its entities outside
                 // the index shards of a cluster: they move in first.
                 let unplaced = store.unplaced(desc).await?;
@@ -376,6 +388,19 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
             let _: u64 = crate::script::invoke(&mut self.connection(), self.sent(), &call)
                 .await
                 .map_err(|e| Error::redis(&group[0], e))?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the ids set of each space.
+    async fn delete_ids(&self, desc: &EntityDesc, spaces: &[Namespace]) -> Result<()> {
+        for space in spaces {
+            let key = keyspace::ids_key(desc, space);
+            let _: u64 = redis::cmd("UNLINK")
+                .arg(&key)
+                .query_async(&mut self.connection())
+                .await
+                .map_err(|e| Error::redis(&key, e))?;
         }
         Ok(())
     }
