@@ -83,6 +83,29 @@ async fn truth(store: &Store) -> Vec<before::Post> {
     out
 }
 
+/// `schema apply` of the new definition in a task of its own, returned
+/// once its walk has indexed five pages.
+async fn apply_for_five_pages(
+    store: &Store,
+) -> tokio::task::JoinHandle<redis_entity::Result<redis_entity::evolution::Applied>> {
+    let applier = store.clone();
+    let (tx, mut pages) = tokio::sync::mpsc::unbounded_channel();
+    let run = tokio::spawn(async move {
+        applier
+            .schema()
+            .apply_with::<after::Post>(move |p| {
+                if p.step == "indexing stored entities" {
+                    let _ = tx.send(p.done);
+                }
+            })
+            .await
+    });
+    for _ in 0..5 {
+        pages.recv().await.expect("a page of the walk");
+    }
+    run
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_build_under_load_survives_killing_the_applier_and_the_server() {
     let mut server = RedisServer::start_with(&AOF);
@@ -151,21 +174,7 @@ async fn a_build_under_load_survives_killing_the_applier_and_the_server() {
     assert!(some.len() < N as usize / 2, "only what was written since");
 
     // The applying process dies after a few pages of its walk.
-    let applier = new.clone();
-    let (tx, mut pages) = tokio::sync::mpsc::unbounded_channel();
-    let run = tokio::spawn(async move {
-        applier
-            .schema()
-            .apply_with::<after::Post>(move |p| {
-                if p.step == "indexing stored entities" {
-                    let _ = tx.send(p.done);
-                }
-            })
-            .await
-    });
-    for _ in 0..5 {
-        pages.recv().await.expect("a page of the walk");
-    }
+    let run = apply_for_five_pages(&new).await;
     run.abort();
     let _ = run.await;
     let walked = new
@@ -178,21 +187,7 @@ async fn a_build_under_load_survives_killing_the_applier_and_the_server() {
     assert!(walked > 0 && walked < N, "{walked}");
 
     // Resumed, then the server dies mid-walk and comes back from its AOF.
-    let applier = new.clone();
-    let (tx, mut pages) = tokio::sync::mpsc::unbounded_channel();
-    let run = tokio::spawn(async move {
-        applier
-            .schema()
-            .apply_with::<after::Post>(move |p| {
-                if p.step == "indexing stored entities" {
-                    let _ = tx.send(p.done);
-                }
-            })
-            .await
-    });
-    for _ in 0..5 {
-        pages.recv().await.expect("a page of the resumed walk");
-    }
+    let run = apply_for_five_pages(&new).await;
     // The restarted server lives to the end of the test (dropping it stops it).
     let _server = tokio::task::spawn_blocking(move || {
         server.restart_with(&AOF);

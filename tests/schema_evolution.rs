@@ -187,6 +187,12 @@ async fn an_index_added_to_a_deployed_type_is_refused_until_apply_builds_it() {
     let changes: Vec<Change> = plan.differences.iter().map(|d| d.change).collect();
     assert_eq!(changes, [Change::NeedsBuild], "{plan}");
     assert_eq!(plan.build, ["color"]);
+    // The fingerprint the derive computed at compile time is the one
+    // compared with the record.
+    assert_eq!(
+        plan.code,
+        format!("{:016x}", <v2::Item as redis_entity::Entity>::SCHEMA)
+    );
     assert_eq!(plan.entities, Some(100), "the stored entities to walk");
     assert!(
         plan.to_string().contains("index `color` (equality) is new"),

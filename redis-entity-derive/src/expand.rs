@@ -115,6 +115,8 @@ fn impl_entity(e: &Entity, re: &TokenStream) -> TokenStream {
 
             const DESC: &'static #re::EntityDesc = &#desc;
 
+            const SCHEMA: u64 = #re::fingerprint(Self::DESC);
+
             #write_member
             #write_own_member
             #read_member

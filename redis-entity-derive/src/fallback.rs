@@ -51,6 +51,8 @@ fn impl_entity(input: &DeriveInput, entity: Option<&Entity>, re: &TokenStream) -
 
             const DESC: &'static #re::EntityDesc = #re::STUB_DESC;
 
+            const SCHEMA: u64 = 0;
+
             fn write_member(_: &Self::Pk, _: &mut #re::String) {
                 #never
             }

@@ -283,6 +283,7 @@ pub mod __private {
         decode_map, to_bytes, Defaulted, FieldCodec, Json, JsonOptional, MapField, Optional,
         PkPart, Plain, TagList,
     };
+    pub use crate::schema::definition::fingerprint;
     pub use crate::schema::entity::{
         ColumnDesc, ColumnForm, Derived, Entity, EntityDesc, IndexDesc, IndexKind, IndexSource,
         Layout, MapDesc, Row, DEFAULT_SHARDS,

@@ -65,6 +65,7 @@ const _: () = {
             shards: ::re::__private::DEFAULT_SHARDS,
             group: ::re::__private::core::option::Option::None,
         };
+        const SCHEMA: u64 = ::re::__private::fingerprint(Self::DESC);
         fn write_member(pk: &Self::Pk, out: &mut ::re::__private::String) {
             let (__p0, __p1, __p2) = pk;
             ::re::__private::KeyPart::write_key(__p0, out, "_@");

@@ -6,6 +6,7 @@ const _: () = {
     impl ::redis_entity::__private::Entity for User {
         type Pk = u64;
         const DESC: &'static ::redis_entity::__private::EntityDesc = ::redis_entity::__private::STUB_DESC;
+        const SCHEMA: u64 = 0;
         fn write_member(_: &Self::Pk, _: &mut ::redis_entity::__private::String) {
             ::redis_entity::__private::core::unimplemented!()
         }

@@ -52,6 +52,7 @@ const _: () = {
             shards: ::redis_entity::__private::DEFAULT_SHARDS,
             group: ::redis_entity::__private::core::option::Option::None,
         };
+        const SCHEMA: u64 = ::redis_entity::__private::fingerprint(Self::DESC);
         fn write_member(pk: &Self::Pk, out: &mut ::redis_entity::__private::String) {
             let __p0 = pk;
             ::redis_entity::__private::KeyPart::write_key(__p0, out, "@");

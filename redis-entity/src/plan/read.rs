@@ -58,6 +58,41 @@ fn pairs(key: &str, v: Value) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
     }
 }
 
+/// A hash's fields as the columns of `desc`, in column order. Fields are
+/// usually in column order, so the guess `i` is checked first; a field
+/// under a column's old name (`alias`) is read when the current one is
+/// absent.
+fn hash_columns(desc: &EntityDesc, fields: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<Option<Vec<u8>>> {
+    // Move each stored value into its column; fields are usually in
+    // column order, so the guess `i` is checked first.
+    let mut columns = vec![None; desc.columns.len()];
+    // Fields stored under a column's old name (`alias`): read when
+    // the current name is absent.
+    let mut aliased: Vec<(usize, Vec<u8>)> = Vec::new();
+    for (i, (k, v)) in fields.into_iter().enumerate() {
+        let hit = match desc.columns.get(i) {
+            Some(c) if c.name.as_bytes() == k.as_slice() => Some(i),
+            _ => desc
+                .columns
+                .iter()
+                .position(|c| c.name.as_bytes() == k.as_slice()),
+        };
+        match hit {
+            Some(c) => columns[c] = Some(v),
+            None => aliased.extend(
+                desc.columns
+                    .iter()
+                    .position(|c| c.alias.is_some_and(|a| a.as_bytes() == k.as_slice()))
+                    .map(|c| (c, v)),
+            ),
+        }
+    }
+    for (c, v) in aliased {
+        columns[c].get_or_insert(v);
+    }
+    columns
+}
+
 /// Decodes the replies of [`read`] into a row; `None` when the entity does not exist.
 pub(crate) fn decode_read(
     desc: &EntityDesc,
@@ -80,34 +115,7 @@ pub(crate) fn decode_read(
             if fields.is_empty() {
                 return Ok(None);
             }
-            // Move each stored value into its column; fields are usually in
-            // column order, so the guess `i` is checked first.
-            let mut columns = vec![None; desc.columns.len()];
-            // Fields stored under a column's old name (`alias`): read when
-            // the current name is absent.
-            let mut aliased: Vec<(usize, Vec<u8>)> = Vec::new();
-            for (i, (k, v)) in fields.into_iter().enumerate() {
-                let hit = match desc.columns.get(i) {
-                    Some(c) if c.name.as_bytes() == k.as_slice() => Some(i),
-                    _ => desc
-                        .columns
-                        .iter()
-                        .position(|c| c.name.as_bytes() == k.as_slice()),
-                };
-                match hit {
-                    Some(c) => columns[c] = Some(v),
-                    None => aliased.extend(
-                        desc.columns
-                            .iter()
-                            .position(|c| c.alias.is_some_and(|a| a.as_bytes() == k.as_slice()))
-                            .map(|c| (c, v)),
-                    ),
-                }
-            }
-            for (c, v) in aliased {
-                columns[c].get_or_insert(v);
-            }
-            columns
+            hash_columns(desc, fields)
         }
         Layout::Strings => {
             let values = match first {

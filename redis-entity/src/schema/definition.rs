@@ -400,6 +400,21 @@ impl std::fmt::Display for Difference {
 pub fn diff(stored: &Definition, code: &Definition, cluster: bool) -> Vec<Difference> {
     let mut out = Vec::new();
     let mut push = |change, what: String| out.push(Difference { change, what });
+    keys(stored, code, cluster, &mut push);
+    columns(stored, code, &mut push);
+    maps(stored, code, &mut push);
+    indexes(stored, code, &mut push);
+    settings(stored, code, &mut push);
+    out
+}
+
+/// What decides the keys: layout, key template, pk, cluster placement.
+fn keys(
+    stored: &Definition,
+    code: &Definition,
+    cluster: bool,
+    push: &mut impl FnMut(Change, String),
+) {
     if stored.layout != code.layout {
         push(
             Change::Incompatible,
@@ -460,7 +475,9 @@ pub fn diff(stored: &Definition, code: &Definition, cluster: bool) -> Vec<Differ
             ),
         );
     }
-    columns(stored, code, &mut push);
+}
+
+fn maps(stored: &Definition, code: &Definition, push: &mut impl FnMut(Change, String)) {
     for (name, ty) in &code.maps {
         if !stored.maps.iter().any(|(n, _)| n == name) {
             push(
@@ -477,7 +494,10 @@ pub fn diff(stored: &Definition, code: &Definition, cluster: bool) -> Vec<Differ
             );
         }
     }
-    indexes(stored, code, &mut push);
+}
+
+/// The `#[version]` column and the default TTL.
+fn settings(stored: &Definition, code: &Definition, push: &mut impl FnMut(Change, String)) {
     if stored.version != code.version {
         push(
             Change::Compatible,
@@ -498,7 +518,6 @@ pub fn diff(stored: &Definition, code: &Definition, cluster: bool) -> Vec<Differ
             ),
         );
     }
-    out
 }
 
 /// The renames from `stored` to `code`: (old name, new name) of each code
@@ -546,48 +565,7 @@ fn columns(stored: &Definition, code: &Definition, push: &mut impl FnMut(Change,
                     c.name, c.rust_type
                 ),
             ),
-            Some(s) => {
-                if s.form != c.form {
-                    push(
-                        Change::Incompatible,
-                        format!(
-                            "field `{}` changes its stored form from {} to {}: stored values do \
-                             not decode; move them with `migrate`",
-                            c.name, s.form, c.form
-                        ),
-                    );
-                }
-                if s.rust_type != c.rust_type {
-                    push(
-                        Change::Compatible,
-                        format!(
-                            "field `{}` changes type from {} to {}: stored values must decode \
-                             as {} (`verify` reads every one)",
-                            c.name, s.rust_type, c.rust_type, c.rust_type
-                        ),
-                    );
-                }
-                if s.optional && !c.optional {
-                    push(
-                        Change::Incompatible,
-                        format!(
-                            "field `{}` becomes required: entities stored without it do not decode",
-                            c.name
-                        ),
-                    );
-                }
-                if s.ttl != c.ttl {
-                    push(
-                        Change::Compatible,
-                        format!(
-                            "field `{}`'s TTL changes from {} to {} (values stored keep theirs)",
-                            c.name,
-                            seconds(s.ttl),
-                            seconds(c.ttl)
-                        ),
-                    );
-                }
-            }
+            Some(s) => changed(s, c, push),
         }
     }
     for s in &stored.columns {
@@ -603,6 +581,50 @@ fn columns(stored: &Definition, code: &Definition, push: &mut impl FnMut(Change,
                 ),
             );
         }
+    }
+}
+
+/// What changed of one column stored before and kept.
+fn changed(s: &Column, c: &Column, push: &mut impl FnMut(Change, String)) {
+    if s.form != c.form {
+        push(
+            Change::Incompatible,
+            format!(
+                "field `{}` changes its stored form from {} to {}: stored values do \
+                 not decode; move them with `migrate`",
+                c.name, s.form, c.form
+            ),
+        );
+    }
+    if s.rust_type != c.rust_type {
+        push(
+            Change::Compatible,
+            format!(
+                "field `{}` changes type from {} to {}: stored values must decode \
+                 as {} (`verify` reads every one)",
+                c.name, s.rust_type, c.rust_type, c.rust_type
+            ),
+        );
+    }
+    if s.optional && !c.optional {
+        push(
+            Change::Incompatible,
+            format!(
+                "field `{}` becomes required: entities stored without it do not decode",
+                c.name
+            ),
+        );
+    }
+    if s.ttl != c.ttl {
+        push(
+            Change::Compatible,
+            format!(
+                "field `{}`'s TTL changes from {} to {} (values stored keep theirs)",
+                c.name,
+                seconds(s.ttl),
+                seconds(c.ttl)
+            ),
+        );
     }
 }
 

@@ -225,9 +225,9 @@ pub trait Entity: Derived + Sized + Send + Sync + 'static {
     const DESC: &'static EntityDesc;
 
     #[doc(hidden)]
-    /// The fingerprint of the type's definition, computed at compile time
-    /// (see [`crate::schema::definition`]).
-    const SCHEMA: u64 = crate::schema::definition::fingerprint(Self::DESC);
+    /// The fingerprint of the type's definition, which the derive computes
+    /// at compile time (`schema::definition::fingerprint` of `DESC`).
+    const SCHEMA: u64;
 
     #[doc(hidden)]
     /// Appends the member of `pk` to `out`: the pk as written inside the

@@ -82,6 +82,76 @@ fn conflicting(rec: &Record, ours: &str, desc: &EntityDesc) -> Vec<(String, u64)
         .collect()
 }
 
+/// What an apply has to do, as the record says.
+struct Work {
+    /// The indexes of the definition not ready.
+    building: Vec<(&'static str, IndexKind)>,
+    /// Indexes whose keys go: dropped ones, and old kinds.
+    deleting: Vec<(String, IndexKind)>,
+    /// Indexes whose kind changed: (field, old kind).
+    stale: Vec<(String, String)>,
+    /// Fields to rewrite: (old name, new name).
+    renames: Vec<(String, String)>,
+}
+
+impl Work {
+    fn pending(rec: &Record, desc: &'static EntityDesc) -> Work {
+        let building = desc
+            .indexes
+            .iter()
+            .filter(|i| rec.state(i.field, i.kind) != Some(IndexState::Ready))
+            .map(|i| (i.field, i.kind))
+            .collect();
+        let stale = rec.stale_kinds();
+        let deleting = rec
+            .indexes()
+            .into_iter()
+            .filter(|(_, _, s)| *s == IndexState::Dropping)
+            .map(|(f, k, _)| (f, k))
+            .chain(
+                stale
+                    .iter()
+                    .filter_map(|(f, k)| Some((f.clone(), kind_named(k)?))),
+            )
+            .collect();
+        Work {
+            building,
+            deleting,
+            stale,
+            renames: rec.renames(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.building.is_empty()
+            && self.deleting.is_empty()
+            && self.stale.is_empty()
+            && self.renames.is_empty()
+    }
+}
+
+/// Waits (up to a second) while a process of a definition of `others` may
+/// still write, as its last announcement said (it announces again before
+/// writing on): true when it waited.
+async fn wait_for_older(
+    rec: &Record,
+    others: &[(String, u64)],
+    progress: &mut (impl FnMut(&Progress) + Send),
+) -> bool {
+    let last = others.iter().map(|&(_, seen)| seen).max().unwrap_or(0);
+    if last < rec.now_ms {
+        return false;
+    }
+    progress(&Progress {
+        step: "waiting for processes of an older definition",
+        done: 0,
+        total: Some(others.iter().filter(|o| o.1 >= rec.now_ms).count()),
+    });
+    let wait = Duration::from_millis(last - rec.now_ms + 20);
+    tokio::time::sleep(wait.min(Duration::from_secs(1))).await;
+    true
+}
+
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
     /// Makes `E`'s definition the keyspace's (unless it does not fit the
     /// stored data: [`Error::SchemaMismatch`]), deletes the keys of the
@@ -114,61 +184,20 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
         how: Adopt,
         mut progress: impl FnMut(&Progress) + Send,
     ) -> Result<Applied> {
-        let store = self.store;
         let desc = E::DESC;
         let ours = fingerprint_text(fingerprint(desc));
         let mut applied = Applied::default();
         loop {
-            let (rec, known) = store.announce(desc, how).await?;
-            if let Some(words) = &known.refused {
-                return Err(refusal(desc, words));
-            }
-            if rec.current() != Some(ours.as_str()) {
-                return Err(refusal(
-                    desc,
-                    &["another definition became the keyspace's while this one applied".into()],
-                ));
-            }
-            let building: Vec<(&'static str, IndexKind)> = desc
-                .indexes
-                .iter()
-                .filter(|i| rec.state(i.field, i.kind) != Some(IndexState::Ready))
-                .map(|i| (i.field, i.kind))
-                .collect();
-            let mut deleting: Vec<(String, IndexKind)> = rec
-                .indexes()
-                .into_iter()
-                .filter(|(_, _, s)| *s == IndexState::Dropping)
-                .map(|(f, k, _)| (f, k))
-                .collect();
-            let stale = rec.stale_kinds();
-            deleting.extend(
-                stale
-                    .iter()
-                    .filter_map(|(f, k)| Some((f.clone(), kind_named(k)?))),
-            );
-            let renames = rec.renames();
-            if building.is_empty() && deleting.is_empty() && stale.is_empty() && renames.is_empty()
-            {
+            let rec = self.adopted(desc, how, &ours).await?;
+            let work = Work::pending(&rec, desc);
+            if work.is_empty() {
                 return Ok(applied);
             }
             let others = conflicting(&rec, &ours, desc);
-            let last = others.iter().map(|&(_, seen)| seen).max().unwrap_or(0);
-            if last >= rec.now_ms {
-                // A process of an older definition may still write: wait
-                // until its announcement lapses (it announces again first
-                // if it writes on).
-                let writing = others.iter().filter(|o| o.1 >= rec.now_ms).count();
-                progress(&Progress {
-                    step: "waiting for processes of an older definition",
-                    done: 0,
-                    total: Some(writing),
-                });
-                let wait = Duration::from_millis(last - rec.now_ms + 20);
-                tokio::time::sleep(wait.min(Duration::from_secs(1))).await;
+            if wait_for_older(&rec, &others, &mut progress).await {
                 continue;
             }
-            let spaces = keyspace::spaces(desc, &store.ns);
+            let spaces = keyspace::spaces(desc, &self.store.ns);
             let mut walk = match rec.walk() {
                 Some(w) if w.cursors.len() == spaces.len() => w,
                 _ => {
@@ -176,89 +205,139 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
                     Walk::new(rec.now_ms, spaces.len())
                 }
             };
-            if !walk.deleted {
-                for (field, kind) in &deleting {
-                    applied.deleted_keys += store.delete_index(desc, &spaces, field, *kind).await?;
-                    progress(&Progress {
-                        step: "deleting the keys of dropped indexes",
-                        done: applied.deleted_keys,
-                        total: None,
-                    });
-                }
-                // The indexes to build start empty: entries left by a
-                // process of an older definition (a delete that did not know
-                // the index left the entity's entry) go, and the walk writes
-                // every stored entity's. So does the ids set, when no index
-                // of the type is ready (a definition without indexes did not
-                // keep it).
-                for (field, kind) in &building {
-                    store.delete_index(desc, &spaces, field, *kind).await?;
-                }
-                if building.len() == desc.indexes.len() {
-                    store.delete_ids(desc, &spaces).await?;
-                }
-                // A type that had no indexes kept its entities outside
-                // the index shards of a cluster: they move in first.
-                let unplaced = store.unplaced(desc).await?;
-                if !unplaced.is_empty() {
-                    store.place(desc, &unplaced).await?;
-                }
-                walk.deleted = true;
-                if !self.step(desc, &walk).await? {
-                    continue;
-                }
+            if !walk.deleted
+                && !self
+                    .clear(desc, &spaces, &work, &mut walk, &mut applied, &mut progress)
+                    .await?
+            {
+                continue;
             }
             if !self
-                .walk::<E>(&spaces, &renames, &mut walk, &mut applied, &mut progress)
+                .walk::<E>(
+                    &spaces,
+                    &work.renames,
+                    &mut walk,
+                    &mut applied,
+                    &mut progress,
+                )
                 .await?
             {
                 continue;
             }
-            let mut states: Vec<(String, String)> = building
-                .iter()
-                .map(|(f, k)| (format!("index:{f}"), format!("{} ready", kind_name(*k))))
-                .collect();
-            for (f, _) in &deleting {
-                // A dropped index's state goes; one whose kind changed is
-                // building again above.
-                if desc.indexes.iter().all(|i| i.field != f) {
-                    states.push((format!("index:{f}"), String::new()));
-                }
+            if self.finish(desc, &walk, &work, others).await? {
+                applied.built = work.building.iter().map(|(f, _)| (*f).to_owned()).collect();
+                applied.dropped = work.deleting.into_iter().map(|(f, _)| f).collect();
+                applied.renamed = work
+                    .renames
+                    .iter()
+                    .map(|(o, n)| format!("{o} -> {n}"))
+                    .collect();
+                // Queries of this store see the new states at once.
+                self.store.announce(desc, Adopt::New).await?;
+                return Ok(applied);
             }
-            for (f, _) in &stale {
-                states.push((format!("drop:{f}"), String::new()));
-            }
-            for (old, _) in &renames {
-                states.push((format!("rename:{old}"), String::new()));
-            }
-            let finished = store
-                .schema_step(
-                    desc,
-                    SchemaMode::Finish {
-                        started_ms: walk.started_ms,
-                        unless_seen: others.into_iter().map(|(fp, _)| fp).collect(),
-                        states,
-                    },
-                )
-                .await?;
-            match finished.status.as_str() {
-                "done" => {
-                    applied.built = building.iter().map(|(f, _)| (*f).to_owned()).collect();
-                    applied.dropped = deleting.into_iter().map(|(f, _)| f).collect();
-                    applied.renamed = renames.iter().map(|(o, n)| format!("{o} -> {n}")).collect();
-                    // Queries of this store see the new states at once.
-                    store.announce(desc, Adopt::New).await?;
-                    return Ok(applied);
-                }
-                // "wait": a process of an older definition wrote during
-                // the walk; "moved": another definition was adopted.
-                _ => progress(&Progress {
-                    step: "an older definition wrote during the walk: walking again",
-                    done: 0,
-                    total: None,
-                }),
+            progress(&Progress {
+                step: "an older definition wrote during the walk: walking again",
+                done: 0,
+                total: None,
+            });
+        }
+    }
+
+    /// The record once `desc`'s definition is the keyspace's (adopted as
+    /// `how` says), or why it cannot be.
+    async fn adopted(&self, desc: &'static EntityDesc, how: Adopt, ours: &str) -> Result<Record> {
+        let (rec, known) = self.store.announce(desc, how).await?;
+        if let Some(words) = &known.refused {
+            return Err(refusal(desc, words));
+        }
+        if rec.current() != Some(ours) {
+            return Err(refusal(
+                desc,
+                &["another definition became the keyspace's while this one applied".into()],
+            ));
+        }
+        Ok(rec)
+    }
+
+    /// The start of a walk: the keys of dropped indexes (and of old kinds)
+    /// deleted, the indexes to build emptied (entries an older
+    /// definition's delete left for a gone entity go; the walk writes every
+    /// stored entity's), the ids set too when no index of the type is ready
+    /// (a definition without indexes did not keep it), entities of a type
+    /// that had no indexes moved into its shards on a cluster. False when
+    /// another definition became the keyspace's meanwhile.
+    async fn clear(
+        &self,
+        desc: &'static EntityDesc,
+        spaces: &[Namespace],
+        work: &Work,
+        walk: &mut Walk,
+        applied: &mut Applied,
+        progress: &mut (impl FnMut(&Progress) + Send),
+    ) -> Result<bool> {
+        let store = self.store;
+        for (field, kind) in &work.deleting {
+            applied.deleted_keys += store.delete_index(desc, spaces, field, *kind).await?;
+            progress(&Progress {
+                step: "deleting the keys of dropped indexes",
+                done: applied.deleted_keys,
+                total: None,
+            });
+        }
+        for (field, kind) in &work.building {
+            store.delete_index(desc, spaces, field, *kind).await?;
+        }
+        if work.building.len() == desc.indexes.len() {
+            store.delete_ids(desc, spaces).await?;
+        }
+        let unplaced = store.unplaced(desc).await?;
+        if !unplaced.is_empty() {
+            store.place(desc, &unplaced).await?;
+        }
+        walk.deleted = true;
+        self.step(desc, walk).await
+    }
+
+    /// Marks the work done, unless a definition of `others` wrote since
+    /// the walk started (or another definition was adopted): true when done.
+    async fn finish(
+        &self,
+        desc: &EntityDesc,
+        walk: &Walk,
+        work: &Work,
+        others: Vec<(String, u64)>,
+    ) -> Result<bool> {
+        let mut states: Vec<(String, String)> = work
+            .building
+            .iter()
+            .map(|(f, k)| (format!("index:{f}"), format!("{} ready", kind_name(*k))))
+            .collect();
+        for (f, _) in &work.deleting {
+            // A dropped index's state goes; one whose kind changed is
+            // ready above.
+            if desc.indexes.iter().all(|i| i.field != f) {
+                states.push((format!("index:{f}"), String::new()));
             }
         }
+        for (f, _) in &work.stale {
+            states.push((format!("drop:{f}"), String::new()));
+        }
+        for (old, _) in &work.renames {
+            states.push((format!("rename:{old}"), String::new()));
+        }
+        let finished = self
+            .store
+            .schema_step(
+                desc,
+                SchemaMode::Finish {
+                    started_ms: walk.started_ms,
+                    unless_seen: others.into_iter().map(|(fp, _)| fp).collect(),
+                    states,
+                },
+            )
+            .await?;
+        Ok(finished.status == "done")
     }
 
     /// Records the walk's progress; false when another definition became

@@ -425,6 +425,63 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Record::from_reply(&key, reply)
     }
 
+    /// Compares `desc`'s definition with the current one of `rec` and, if
+    /// it fits (or `how` forces it, or the type stores nothing), makes it
+    /// the keyspace's. Returns the record after, with status `new` when
+    /// another definition came first (to compare again), or the
+    /// differences that refuse it.
+    async fn adopt(
+        &self,
+        desc: &'static EntityDesc,
+        rec: &Record,
+        how: Adopt,
+        text: &str,
+        heartbeat_ms: u64,
+    ) -> Result<std::result::Result<Record, Vec<String>>> {
+        let current = rec.current().unwrap_or_default().to_owned();
+        let code = Definition::of(desc);
+        let cluster = self.ns.layout() == KeyLayout::Cluster;
+        let diffs: Vec<Difference> = match rec.definition(&current) {
+            Some(stored) => diff(&stored, &code, cluster),
+            None => vec![Difference {
+                change: Change::Incompatible,
+                what: format!("the recorded definition {current} does not read back"),
+            }],
+        };
+        let bad: Vec<String> = diffs
+            .iter()
+            .filter(|d| d.change == Change::Incompatible)
+            .map(|d| d.what.clone())
+            .collect();
+        // A definition that does not fit stored data fits no data: a type
+        // with no entity stored takes any definition, every index ready.
+        let empty = !bad.is_empty() && how != Adopt::Forced && !self.stores_entities(desc).await?;
+        if !bad.is_empty() && how != Adopt::Forced && !empty {
+            return Ok(Err(bad));
+        }
+        let states = if empty {
+            fresh_states(desc, rec)
+        } else {
+            adopted_states(&code, &rec.definition(&current).unwrap_or_default())
+        };
+        let mut next = self
+            .schema_step(
+                desc,
+                SchemaMode::Adopt {
+                    text,
+                    heartbeat_ms,
+                    over: &current,
+                    states,
+                },
+            )
+            .await?;
+        if next.status == "moved" {
+            // Another definition came first: compare with it.
+            next.status = "new".into();
+        }
+        Ok(Ok(next))
+    }
+
     /// Announces the store's definition of `desc` to its record: recorded
     /// if the type has none, made the keyspace's as `how` says. Returns the
     /// record and what the store now knows.
@@ -454,50 +511,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             if !adopt {
                 break;
             }
-            let current = rec.current().unwrap_or_default().to_owned();
-            let code = Definition::of(desc);
-            let cluster = self.ns.layout() == KeyLayout::Cluster;
-            let diffs: Vec<Difference> = match rec.definition(&current) {
-                Some(stored) => diff(&stored, &code, cluster),
-                None => vec![Difference {
-                    change: Change::Incompatible,
-                    what: format!("the recorded definition {current} does not read back"),
-                }],
-            };
-            let bad: Vec<String> = diffs
-                .iter()
-                .filter(|d| d.change == Change::Incompatible)
-                .map(|d| d.what.clone())
-                .collect();
-            // A definition that does not fit stored data fits no data: a
-            // type with no entity stored takes any definition, every index
-            // ready.
-            let empty =
-                !bad.is_empty() && how != Adopt::Forced && !self.stores_entities(desc).await?;
-            if !bad.is_empty() && how != Adopt::Forced && !empty {
-                refused = Some(bad);
-                break;
-            }
-            let stored = rec.definition(&current).unwrap_or_default();
-            let states = if empty {
-                fresh_states(desc, &rec)
-            } else {
-                adopted_states(&code, &stored)
-            };
-            rec = self
-                .schema_step(
-                    desc,
-                    SchemaMode::Adopt {
-                        text: &text,
-                        heartbeat_ms,
-                        over: &current,
-                        states,
-                    },
-                )
-                .await?;
-            if rec.status == "moved" {
-                // Another definition came first: compare with it.
-                rec.status = "new".into();
+            match self.adopt(desc, &rec, how, &text, heartbeat_ms).await? {
+                Err(bad) => {
+                    refused = Some(bad);
+                    break;
+                }
+                Ok(next) => rec = next,
             }
         }
         if refused.is_none() && rec.current() != Some(&ours) {
