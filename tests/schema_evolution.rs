@@ -329,8 +329,16 @@ async fn a_rolling_deploy_never_leaves_the_new_index_incomplete() {
     for id in 0..300 {
         seed.save(&old_item(id)).await.unwrap();
     }
-    let old = store(&target).await;
-    let new = store(&target).await;
+    // A heartbeat of a second here: a process may write for half of it
+    // after it announced itself, and a task stalled longer than the other
+    // half between its check and its write (a loaded machine) would write
+    // past its announcement (docs/schema-evolution.md).
+    let old = store(&target)
+        .await
+        .with_schema_heartbeat(Duration::from_secs(1));
+    let new = store(&target)
+        .await
+        .with_schema_heartbeat(Duration::from_secs(1));
     let old_until = Instant::now() + Duration::from_millis(1500);
     let new_until = Instant::now() + Duration::from_millis(2500);
     let mut tasks = Vec::new();
