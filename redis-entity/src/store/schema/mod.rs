@@ -2,10 +2,10 @@
 //! written with, a store compares it with its own on first use, and indexes
 //! added to a deployed type are built online.
 //!
-//! - Each type has a schema record, `<prefix>:@schema` (a hash, in the
-//!   type's first shard or group slot on a cluster; see
-//!   `script/lua/schema.lua` for its fields). The first write of a type
-//!   records its definition.
+//! - Each type has a schema record, `<key head>@schema` (`user:@schema`, a
+//!   hash; in the slot of the type's first index shard on a cluster; see
+//!   `keyspace::schema_key`, and `script/lua/schema.lua` for its fields).
+//!   The first write of a type records its definition.
 //! - A store announces its definition of a type before its first write, and
 //!   again every half heartbeat while it writes (one round trip): the
 //!   record remembers until when each definition may write. A definition
