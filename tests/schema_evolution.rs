@@ -301,6 +301,22 @@ async fn a_new_required_field_is_refused_and_nothing_is_written() {
         other => panic!("expected SchemaMismatch, got {other:?}"),
     }
     assert_eq!(target.keys(), keys, "nothing written");
+    // Announced again after half a heartbeat, still refused, and without
+    // looking for stored entities again (their id sets, then a walk of the
+    // keys: on one server, where the server counts its commands).
+    let looks = |s: &support::RedisServer| s.calls("scard") + s.calls("scan");
+    let scans = match &target {
+        Target::Server(s) => Some(looks(s)),
+        Target::Cluster(_) => None,
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(matches!(
+        new.save(&item).await,
+        Err(Error::SchemaMismatch { .. })
+    ));
+    if let (Target::Server(s), Some(before)) = (&target, scans) {
+        assert_eq!(looks(s), before, "refused again without looking again");
+    }
     // The compatible change (a new optional field) writes, and reads the
     // old entities with the field absent.
     let v5 = store(&target).await;

@@ -73,6 +73,10 @@ struct Known {
     ready: Vec<bool>,
     /// Why this definition may not write, in words.
     refused: Option<Vec<String>>,
+    /// The current definition it was refused over for not fitting stored
+    /// data: while that stays the current one, the next announcement
+    /// refuses again without walking the keys to look for entities.
+    refused_over: Option<String>,
 }
 
 /// The schema records a store has read, per definition (shared by its
@@ -369,6 +373,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 read_at: Instant::now(),
                 ready: ready.clone(),
                 refused: None,
+                refused_over: None,
             },
         };
         t.remember(desc, known);
@@ -506,14 +511,29 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             )
             .await?;
         let mut refused = None;
+        let mut refused_over = None;
+        let before = t.known(desc);
         for _ in 0..8 {
             let adopt = rec.status == "new" || (how != Adopt::New && rec.current() != Some(&ours));
             if !adopt {
                 break;
             }
+            let current = rec.current().map(str::to_owned);
+            // Refused over the same current definition before: the stored
+            // data has not changed definition, and a walk of every key to
+            // find it empty again every half heartbeat would load the
+            // server for a deploy that cannot write anyway.
+            if let Some(k) = before.as_ref().filter(|k| {
+                how != Adopt::Forced && k.refused_over.is_some() && k.refused_over == current
+            }) {
+                refused.clone_from(&k.refused);
+                refused_over = current;
+                break;
+            }
             match self.adopt(desc, &rec, how, &text, heartbeat_ms).await? {
                 Err(bad) => {
                     refused = Some(bad);
+                    refused_over = current;
                     break;
                 }
                 Ok(next) => rec = next,
@@ -532,6 +552,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             read_at: Instant::now(),
             ready: rec.ready(desc),
             refused,
+            refused_over,
         };
         t.remember(desc, known.clone());
         Ok((rec, known))
