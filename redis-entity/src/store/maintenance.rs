@@ -13,7 +13,7 @@ use crate::keyspace::{self, EntityKeys};
 use crate::plan::query;
 use crate::plan::verify::{self, Progress, Repaired, Report, Unrepaired};
 use crate::plan::write;
-use crate::schema::entity::Entity;
+use crate::schema::entity::{Entity, EntityDesc};
 use crate::schema::escape::Namespace;
 use crate::script::{self, args::Repair, write::WriteOp};
 use redis::aio::ConnectionLike;
@@ -490,7 +490,6 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
         }
         let desc = E::DESC;
         let mut members = std::collections::BTreeSet::new();
-        let sharded = keyspace::sharded(desc, &self.ns);
         // Entities written before the type had indexes move into their
         // shards first (on a cluster; see `unplaced`).
         let unplaced = self.unplaced(desc).await?;
@@ -503,20 +502,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
             });
         }
         for space in keyspace::spaces(desc, &self.ns) {
-            let hint = keyspace::ids_key(desc, &space);
             let mut cursor: u64 = 0;
             loop {
-                let mut pipe = redis::pipe();
-                keyspace::nodes::scan_page(
-                    &mut pipe,
-                    cursor,
-                    &keyspace::entity_scan_pattern(desc, &space),
-                );
-                crate::keyspace::nodes::route_to(&mut pipe, sharded.then_some(hint.as_str()));
-                let ((next, keys),): ((u64, Vec<String>),) = pipe
-                    .query_async(&mut self.connection())
-                    .await
-                    .map_err(|e| Error::redis(desc.key_head, e))?;
+                let (next, keys, _) = self.entity_page(desc, &space, cursor, false).await?;
                 // Only members some pk writes: a key no pk produces
                 // (`product:{X}`) is verify's to report, never indexed.
                 members.extend(
@@ -548,6 +536,51 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
             });
         }
         Ok(indexed)
+    }
+
+    /// One SCAN page of the entity keys of `space` from `cursor` (on a
+    /// cluster, sent to the master of the space's slot), and with
+    /// `run_id` the run id of the server that answered it (a walk resumed
+    /// later checks that its cursor still means something there).
+    pub(crate) async fn entity_page(
+        &self,
+        desc: &EntityDesc,
+        space: &Namespace,
+        cursor: u64,
+        run_id: bool,
+    ) -> Result<(u64, Vec<String>, Option<String>)> {
+        let hint = keyspace::ids_key(desc, space);
+        let mut pipe = redis::pipe();
+        keyspace::nodes::scan_page(
+            &mut pipe,
+            cursor,
+            &keyspace::entity_scan_pattern(desc, space),
+        );
+        if run_id {
+            pipe.cmd("INFO").arg("server");
+        }
+        keyspace::nodes::route_to(
+            &mut pipe,
+            keyspace::sharded(desc, &self.ns).then_some(hint.as_str()),
+        );
+        let mut replies: Vec<redis::Value> = pipe
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|e| Error::redis(&hint, e))?;
+        let info = if run_id { replies.pop() } else { None };
+        let (next, keys): (u64, Vec<String>) =
+            redis::from_redis_value(replies.pop().unwrap_or(redis::Value::Nil))
+                .map_err(|e| Error::redis(&hint, e.into()))?;
+        let run = info
+            .and_then(|v| redis::from_redis_value::<String>(v).ok())
+            .map(|info| {
+                info.lines()
+                    .find_map(|l| l.strip_prefix("run_id:"))
+                    .unwrap_or_default()
+                    .trim()
+                    .to_owned()
+            });
+        Ok((next, keys, run))
     }
 
     /// Indexes a batch of members again from their stored values (one

@@ -20,7 +20,7 @@ use super::{refusal, Adopt, IndexState, Schema};
 use crate::error::{Error, Result};
 use crate::keyspace;
 use crate::plan::verify::Progress;
-use crate::schema::definition::{fingerprint, fingerprint_text, kind_name, kind_named};
+use crate::schema::definition::{fingerprint, fingerprint_text, kind_name};
 use crate::schema::entity::{Entity, EntityDesc, IndexKind};
 use crate::schema::escape::Namespace;
 use crate::script::args::SchemaMode;
@@ -86,10 +86,9 @@ fn conflicting(rec: &Record, ours: &str, desc: &EntityDesc) -> Vec<(String, u64)
 struct Work {
     /// The indexes of the definition not ready.
     building: Vec<(&'static str, IndexKind)>,
-    /// Indexes whose keys go: dropped ones, and old kinds.
+    /// Indexes whose keys go: dropped ones, and the old kinds of indexes
+    /// whose kind changed.
     deleting: Vec<(String, IndexKind)>,
-    /// Indexes whose kind changed: (field, old kind).
-    stale: Vec<(String, String)>,
     /// Fields to rewrite: (old name, new name).
     renames: Vec<(String, String)>,
 }
@@ -102,31 +101,22 @@ impl Work {
             .filter(|i| rec.state(i.field, i.kind) != Some(IndexState::Ready))
             .map(|i| (i.field, i.kind))
             .collect();
-        let stale = rec.stale_kinds();
         let deleting = rec
             .indexes()
             .into_iter()
             .filter(|(_, _, s)| *s == IndexState::Dropping)
             .map(|(f, k, _)| (f, k))
-            .chain(
-                stale
-                    .iter()
-                    .filter_map(|(f, k)| Some((f.clone(), kind_named(k)?))),
-            )
+            .chain(rec.stale_kinds())
             .collect();
         Work {
             building,
             deleting,
-            stale,
             renames: rec.renames(),
         }
     }
 
     fn is_empty(&self) -> bool {
-        self.building.is_empty()
-            && self.deleting.is_empty()
-            && self.stale.is_empty()
-            && self.renames.is_empty()
+        self.building.is_empty() && self.deleting.is_empty() && self.renames.is_empty()
     }
 }
 
@@ -315,12 +305,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
             .collect();
         for (f, _) in &work.deleting {
             // A dropped index's state goes; one whose kind changed is
-            // ready above.
+            // ready above. Either way no old kind's keys are left to delete.
             if desc.indexes.iter().all(|i| i.field != f) {
                 states.push((format!("index:{f}"), String::new()));
             }
-        }
-        for (f, _) in &work.stale {
             states.push((format!("drop:{f}"), String::new()));
         }
         for (old, _) in &work.renames {
@@ -367,7 +355,8 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
         let total = store.count_ids(desc).await?;
         for (s, space) in spaces.iter().enumerate() {
             while let (Some(cursor), run) = walk.cursors[s].clone() {
-                let (next, keys, now_run) = store.scan_entities(desc, space, cursor).await?;
+                let (next, keys, now_run) = store.entity_page(desc, space, cursor, true).await?;
+                let now_run = now_run.unwrap_or_default();
                 if cursor != 0 && !run.is_empty() && run != now_run {
                     // The server restarted since this cursor was read: its
                     // table is another, so the space is walked again.
@@ -404,69 +393,27 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
-    /// One SCAN page of the entity keys of `space` from `cursor`, with the
-    /// run id of the server that answered it.
-    async fn scan_entities(
-        &self,
-        desc: &EntityDesc,
-        space: &Namespace,
-        cursor: u64,
-    ) -> Result<(u64, Vec<String>, String)> {
-        let hint = keyspace::ids_key(desc, space);
-        let mut pipe = redis::pipe();
-        keyspace::nodes::scan_page(
-            &mut pipe,
-            cursor,
-            &keyspace::entity_scan_pattern(desc, space),
-        );
-        pipe.cmd("INFO").arg("server");
-        keyspace::nodes::route_to(
-            &mut pipe,
-            keyspace::sharded(desc, &self.ns).then_some(hint.as_str()),
-        );
-        let ((next, keys), info): ((u64, Vec<String>), String) = pipe
-            .query_async(&mut self.connection())
-            .await
-            .map_err(|e| Error::redis(&hint, e))?;
-        let run = info
-            .lines()
-            .find_map(|l| l.strip_prefix("run_id:"))
-            .unwrap_or_default()
-            .trim()
-            .to_owned();
-        Ok((next, keys, run))
-    }
-
-    /// Rewrites the renamed fields of `members` under their new names (one
-    /// script call; a page's entities share a slot).
+    /// Rewrites the renamed fields of `members` under their new names: one
+    /// call per entity, pipelined per slot (one round trip on one server,
+    /// one per slot at once on a cluster).
     async fn rename_fields(
         &self,
         desc: &EntityDesc,
         members: &[String],
         renames: &[(String, String)],
     ) -> Result<()> {
-        let keys: Vec<String> = members
+        let keys: Vec<[String; 1]> = members
             .iter()
-            .map(|m| keyspace::entity_key(desc, &self.ns, m))
+            .map(|m| [keyspace::entity_key(desc, &self.ns, m)])
             .collect();
-        // On a cluster a type without indexes keeps each entity in its own
-        // slot: one call each.
-        let one_slot = self.ns.layout() != crate::schema::escape::KeyLayout::Cluster
-            || keyspace::sharded(desc, &self.ns);
-        let groups: Vec<&[String]> = if one_slot {
-            vec![&keys]
-        } else {
-            keys.chunks(1).collect()
-        };
-        for group in groups {
-            let call = crate::script::args::RenameFields {
-                keys: group,
-                renames,
+        let calls = keys
+            .iter()
+            .map(|k| crate::script::args::RenameFields { keys: k, renames }.call())
+            .collect();
+        for reply in self.invoke_per_slot(calls).await? {
+            if let redis::Value::ServerError(e) = reply {
+                return Err(Error::redis(desc.key_head, e.into()));
             }
-            .call();
-            let _: u64 = crate::script::invoke(&mut self.connection(), self.sent(), &call)
-                .await
-                .map_err(|e| Error::redis(&group[0], e))?;
         }
         Ok(())
     }

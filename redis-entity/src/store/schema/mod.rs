@@ -35,7 +35,7 @@ use crate::schema::definition::{
     Difference,
 };
 use crate::schema::entity::{Entity, EntityDesc};
-use crate::schema::escape::KeyLayout;
+use crate::schema::escape::{KeyLayout, Namespace};
 use crate::script::{self, args::SchemaMode, args::SchemaStep};
 use crate::store::Store;
 use record::Record;
@@ -235,40 +235,35 @@ fn older_refusal(desc: &EntityDesc, rec: &Record) -> Option<Vec<String>> {
         .current()
         .and_then(|c| rec.definition(c))
         .unwrap_or_default();
-    let renamed = current.columns.iter().filter_map(|c| {
-        let old = c.alias.as_ref()?;
-        let writes_old = desc.columns.iter().any(|d| d.name == old);
-        let applied = !pending.iter().any(|(o, _)| o == old);
-        (writes_old && applied).then(|| {
-            format!(
-                "field `{old}` was renamed `{}` in the keyspace and this definition, older \
-                 than the keyspace's, writes the old name",
-                c.name
-            )
+    let mut words: Vec<String> = current
+        .columns
+        .iter()
+        .filter_map(|c| {
+            let old = c.alias.as_ref()?;
+            let writes_old = desc.columns.iter().any(|d| d.name == old);
+            let applied = !pending.iter().any(|(o, _)| o == old);
+            (writes_old && applied).then(|| {
+                format!(
+                    "field `{old}` was renamed `{}` in the keyspace and this definition, older \
+                     than the keyspace's, writes the old name",
+                    c.name
+                )
+            })
         })
-    });
-    let words: Vec<String> = renamed
-        .collect::<Vec<_>>()
-        .into_iter()
-        .chain(
-            rec.indexes()
-                .into_iter()
-                .filter(|(field, kind, state)| {
-                    *state == IndexState::Ready
-                        && !desc
-                            .indexes
-                            .iter()
-                            .any(|i| i.field == field && i.kind == *kind)
-                })
-                .map(|(field, kind, _)| {
-                    format!(
+        .collect();
+    for (field, kind, state) in rec.indexes() {
+        let kept = desc
+            .indexes
+            .iter()
+            .any(|i| i.field == field && i.kind == kind);
+        if state == IndexState::Ready && !kept {
+            words.push(format!(
                 "index `{field}` ({}) is ready and this definition, older than the keyspace's, \
                  does not keep it: its writes would leave it incomplete",
                 kind_name(kind)
-            )
-                }),
-        )
-        .collect();
+            ));
+        }
+    }
     (!words.is_empty()).then_some(words)
 }
 
@@ -357,10 +352,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
         // Not known, not ready, or read a heartbeat ago: read it again
         // (one HGETALL on the reading connection; nothing written).
-        let key = keyspace::schema_key(desc, &self.ns);
-        let fields: std::collections::BTreeMap<String, String> =
-            self.read_cmd(redis::cmd("HGETALL").arg(&key), &key).await?;
-        let rec = Record::from_fields(fields);
+        let rec = self.schema_record(desc).await?;
         let ready = rec.ready(desc);
         let known = match t.known(desc) {
             Some(k) => Known {
@@ -718,7 +710,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
     /// current definition, the indexes to build and to drop.
     pub async fn plan<E: Entity>(&self) -> Result<SchemaPlan> {
         let desc = E::DESC;
-        let rec = self.read::<E>().await?;
+        let rec = self.store.schema_record(E::DESC).await?;
         let code = Definition::of(desc);
         let cluster = self.store.ns.layout() == KeyLayout::Cluster;
         let mut plan = SchemaPlan {
@@ -772,7 +764,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
     /// index's state, the walk under way. Nothing is written.
     pub async fn status<E: Entity>(&self) -> Result<SchemaStatus> {
         let desc = E::DESC;
-        let rec = self.read::<E>().await?;
+        let rec = self.store.schema_record(E::DESC).await?;
         let now = self.store.server_ms().await?;
         Ok(SchemaStatus {
             type_name: desc.type_name,
@@ -789,16 +781,6 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
                 .collect(),
             walked: rec.walk().map(|w| w.walked),
         })
-    }
-
-    /// The record of `E`, read with one HGETALL.
-    async fn read<E: Entity>(&self) -> Result<Record> {
-        let key = keyspace::schema_key(E::DESC, &self.store.ns);
-        let fields = self
-            .store
-            .read_cmd(redis::cmd("HGETALL").arg(&key), &key)
-            .await?;
-        Ok(Record::from_fields(fields))
     }
 }
 
@@ -824,21 +806,35 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             return Ok(true);
         }
         let plain = crate::store::unplaced::unindexed(desc);
-        let mut walks: Vec<(&EntityDesc, crate::schema::escape::Namespace)> =
-            keyspace::spaces(desc, &self.ns)
-                .into_iter()
-                .map(|space| (desc, space))
-                .collect();
+        let mut walks: Vec<(&EntityDesc, Namespace)> = keyspace::spaces(desc, &self.ns)
+            .into_iter()
+            .map(|space| (desc, space))
+            .collect();
         walks.push((&plain, self.ns.clone()));
+        let mut patterns = Vec::new();
         for (d, space) in walks {
+            // On one server the spelling without indexes is the type's own:
+            // walked once.
             let pattern = keyspace::entity_scan_pattern(d, &space);
+            if patterns.contains(&pattern) {
+                continue;
+            }
             for key in self.keys().scan(&pattern).await? {
                 if keyspace::member_of_key(d, &space, &key).is_some() {
                     return Ok(true);
                 }
             }
+            patterns.push(pattern);
         }
         Ok(false)
+    }
+
+    /// `desc`'s schema record, read with one HGETALL on the reading
+    /// connection (nothing written).
+    async fn schema_record(&self, desc: &EntityDesc) -> Result<Record> {
+        let key = keyspace::schema_key(desc, &self.ns);
+        let fields = self.read_cmd(redis::cmd("HGETALL").arg(&key), &key).await?;
+        Ok(Record::from_fields(fields))
     }
 
     /// The server's clock, ms.

@@ -209,10 +209,10 @@ impl Record {
     }
 
     /// The old kinds of indexes whose kind changed, keys still to delete.
-    pub(crate) fn stale_kinds(&self) -> Vec<(String, String)> {
+    pub(crate) fn stale_kinds(&self) -> Vec<(String, IndexKind)> {
         self.fields
             .iter()
-            .filter_map(|(f, v)| Some((f.strip_prefix("drop:")?.to_owned(), v.clone())))
+            .filter_map(|(f, v)| Some((f.strip_prefix("drop:")?.to_owned(), kind_named(v)?)))
             .collect()
     }
 
