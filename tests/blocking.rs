@@ -206,4 +206,21 @@ fn blocking_feature_handles_mirror_async() {
     let report = store.maintenance::<Player>().verify().unwrap();
     assert!(report.is_clean(), "{report}");
     assert_eq!(report.entities, 3);
+
+    // Schema evolution: the first save recorded Player's definition.
+    let status = store.schema().status::<Player>().unwrap();
+    assert_eq!(
+        status.indexes,
+        [(
+            "score".to_owned(),
+            "sorted",
+            redis_entity::evolution::IndexState::Ready
+        )]
+    );
+    assert!(store.schema().plan::<Player>().unwrap().is_empty());
+    assert_eq!(
+        store.schema().apply::<Player>().unwrap().walks,
+        0,
+        "nothing to do"
+    );
 }

@@ -81,6 +81,19 @@ mod v5 {
     }
 }
 
+/// `size` indexed by equality instead of sorted: an index's kind changed.
+mod v7 {
+    #[derive(redis_entity::RedisEntity, Debug, Clone, PartialEq)]
+    #[redis(prefix = "item")]
+    pub struct Item {
+        #[pk]
+        pub id: u64,
+        pub color: String,
+        #[index]
+        pub size: i64,
+    }
+}
+
 /// `color` stored as `colour` from now on (`alias`: the old name).
 mod v6 {
     #[derive(redis_entity::RedisEntity, Debug, Clone, PartialEq)]
@@ -542,4 +555,64 @@ async fn a_renamed_field_reads_through_its_alias_and_apply_rewrites_it() {
         }
         other => panic!("expected SchemaMismatch, got {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn an_index_whose_kind_changed_is_rebuilt_and_its_old_keys_go() {
+    let target = Target::start();
+    let old = store(&target).await;
+    for id in 0..30 {
+        old.save(&old_item(id % 10 + id / 10 * 100)).await.unwrap();
+    }
+    let sorted_before: Vec<String> = target
+        .keys()
+        .into_iter()
+        .filter(|k| k.ends_with("item:@size"))
+        .collect();
+    assert!(!sorted_before.is_empty(), "the sorted index's sorted set");
+    let new = store(&target).await;
+    let plan = new.schema().plan::<v7::Item>().await.unwrap();
+    assert_eq!(plan.differences[0].change, Change::NeedsBuild, "{plan}");
+    assert!(
+        plan.differences[0]
+            .what
+            .contains("index `size` changes from sorted to equality"),
+        "{plan}"
+    );
+    assert_eq!(
+        (plan.build.as_slice(), plan.drop.as_slice()),
+        (&["size"][..], &[][..])
+    );
+    // Until applied, the new kind is building: refused.
+    assert!(matches!(
+        new.find(v7::Item::SIZE, 5i64).await,
+        Err(Error::IndexBuilding { .. })
+    ));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let applied = new.schema().apply::<v7::Item>().await.unwrap();
+    assert_eq!(applied.built, ["size"]);
+    assert_eq!(applied.dropped, ["size"], "the old kind's keys");
+    let keys = target.keys();
+    assert!(
+        !keys.iter().any(|k| k.ends_with("item:@size")),
+        "the sorted set is gone: {keys:?}"
+    );
+    let mut found: Vec<u64> = new
+        .find(v7::Item::SIZE, 105i64)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    found.sort();
+    assert_eq!(found, [105]);
+    let report = new.maintenance::<v7::Item>().verify().await.unwrap();
+    assert!(report.is_clean(), "{report}");
+    let status = new.schema().status::<v7::Item>().await.unwrap();
+    assert!(
+        status
+            .indexes
+            .contains(&("size".into(), "equality", IndexState::Ready)),
+        "{status}"
+    );
 }
