@@ -144,6 +144,77 @@ pub(crate) static QUERY: LazyLock<Script> =
 pub(crate) static RANK: LazyLock<Script> =
     LazyLock::new(|| Script::read_only(naming_calls(include_str!("lua/rank.lua"))));
 
+/// The query script over several shards of one cluster node: one call
+/// per node instead of one per shard (see [`across_slots`]).
+pub(crate) static QUERY_ACROSS: LazyLock<Script> =
+    LazyLock::new(|| Script::read_only(across_slots(include_str!("lua/query.lua"))));
+/// The rank script over several shards of one cluster node.
+pub(crate) static RANK_ACROSS: LazyLock<Script> =
+    LazyLock::new(|| Script::read_only(across_slots(include_str!("lua/rank.lua"))));
+
+/// Plain read commands of several slots of one cluster node, as one call.
+pub(crate) static READS: LazyLock<Script> =
+    LazyLock::new(|| Script::read_only(include_str!("lua/reads.lua").to_owned()));
+
+/// One call of [`READS`] running the commands of `pipe` (reads, each of
+/// one key), routed by `key`: its reply lists theirs in order.
+pub(crate) fn reads_call(key: &str, pipe: &redis::Pipeline) -> Call<'static> {
+    let mut call = READS.call().key(key);
+    for cmd in pipe.cmd_iter() {
+        let words: Vec<&[u8]> = cmd
+            .args_iter()
+            .filter_map(|a| match a {
+                redis::Arg::Simple(b) => Some(b),
+                _ => None,
+            })
+            .collect();
+        call = call.arg(words.len().to_string());
+        for w in words {
+            call = call.arg(w);
+        }
+    }
+    call
+}
+
+/// A read-only script's text made into one that runs several of its calls,
+/// each in its own slot of one cluster node (lua/across_slots.lua): the
+/// text becomes the body of `one(KEYS, ARGV)`, and the script is flagged
+/// `allow-cross-slot-keys`, which lets it read keys of the other slots
+/// its node serves (and only those: any other key is refused).
+fn across_slots(text: &str) -> String {
+    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+    debug_assert_eq!(first, "#!lua flags=no-writes");
+    format!(
+        "#!lua flags=no-writes,allow-cross-slot-keys\n{}local function one(KEYS, ARGV)\n{rest}\nend\n{}",
+        include_str!("lua/naming_call.lua"),
+        include_str!("lua/across_slots.lua")
+    )
+}
+
+/// One call of `across` (a script made by [`across_slots`]) running
+/// `calls` (calls of the script it was made from, each in one slot, all
+/// served by one node); its reply lists theirs in order.
+pub(crate) fn across_call(across: &'static Script, calls: &[Call<'_>]) -> Call<'static> {
+    let mut call = across.call().arg(calls.len().to_string());
+    if let Some(first) = calls.first() {
+        for k in &first.keys {
+            call = call.key(k);
+        }
+    }
+    for c in calls {
+        call = call
+            .arg(c.keys.len().to_string())
+            .arg(c.args.len().to_string());
+        for k in &c.keys {
+            call = call.arg(k);
+        }
+        for a in &c.args {
+            call = call.arg(a);
+        }
+    }
+    call
+}
+
 /// A writing script with `wrong_type` and `wrong_types`
 /// (lua/key_types.lua, which the write libraries share) before its text.
 fn checking_types(text: &str) -> String {

@@ -6,6 +6,7 @@
 //! (read, then compare-and-set).
 
 mod across;
+mod by_node;
 pub mod board;
 pub mod cache;
 pub(crate) mod connect;
@@ -87,6 +88,8 @@ pub struct Store<C = ConnectionManager> {
     /// The schema records this store has read (`None`: it tracks none,
     /// like the layout marker: `Store::new`).
     schema: Option<schema::Tracking>,
+    /// Which cluster master serves which slots, for reads grouped by node.
+    nodes: std::sync::Arc<by_node::NodeMap>,
 }
 
 /// The entity types a store has seen with entities that have a TTL: their
@@ -151,6 +154,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             counters: Default::default(),
             layout_marked: None,
             schema: None,
+            nodes: Default::default(),
         }
     }
 

@@ -7,7 +7,7 @@ use super::{ExpiringTypes, Store};
 use crate::error::{Error, Result};
 use crate::keyspace::{self, EntityKeys};
 use crate::plan::query::{self, index_of, index_value, Condition, RangeCondition, SetOp, Spec};
-use crate::plan::write;
+use crate::plan::write::{self, WritePlan};
 use crate::schema::codec::SortScore;
 use crate::schema::entity::Entity;
 use crate::schema::field::{Field, PrefixIndex, RangeOf, SetIndex, SortedIndex, UniqueIndex};
@@ -446,6 +446,20 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         };
         let text = crate::schema::codec::score_text(score);
         let spaces = keyspace::spaces(E::DESC, &self.ns);
+        // One call per node when the slot map groups them.
+        let calls: Vec<_> = spaces
+            .iter()
+            .map(|space| query::rank_ahead_call(E::DESC, space, index, member, &text))
+            .collect();
+        if let Some(replies) = self.invoke_across(&script::RANK_ACROSS, &calls).await {
+            let counts: Option<Vec<u64>> = replies
+                .into_iter()
+                .map(|v| redis::from_redis_value::<u64>(v).ok())
+                .collect();
+            if let Some(counts) = counts {
+                return Ok(Some(counts.into_iter().sum()));
+            }
+        }
         let counts = futures_util::future::try_join_all(spaces.iter().map(|space| {
             let call = query::rank_ahead_call(E::DESC, space, index, member, &text);
             let zset = keyspace::index_zset(E::DESC, space, field);
@@ -493,13 +507,24 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         // pages merged by score (exactly one server's answer).
         let shard_spec = query::shard_spec(spec);
         let scored = with_scores || spec.order.is_some();
-        let answers = futures_util::future::try_join_all(
-            spaces
-                .iter()
-                .map(|space| self.query_in::<E>(space, &shard_spec, count_only, scored)),
-        )
-        .await?;
-        let mut answers = answers;
+        let across = match self.native_query::<E>(&self.ns, &shard_spec, count_only, scored) {
+            None => {
+                self.query_across::<E>(&spaces, &shard_spec, count_only, scored)
+                    .await?
+            }
+            Some(_) => None,
+        };
+        let mut answers = match across {
+            Some(answers) => answers,
+            None => {
+                futures_util::future::try_join_all(
+                    spaces
+                        .iter()
+                        .map(|space| self.query_in::<E>(space, &shard_spec, count_only, scored)),
+                )
+                .await?
+            }
+        };
         let mut cleans = Vec::new();
         // `spaces` lists shard 0, 1, ... in order.
         for (shard, (space, answer)) in spaces.iter().zip(answers.iter_mut()).enumerate() {
@@ -562,14 +587,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         // The common shapes run as one native set command, when nothing of
         // the type can have expired (checked in the same round trip); the
         // script otherwise.
-        // A type with a default TTL, or one seen with expiring entities,
-        // goes to the script directly (2 round trips with the fetch).
-        let may_expire =
-            E::DESC.ttl.is_some() || self.expiring.contains(ExpiringTypes::id(E::DESC));
-        if let Some(native) = (!count_only && !with_scores && !may_expire)
-            .then(|| query::native_set_command(E::DESC, ns, spec))
-            .flatten()
-        {
+        if let Some(native) = self.native_query::<E>(ns, spec, count_only, with_scores) {
             let expiry = keyspace::expiry_key(E::DESC, ns);
             let mut pipe = redis::pipe();
             pipe.cmd("ZCARD").arg(&expiry).add_command(native);
@@ -590,22 +608,83 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .await
             .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, ns), e))?;
         let mut answer = query::parse_reply(E::DESC, spec, with_scores, reply)?;
-        if !answer.ghosts.is_empty() {
-            // Expired entities met on the way: remove all their entries now,
-            // a bounded few per read (the script reports at most 100; a
-            // read of every shard shares that among them).
-            let shards = if keyspace::sharded(E::DESC, &self.ns) {
-                usize::from(E::DESC.shards.max(1))
-            } else {
-                1
-            };
-            answer
-                .ghosts
-                .truncate((query::GHOST_BUDGET / shards).max(1));
-            self.write_many(&query::sweep_plans(E::DESC, ns, &answer.ghosts))
-                .await?;
+        let sweeps = self.ghost_sweeps::<E>(ns, &mut answer);
+        if !sweeps.is_empty() {
+            self.write_many(&sweeps).await?;
         }
         Ok(answer)
+    }
+
+    /// The native set command answering `spec` in `ns` (one of the common
+    /// shapes), when nothing of the type can have expired; `None` when the
+    /// query script answers.
+    fn native_query<E: Entity>(
+        &self,
+        ns: &crate::schema::escape::Namespace,
+        spec: &query::Spec,
+        count_only: bool,
+        with_scores: bool,
+    ) -> Option<redis::Cmd> {
+        // A type with a default TTL, or one seen with expiring entities,
+        // goes to the script directly (2 round trips with the fetch).
+        let may_expire =
+            E::DESC.ttl.is_some() || self.expiring.contains(ExpiringTypes::id(E::DESC));
+        (!count_only && !with_scores && !may_expire)
+            .then(|| query::native_set_command(E::DESC, ns, spec))
+            .flatten()
+    }
+
+    /// The writes removing the entries of the expired entities a query met
+    /// on the way (`answer.ghosts`): a bounded few per read (the script
+    /// reports at most 100; a read of every shard shares that among them).
+    fn ghost_sweeps<E: Entity>(
+        &self,
+        ns: &crate::schema::escape::Namespace,
+        answer: &mut query::Answer,
+    ) -> Vec<WritePlan> {
+        if answer.ghosts.is_empty() {
+            return Vec::new();
+        }
+        let shards = if keyspace::sharded(E::DESC, &self.ns) {
+            usize::from(E::DESC.shards.max(1))
+        } else {
+            1
+        };
+        answer
+            .ghosts
+            .truncate((query::GHOST_BUDGET / shards).max(1));
+        query::sweep_plans(E::DESC, ns, &answer.ghosts)
+    }
+
+    /// The query script in every shard of `spaces`, one call per cluster
+    /// node (see `by_node`); `None` when the calls could not be grouped, or
+    /// a node failed them (the caller asks shard by shard, which names any
+    /// error as a single call does).
+    async fn query_across<E: Entity>(
+        &self,
+        spaces: &[crate::schema::escape::Namespace],
+        spec: &query::Spec,
+        count_only: bool,
+        with_scores: bool,
+    ) -> Result<Option<Vec<query::Answer>>> {
+        let calls: Vec<_> = spaces
+            .iter()
+            .map(|space| query::script_call(E::DESC, space, spec, count_only, with_scores))
+            .collect();
+        let Some(replies) = self.invoke_across(&script::QUERY_ACROSS, &calls).await else {
+            return Ok(None);
+        };
+        let mut answers = Vec::with_capacity(replies.len());
+        let mut sweeps = Vec::new();
+        for (space, reply) in spaces.iter().zip(replies) {
+            let mut answer = query::parse_reply(E::DESC, spec, with_scores, reply)?;
+            sweeps.extend(self.ghost_sweeps::<E>(space, &mut answer));
+            answers.push(answer);
+        }
+        if !sweeps.is_empty() {
+            self.write_many(&sweeps).await?;
+        }
+        Ok(Some(answers))
     }
 }
 
