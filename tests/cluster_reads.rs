@@ -89,7 +89,11 @@ async fn sharded_reads_send_one_call_per_master_and_answer_as_one_server() {
 
     for id in [0u64, 7, 101, 333, 599] {
         let rank = store.board(Player::SCORE).rank(&id).await.unwrap();
-        assert_eq!(rank, one.board(Player::SCORE).rank(&id).await.unwrap(), "rank of {id}");
+        assert_eq!(
+            rank,
+            one.board(Player::SCORE).rank(&id).await.unwrap(),
+            "rank of {id}"
+        );
     }
     trips.take();
     store.board(Player::SCORE).rank(&7).await.unwrap();
@@ -152,8 +156,17 @@ async fn expired_entities_in_many_shards_are_skipped_by_grouped_reads() {
         one.board(Player::SCORE).rank(&live).await.unwrap()
     );
     assert_eq!(
-        store.query::<Player>().eq(Player::COUNTRY, "JP").count().await.unwrap(),
-        one.query::<Player>().eq(Player::COUNTRY, "JP").count().await.unwrap()
+        store
+            .query::<Player>()
+            .eq(Player::COUNTRY, "JP")
+            .count()
+            .await
+            .unwrap(),
+        one.query::<Player>()
+            .eq(Player::COUNTRY, "JP")
+            .count()
+            .await
+            .unwrap()
     );
 }
 
@@ -176,7 +189,12 @@ async fn a_stale_slot_map_after_resharding_still_gives_the_right_answers() {
             one.board(Player::SCORE).top(10).await.unwrap()
         );
         assert_eq!(
-            store.query::<Player>().eq(Player::COUNTRY, "DE").count().await.unwrap(),
+            store
+                .query::<Player>()
+                .eq(Player::COUNTRY, "DE")
+                .count()
+                .await
+                .unwrap(),
             100
         );
         assert_eq!(
@@ -191,6 +209,11 @@ async fn a_stale_slot_map_after_resharding_still_gives_the_right_answers() {
     }
     // Once the map is read again, reads are grouped again.
     trips.take();
-    store.query::<Player>().eq(Player::COUNTRY, "DE").count().await.unwrap();
+    store
+        .query::<Player>()
+        .eq(Player::COUNTRY, "DE")
+        .count()
+        .await
+        .unwrap();
     assert!(trips.take() <= 3);
 }

@@ -171,6 +171,38 @@ pub(crate) fn native_set_command(
     Some(cmd)
 }
 
+/// The native command counting what [`native_set_command`] lists, when it
+/// is an intersection: `SCARD` of one set, `SINTERCARD` of several (a
+/// count is then one command, not the query script).
+pub(crate) fn native_count_command(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    spec: &Spec,
+) -> Option<redis::Cmd> {
+    let set = native_set_command(desc, ns, spec)?;
+    let mut words = set.args_iter().filter_map(|a| match a {
+        redis::Arg::Simple(b) => Some(b),
+        _ => None,
+    });
+    if words.next()? != b"SINTER" {
+        return None;
+    }
+    let keys: Vec<&[u8]> = words.collect();
+    let cmd = match keys.as_slice() {
+        [one] => {
+            let mut c = redis::cmd("SCARD");
+            c.arg(*one);
+            c
+        }
+        _ => {
+            let mut c = redis::cmd("SINTERCARD");
+            c.arg(keys.len()).arg(keys);
+            c
+        }
+    };
+    Some(cmd)
+}
+
 /// The escaped stored form of a value: the last segment of its index key.
 pub(crate) fn index_value<V: crate::schema::codec::Scalar>(v: &V) -> Vec<u8> {
     let mut out = Vec::new();

@@ -3,7 +3,7 @@
 //! key of an entity gets the same TTL, and its index entries follow it (see
 //! docs/expiry-and-cache.md).
 
-use super::{remaining, ttl_cmd, ExpiringTypes, Store};
+use super::{remaining, ttl_cmd, Store};
 use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
 use crate::schema::entity::Entity;
@@ -64,7 +64,7 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Expiry<'_, E, C> {
     /// TTL, in the same atomic write.
     pub async fn save_with_ttl(&self, entity: &E, ttl: Duration) -> Result<bool> {
         let store = self.store;
-        store.expiring.insert(ExpiringTypes::id(E::DESC));
+        store.expiring.insert(super::desc_id(E::DESC));
         store.save_as(entity, false, Some(ttl)).await
     }
 
@@ -80,7 +80,7 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Expiry<'_, E, C> {
     /// Gives every key of the entity a TTL; `false` if there is no such entity.
     pub async fn expire(&self, pk: impl IntoPk<E::Pk>, ttl: Duration) -> Result<bool> {
         let pk = &pk.into_pk();
-        self.store.expiring.insert(ExpiringTypes::id(E::DESC));
+        self.store.expiring.insert(super::desc_id(E::DESC));
         self.store
             .lifecycle::<E>(pk, WriteOp::Expire, Some(ttl))
             .await

@@ -6,8 +6,8 @@
 //! (read, then compare-and-set).
 
 mod across;
-mod by_node;
 pub mod board;
+mod by_node;
 pub mod cache;
 pub(crate) mod connect;
 mod expiry;
@@ -96,6 +96,17 @@ pub struct Store<C = ConnectionManager> {
 /// queries go to the query script, which skips expired entities, instead of
 /// trying a native set command first.
 pub(crate) type ExpiringTypes = crate::seen::Seen;
+
+/// A name for an entity type in a [`crate::seen::Seen`] set: a hash of its
+/// type name and key pattern. Not the description's address: `E::DESC` is
+/// a constant, and two uses of a constant need not share an address (in
+/// another codegen unit or crate they often do not).
+pub(crate) fn desc_id(desc: &crate::schema::entity::EntityDesc) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (desc.type_name, desc.key_pattern).hash(&mut h);
+    h.finish() as usize
+}
 
 impl Store<ConnectionManager> {
     /// Connects to `url` (`redis://[user:password@]host:port/db`) with the
@@ -454,10 +465,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             return Ok(Vec::new());
         }
         self.mark_layout().await?;
-        // Each type of the batch (by its description's address) once.
+        // Each type of the batch once.
         let mut checked: Vec<usize> = Vec::new();
         for p in plans {
-            let id = crate::seen::Seen::id(p.desc);
+            let id = desc_id(p.desc);
             if !checked.contains(&id) {
                 checked.push(id);
                 self.schema_write_check(p.desc).await?;
@@ -613,7 +624,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// (and nothing written) if its key is taken. The read-through cache's
     /// save: a late load never overwrites an entity stored since.
     pub(crate) async fn insert_with_ttl<E: Entity>(&self, entity: &E, ttl: Duration) -> Result<()> {
-        self.expiring.insert(ExpiringTypes::id(E::DESC));
+        self.expiring.insert(desc_id(E::DESC));
         self.save_as(entity, true, Some(ttl)).await.map(drop)
     }
 

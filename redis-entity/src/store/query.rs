@@ -3,7 +3,7 @@
 //! `find_unique`, `top`, `rank`). Planning is in [`crate::plan::query`].
 
 use super::scan::Scan;
-use super::{ExpiringTypes, Store};
+use super::Store;
 use crate::error::{Error, Result};
 use crate::keyspace::{self, EntityKeys};
 use crate::plan::query::{self, index_of, index_value, Condition, RangeCondition, SetOp, Spec};
@@ -431,16 +431,16 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let own = keyspace::entity_space(E::DESC, &self.ns, member);
         let own_zset = keyspace::index_zset(E::DESC, &own, field);
         let call = query::rank_call(E::DESC, &own, index, member);
-        let (live, score) = futures_util::future::join(
-            script::invoke::<Option<u64>, _>(&mut self.reader(), self.reader_sent(), &call),
-            redis::cmd("ZSCORE")
-                .arg(&own_zset)
-                .arg(member)
-                .query_async::<Option<f64>>(&mut self.reader()),
-        )
-        .await;
-        let live = live.map_err(|e| Error::redis(&own_zset, e))?;
-        let score = score.map_err(|e| Error::redis(&own_zset, e))?;
+        // The rank script and the score in one round trip (one slot).
+        let (live, rest) =
+            script::invoke_then(&mut self.reader(), self.reader_sent(), &call, |pipe| {
+                pipe.cmd("ZSCORE").arg(&own_zset).arg(member);
+            })
+            .await
+            .map_err(|e| Error::redis(&own_zset, e))?;
+        let live: Option<u64> = decode_named(live, &own_zset)?;
+        let score: Option<f64> =
+            decode_named(rest.into_iter().next().unwrap_or(Value::Nil), &own_zset)?;
         let (Some(_), Some(score)) = (live, score) else {
             return Ok(None);
         };
@@ -512,7 +512,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 self.query_across::<E>(&spaces, &shard_spec, count_only, scored)
                     .await?
             }
-            Some(_) => None,
+            Some(_) => {
+                self.native_across::<E>(&spaces, &shard_spec, count_only)
+                    .await
+            }
         };
         let mut answers = match across {
             Some(answers) => answers,
@@ -591,11 +594,21 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             let expiry = keyspace::expiry_key(E::DESC, ns);
             let mut pipe = redis::pipe();
             pipe.cmd("ZCARD").arg(&expiry).add_command(native);
-            let reply: redis::RedisResult<(u64, Vec<String>)> =
+            let reply: redis::RedisResult<(u64, Value)> =
                 pipe.query_async(&mut self.reader()).await;
             match reply {
-                Ok((0, members)) => return Ok(query::Answer::from_members(E::DESC, members)),
-                Ok(_) => self.expiring.insert(ExpiringTypes::id(E::DESC)),
+                Ok((0, Value::Int(n))) if count_only => {
+                    return Ok(query::Answer {
+                        total: n.max(0) as u64,
+                        ..query::Answer::from_members(E::DESC, Vec::new())
+                    })
+                }
+                Ok((0, members)) => {
+                    let members: Vec<String> = redis::from_redis_value(members)
+                        .map_err(|e| Error::redis(&expiry, e.into()))?;
+                    return Ok(query::Answer::from_members(E::DESC, members));
+                }
+                Ok(_) => self.expiring.insert(super::desc_id(E::DESC)),
                 // A native command cannot say which of its keys holds the
                 // wrong type: the script below, which names it, answers.
                 // (A pipeline reports it as one of its failures.)
@@ -627,11 +640,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     ) -> Option<redis::Cmd> {
         // A type with a default TTL, or one seen with expiring entities,
         // goes to the script directly (2 round trips with the fetch).
-        let may_expire =
-            E::DESC.ttl.is_some() || self.expiring.contains(ExpiringTypes::id(E::DESC));
-        (!count_only && !with_scores && !may_expire)
-            .then(|| query::native_set_command(E::DESC, ns, spec))
-            .flatten()
+        let may_expire = E::DESC.ttl.is_some() || self.expiring.contains(super::desc_id(E::DESC));
+        if with_scores || may_expire {
+            return None;
+        }
+        if count_only {
+            return query::native_count_command(E::DESC, ns, spec);
+        }
+        query::native_set_command(E::DESC, ns, spec)
     }
 
     /// The writes removing the entries of the expired entities a query met
@@ -654,6 +670,51 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .ghosts
             .truncate((query::GHOST_BUDGET / shards).max(1));
         query::sweep_plans(E::DESC, ns, &answer.ghosts)
+    }
+
+    /// The native set command of `spec` in every shard of `spaces`, one
+    /// call per cluster node (see `by_node`), each after the `ZCARD` of its
+    /// shard's expiry set; `None` when the reads could not be grouped, any
+    /// failed, or an entity of the type may have expired (the caller asks
+    /// shard by shard, where the script answers).
+    async fn native_across<E: Entity>(
+        &self,
+        spaces: &[crate::schema::escape::Namespace],
+        spec: &query::Spec,
+        count_only: bool,
+    ) -> Option<Vec<query::Answer>> {
+        let expiry: Vec<String> = spaces
+            .iter()
+            .map(|space| keyspace::expiry_key(E::DESC, space))
+            .collect();
+        let keys: Vec<&str> = expiry.iter().map(String::as_str).collect();
+        let (groups, replies) = self
+            .reads_by_node(&keys, |pipe, i| {
+                pipe.cmd("ZCARD").arg(keys[i]);
+                if let Some(native) = self.native_query::<E>(&spaces[i], spec, count_only, false) {
+                    pipe.add_command(native);
+                }
+            })
+            .await?;
+        let mut answers: Vec<Option<query::Answer>> = (0..spaces.len()).map(|_| None).collect();
+        for (g, values) in groups.iter().zip(replies) {
+            let mut it = values.into_iter();
+            for &i in g {
+                let (Some(Value::Int(0)), Some(reply)) = (it.next(), it.next()) else {
+                    return None;
+                };
+                answers[i] = Some(match reply {
+                    Value::Int(n) if count_only => query::Answer {
+                        total: n.max(0) as u64,
+                        ..query::Answer::from_members(E::DESC, Vec::new())
+                    },
+                    other => {
+                        query::Answer::from_members(E::DESC, redis::from_redis_value(other).ok()?)
+                    }
+                });
+            }
+        }
+        answers.into_iter().collect()
     }
 
     /// The query script in every shard of `spaces`, one call per cluster
@@ -842,4 +903,12 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'s, E, Store<
             .await?
             .total)
     }
+}
+
+/// A reply decoded, an error reply (or one of the wrong shape) named by
+/// `key` as a single call's error is.
+fn decode_named<T: redis::FromRedisValue>(v: Value, key: &str) -> Result<T> {
+    v.extract_error()
+        .and_then(|v| redis::from_redis_value(v).map_err(Into::into))
+        .map_err(|e| Error::redis(key, e))
 }

@@ -60,9 +60,16 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         desc: &'static EntityDesc,
         keys: &[EntityKeys],
     ) -> Option<Vec<Record>> {
-        let cached = self.near.as_ref().is_some_and(|n| n.shared.caches(desc.type_name));
+        let cached = self
+            .near
+            .as_ref()
+            .is_some_and(|n| n.shared.caches(desc.type_name));
         let first = keys.first().map(|k| crate::keyspace::slot_tag(&k.base))?;
-        if cached || keys.iter().all(|k| crate::keyspace::slot_tag(&k.base) == first) {
+        if cached
+            || keys
+                .iter()
+                .all(|k| crate::keyspace::slot_tag(&k.base) == first)
+        {
             return None;
         }
         let bases: Vec<&str> = keys.iter().map(|k| k.base.as_str()).collect();

@@ -1,7 +1,7 @@
 //! `store.update::<E>(&pk).set(..).incr(..).exec()`: in-place changes without
 //! reading the entity (`HSET` / `HINCRBY` in the `hash` layout).
 
-use super::{ExpiringTypes, Store};
+use super::Store;
 use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
 use crate::plan::{json, write, write::WritePlan};
@@ -278,7 +278,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
         }
         let store = self.store;
         if self.ttl.is_some() {
-            store.expiring.insert(ExpiringTypes::id(E::DESC));
+            store.expiring.insert(super::desc_id(E::DESC));
         }
         write::check_update_scores(E::DESC, &self.ops)?;
         let keys = EntityKeys::new(E::DESC, &store.ns, self.member.clone());

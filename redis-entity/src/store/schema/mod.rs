@@ -101,7 +101,7 @@ impl Types {
     fn fingerprint(&mut self, desc: &EntityDesc) -> u64 {
         *self
             .fingerprints
-            .entry(crate::seen::Seen::id(desc))
+            .entry(crate::store::desc_id(desc))
             .or_insert_with(|| fingerprint(desc))
     }
 }
