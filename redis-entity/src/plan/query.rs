@@ -171,6 +171,72 @@ pub(crate) fn native_set_command(
     Some(cmd)
 }
 
+/// The native read of a leaderboard page (`top`: an order on a sorted
+/// index and a first page, no condition): `ZRANGE .. REV WITHSCORES`, or
+/// ascending; `None` for any other shape.
+pub(crate) fn native_top_command(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    spec: &Spec,
+) -> Option<redis::Cmd> {
+    let plain = spec.conditions.is_empty() && spec.ranges.is_empty() && spec.unions.is_empty();
+    let (Some((index, descending)), Some((0, n)), true) = (spec.order, spec.page, plain) else {
+        return None;
+    };
+    if n == 0 {
+        return None;
+    }
+    let mut cmd = redis::cmd("ZRANGE");
+    cmd.arg(keyspace::index_zset(desc, ns, desc.indexes[index].field))
+        .arg(0)
+        .arg(n - 1);
+    if descending {
+        cmd.arg("REV");
+    }
+    cmd.arg("WITHSCORES");
+    Some(cmd)
+}
+
+/// Adds to `pipe` the native reads counting the members of one shard
+/// (`ns`) ranked ahead of `member` (of another shard) with `score`, when
+/// nothing of the type can have expired: the `ZCARD` of the shard's expiry
+/// set (which must be 0 for the rest to hold), the `ZCOUNT` above the score
+/// and the members of that score (those after `member` count: `REV`
+/// orders ties backwards). [`rank_ahead_native`] reads the replies.
+pub(crate) fn rank_ahead_reads(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    index: usize,
+    score: &str,
+    pipe: &mut redis::Pipeline,
+) {
+    let zset = keyspace::index_zset(desc, ns, desc.indexes[index].field);
+    pipe.cmd("ZCARD").arg(keyspace::expiry_key(desc, ns));
+    pipe.cmd("ZCOUNT")
+        .arg(&zset)
+        .arg(format!("({score}"))
+        .arg("+inf");
+    pipe.cmd("ZRANGE")
+        .arg(&zset)
+        .arg(score)
+        .arg(score)
+        .arg("BYSCORE");
+}
+
+/// The count of [`rank_ahead_reads`]' replies (taken from `it`); `None`
+/// when the shard holds expiring entities (the rank script must walk) or
+/// a reply is not what was asked.
+pub(crate) fn rank_ahead_native(member: &str, it: &mut impl Iterator<Item = Value>) -> Option<u64> {
+    let (Some(Value::Int(0)), Some(Value::Int(above)), Some(ties)) =
+        (it.next(), it.next(), it.next())
+    else {
+        return None;
+    };
+    let ties: Vec<String> = redis::from_redis_value(ties).ok()?;
+    let after = ties.iter().filter(|m| m.as_str() > member).count() as u64;
+    Some(above.max(0) as u64 + after)
+}
+
 /// The native command counting what [`native_set_command`] lists, when it
 /// is an intersection: `SCARD` of one set, `SINTERCARD` of several (a
 /// count is then one command, not the query script).

@@ -446,6 +446,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         };
         let text = crate::schema::codec::score_text(score);
         let spaces = keyspace::spaces(E::DESC, &self.ns);
+        // Nothing can have expired: plain reads, one call per node.
+        if let Some(ahead) = self
+            .rank_ahead_native::<E>(&spaces, index, member, &text)
+            .await
+        {
+            return Ok(Some(ahead));
+        }
         // One call per node when the slot map groups them.
         let calls: Vec<_> = spaces
             .iter()
@@ -471,6 +478,40 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }))
         .await?;
         Ok(Some(counts.into_iter().sum()))
+    }
+
+    /// The members ranked ahead of `member` (with score `text`) over every
+    /// shard in `spaces`, by plain reads grouped per node, when no shard
+    /// holds an expiring entity; `None` otherwise, or when the reads could
+    /// not be grouped (the rank script answers).
+    async fn rank_ahead_native<E: Entity>(
+        &self,
+        spaces: &[crate::schema::escape::Namespace],
+        index: usize,
+        member: &str,
+        text: &str,
+    ) -> Option<u64> {
+        if E::DESC.ttl.is_some() || self.expiring.contains(super::desc_id(E::DESC)) {
+            return None;
+        }
+        let ids: Vec<String> = spaces
+            .iter()
+            .map(|space| keyspace::expiry_key(E::DESC, space))
+            .collect();
+        let keys: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let (_, replies) = self
+            .reads_by_node(&keys, |pipe, i| {
+                query::rank_ahead_reads(E::DESC, &spaces[i], index, text, pipe)
+            })
+            .await?;
+        let mut total = 0;
+        for values in replies {
+            let mut it = values.into_iter();
+            while it.len() > 0 {
+                total += query::rank_ahead_native(member, &mut it)?;
+            }
+        }
+        Some(total)
     }
 
     pub(crate) async fn run_query<E: Entity>(
@@ -513,7 +554,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                     .await?
             }
             Some(_) => {
-                self.native_across::<E>(&spaces, &shard_spec, count_only)
+                self.native_across::<E>(&spaces, &shard_spec, count_only, scored)
                     .await
             }
         };
@@ -597,16 +638,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             let reply: redis::RedisResult<(u64, Value)> =
                 pipe.query_async(&mut self.reader()).await;
             match reply {
-                Ok((0, Value::Int(n))) if count_only => {
-                    return Ok(query::Answer {
-                        total: n.max(0) as u64,
-                        ..query::Answer::from_members(E::DESC, Vec::new())
-                    })
-                }
-                Ok((0, members)) => {
-                    let members: Vec<String> = redis::from_redis_value(members)
-                        .map_err(|e| Error::redis(&expiry, e.into()))?;
-                    return Ok(query::Answer::from_members(E::DESC, members));
+                Ok((0, reply)) => {
+                    return Self::native_answer::<E>(count_only, with_scores, reply).ok_or_else(
+                        || Error::UnexpectedReply {
+                            key: expiry.clone(),
+                            detail: "not the reply of a set read".into(),
+                        },
+                    )
                 }
                 Ok(_) => self.expiring.insert(super::desc_id(E::DESC)),
                 // A native command cannot say which of its keys holds the
@@ -647,7 +685,29 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if count_only {
             return query::native_count_command(E::DESC, ns, spec);
         }
+        if with_scores {
+            return query::native_top_command(E::DESC, ns, spec);
+        }
         query::native_set_command(E::DESC, ns, spec)
+    }
+
+    /// The answer of a native read (see `native_query`): a count, scored
+    /// members, or members; `None` for a reply of another shape.
+    fn native_answer<E: Entity>(
+        count_only: bool,
+        with_scores: bool,
+        reply: Value,
+    ) -> Option<query::Answer> {
+        Some(match reply {
+            Value::Int(n) if count_only => query::Answer {
+                total: n.max(0) as u64,
+                ..query::Answer::from_members(E::DESC, Vec::new())
+            },
+            other if with_scores => {
+                query::Answer::from_scored(redis::from_redis_value(other).ok()?)
+            }
+            other => query::Answer::from_members(E::DESC, redis::from_redis_value(other).ok()?),
+        })
     }
 
     /// The writes removing the entries of the expired entities a query met
@@ -682,6 +742,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         spaces: &[crate::schema::escape::Namespace],
         spec: &query::Spec,
         count_only: bool,
+        with_scores: bool,
     ) -> Option<Vec<query::Answer>> {
         let expiry: Vec<String> = spaces
             .iter()
@@ -691,7 +752,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let (groups, replies) = self
             .reads_by_node(&keys, |pipe, i| {
                 pipe.cmd("ZCARD").arg(keys[i]);
-                if let Some(native) = self.native_query::<E>(&spaces[i], spec, count_only, false) {
+                if let Some(native) =
+                    self.native_query::<E>(&spaces[i], spec, count_only, with_scores)
+                {
                     pipe.add_command(native);
                 }
             })
@@ -703,15 +766,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 let (Some(Value::Int(0)), Some(reply)) = (it.next(), it.next()) else {
                     return None;
                 };
-                answers[i] = Some(match reply {
-                    Value::Int(n) if count_only => query::Answer {
-                        total: n.max(0) as u64,
-                        ..query::Answer::from_members(E::DESC, Vec::new())
-                    },
-                    other => {
-                        query::Answer::from_members(E::DESC, redis::from_redis_value(other).ok()?)
-                    }
-                });
+                answers[i] = Some(Self::native_answer::<E>(count_only, with_scores, reply)?);
             }
         }
         answers.into_iter().collect()
