@@ -73,6 +73,147 @@ fn player(id: u64) -> Player {
 
 type Counted<C> = Store<CountingConnection<C>>;
 
+/// Hand-written reads of the `Player` keys with redis-rs, for the floor:
+/// the key of each index shard's sorted set and country sets (spelled
+/// from the entity keys the library gives: the text up to a shard's tag),
+/// one shard on one server.
+struct Hand<C> {
+    conn: C,
+    /// `{player:<s>}:` per shard on the cluster; `""` on one server.
+    shards: Vec<String>,
+    /// The entity key of each player id.
+    keys: Vec<String>,
+    cluster: bool,
+}
+
+impl<C: redis::aio::ConnectionLike + Clone + Send + Sync> Hand<C> {
+    fn of(store: &Store<C>, n: u64) -> Self {
+        let keys: Vec<String> = (0..n)
+            .map(|id| store.keys().of::<Player>(id).base)
+            .collect();
+        let mut shards: Vec<String> = keys
+            .iter()
+            .map(|k| {
+                k.find("}:")
+                    .map_or(String::new(), |at| k[..at + 2].to_owned())
+            })
+            .collect();
+        shards.sort();
+        shards.dedup();
+        Hand {
+            conn: store.connection(),
+            shards,
+            keys,
+            cluster: store.keys().layout() == redis_entity::KeyLayout::Cluster,
+        }
+    }
+
+    fn shard_of(&self, id: u64) -> &str {
+        let k = &self.keys[id as usize];
+        k.find("}:").map_or("", |at| &k[..at + 2])
+    }
+
+    /// `SCARD` of every shard's set of `country`, summed.
+    async fn count(&self, country: &str) -> u64 {
+        let counts = futures_util::future::join_all(self.shards.iter().map(|s| {
+            let mut c = self.conn.clone();
+            let key = format!("{s}player:@country:{country}");
+            async move {
+                redis::cmd("SCARD")
+                    .arg(key)
+                    .query_async::<u64>(&mut c)
+                    .await
+                    .unwrap()
+            }
+        }))
+        .await;
+        counts.into_iter().sum()
+    }
+
+    /// Every shard's first `n` by score, merged, then their records.
+    async fn top(&self, n: usize) -> usize {
+        let pages = futures_util::future::join_all(self.shards.iter().map(|s| {
+            let mut c = self.conn.clone();
+            let key = format!("{s}player:@score");
+            async move {
+                redis::cmd("ZRANGE")
+                    .arg(key)
+                    .arg(0)
+                    .arg(n - 1)
+                    .arg("REV")
+                    .arg("WITHSCORES")
+                    .query_async::<Vec<(String, f64)>>(&mut c)
+                    .await
+                    .unwrap()
+            }
+        }))
+        .await;
+        let mut all: Vec<(String, f64)> = pages.into_iter().flatten().collect();
+        all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+        all.truncate(n);
+        let keys: Vec<&str> = all
+            .iter()
+            .map(|(m, _)| self.keys[m.parse::<usize>().unwrap()].as_str())
+            .collect();
+        let records: Vec<redis::Value> = if self.cluster {
+            futures_util::future::join_all(keys.iter().map(|k| {
+                let mut c = self.conn.clone();
+                async move {
+                    redis::cmd("HGETALL")
+                        .arg(*k)
+                        .query_async(&mut c)
+                        .await
+                        .unwrap()
+                }
+            }))
+            .await
+        } else {
+            let mut pipe = redis::pipe();
+            for k in &keys {
+                pipe.cmd("HGETALL").arg(*k);
+            }
+            pipe.query_async(&mut self.conn.clone()).await.unwrap()
+        };
+        records.len()
+    }
+
+    /// One server: `ZREVRANK`. A cluster: the member's score in its shard,
+    /// then the `ZCOUNT` above it in every shard.
+    async fn rank(&self, id: u64) -> u64 {
+        let own = format!("{}player:@score", self.shard_of(id));
+        let mut c = self.conn.clone();
+        if !self.cluster {
+            return redis::cmd("ZREVRANK")
+                .arg(own)
+                .arg(id)
+                .query_async::<u64>(&mut c)
+                .await
+                .unwrap();
+        }
+        let score: f64 = redis::cmd("ZSCORE")
+            .arg(own)
+            .arg(id)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let counts = futures_util::future::join_all(self.shards.iter().map(|s| {
+            let mut c = self.conn.clone();
+            let key = format!("{s}player:@score");
+            async move {
+                redis::cmd("ZCOUNT")
+                    .arg(key)
+                    .arg(format!("({score}"))
+                    .arg("+inf")
+                    .query_async::<u64>(&mut c)
+                    .await
+                    .unwrap()
+            }
+        }))
+        .await;
+        counts.into_iter().sum()
+    }
+}
+
 /// Per side (one server, cluster) and per step: the next fresh number, so
 /// that a stateful step (inserts, deletes, renames) does fresh work in
 /// each of its rounds.
@@ -279,6 +420,44 @@ async fn main() {
     step!("rank", 100 * scale, one, one_trips, cl, cl_trips, |s, i| {
         assert!(s.board(Player::SCORE).rank(i).await.unwrap().is_some());
     });
+    // The floor: the same three reads hand-written with redis-rs on the
+    // same servers (no liveness checks), one call per shard on the cluster
+    // (its connection refuses a pipeline across slots).
+    let one_hand = Hand::of(&one, n_players);
+    let cl_hand = Hand::of(&cl, n_players);
+    step!(
+        "hand-written: count eq",
+        200 * scale,
+        one_hand,
+        one_trips,
+        cl_hand,
+        cl_trips,
+        |h, i| {
+            assert_eq!(h.count(COUNTRIES[(i % 10) as usize]).await, n_players / 10);
+        }
+    );
+    step!(
+        "hand-written: top 10",
+        100 * scale,
+        one_hand,
+        one_trips,
+        cl_hand,
+        cl_trips,
+        |h, _i| {
+            assert_eq!(h.top(10).await, 10);
+        }
+    );
+    step!(
+        "hand-written: rank",
+        100 * scale,
+        one_hand,
+        one_trips,
+        cl_hand,
+        cl_trips,
+        |h, i| {
+            h.rank(i).await;
+        }
+    );
     step!(
         "relate (sides in two slots)",
         n_players / 4,

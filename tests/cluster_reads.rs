@@ -1,7 +1,8 @@
-//! Reads of a type of many index shards on a cluster: one call per master,
-//! not one per shard (`top`, `rank`, `count`, ordered pages, the records
-//! they fetch), with the same answers as one server gives; and a slot map
-//! gone stale (a resharding) costs a retry, never a wrong answer.
+//! Reads of a type of many index shards on a cluster give the answers one
+//! server gives, by plain commands per shard while nothing of the type can
+//! have expired, and once it can, by the query and rank scripts sent as one
+//! call per master, not one per shard; a slot map gone stale (a
+//! resharding) costs a retry, never a wrong answer.
 
 use redis_entity::{CountingConnection, KeyLayout, RedisEntity, RoundTrips, Store};
 use std::time::Duration;
@@ -59,73 +60,120 @@ async fn reference(
     (server, store)
 }
 
+/// `top 10`, `count`, `rank` of several members, an ordered page and
+/// `get_many`, on the cluster and on one server, compared.
+async fn same_answers<C, D>(store: &Store<C>, one: &Store<D>)
+where
+    C: redis::aio::ConnectionLike + Clone + Send + Sync,
+    D: redis::aio::ConnectionLike + Clone + Send + Sync,
+{
+    assert_eq!(
+        store.board(Player::SCORE).top(10).await.unwrap(),
+        one.board(Player::SCORE).top(10).await.unwrap()
+    );
+    for country in ["DE", "FR", "JP", "XX"] {
+        assert_eq!(
+            store
+                .query::<Player>()
+                .eq(Player::COUNTRY, country)
+                .count()
+                .await
+                .unwrap(),
+            one.query::<Player>()
+                .eq(Player::COUNTRY, country)
+                .count()
+                .await
+                .unwrap(),
+            "count of {country}"
+        );
+    }
+    for id in [0u64, 7, 101, 333, 599, 10_000] {
+        assert_eq!(
+            store.board(Player::SCORE).rank(&id).await.unwrap(),
+            one.board(Player::SCORE).rank(&id).await.unwrap(),
+            "rank of {id}"
+        );
+    }
+    assert_eq!(
+        store
+            .query::<Player>()
+            .eq(Player::COUNTRY, "FR")
+            .order_desc(Player::SCORE)
+            .limit(3, 10)
+            .fetch()
+            .await
+            .unwrap(),
+        one.query::<Player>()
+            .eq(Player::COUNTRY, "FR")
+            .order_desc(Player::SCORE)
+            .limit(3, 10)
+            .fetch()
+            .await
+            .unwrap()
+    );
+    let ids: Vec<u64> = (0..50).collect();
+    assert_eq!(
+        store.get_many::<Player>(&ids).await.unwrap(),
+        one.get_many::<Player>(&ids).await.unwrap()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sharded_reads_send_one_call_per_master_and_answer_as_one_server() {
+async fn sharded_reads_answer_as_one_server_and_scripts_go_once_to_each_master() {
     let cluster = RedisCluster::start(3);
     let (store, trips) = counted_cluster(&cluster).await;
     let all = players(600);
     store.save_all(&all).await.unwrap();
     let (_server, one) = reference(&all).await;
 
-    // The first grouped read learns the slot map (one `CLUSTER SLOTS`).
-    store.board(Player::SCORE).top(1).await.unwrap();
+    // Nothing can expire: plain commands, one pipeline per shard.
+    same_answers(&store, &one).await;
     trips.take();
-
-    let top = store.board(Player::SCORE).top(10).await.unwrap();
-    let top_calls = trips.take();
-    assert_eq!(top, one.board(Player::SCORE).top(10).await.unwrap());
-    // Three masters: one query call each, then one records read each.
-    assert!(top_calls <= 6, "top 10 sent {top_calls} calls");
-
-    let count = store
+    store
         .query::<Player>()
         .eq(Player::COUNTRY, "DE")
         .count()
         .await
         .unwrap();
-    assert_eq!(count, 200);
+    assert_eq!(
+        trips.take(),
+        16,
+        "a count while nothing can expire: SCARD per shard"
+    );
+
+    // One player gets a TTL (far off): the type's reads now take the
+    // scripts, which skip expired entities, one call per master.
+    let far = Player {
+        score: 50,
+        ..all[5].clone()
+    };
+    store
+        .expiry::<Player>()
+        .save_with_ttl(&far, Duration::from_secs(600))
+        .await
+        .unwrap();
+    one.expiry::<Player>()
+        .save_with_ttl(&far, Duration::from_secs(600))
+        .await
+        .unwrap();
+    same_answers(&store, &one).await;
+    trips.take();
+    store
+        .query::<Player>()
+        .eq(Player::COUNTRY, "DE")
+        .count()
+        .await
+        .unwrap();
     let count_calls = trips.take();
     assert!(count_calls <= 3, "count sent {count_calls} calls");
-
-    for id in [0u64, 7, 101, 333, 599] {
-        let rank = store.board(Player::SCORE).rank(&id).await.unwrap();
-        assert_eq!(
-            rank,
-            one.board(Player::SCORE).rank(&id).await.unwrap(),
-            "rank of {id}"
-        );
-    }
-    trips.take();
+    store.board(Player::SCORE).top(10).await.unwrap();
+    let top_calls = trips.take();
+    // One query call per master, then the records, one pipeline per slot.
+    assert!(top_calls <= 3 + 10, "top 10 sent {top_calls} calls");
     store.board(Player::SCORE).rank(&7).await.unwrap();
     let rank_calls = trips.take();
-    // The member's own shard (its rank and score), then one call per master.
-    assert!(rank_calls <= 5, "rank sent {rank_calls} calls");
-
-    let page: Vec<Player> = store
-        .query::<Player>()
-        .eq(Player::COUNTRY, "FR")
-        .order_desc(Player::SCORE)
-        .limit(0, 10)
-        .fetch()
-        .await
-        .unwrap();
-    let expected: Vec<Player> = one
-        .query::<Player>()
-        .eq(Player::COUNTRY, "FR")
-        .order_desc(Player::SCORE)
-        .limit(0, 10)
-        .fetch()
-        .await
-        .unwrap();
-    assert_eq!(page, expected);
-    let page_calls = trips.take();
-    assert!(page_calls <= 6, "an ordered page sent {page_calls} calls");
-
-    let ids: Vec<u64> = (0..50).collect();
-    let many = store.get_many::<Player>(&ids).await.unwrap();
-    assert_eq!(many, one.get_many::<Player>(&ids).await.unwrap());
-    let many_calls = trips.take();
-    assert!(many_calls <= 3, "get_many of 50 sent {many_calls} calls");
+    // The member's own shard (the script and its score), then one call per master.
+    assert!(rank_calls <= 1 + 3, "rank sent {rank_calls} calls");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -176,26 +224,47 @@ async fn a_stale_slot_map_after_resharding_still_gives_the_right_answers() {
     let (store, trips) = counted_cluster(&cluster).await;
     let all = players(300);
     store.save_all(&all).await.unwrap();
+    // A far TTL on one player: reads take the scripts, grouped per master.
+    store
+        .expiry::<Player>()
+        .save_with_ttl(&all[1], Duration::from_secs(600))
+        .await
+        .unwrap();
     let (_server, one) = reference(&all).await;
     // The store learns the map, then a third of the first master's slots
     // (and their keys) move to the second.
-    store.board(Player::SCORE).top(3).await.unwrap();
+    assert_eq!(
+        store
+            .query::<Player>()
+            .eq(Player::COUNTRY, "DE")
+            .count()
+            .await
+            .unwrap(),
+        100
+    );
     let ports: Vec<u16> = cluster.nodes().iter().map(|n| n.port()).collect();
     cluster.reshard(ports[0], ports[1], 3000);
     trips.take();
+    // The first master refuses the keys it gave away: the count is asked
+    // again shard by shard, and right.
+    assert_eq!(
+        store
+            .query::<Player>()
+            .eq(Player::COUNTRY, "DE")
+            .count()
+            .await
+            .unwrap(),
+        100
+    );
+    let refused = trips.take();
+    assert!(
+        refused > 3,
+        "the stale map's calls, then one per shard: {refused}"
+    );
     for _ in 0..2 {
         assert_eq!(
             store.board(Player::SCORE).top(10).await.unwrap(),
             one.board(Player::SCORE).top(10).await.unwrap()
-        );
-        assert_eq!(
-            store
-                .query::<Player>()
-                .eq(Player::COUNTRY, "DE")
-                .count()
-                .await
-                .unwrap(),
-            100
         );
         assert_eq!(
             store.board(Player::SCORE).rank(&42).await.unwrap(),
@@ -207,7 +276,7 @@ async fn a_stale_slot_map_after_resharding_still_gives_the_right_answers() {
             one.get_many::<Player>(&ids).await.unwrap()
         );
     }
-    // Once the map is read again, reads are grouped again.
+    // The map read again, script reads are grouped again.
     trips.take();
     store
         .query::<Player>()

@@ -152,30 +152,6 @@ pub(crate) static QUERY_ACROSS: LazyLock<Script> =
 pub(crate) static RANK_ACROSS: LazyLock<Script> =
     LazyLock::new(|| Script::read_only(across_slots(include_str!("lua/rank.lua"))));
 
-/// Plain read commands of several slots of one cluster node, as one call.
-pub(crate) static READS: LazyLock<Script> =
-    LazyLock::new(|| Script::read_only(include_str!("lua/reads.lua").to_owned()));
-
-/// One call of [`READS`] running the commands of `pipe` (reads, each of
-/// one key), routed by `key`: its reply lists theirs in order.
-pub(crate) fn reads_call(key: &str, pipe: &redis::Pipeline) -> Call<'static> {
-    let mut call = READS.call().key(key);
-    for cmd in pipe.cmd_iter() {
-        let words: Vec<&[u8]> = cmd
-            .args_iter()
-            .filter_map(|a| match a {
-                redis::Arg::Simple(b) => Some(b),
-                _ => None,
-            })
-            .collect();
-        call = call.arg(words.len().to_string());
-        for w in words {
-            call = call.arg(w);
-        }
-    }
-    call
-}
-
 /// A read-only script's text made into one that runs several of its calls,
 /// each in its own slot of one cluster node (lua/across_slots.lua): the
 /// text becomes the body of `one(KEYS, ARGV)`, and the script is flagged

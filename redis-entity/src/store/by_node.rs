@@ -1,23 +1,22 @@
-//! Reads of many slots of a cluster grouped by the master serving them: one
-//! call per node instead of one per slot.
+//! Script reads of many slots of a cluster grouped by the master serving
+//! them: one call per node instead of one per slot.
 //!
-//! A query of a type of 16 index shards asks every shard; on three masters
-//! that was 16 calls, each paying the server's per-call cost, where one
-//! server answers in one. Here the store keeps which master serves which
-//! slots (`CLUSTER SLOTS`, read once and again after a refusal) and sends:
-//! - a read-only script's calls in several slots of one node as one call
-//!   (`script::across_call`: the script runs with `allow-cross-slot-keys`,
-//!   which lets it read the keys of any slot its node serves);
-//! - a pipeline of plain reads (records) of several slots to one node (a
-//!   cluster connection routes a pipeline by its first key; each command
-//!   names one key, so no command crosses slots).
+//! A query of a type of 16 index shards asks every shard. Where that takes
+//! the query or rank script (a type whose entities may expire, a shape no
+//! native command answers), one script call per shard costs the server the
+//! script's set-up 16 times. Here the store keeps which master serves which
+//! slots (`CLUSTER SLOTS`, read once and again after a refusal) and sends a
+//! read-only script's calls in several slots of one node as one call
+//! (`script::across_call`: the script runs with `allow-cross-slot-keys`,
+//! which lets it read the keys of any slot its node serves). Plain reads
+//! stay one pipeline per slot, sent together: measured, a command costs
+//! less on its own than called from Lua (`docs/benchmarks.md`).
 //!
 //! The map can be stale (a resharding, a failover): a node then refuses a
-//! key it does not serve (a script's "non local key" error, a command's
-//! `MOVED` or `ASK`). Every such answer makes the caller forget the map and
-//! read again one slot at a time, as before, where the cluster connection
-//! follows the redirections: a stale map costs a round trip, never a wrong
-//! answer.
+//! key it does not serve ("non local key"). That makes the caller forget
+//! the map and ask again one slot at a time, as before, where the cluster
+//! connection follows the redirections: a stale map costs a round trip,
+//! never a wrong answer.
 
 use super::Store;
 use crate::keyspace::{self, nodes};
@@ -66,25 +65,13 @@ pub(crate) fn is_redirect(e: &redis::RedisError) -> bool {
     ) || e.to_string().contains("non local key")
 }
 
-fn is_redirect_value(v: &Value) -> bool {
-    match v {
-        Value::ServerError(e) => {
-            matches!(
-                e.code(),
-                "MOVED" | "ASK" | "CROSSSLOT" | "TRYAGAIN" | "CLUSTERDOWN"
-            ) || e.details().is_some_and(|d| d.contains("non local key"))
-        }
-        _ => false,
-    }
-}
-
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// `keys` grouped by the master serving each one's slot (indexes into
     /// `keys`, groups in master order); `None` when the store does not
     /// write the cluster layout, or the slot map is unknown or does not
     /// cover a key (the caller reads one slot at a time).
     pub(crate) async fn by_node(&self, keys: &[&str]) -> Option<Vec<Vec<usize>>> {
-        if self.ns.layout() != KeyLayout::Cluster || std::env::var("NO_ACROSS").is_ok() {
+        if self.ns.layout() != KeyLayout::Cluster {
             return None;
         }
         let ranges = match self.nodes.get() {
@@ -173,48 +160,5 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             }
         }
         out.into_iter().collect()
-    }
-
-    /// Plain reads of many slots, one call per node: `read(pipe, i)` adds
-    /// the commands of item `i` (keyed by `keys[i]`), and each node's
-    /// commands run as one [`script::READS`] call (a cluster connection
-    /// refuses a pipeline across slots). Returns the groups (indexes into
-    /// `keys`) and each group's replies, in order, errors in their places;
-    /// `None` when not grouped or a node refused a key (then the caller
-    /// reads one slot at a time).
-    pub(crate) async fn reads_by_node(
-        &self,
-        keys: &[&str],
-        read: impl Fn(&mut redis::Pipeline, usize),
-    ) -> Option<(Vec<Vec<usize>>, Vec<Vec<Value>>)> {
-        let groups = self.by_node(keys).await?;
-        let calls: Vec<Call<'static>> = groups
-            .iter()
-            .map(|g| {
-                let mut pipe = redis::pipe();
-                for &i in g {
-                    read(&mut pipe, i);
-                }
-                script::reads_call(keys[g[0]], &pipe)
-            })
-            .collect();
-        let replies = futures_util::future::join_all(calls.iter().map(|call| async move {
-            script::invoke::<Value, _>(&mut self.reader(), self.reader_sent(), call).await
-        }))
-        .await;
-        let mut out = Vec::with_capacity(groups.len());
-        for reply in replies {
-            match reply {
-                Ok(Value::Array(values)) if !values.iter().any(is_redirect_value) => {
-                    out.push(values)
-                }
-                Err(e) if !is_redirect(&e) => return None,
-                _ => {
-                    self.forget_nodes();
-                    return None;
-                }
-            }
-        }
-        Some((groups, out))
     }
 }

@@ -430,26 +430,22 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let field = E::DESC.indexes[index].field;
         let own = keyspace::entity_space(E::DESC, &self.ns, member);
         let own_zset = keyspace::index_zset(E::DESC, &own, field);
-        let call = query::rank_call(E::DESC, &own, index, member);
-        // The rank script and the score in one round trip (one slot).
-        let (live, rest) =
-            script::invoke_then(&mut self.reader(), self.reader_sent(), &call, |pipe| {
-                pipe.cmd("ZSCORE").arg(&own_zset).arg(member);
-            })
-            .await
-            .map_err(|e| Error::redis(&own_zset, e))?;
-        let live: Option<u64> = decode_named(live, &own_zset)?;
-        let score: Option<f64> =
-            decode_named(rest.into_iter().next().unwrap_or(Value::Nil), &own_zset)?;
-        let (Some(_), Some(score)) = (live, score) else {
+        let score = match self.own_score_native::<E>(&own, &own_zset, member).await? {
+            Some(known) => known,
+            None => {
+                self.own_score_checked::<E>(&own, index, &own_zset, member)
+                    .await?
+            }
+        };
+        let Some(score) = score else {
             return Ok(None);
         };
         let text = crate::schema::codec::score_text(score);
         let spaces = keyspace::spaces(E::DESC, &self.ns);
-        // Nothing can have expired: plain reads, one call per node.
+        // Nothing can have expired: plain reads, one call per shard.
         if let Some(ahead) = self
             .rank_ahead_native::<E>(&spaces, index, member, &text)
-            .await
+            .await?
         {
             return Ok(Some(ahead));
         }
@@ -480,38 +476,87 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok(Some(counts.into_iter().sum()))
     }
 
+    /// The member's score in its own shard when nothing of the type can
+    /// have expired there (the `ZCARD` of its expiry set, read with the
+    /// score, is 0): `Some(score)` (`Some(None)`: not ranked); `None` when
+    /// the rank script must say whether the member is live.
+    async fn own_score_native<E: Entity>(
+        &self,
+        own: &crate::schema::escape::Namespace,
+        own_zset: &str,
+        member: &str,
+    ) -> Result<Option<Option<f64>>> {
+        if E::DESC.ttl.is_some() || self.expiring.contains(super::desc_id(E::DESC)) {
+            return Ok(None);
+        }
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZCARD").arg(keyspace::expiry_key(E::DESC, own));
+        pipe.cmd("ZSCORE").arg(own_zset).arg(member);
+        let (expiring, score): (u64, Option<f64>) = pipe
+            .query_async(&mut self.reader())
+            .await
+            .map_err(|e| Error::redis(own_zset, e))?;
+        if expiring > 0 {
+            self.expiring.insert(super::desc_id(E::DESC));
+            return Ok(None);
+        }
+        Ok(Some(score))
+    }
+
+    /// The member's score in its own shard, `None` unless the rank script
+    /// finds it live (one round trip: the script and `ZSCORE`).
+    async fn own_score_checked<E: Entity>(
+        &self,
+        own: &crate::schema::escape::Namespace,
+        index: usize,
+        own_zset: &str,
+        member: &str,
+    ) -> Result<Option<f64>> {
+        let call = query::rank_call(E::DESC, own, index, member);
+        // The rank script and the score in one round trip (one slot).
+        let (live, rest) =
+            script::invoke_then(&mut self.reader(), self.reader_sent(), &call, |pipe| {
+                pipe.cmd("ZSCORE").arg(&own_zset).arg(member);
+            })
+            .await
+            .map_err(|e| Error::redis(own_zset, e))?;
+        let live: Option<u64> = decode_named(live, own_zset)?;
+        let score: Option<f64> =
+            decode_named(rest.into_iter().next().unwrap_or(Value::Nil), own_zset)?;
+        Ok(live.and(score))
+    }
+
     /// The members ranked ahead of `member` (with score `text`) over every
-    /// shard in `spaces`, by plain reads grouped per node, when no shard
-    /// holds an expiring entity; `None` otherwise, or when the reads could
-    /// not be grouped (the rank script answers).
+    /// shard in `spaces`, by plain reads (one pipeline per shard, sent
+    /// together), when nothing of the type can have expired; `None`
+    /// otherwise, or when a shard holds an expiring entity (the rank script
+    /// answers).
     async fn rank_ahead_native<E: Entity>(
         &self,
         spaces: &[crate::schema::escape::Namespace],
         index: usize,
         member: &str,
         text: &str,
-    ) -> Option<u64> {
+    ) -> Result<Option<u64>> {
         if E::DESC.ttl.is_some() || self.expiring.contains(super::desc_id(E::DESC)) {
-            return None;
+            return Ok(None);
         }
-        let ids: Vec<String> = spaces
-            .iter()
-            .map(|space| keyspace::expiry_key(E::DESC, space))
-            .collect();
-        let keys: Vec<&str> = ids.iter().map(String::as_str).collect();
-        let (_, replies) = self
-            .reads_by_node(&keys, |pipe, i| {
-                query::rank_ahead_reads(E::DESC, &spaces[i], index, text, pipe)
-            })
-            .await?;
-        let mut total = 0;
-        for values in replies {
-            let mut it = values.into_iter();
-            while it.len() > 0 {
-                total += query::rank_ahead_native(member, &mut it)?;
-            }
+        let counts = futures_util::future::try_join_all(spaces.iter().map(|space| async move {
+            let mut pipe = redis::pipe();
+            query::rank_ahead_reads(E::DESC, space, index, text, &mut pipe);
+            let zset = keyspace::index_zset(E::DESC, space, E::DESC.indexes[index].field);
+            let values: Vec<Value> = pipe
+                .query_async(&mut self.reader())
+                .await
+                .map_err(|e| Error::redis(&zset, e))?;
+            Ok::<_, Error>(query::rank_ahead_native(member, &mut values.into_iter()))
+        }))
+        .await?;
+        let counts: Option<Vec<u64>> = counts.into_iter().collect();
+        if counts.is_none() {
+            self.expiring.insert(super::desc_id(E::DESC));
         }
-        Some(total)
+        Ok(counts.map(|c| c.into_iter().sum()))
     }
 
     pub(crate) async fn run_query<E: Entity>(
@@ -553,10 +598,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 self.query_across::<E>(&spaces, &shard_spec, count_only, scored)
                     .await?
             }
-            Some(_) => {
-                self.native_across::<E>(&spaces, &shard_spec, count_only, scored)
-                    .await
-            }
+            // Native reads: one pipeline per shard, sent together (plain
+            // commands cost less one by one than inside a script).
+            Some(_) => None,
         };
         let mut answers = match across {
             Some(answers) => answers,
@@ -730,46 +774,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .ghosts
             .truncate((query::GHOST_BUDGET / shards).max(1));
         query::sweep_plans(E::DESC, ns, &answer.ghosts)
-    }
-
-    /// The native set command of `spec` in every shard of `spaces`, one
-    /// call per cluster node (see `by_node`), each after the `ZCARD` of its
-    /// shard's expiry set; `None` when the reads could not be grouped, any
-    /// failed, or an entity of the type may have expired (the caller asks
-    /// shard by shard, where the script answers).
-    async fn native_across<E: Entity>(
-        &self,
-        spaces: &[crate::schema::escape::Namespace],
-        spec: &query::Spec,
-        count_only: bool,
-        with_scores: bool,
-    ) -> Option<Vec<query::Answer>> {
-        let expiry: Vec<String> = spaces
-            .iter()
-            .map(|space| keyspace::expiry_key(E::DESC, space))
-            .collect();
-        let keys: Vec<&str> = expiry.iter().map(String::as_str).collect();
-        let (groups, replies) = self
-            .reads_by_node(&keys, |pipe, i| {
-                pipe.cmd("ZCARD").arg(keys[i]);
-                if let Some(native) =
-                    self.native_query::<E>(&spaces[i], spec, count_only, with_scores)
-                {
-                    pipe.add_command(native);
-                }
-            })
-            .await?;
-        let mut answers: Vec<Option<query::Answer>> = (0..spaces.len()).map(|_| None).collect();
-        for (g, values) in groups.iter().zip(replies) {
-            let mut it = values.into_iter();
-            for &i in g {
-                let (Some(Value::Int(0)), Some(reply)) = (it.next(), it.next()) else {
-                    return None;
-                };
-                answers[i] = Some(Self::native_answer::<E>(count_only, with_scores, reply)?);
-            }
-        }
-        answers.into_iter().collect()
     }
 
     /// The query script in every shard of `spaces`, one call per cluster

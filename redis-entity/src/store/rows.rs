@@ -39,9 +39,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if self.namespace().layout() != crate::schema::escape::KeyLayout::Cluster {
             return self.rows_on_one_slot(desc, keys).await;
         }
-        if let Some(rows) = self.rows_by_node(desc, keys).await {
-            return Ok(rows);
-        }
         // One pipeline reads one slot on a cluster.
         self.per_slot(
             keys,
@@ -49,41 +46,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             |group| async move { self.rows_on_one_slot(desc, &group).await },
         )
         .await
-    }
-
-    /// The records of `keys` on a cluster, one pipeline per node (see
-    /// `by_node`); `None` when the type is near-cached (its reads go over
-    /// the cache's connection, per slot), the keys are in one slot, or they
-    /// could not be grouped.
-    async fn rows_by_node(
-        &self,
-        desc: &'static EntityDesc,
-        keys: &[EntityKeys],
-    ) -> Option<Vec<Record>> {
-        let cached = self
-            .near
-            .as_ref()
-            .is_some_and(|n| n.shared.caches(desc.type_name));
-        let first = keys.first().map(|k| crate::keyspace::slot_tag(&k.base))?;
-        if cached
-            || keys
-                .iter()
-                .all(|k| crate::keyspace::slot_tag(&k.base) == first)
-        {
-            return None;
-        }
-        let bases: Vec<&str> = keys.iter().map(|k| k.base.as_str()).collect();
-        let (groups, replies) = self
-            .reads_by_node(&bases, |pipe, i| read::read(desc, &keys[i], pipe))
-            .await?;
-        let mut out: Vec<Option<Record>> = (0..keys.len()).map(|_| None).collect();
-        for (g, values) in groups.iter().zip(replies) {
-            let mut it = values.into_iter();
-            for &i in g {
-                out[i] = Some(read::decode_read(desc, &keys[i], &mut it));
-            }
-        }
-        out.into_iter().collect()
     }
 
     async fn rows_on_one_slot(
