@@ -723,7 +723,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         // A type with a default TTL, or one seen with expiring entities,
         // goes to the script directly (2 round trips with the fetch).
         let may_expire = E::DESC.ttl.is_some() || self.expiring.contains(super::desc_id(E::DESC));
-        if with_scores || may_expire {
+        if may_expire {
             return None;
         }
         if count_only {
