@@ -489,7 +489,6 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
             }
         }
         let desc = E::DESC;
-        let mut members = std::collections::BTreeSet::new();
         // Entities written before the type had indexes move into their
         // shards first (on a cluster; see `unplaced`).
         let unplaced = self.unplaced(desc).await?;
@@ -501,39 +500,37 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
                 total: Some(unplaced.len()),
             });
         }
+        // Each SCAN page is indexed as it comes, so that the walk holds one
+        // page, not every member. SCAN may return a key twice, and an entity
+        // of several keys (the strings layout) once per key: an entity met
+        // on two pages is indexed twice, which writes the same entries.
+        let (mut indexed, mut done) = (0, 0);
         for space in keyspace::spaces(desc, &self.ns) {
             let mut cursor: u64 = 0;
             loop {
                 let (next, keys, _) = self.entity_page(desc, &space, cursor, false).await?;
                 // Only members some pk writes: a key no pk produces
                 // (`product:{X}`) is verify's to report, never indexed.
-                members.extend(
-                    keys.iter()
-                        .filter_map(|k| keyspace::member_of_key(desc, &space, k))
-                        .filter(|m| E::read_member(m).is_some()),
-                );
-                progress(&Progress {
-                    step: "scanning entity keys",
-                    done: members.len(),
-                    total: None,
-                });
+                let page: std::collections::BTreeSet<String> = keys
+                    .iter()
+                    .filter_map(|k| keyspace::member_of_key(desc, &space, k))
+                    .filter(|m| E::read_member(m).is_some())
+                    .collect();
+                let page: Vec<String> = page.into_iter().collect();
+                for chunk in page.chunks(BATCH) {
+                    indexed += self.reindex_members(desc, chunk).await?;
+                    done += chunk.len();
+                    progress(&Progress {
+                        step: "indexing",
+                        done,
+                        total: None,
+                    });
+                }
                 if next == 0 {
                     break;
                 }
                 cursor = next;
             }
-        }
-        let members: Vec<String> = members.into_iter().collect();
-        let mut indexed = 0;
-        let mut done = 0;
-        for chunk in members.chunks(BATCH) {
-            indexed += self.reindex_members(desc, chunk).await?;
-            done += chunk.len();
-            progress(&Progress {
-                step: "indexing",
-                done,
-                total: Some(members.len()),
-            });
         }
         Ok(indexed)
     }
