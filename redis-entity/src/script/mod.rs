@@ -520,6 +520,33 @@ mod tests {
     }
 
     #[test]
+    fn calls_across_slots_carry_each_calls_keys_and_arguments_in_order() {
+        let a = RANK.call().key("{p:1}:z").key("{p:1}:e").arg("m").arg("h");
+        let b = RANK.call().key("{p:5}:z").arg("x");
+        let across = across_call(&RANK_ACROSS, &[a, b]);
+        let words = |v: &[Vec<u8>]| -> Vec<String> {
+            v.iter().map(|w| String::from_utf8_lossy(w).into_owned()).collect()
+        };
+        // The first call's keys route it; every call's parts are in ARGV.
+        assert_eq!(words(across.keys()), ["{p:1}:z", "{p:1}:e"]);
+        assert_eq!(
+            words(across.args()),
+            ["2", "2", "2", "{p:1}:z", "{p:1}:e", "m", "h", "1", "1", "{p:5}:z", "x"]
+        );
+        let cmd = across.command(true);
+        let packed = String::from_utf8_lossy(&cmd.get_packed_command()).into_owned();
+        assert!(packed.contains("EVALSHA_RO"), "{packed}");
+        // The script is the original's body in `one`, flagged for other slots.
+        let text = match &RANK_ACROSS.kind {
+            Kind::Eval { text, .. } => text.clone(),
+            Kind::Function { .. } => unreachable!(),
+        };
+        assert!(text.starts_with("#!lua flags=no-writes,allow-cross-slot-keys\n"));
+        assert!(text.contains("local function one(KEYS, ARGV)"));
+        assert!(text.contains("ZREVRANK"));
+    }
+
+    #[test]
     fn lua_strings_escape_quotes_backslashes_and_bytes() {
         assert_eq!(lua_string(b"user:"), "\"user:\"");
         assert_eq!(lua_string(b"a\"b\\c\n\xe4"), "\"a\\\"b\\\\c\\010\\228\"");
