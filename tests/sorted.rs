@@ -539,3 +539,60 @@ async fn verify_names_the_sorted_set_of_a_wrong_score_and_repair_rewrites_it() {
         .unwrap()
         .is_clean());
 }
+
+/// `verify` reads a sorted index and the set of all ids in pages (`ZSCAN`,
+/// `SSCAN`, not one `ZRANGE 0 -1` or `SMEMBERS` of the whole): over 2,500
+/// items, an entry planted, one removed and one with the wrong score are
+/// each found, wherever they fall among the pages, and nothing else.
+#[tokio::test]
+async fn verify_reads_big_sorted_indexes_and_the_ids_in_pages() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let all: Vec<Item> = (1..=2500)
+        .map(|id| item(id, id as f64, Some(id as i64), &[]))
+        .collect();
+    store.save_all(&all).await.unwrap();
+    assert!(store
+        .maintenance::<Item>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
+    let mut conn = server.conn();
+    let _: () = conn.zadd("item:@price", "9999", 77.0).unwrap();
+    let _: () = conn.zrem("item:@price", "1234").unwrap();
+    let _: () = conn.zadd("item:@stock", "2000", 1.0).unwrap();
+    let _: () = conn.srem("item:@ids", "2222").unwrap();
+    let _: () = conn.sadd("item:@ids", "8888").unwrap();
+    let (zscans, sscans, smembers) = (
+        server.calls("zscan"),
+        server.calls("sscan"),
+        server.calls("smembers"),
+    );
+    let report = store.maintenance::<Item>().verify().await.unwrap();
+    // 2,500 entries at about 1,000 a page: several pages of each sorted
+    // index (three of them) and of the ids; no read of the ids whole.
+    assert!(server.calls("zscan") - zscans >= 6, "ZSCAN pages");
+    assert!(server.calls("sscan") - sscans >= 2, "SSCAN pages");
+    assert_eq!(server.calls("smembers"), smembers, "no SMEMBERS of the ids");
+    let mut found: Vec<String> = report.violations.iter().map(|v| v.to_string()).collect();
+    found.sort();
+    let kinds: Vec<&str> = report.violations.iter().map(|v| v.kind()).collect();
+    assert_eq!(report.violations.len(), 6, "{found:#?}");
+    for (kind, n) in [
+        ("StaleSortedEntry", 2),
+        ("MissingSortedEntry", 2),
+        ("StaleId", 1),
+        ("MissingId", 1),
+    ] {
+        assert_eq!(
+            kinds.iter().filter(|k| **k == kind).count(),
+            n,
+            "{kind}: {found:#?}"
+        );
+    }
+    let text = found.join("\n");
+    for needle in ["9999", "1234", "2000", "2222", "8888"] {
+        assert!(text.contains(needle), "{needle} not reported: {text}");
+    }
+}

@@ -525,7 +525,9 @@ mod tests {
         let b = RANK.call().key("{p:5}:z").arg("x");
         let across = across_call(&RANK_ACROSS, &[a, b]);
         let words = |v: &[Vec<u8>]| -> Vec<String> {
-            v.iter().map(|w| String::from_utf8_lossy(w).into_owned()).collect()
+            v.iter()
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect()
         };
         // The first call's keys route it; every call's parts are in ARGV.
         assert_eq!(words(across.keys()), ["{p:1}:z", "{p:1}:e"]);
