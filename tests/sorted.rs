@@ -540,16 +540,17 @@ async fn verify_names_the_sorted_set_of_a_wrong_score_and_repair_rewrites_it() {
         .is_clean());
 }
 
-/// `verify` reads a sorted index and the set of all ids in pages (`ZSCAN`,
-/// `SSCAN`, not one `ZRANGE 0 -1` or `SMEMBERS` of the whole): over 2,500
-/// items, an entry planted, one removed and one with the wrong score are
-/// each found, wherever they fall among the pages, and nothing else.
+/// `verify` reads sorted indexes, index sets and the set of all ids in
+/// pages (`ZSCAN`, `SSCAN`, not one `ZRANGE 0 -1` or `SMEMBERS` of the
+/// whole): over 2,500 items (one tag set of 2,500), an entry planted, one
+/// removed and one with the wrong score are each found, wherever they fall
+/// among the pages, and nothing else.
 #[tokio::test]
 async fn verify_reads_big_sorted_indexes_and_the_ids_in_pages() {
     let server = RedisServer::start();
     let store = Store::connect(&server.url()).await.unwrap();
     let all: Vec<Item> = (1..=2500)
-        .map(|id| item(id, id as f64, Some(id as i64), &[]))
+        .map(|id| item(id, id as f64, Some(id as i64), &["a"]))
         .collect();
     store.save_all(&all).await.unwrap();
     assert!(store
@@ -564,6 +565,8 @@ async fn verify_reads_big_sorted_indexes_and_the_ids_in_pages() {
     let _: () = conn.zadd("item:@stock", "2000", 1.0).unwrap();
     let _: () = conn.srem("item:@ids", "2222").unwrap();
     let _: () = conn.sadd("item:@ids", "8888").unwrap();
+    let _: () = conn.sadd("item:@tags:a", "7777").unwrap();
+    let _: () = conn.srem("item:@tags:a", "1500").unwrap();
     let (zscans, sscans, smembers) = (
         server.calls("zscan"),
         server.calls("sscan"),
@@ -571,15 +574,17 @@ async fn verify_reads_big_sorted_indexes_and_the_ids_in_pages() {
     );
     let report = store.maintenance::<Item>().verify().await.unwrap();
     // 2,500 entries at about 1,000 a page: several pages of each sorted
-    // index (three of them) and of the ids; no read of the ids whole.
+    // index (three of them), of the tag set and of the ids; no set whole.
     assert!(server.calls("zscan") - zscans >= 6, "ZSCAN pages");
-    assert!(server.calls("sscan") - sscans >= 2, "SSCAN pages");
-    assert_eq!(server.calls("smembers"), smembers, "no SMEMBERS of the ids");
+    assert!(server.calls("sscan") - sscans >= 4, "SSCAN pages");
+    assert_eq!(server.calls("smembers"), smembers, "no SMEMBERS");
     let mut found: Vec<String> = report.violations.iter().map(|v| v.to_string()).collect();
     found.sort();
     let kinds: Vec<&str> = report.violations.iter().map(|v| v.kind()).collect();
-    assert_eq!(report.violations.len(), 6, "{found:#?}");
+    assert_eq!(report.violations.len(), 8, "{found:#?}");
     for (kind, n) in [
+        ("StaleEntry", 1),
+        ("MissingEntry", 1),
         ("StaleSortedEntry", 2),
         ("MissingSortedEntry", 2),
         ("StaleId", 1),
@@ -592,7 +597,7 @@ async fn verify_reads_big_sorted_indexes_and_the_ids_in_pages() {
         );
     }
     let text = found.join("\n");
-    for needle in ["9999", "1234", "2000", "2222", "8888"] {
+    for needle in ["9999", "1234", "2000", "2222", "8888", "7777", "1500"] {
         assert!(text.contains(needle), "{needle} not reported: {text}");
     }
 }

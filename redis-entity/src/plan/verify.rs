@@ -740,14 +740,36 @@ fn manual_reason(v: &Violation) -> &'static str {
 
 /// What the checker asks for next.
 enum Step {
-    ScanEntities { cursor: u64 },
-    ReadEntities { offset: usize },
-    ReadRegisters { offset: usize },
-    ReadListings { offset: usize },
-    CheckReferences { offset: usize },
-    ScanIndex { index: usize, cursor: u64 },
-    ReadIndex { index: usize, offset: usize },
-    ReadIds { cursor: u64 },
+    ScanEntities {
+        cursor: u64,
+    },
+    ReadEntities {
+        offset: usize,
+    },
+    ReadRegisters {
+        offset: usize,
+    },
+    ReadListings {
+        offset: usize,
+    },
+    CheckReferences {
+        offset: usize,
+    },
+    ScanIndex {
+        index: usize,
+        cursor: u64,
+    },
+    ReadIndex {
+        index: usize,
+        offset: usize,
+    },
+    /// The next pages of the sets of index `index` that had more.
+    ReadIndexMore {
+        index: usize,
+    },
+    ReadIds {
+        cursor: u64,
+    },
     Done,
 }
 
@@ -762,6 +784,9 @@ pub(crate) struct Verifier<'a> {
     /// The keys SCAN found under each member, until its entity was read.
     keys_of: BTreeMap<String, Vec<String>>,
     index_keys: Vec<String>,
+    /// The sets of the index being read that have more pages: (position in
+    /// `index_keys`, cursor).
+    index_more: Vec<(usize, u64)>,
     expected: Expected,
     actual: Actual,
     /// Members whose entity is stored.
@@ -917,6 +942,13 @@ pub(crate) fn row_check<E: crate::schema::entity::Entity>(
 }
 
 const CHUNK: usize = 500;
+/// Index keys read per round trip: a page of each.
+const KEYS_PER_TRIP: usize = 100;
+/// Members asked of an index set per page (`SSCAN .. COUNT`): with
+/// [`KEYS_PER_TRIP`], a round trip brings at most about 100,000 members,
+/// however big the sets (one `SMEMBERS` of ten tag sets of 100,000 members
+/// took a second).
+const SET_PAGE: usize = 1000;
 
 fn text(v: Value) -> Option<String> {
     match v {
@@ -976,6 +1008,7 @@ impl<'a> Verifier<'a> {
             members: Vec::new(),
             keys_of: BTreeMap::new(),
             index_keys: Vec::new(),
+            index_more: Vec::new(),
             expected: Expected::default(),
             actual: Actual::default(),
             live: Vec::new(),
@@ -1028,12 +1061,21 @@ impl<'a> Verifier<'a> {
             }
             Step::ScanIndex { index, cursor } => self.request_index(&mut pipe, *index, *cursor),
             Step::ReadIndex { index, offset } => {
-                let end = (offset + CHUNK).min(self.index_keys.len());
+                let end = (offset + KEYS_PER_TRIP).min(self.index_keys.len());
                 for k in &self.index_keys[*offset..end] {
                     match desc.indexes[*index].kind {
                         IndexKind::Unique => pipe.cmd("GET").arg(k),
-                        _ => pipe.cmd("SMEMBERS").arg(k),
+                        _ => pipe.cmd("SSCAN").arg(k).arg(0).arg("COUNT").arg(SET_PAGE),
                     };
+                }
+            }
+            Step::ReadIndexMore { .. } => {
+                for (at, cursor) in self.index_more.iter().take(KEYS_PER_TRIP) {
+                    pipe.cmd("SSCAN")
+                        .arg(&self.index_keys[*at])
+                        .arg(*cursor)
+                        .arg("COUNT")
+                        .arg(SET_PAGE);
                 }
             }
             // A page of the set of all ids at a time: one `SMEMBERS` of a
@@ -1125,6 +1167,7 @@ impl<'a> Verifier<'a> {
             }
             Step::ScanIndex { index, .. } => self.feed_index_scan(index, first_reply(replies)),
             Step::ReadIndex { index, offset } => self.feed_index_keys(index, offset, replies),
+            Step::ReadIndexMore { index } => self.feed_index_more(index, replies),
             Step::ReadIds { .. } => {
                 let (cursor, ids) = scan_reply(first_reply(replies));
                 self.actual.ids.extend(ids);
@@ -1405,25 +1448,64 @@ impl<'a> Verifier<'a> {
         }
     }
 
-    /// A chunk of index keys read: a unique key's owner (GET) or the members
-    /// a set lists (SMEMBERS), as the entries found.
+    /// A chunk of index keys read: a unique key's owner (GET) or the first
+    /// page of the members a set lists (SSCAN), as the entries found; sets
+    /// with more pages are read on after the chunks.
     fn feed_index_keys(&mut self, index: usize, offset: usize, replies: Vec<Value>) -> Step {
-        let end = (offset + CHUNK).min(self.index_keys.len());
-        for (k, v) in self.index_keys[offset..end].iter().zip(replies) {
-            let listed: BTreeSet<String> = match v {
-                Value::Array(_) | Value::Set(_) => list(v).into_iter().filter_map(text).collect(),
-                other => text(other).into_iter().collect(),
+        let end = (offset + KEYS_PER_TRIP).min(self.index_keys.len());
+        let unique = self.desc.indexes[index].kind == IndexKind::Unique;
+        for (at, v) in (offset..end).zip(replies) {
+            let (cursor, listed) = if unique {
+                (0, text(v).into_iter().collect())
+            } else {
+                scan_reply(v)
             };
-            self.actual
-                .entries
-                .insert(k.clone().into_bytes(), (index, listed));
+            self.add_listed(index, at, listed);
+            if cursor != 0 {
+                self.index_more.push((at, cursor));
+            }
         }
         if end < self.index_keys.len() {
             Step::ReadIndex { index, offset: end }
         } else {
-            self.index_keys.clear();
-            self.index_step(index + 1)
+            self.after_index_keys(index)
         }
+    }
+
+    /// The next pages of sets that had more; those with more still go to
+    /// the back of the line.
+    fn feed_index_more(&mut self, index: usize, replies: Vec<Value>) -> Step {
+        let n = KEYS_PER_TRIP.min(self.index_more.len());
+        let read: Vec<(usize, u64)> = self.index_more.drain(..n).collect();
+        for ((at, _), v) in read.into_iter().zip(replies) {
+            let (cursor, listed) = scan_reply(v);
+            self.add_listed(index, at, listed);
+            if cursor != 0 {
+                self.index_more.push((at, cursor));
+            }
+        }
+        self.after_index_keys(index)
+    }
+
+    /// Adds members an index key lists (an empty page still records the
+    /// key as found).
+    fn add_listed(&mut self, index: usize, at: usize, listed: Vec<String>) {
+        self.actual
+            .entries
+            .entry(self.index_keys[at].clone().into_bytes())
+            .or_insert_with(|| (index, BTreeSet::new()))
+            .1
+            .extend(listed);
+    }
+
+    /// Once every key of index `index` had its first page: the sets with
+    /// more pages, then the next index.
+    fn after_index_keys(&mut self, index: usize) -> Step {
+        if !self.index_more.is_empty() {
+            return Step::ReadIndexMore { index };
+        }
+        self.index_keys.clear();
+        self.index_step(index + 1)
     }
 
     /// Where the check is.
@@ -1450,6 +1532,11 @@ impl<'a> Verifier<'a> {
             Step::ReadIndex { offset, .. } => {
                 ("reading index keys", *offset, Some(self.index_keys.len()))
             }
+            Step::ReadIndexMore { .. } => (
+                "reading index keys",
+                self.index_keys.len(),
+                Some(self.index_keys.len()),
+            ),
             Step::ReadIds { .. } => ("reading the set of all ids", self.actual.ids.len(), None),
             Step::Done => ("done", self.members.len(), Some(self.members.len())),
         };
@@ -1648,8 +1735,10 @@ mod tests {
                 ("GET", "account:@email:a@x"),
                 ("GET", "account:@email:b@x"),
                 ("SCAN", "0"),
-                ("SMEMBERS", "account:@country:DE"),
-                // The set of all ids in pages (of one member here).
+                // Index sets and the set of all ids in pages (of one member
+                // here: the set's second page after every key's first).
+                ("SSCAN", "account:@country:DE"),
+                ("SSCAN", "account:@country:DE"),
                 ("SSCAN", "account:@ids"),
                 ("SSCAN", "account:@ids"),
             ]
