@@ -22,6 +22,16 @@ struct Player {
 
 type Counted<C> = Store<CountingConnection<C>>;
 
+/// The players of country DE.
+async fn count_de<C: redis::aio::ConnectionLike + Clone + Send + Sync>(store: &Store<C>) -> u64 {
+    store
+        .query::<Player>()
+        .eq(Player::COUNTRY, "DE")
+        .count()
+        .await
+        .unwrap()
+}
+
 async fn counted_cluster(
     cluster: &RedisCluster,
 ) -> (Counted<redis::cluster_async::ClusterConnection>, RoundTrips) {
@@ -129,12 +139,7 @@ async fn sharded_reads_answer_as_one_server_and_scripts_go_once_to_each_master()
     // Nothing can expire: plain commands, one pipeline per shard.
     same_answers(&store, &one).await;
     trips.take();
-    store
-        .query::<Player>()
-        .eq(Player::COUNTRY, "DE")
-        .count()
-        .await
-        .unwrap();
+    count_de(&store).await;
     assert_eq!(
         trips.take(),
         16,
@@ -158,12 +163,7 @@ async fn sharded_reads_answer_as_one_server_and_scripts_go_once_to_each_master()
         .unwrap();
     same_answers(&store, &one).await;
     trips.take();
-    store
-        .query::<Player>()
-        .eq(Player::COUNTRY, "DE")
-        .count()
-        .await
-        .unwrap();
+    count_de(&store).await;
     let count_calls = trips.take();
     assert!(count_calls <= 3, "count sent {count_calls} calls");
     store.board(Player::SCORE).top(10).await.unwrap();
@@ -233,29 +233,13 @@ async fn a_stale_slot_map_after_resharding_still_gives_the_right_answers() {
     let (_server, one) = reference(&all).await;
     // The store learns the map, then a third of the first master's slots
     // (and their keys) move to the second.
-    assert_eq!(
-        store
-            .query::<Player>()
-            .eq(Player::COUNTRY, "DE")
-            .count()
-            .await
-            .unwrap(),
-        100
-    );
+    assert_eq!(count_de(&store).await, 100);
     let ports: Vec<u16> = cluster.nodes().iter().map(|n| n.port()).collect();
     cluster.reshard(ports[0], ports[1], 3000);
     trips.take();
     // The first master refuses the keys it gave away: the count is asked
     // again shard by shard, and right.
-    assert_eq!(
-        store
-            .query::<Player>()
-            .eq(Player::COUNTRY, "DE")
-            .count()
-            .await
-            .unwrap(),
-        100
-    );
+    assert_eq!(count_de(&store).await, 100);
     let refused = trips.take();
     assert!(
         refused > 3,
@@ -278,11 +262,6 @@ async fn a_stale_slot_map_after_resharding_still_gives_the_right_answers() {
     }
     // The map read again, script reads are grouped again.
     trips.take();
-    store
-        .query::<Player>()
-        .eq(Player::COUNTRY, "DE")
-        .count()
-        .await
-        .unwrap();
+    count_de(&store).await;
     assert!(trips.take() <= 3);
 }

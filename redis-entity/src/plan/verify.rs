@@ -970,8 +970,9 @@ fn first_reply(replies: Vec<Value>) -> Value {
     replies.into_iter().next().unwrap_or(Value::Nil)
 }
 
-/// `ZSCAN` reply: the next cursor and the flat `member, score, ...` list.
-fn zscan_reply(v: Value) -> (u64, Vec<Value>) {
+/// A cursor walk's reply (`SCAN`, `SSCAN`, `ZSCAN`): the next cursor and
+/// the items (for `ZSCAN` the flat `member, score, ...` list).
+fn cursor_reply(v: Value) -> (u64, Vec<Value>) {
     let mut parts = list(v).into_iter();
     let cursor = parts
         .next()
@@ -981,22 +982,10 @@ fn zscan_reply(v: Value) -> (u64, Vec<Value>) {
     (cursor, parts.next().map(list).unwrap_or_default())
 }
 
-/// `SCAN` reply: the next cursor and the keys.
+/// `SCAN` / `SSCAN` reply: the next cursor and the keys or members.
 fn scan_reply(v: Value) -> (u64, Vec<String>) {
-    let mut parts = list(v).into_iter();
-    let cursor = parts
-        .next()
-        .and_then(text)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let keys = parts
-        .next()
-        .map(list)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(text)
-        .collect();
-    (cursor, keys)
+    let (cursor, items) = cursor_reply(v);
+    (cursor, items.into_iter().filter_map(text).collect())
 }
 
 impl<'a> Verifier<'a> {
@@ -1395,7 +1384,7 @@ impl<'a> Verifier<'a> {
     /// A `ZSCAN` page of a prefix index's sorted set: its members
     /// (`<value>:<member>`) as its entries; at the last page, the next index.
     fn feed_prefix_index(&mut self, index: usize, reply: Value) -> Step {
-        let (cursor, flat) = zscan_reply(reply);
+        let (cursor, flat) = cursor_reply(reply);
         let entries = flat
             .into_iter()
             .step_by(2)
@@ -1412,7 +1401,7 @@ impl<'a> Verifier<'a> {
     /// its entries; at the last page, the next index.
     fn feed_sorted_index(&mut self, index: usize, reply: Value) -> Step {
         // Entries named `<prefix>:<field>:<score>`, like the others.
-        let (cursor, flat) = zscan_reply(reply);
+        let (cursor, flat) = cursor_reply(reply);
         let flat: Vec<String> = flat.into_iter().filter_map(text).collect();
         let entries = flat
             .chunks(2)

@@ -516,7 +516,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         // The rank script and the score in one round trip (one slot).
         let (live, rest) =
             script::invoke_then(&mut self.reader(), self.reader_sent(), &call, |pipe| {
-                pipe.cmd("ZSCORE").arg(&own_zset).arg(member);
+                pipe.cmd("ZSCORE").arg(own_zset).arg(member);
             })
             .await
             .map_err(|e| Error::redis(own_zset, e))?;
