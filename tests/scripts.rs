@@ -540,7 +540,15 @@ async fn scripts_survive_script_flush_for_reads() {
         .save_all(&[player(1, 10), player(2, 30)])
         .await
         .unwrap();
-    let de = || store.query::<User>().eq(User::COUNTRY, "DE").count();
+    // A count the query script answers (a plain equality is a `SCARD`; an
+    // exclusion is not).
+    let de = || {
+        store
+            .query::<User>()
+            .eq(User::COUNTRY, "DE")
+            .none(User::TAGS, ["x"])
+            .count()
+    };
     trips.take();
     assert_eq!(de().await.unwrap(), 2);
     assert_eq!(trips.take(), 1, "the first call sends the text (EVAL_RO)");

@@ -56,15 +56,6 @@ fn master_of(ranges: &[(u16, u16, usize)], slot: u16) -> Option<usize> {
         .map(|&(_, _, m)| m)
 }
 
-/// Whether a reply is a node refusing a key it does not serve (a stale
-/// slot map): then the read goes again one slot at a time.
-pub(crate) fn is_redirect(e: &redis::RedisError) -> bool {
-    matches!(
-        e.code(),
-        Some("MOVED" | "ASK" | "CROSSSLOT" | "TRYAGAIN" | "CLUSTERDOWN")
-    ) || e.to_string().contains("non local key")
-}
-
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// `keys` grouped by the master serving each one's slot (indexes into
     /// `keys`, groups in master order); `None` when the store does not
@@ -149,11 +140,15 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         for (g, reply) in groups.iter().zip(replies) {
             let parts = match reply {
                 Ok(Value::Array(parts)) if parts.len() == g.len() => parts,
-                Err(e) if is_redirect(&e) => {
+                // A refusal of a key the node does not serve (a stale map),
+                // or another error the calls one per shard will name:
+                // either way the map is read again, so a refusal worded
+                // otherwise than expected cannot keep a stale map.
+                Err(_) => {
                     self.forget_nodes();
                     return None;
                 }
-                _ => return None,
+                Ok(_) => return None,
             };
             for (&i, part) in g.iter().zip(parts) {
                 out[i] = Some(part);
