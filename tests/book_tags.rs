@@ -105,6 +105,11 @@ async fn all_any_none_match_the_seed_sql() {
         ids(&q().all(Book::TAGS, ["PHP", "WEB"]).fetch().await.unwrap()),
         [5]
     );
+    // Counted as one `SINTERCARD` while nothing can have expired.
+    assert_eq!(
+        q().all(Book::TAGS, ["PHP", "WEB"]).count().await.unwrap(),
+        1
+    );
     assert_eq!(
         ids(&q().any(Book::TAGS, ["PHP", "WEB"]).fetch().await.unwrap()),
         [5, 6]

@@ -127,6 +127,18 @@ pub(crate) fn native_set_command(
     ns: &Namespace,
     spec: &Spec,
 ) -> Option<redis::Cmd> {
+    let (name, keys) = native_set_parts(desc, ns, spec)?;
+    let mut cmd = redis::cmd(name);
+    cmd.arg(keys);
+    Some(cmd)
+}
+
+/// The name and keys of [`native_set_command`].
+fn native_set_parts(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    spec: &Spec,
+) -> Option<(&'static str, Vec<Vec<u8>>)> {
     if !spec.ranges.is_empty() || spec.order.is_some() || spec.page.is_some() {
         return None;
     }
@@ -166,9 +178,7 @@ pub(crate) fn native_set_command(
         (1, 0, false) => "SDIFF",
         _ => return None,
     };
-    let mut cmd = redis::cmd(name);
-    cmd.arg(all).arg(any.concat()).arg(none);
-    Some(cmd)
+    Some((name, [all, any.concat(), none].concat()))
 }
 
 /// The native read of a leaderboard page (`top`: an order on a sorted
@@ -245,19 +255,14 @@ pub(crate) fn native_count_command(
     ns: &Namespace,
     spec: &Spec,
 ) -> Option<redis::Cmd> {
-    let set = native_set_command(desc, ns, spec)?;
-    let mut words = set.args_iter().filter_map(|a| match a {
-        redis::Arg::Simple(b) => Some(b),
-        _ => None,
-    });
-    if words.next()? != b"SINTER" {
+    let (name, keys) = native_set_parts(desc, ns, spec)?;
+    if name != "SINTER" {
         return None;
     }
-    let keys: Vec<&[u8]> = words.collect();
     let cmd = match keys.as_slice() {
         [one] => {
             let mut c = redis::cmd("SCARD");
-            c.arg(*one);
+            c.arg(one);
             c
         }
         _ => {

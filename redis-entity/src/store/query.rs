@@ -486,7 +486,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         own_zset: &str,
         member: &str,
     ) -> Result<Option<Option<f64>>> {
-        if E::DESC.ttl.is_some() || self.expiring.contains(super::desc_id(E::DESC)) {
+        if self.may_expire(E::DESC) {
             return Ok(None);
         }
         let mut pipe = redis::pipe();
@@ -538,7 +538,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         member: &str,
         text: &str,
     ) -> Result<Option<u64>> {
-        if E::DESC.ttl.is_some() || self.expiring.contains(super::desc_id(E::DESC)) {
+        if self.may_expire(E::DESC) {
             return Ok(None);
         }
         let counts = futures_util::future::try_join_all(spaces.iter().map(|space| async move {
@@ -593,16 +593,19 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         // pages merged by score (exactly one server's answer).
         let shard_spec = query::shard_spec(spec);
         let scored = with_scores || spec.order.is_some();
-        let across = match self.native_query::<E>(&self.ns, &shard_spec, count_only, scored) {
-            None => {
-                self.query_across::<E>(&spaces, &shard_spec, count_only, scored)
-                    .await?
-            }
-            // Native reads: one pipeline per shard, sent together (plain
-            // commands cost less one by one than inside a script).
-            Some(_) => None,
+        // The query script of every shard a master serves in one call to
+        // it; native reads (cheaper one by one than inside a script), or
+        // scripts that could not be grouped, one pipeline per shard.
+        let native = self
+            .native_query::<E>(&self.ns, &shard_spec, count_only, scored)
+            .is_some();
+        let grouped = if native {
+            None
+        } else {
+            self.query_across::<E>(&spaces, &shard_spec, count_only, scored)
+                .await?
         };
-        let mut answers = match across {
+        let mut answers = match grouped {
             Some(answers) => answers,
             None => {
                 futures_util::future::try_join_all(
@@ -710,6 +713,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok(answer)
     }
 
+    /// Whether an entity of `desc` may have expired: a type with a default
+    /// TTL, or one this store saw with expiring entities (its reads take the
+    /// scripts, which skip expired entities).
+    fn may_expire(&self, desc: &'static crate::schema::entity::EntityDesc) -> bool {
+        desc.ttl.is_some() || self.expiring.contains(super::desc_id(desc))
+    }
+
     /// The native set command answering `spec` in `ns` (one of the common
     /// shapes), when nothing of the type can have expired; `None` when the
     /// query script answers.
@@ -722,8 +732,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     ) -> Option<redis::Cmd> {
         // A type with a default TTL, or one seen with expiring entities,
         // goes to the script directly (2 round trips with the fetch).
-        let may_expire = E::DESC.ttl.is_some() || self.expiring.contains(super::desc_id(E::DESC));
-        if may_expire {
+        if self.may_expire(E::DESC) {
             return None;
         }
         if count_only {
