@@ -400,3 +400,74 @@ async fn queries_stay_at_two_round_trips_when_entities_expire() {
         "script query + fetch + removal of the expired entries"
     );
 }
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "shop")]
+struct Shop {
+    #[pk]
+    id: u64,
+    #[index]
+    city: String,
+    #[hash]
+    stock: std::collections::BTreeMap<String, i64>,
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(layout = "strings", prefix = "card")]
+struct Card {
+    #[pk]
+    id: u64,
+    #[index]
+    owner: String,
+    title: String,
+    note: Option<String>,
+}
+
+/// `reindex` walks the entity keys a SCAN page at a time and indexes each
+/// entity once, from the one key that exists while it does: an entity whose
+/// other keys (a `#[hash]` map, the strings layout's columns) fall on other
+/// pages is neither counted nor written twice, and every entity is indexed.
+#[tokio::test]
+async fn reindex_meets_each_entity_once_across_scan_pages() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let shops: Vec<Shop> = (0..1500)
+        .map(|id| Shop {
+            id,
+            city: ["a", "b"][(id % 2) as usize].into(),
+            stock: [("x".to_string(), 1)].into(),
+        })
+        .collect();
+    let cards: Vec<Card> = (0..1500)
+        .map(|id| Card {
+            id,
+            owner: "o".into(),
+            title: format!("t{id}"),
+            note: Some("n".into()),
+        })
+        .collect();
+    store.save_all(&shops).await.unwrap();
+    store.save_all(&cards).await.unwrap();
+    // The index keys go; reindex builds them again.
+    let mut conn = server.conn();
+    let _: () = conn
+        .del(&["shop:@city:a", "shop:@city:b", "card:@owner:o"])
+        .unwrap();
+    assert_eq!(store.maintenance::<Shop>().reindex().await.unwrap(), 1500);
+    assert_eq!(store.maintenance::<Card>().reindex().await.unwrap(), 1500);
+    let a: u64 = conn.scard("shop:@city:a").unwrap();
+    let o: u64 = conn.scard("card:@owner:o").unwrap();
+    assert_eq!((a, o), (750, 1500));
+    assert!(store
+        .maintenance::<Shop>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
+    assert!(store
+        .maintenance::<Card>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
+}

@@ -501,22 +501,13 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
             });
         }
         // Each SCAN page is indexed as it comes, so that the walk holds one
-        // page, not every member. SCAN may return a key twice, and an entity
-        // of several keys (the strings layout) once per key: an entity met
-        // on two pages is indexed twice, which writes the same entries.
+        // page, not every member (see `entities_on_page`).
         let (mut indexed, mut done) = (0, 0);
         for space in keyspace::spaces(desc, &self.ns) {
             let mut cursor: u64 = 0;
             loop {
                 let (next, keys, _) = self.entity_page(desc, &space, cursor, false).await?;
-                // Only members some pk writes: a key no pk produces
-                // (`product:{X}`) is verify's to report, never indexed.
-                let page: std::collections::BTreeSet<String> = keys
-                    .iter()
-                    .filter_map(|k| keyspace::member_of_key(desc, &space, k))
-                    .filter(|m| E::read_member(m).is_some())
-                    .collect();
-                let page: Vec<String> = page.into_iter().collect();
+                let page = entities_on_page::<E>(&space, &keys);
                 for chunk in page.chunks(BATCH) {
                     indexed += self.reindex_members(desc, chunk).await?;
                     done += chunk.len();
@@ -611,4 +602,37 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
         }
         Ok(indexed)
     }
+}
+
+/// The members of the entities a SCAN page of entity keys (of `space`)
+/// shows, each once, in order. An entity is taken from one key of its own,
+/// the one that exists while it does (`ttl_key`: the entity key, or a
+/// strings-layout type's first required column), not from its other keys
+/// (columns, maps, relation sets), which may fall on other pages: so a walk
+/// of pages meets each entity once. (A strings-layout type without a
+/// required column is taken from any key that shows it exists, so such an
+/// entity may be met once per page it falls on; SCAN may also return a key
+/// twice. Reindexing it again writes the same entries.) Only members some
+/// pk writes: a key no pk produces (`product:{X}`) is verify's to report,
+/// never indexed.
+pub(crate) fn entities_on_page<E: Entity>(space: &Namespace, keys: &[String]) -> Vec<String> {
+    let desc = E::DESC;
+    let any_presence = desc.layout == crate::schema::entity::Layout::Strings
+        && !desc.columns.iter().any(|c| !c.optional && c.ttl.is_none());
+    let head = keyspace::owner_head(desc, space);
+    let presence = keyspace::presence_suffixes(desc, space);
+    let page: std::collections::BTreeSet<String> = keys
+        .iter()
+        .filter_map(|k| {
+            let m = keyspace::member_of_key(desc, space, k)?;
+            let own = if any_presence {
+                presence.iter().any(|s| *k == format!("{head}{m}{s}"))
+            } else {
+                *k == keyspace::ttl_key(desc, space, &m)
+            };
+            own.then_some(m)
+        })
+        .filter(|m| E::read_member(m).is_some())
+        .collect();
+    page.into_iter().collect()
 }

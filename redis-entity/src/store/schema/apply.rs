@@ -363,15 +363,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
                     walk.cursors[s] = (Some(0), now_run);
                     continue;
                 }
-                let members: Vec<String> = keys
-                    .iter()
-                    .filter_map(|k| keyspace::member_of_key(desc, space, k))
-                    // Only members some pk writes: a key no pk produces is
-                    // verify's to report, never indexed.
-                    .filter(|m| E::read_member(m).is_some())
-                    .collect::<BTreeSet<_>>()
-                    .into_iter()
-                    .collect();
+                let members = crate::store::maintenance::entities_on_page::<E>(space, &keys);
                 if !renames.is_empty() && !members.is_empty() {
                     store.rename_fields(desc, &members, renames).await?;
                 }
