@@ -315,6 +315,81 @@ struct Fan {
 
 const LIKES: Relation<Fan, User> = Relation::many_to_many("likes", "fans");
 
+/// A plain save, insert or update in a unit goes in its type's
+/// straight-line code (its compact call, `fast_update`), which checks every
+/// increment before the unit's first write: a counter that is not a number
+/// in the last operation leaves the earlier ones unwritten. A user with a
+/// TTL is left to the general code inside the same unit, and its index
+/// entries still follow.
+#[tokio::test]
+async fn plain_writes_in_a_unit_run_straight_line_code_and_check_first() {
+    let server = Target::start();
+    let store = server.store().await;
+    store
+        .save_all(&[user(1, "ann"), user(2, "bob"), user(3, "cy")])
+        .await
+        .unwrap();
+    let explained = store
+        .transaction()
+        .update::<User>(&1, |u| u.incr(User::POSTS, 1))
+        .explain()
+        .unwrap();
+    assert!(
+        explained.round_trips[0][0].contains("fast_update"),
+        "{:?}",
+        explained.round_trips
+    );
+    // User 2's counter is not a number: the unit's last operation is
+    // refused, and the first increment (also straight-line) is not written.
+    let key_of_2 = store.keys().of::<User>(&2).base;
+    let mut conn = server.conn();
+    let () = redis::cmd("HSET")
+        .arg(&key_of_2)
+        .arg("posts")
+        .arg("many")
+        .query(&mut conn)
+        .unwrap();
+    let before = server.snapshot();
+    let err = store
+        .transaction()
+        .update::<User>(&1, |u| u.incr(User::POSTS, 1))
+        .update::<User>(&3, |u| u.incr(User::POSTS, 5))
+        .update::<User>(&2, |u| u.incr(User::POSTS, 1))
+        .exec()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::TransactionRefused { op: 2, source, .. }
+            if matches!(&**source, Error::Decode { key, field: "posts", .. } if *key == key_of_2)),
+        "{err:?}"
+    );
+    assert_eq!(server.snapshot(), before, "nothing written");
+    // A user with a TTL keeps a shadow: the general code writes it, in the
+    // same unit as a straight-line write.
+    store
+        .expiry::<User>()
+        .save_with_ttl(&user(4, "dee"), Duration::from_secs(600))
+        .await
+        .unwrap();
+    store
+        .transaction()
+        .update::<User>(&4, |u| u.set(User::NAME, "dora".to_owned()))
+        .update::<User>(&1, |u| u.set(User::NAME, "anna".to_owned()))
+        .exec()
+        .await
+        .unwrap();
+    let found = |name: &'static str| {
+        let store = &store;
+        async move { store.find_unique(User::NAME, name).await.unwrap() }
+    };
+    assert_eq!(found("dora").await.map(|u| u.id), Some(4));
+    assert_eq!(found("anna").await.map(|u| u.id), Some(1));
+    assert_eq!(found("dee").await, None);
+    assert_eq!(found("ann").await, None);
+    assert!(store.expiry::<User>().ttl(&4).await.unwrap().is_some());
+    assert_eq!(store.get::<User>(&1).await.unwrap().unwrap().posts, 0);
+}
+
 #[tokio::test]
 async fn an_entity_of_any_layout_saved_in_a_unit_can_be_related_in_it() {
     let server = Target::start();

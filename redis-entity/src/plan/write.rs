@@ -54,6 +54,9 @@ type ColumnOp<'a> = (&'a [u8], u8, Option<&'a [u8]>);
 /// column, and the maps' commands.
 type ColumnCalls<'a> = (Vec<u8>, Vec<Option<&'a [u8]>>, Vec<WriteCommand<'a>>);
 
+/// A call's keys and arguments, encoded.
+type KeysAndArgs = (Vec<Vec<u8>>, Vec<Vec<u8>>);
+
 /// One write of one entity.
 #[derive(Debug, Clone)]
 pub(crate) struct WritePlan {
@@ -292,9 +295,20 @@ impl WritePlan {
 
     /// The plan's keys and arguments as one operation of a unit of work
     /// takes them (those of the type's write function for one entity).
-    pub(crate) fn unit_parts(&self) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    pub(crate) fn unit_parts(&self) -> KeysAndArgs {
         let w = self.write_args();
         (w.key_args(), w.args())
+    }
+
+    /// The plan's keys and arguments as a unit of work's straight-line
+    /// operation takes them (script/fast.rs `fast_unit`), if the type and
+    /// the plan have one (as for [`Self::call`]).
+    pub(crate) fn unit_fast_parts(&self) -> Option<KeysAndArgs> {
+        if !fast::unit_covers(self.desc) {
+            return None;
+        }
+        let (_, w) = self.fast_write(false)?;
+        Some((w.keys(), w.args()))
     }
 
     /// The call of the type's write script for this plan: its straight-line

@@ -93,9 +93,11 @@ pub(crate) fn covers(desc: &EntityDesc) -> bool {
 }
 
 /// The straight-line write of `desc` (`local fast_change = false` for a
-/// type it does not cover): `fast_change(K, A, first, last, mode)` (mode
-/// `'save'`, `'insert'` or `'update'`) and `fast_general(K, A, first,
-/// last)`, the same write in the general code's keys and arguments.
+/// type it does not cover): its tables and `fast_change(K, A, first, last,
+/// mode)` (mode `'save'`, `'insert'` or `'update'`), which checks, then
+/// writes, and returns nil, having written nothing, for a write it leaves
+/// to the general code (`fast_general` in lua/fast_general.lua gives that
+/// write's keys and arguments in the general code's form).
 ///
 /// KEYS: the entity's keys without the index shadow. Arguments from
 /// `first`: the namespace, the member, the value of each index
@@ -107,6 +109,60 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
     if !covers(desc) {
         return "local fast_change = false\n".into();
     }
+    generate(desc, layout, Form::Single)
+}
+
+/// The same write as one operation of a unit of work (lua/unit.lua): the
+/// type's tables and `fast_unit(K, A, first, last, mode, u)`, which runs
+/// every check of [`fast_change`], and also those against the unit's
+/// earlier operations (`u`: a unique value another operation gives, the
+/// entities they leave stored), then returns the writes as a function
+/// that the unit runs once every operation is checked; or an error reply;
+/// or nil for a write it leaves to the general code. Nothing is written
+/// before the returned function runs. `local fast_unit = false` for a type
+/// [`unit_covers`] does not cover.
+pub(crate) fn fast_unit(desc: &EntityDesc, layout: KeyLayout) -> String {
+    if !unit_covers(desc) {
+        return "local fast_unit = false\n".into();
+    }
+    generate(desc, layout, Form::Unit)
+}
+
+/// Whether a unit of work writes `desc` in straight-line code: a type
+/// [`covers`] covers whose writes, made a closure, reach few enough of the
+/// call's variables (Lua 5.1 allows a function 60 upvalues).
+pub(crate) fn unit_covers(desc: &EntityDesc) -> bool {
+    covers(desc) && closure_upvalues(desc) <= 60
+}
+
+/// An upper bound of the variables the unit form's writes reach: the call's
+/// (K, A, x, last, all, inc, hs, hd, err, existed, ids, m), the helpers
+/// (hset, esc, fast_incr, fast_tail, fast_incremented, ...), and per index
+/// its old and new value and key, their owners or tag sets, and the
+/// operation of its column.
+fn closure_upvalues(desc: &EntityDesc) -> usize {
+    let per_index: usize = desc
+        .indexes
+        .iter()
+        .map(|i| match i.kind {
+            IndexKind::Unique => 7,
+            IndexKind::Equality | IndexKind::Tags => 6,
+            IndexKind::Sorted | IndexKind::Prefix => 5,
+        })
+        .sum();
+    20 + per_index
+}
+
+/// The two functions the generator writes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// `fast_change`: checks, then writes.
+    Single,
+    /// `fast_unit`: checks, then returns the writes as a function.
+    Unit,
+}
+
+fn generate(desc: &EntityDesc, layout: KeyLayout, form: Form) -> String {
     let ns = Namespace::none().in_layout(layout);
     let idx: Vec<Index> = desc
         .indexes
@@ -133,15 +189,48 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
     let mut s = String::new();
     let w = &mut s;
     tables(w, &t);
-    arguments(w, &t);
+    arguments(w, &t, form);
     columns(w, &t);
     entity_state(w, &t);
     old_and_new(w, &t.idx);
-    key_checks(w, &t);
+    key_checks(w, &t, form);
     unique_owners(w, &t);
-    data(w, &t);
-    index_moves(w, &t);
+    let mut writes = String::new();
+    data(&mut writes, &t);
+    index_moves(&mut writes, &t);
+    match form {
+        Form::Single => w.push_str(&writes),
+        Form::Unit => {
+            unit_checks(w, &t);
+            emit!(w, "  return function()");
+            for line in writes.lines() {
+                emit!(w, "  {line}");
+            }
+            emit!(w, "  end");
+        }
+    }
+    emit!(w, "end");
     s
+}
+
+/// The unit form's checks against the unit's earlier operations (`u`, as
+/// lua/unit.lua keeps it): a unique value another entity of the unit is
+/// given refuses the write; the entity is stored once the unit is applied.
+fn unit_checks(w: &mut String, t: &Type<'_>) {
+    for i in t.idx.iter().filter(|i| i.kind == IndexKind::Unique) {
+        let n = i.n;
+        emit!(w, "  if n{n} then");
+        emit!(w, "    local key = p{n} .. {}", entry(i, &format!("n{n}")));
+        emit!(w, "    local owner = u.unique[key]");
+        emit!(
+            w,
+            "    if owner and owner ~= m then return redis.error_reply('UNIQUE_VIOLATION {}') end",
+            n - 1
+        );
+        emit!(w, "    u.unique[key] = m");
+        emit!(w, "  end");
+    }
+    emit!(w, "  u.exists[K[1]] = true");
 }
 
 /// What the generator knows of the type.
@@ -197,12 +286,15 @@ fn tables(w: &mut String, t: &Type<'_>) {
 }
 
 /// The function's start: the arguments every call has.
-fn arguments(w: &mut String, t: &Type<'_>) {
+fn arguments(w: &mut String, t: &Type<'_>, form: Form) {
     let desc = t.desc;
     let ns = &t.ns;
     let q = |s: &str| lua_string(s.as_bytes());
     let sent = t.sent();
-    emit!(w, "local function fast_change(K, A, f, last, mode)");
+    match form {
+        Form::Single => emit!(w, "local function fast_change(K, A, f, last, mode)"),
+        Form::Unit => emit!(w, "local function fast_unit(K, A, f, last, mode, u)"),
+    }
     emit!(w, "  local ns, m = A[f], A[f + 1]");
     if !desc.indexes.is_empty() {
         let ids = q(&keyspace::ids_key(desc, ns));
@@ -315,13 +407,20 @@ fn entity_state(w: &mut String, t: &Type<'_>) {
 }
 
 /// Before the first write: the numbers to increment, the maps, the set of
-/// all ids and every index key the write moves an entry in.
-fn key_checks(w: &mut String, t: &Type<'_>) {
+/// all ids and every index key the write moves an entry in. The single
+/// write leaves its first increment to the write itself (caught, with
+/// nothing written before it); in a unit, earlier operations have written
+/// by then, so every increment is checked here.
+fn key_checks(w: &mut String, t: &Type<'_>, form: Form) {
     let desc = t.desc;
     let idx = &t.idx;
+    let from = match form {
+        Form::Single => 4,
+        Form::Unit => 1,
+    };
     emit!(w, "  local err");
     emit!(w, "  if inc then");
-    emit!(w, "    err = fast_check_incr(K, inc)");
+    emit!(w, "    err = fast_check_incr(K, inc, {from})");
     emit!(w, "    if err then return err end");
     emit!(w, "  end");
     for k in 2..2 + desc.maps.len() {
@@ -438,7 +537,6 @@ fn index_moves(w: &mut String, t: &Type<'_>) {
     }
     emit!(w, "  if existed then return 0 end");
     emit!(w, "  return 1");
-    emit!(w, "end");
 }
 
 /// Per index: `o<n>` the stored form the entity holds (false: none), `n<n>`
@@ -672,6 +770,10 @@ mod tests {
         snapshot(
             "fast_order.lua",
             &fast_change(&ORDER, KeyLayout::Standalone),
+        );
+        snapshot(
+            "fast_user_unit.lua",
+            &fast_unit(&USER, KeyLayout::Standalone),
         );
     }
 

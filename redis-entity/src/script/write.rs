@@ -189,6 +189,7 @@ pub(crate) fn code(desc: &EntityDesc, layout: KeyLayout) -> String {
     if fast {
         s.push_str(include_str!("lua/fast.lua"));
         s.push_str(&super::fast::fast_change(desc, layout));
+        s.push_str(include_str!("lua/fast_general.lua"));
         s.push_str(include_str!("lua/fast_entry.lua"));
     }
     s.push_str("\n-- One function per operation, and a batch form of each.\n");
@@ -336,8 +337,34 @@ fn unit_code(types: &[(&EntityDesc, KeyLayout)]) -> String {
         s.push_str(body);
     }
     s.push_str(include_str!("lua/steps.lua"));
+    s.push_str(&unit_fast_code(types));
     s.push_str(include_str!("lua/unit.lua"));
     s.push_str("redis.register_function('__LIB___unit', function(k, a) return unit(k, a) end)\n");
+    s
+}
+
+/// `FAST[n]`: the straight-line write (script/fast.rs) of the unit
+/// library's `n`th type as a unit operation (`unit`) and the general code's
+/// arguments for the writes it leaves there (`general`), for each type
+/// [`super::fast::unit_covers`] covers; each in its own block, as each
+/// type's tables have the same names.
+fn unit_fast_code(types: &[(&EntityDesc, KeyLayout)]) -> String {
+    let mut s = String::from("local FAST = {}\n");
+    if !types.iter().any(|(d, _)| super::fast::unit_covers(d)) {
+        return s;
+    }
+    s.push_str(include_str!("lua/fast.lua"));
+    for (n, (d, layout)) in types.iter().enumerate() {
+        if super::fast::unit_covers(d) {
+            s.push_str("do\n");
+            s.push_str(&super::fast::fast_unit(d, *layout));
+            s.push_str(include_str!("lua/fast_general.lua"));
+            s.push_str(&format!(
+                "FAST[{}] = {{ unit = fast_unit, general = fast_general }}\nend\n",
+                n + 1
+            ));
+        }
+    }
     s
 }
 

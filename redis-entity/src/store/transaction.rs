@@ -29,7 +29,11 @@ type Build = Box<dyn FnOnce(&Namespace) -> Result<Planned> + Send + Sync>;
 /// One operation placed: what the unit function takes, and how its refusal
 /// reads.
 pub(crate) struct Planned {
+    /// What the operation is (`save`, `update`, `relate`, ...).
     kind: &'static str,
+    /// The operation's kind in the unit function's call: `kind`, or its
+    /// straight-line form (`fast_save`, ...).
+    wire: &'static str,
     /// The entity type the operation writes and the key layout its plan
     /// spells keys in (the unit's library holds its description); `None`
     /// for relations, timelines and boards.
@@ -49,7 +53,18 @@ pub(crate) struct Planned {
 
 impl Planned {
     fn of_plan(kind: &'static str, plan: WritePlan) -> Planned {
-        let (keys, args) = plan.unit_parts();
+        // A write the type's straight-line code covers goes in its compact
+        // form (lua/unit.lua `fast_kind`).
+        let fast = match kind {
+            "save" => Some("fast_save"),
+            "insert" => Some("fast_insert"),
+            "update" => Some("fast_update"),
+            _ => None,
+        };
+        let (wire, (keys, args)) = match fast.zip(plan.unit_fast_parts()) {
+            Some((wire, parts)) => (wire, parts),
+            None => (kind, plan.unit_parts()),
+        };
         let not_on_cluster = keyspace::needs_claims(plan.desc, &plan.ns).then(|| {
             format!(
                 "{} has unique values claimed across {} index shards, in several steps: \
@@ -59,6 +74,7 @@ impl Planned {
         });
         Planned {
             kind,
+            wire,
             desc: Some((plan.desc, plan.ns.layout())),
             keys,
             args,
@@ -74,6 +90,7 @@ impl Planned {
         let (keys, args) = call.into_parts();
         Planned {
             kind,
+            wire: kind,
             desc: None,
             keys,
             args,
@@ -450,7 +467,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let ops: Vec<UnitOp<'_>> = planned
             .iter()
             .map(|p| UnitOp {
-                kind: p.kind,
+                kind: p.wire,
                 type_number: number(p.desc),
                 keys: &p.keys,
                 args: &p.args,

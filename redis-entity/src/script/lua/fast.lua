@@ -36,11 +36,12 @@ local function fast_tail(K, A, i, last)
 end
 
 -- Before the first write, the increments `inc` of the entity hash (field,
--- delta, command triples) but the first: each stored value must be a
--- number of its kind. The first is the write's first: fast_incr runs it
--- catching its error, with nothing written before it.
-local function fast_check_incr(K, inc)
-  for t = 4, #inc, 3 do
+-- delta, command triples) from the triple at `from`: each stored value must
+-- be a number of its kind. A single write starts at the second (4): its
+-- first is the write's first, which fast_incr runs catching its error, with
+-- nothing written before it.
+local function fast_check_incr(K, inc, from)
+  for t = from, #inc, 3 do
     local v = redis.call('HGET', K[1], inc[t])
     if not accepts_increment(inc[t + 2], v) then return not_a_number(1, inc[t], v) end
   end

@@ -1,57 +1,10 @@
 -- The straight-line functions' entry (the call's keys and arguments:
--- script/fast.rs). A write the generated code does not cover (the entity
--- has a TTL or left a shadow, an increment of an equality-indexed field, a
--- data command of another kind) runs the general code, given the keys and
--- arguments it reads, rebuilt here. `_`: batch_each's `run`.
+-- script/fast.rs); a write the generated code does not cover runs the
+-- general code. `_`: batch_each's `run`.
 local function fast_entry(_, keys, args, first, last, mode)
   local done = fast_change(keys, args, first, last, mode)
   if done ~= nil then return done end
-  local K = {}
-  for i = 1, #keys do K[i] = keys[i] end
-  if FAST_SHADOW then K[#K + 1] = keys[1] .. FAST_SHADOW end
-  local A = { '', args[first], args[first + 1], '-1', '', '', '0' }
-  local x = first + 2
-  local sent = {}
-  for _, n in ipairs(FAST_SENT) do sent[n] = args[x]; x = x + 1 end
-  local ops = args[x]
-  x = x + 1
-  -- Each column's operation and value.
-  local value = {}
-  for j = 1, #FAST_COLUMNS do
-    local s = string.byte(ops, j)
-    if s ~= 46 and s ~= 100 then value[j] = args[x]; x = x + 1 end
-  end
-  for n = 1, #T.idx do
-    local j = FAST_INDEX_COLUMN[n]
-    if not j then A[#A + 1] = sent[n]
-    else
-      local s = string.byte(ops, j)
-      if s == 46 then A[#A + 1] = 'u'
-      elseif s == 115 then A[#A + 1] = 'v' .. value[j]
-      elseif s == 100 then A[#A + 1] = 'n'
-      else A[#A + 1] = '' end
-    end
-  end
-  local set, del = {}, {}
-  for j = 1, #FAST_COLUMNS do
-    local s = string.byte(ops, j)
-    if s == 115 then set[#set + 1] = FAST_COLUMNS[j]; set[#set + 1] = value[j]
-    elseif s == 100 then del[#del + 1] = FAST_COLUMNS[j] end
-  end
-  for _, c in ipairs({ { 'HSET', set }, { 'HDEL', del } }) do
-    if #c[2] > 0 then
-      A[#A + 1] = c[1]; A[#A + 1] = '1'; A[#A + 1] = tostring(#c[2])
-      for _, a in ipairs(c[2]) do A[#A + 1] = a end
-    end
-  end
-  for j = 1, #FAST_COLUMNS do
-    local s = string.byte(ops, j)
-    if s == 105 or s == 102 then
-      A[#A + 1] = s == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
-      A[#A + 1] = '1'; A[#A + 1] = '2'; A[#A + 1] = FAST_COLUMNS[j]; A[#A + 1] = value[j]
-    end
-  end
-  for i = x, last do A[#A + 1] = args[i] end
+  local K, A = fast_general(keys, args, first, last)
   if mode == 'update' then return update(K, A, 1, #A, false, false) end
   return save(K, A, 1, #A, mode == 'insert')
 end

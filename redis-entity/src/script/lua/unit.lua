@@ -11,6 +11,9 @@
 -- its argument count, then its arguments, as the single operation's
 -- function or script takes them.
 --
+-- A save, insert or update of a type with straight-line code comes as
+-- `fast_save`, `fast_insert` or `fast_update`, in that code's arguments.
+--
 -- Within a unit, an entity is written by at most one operation (the client
 -- refuses a unit that names one twice), so what phase 1 read of an entity
 -- still holds in phase 2. What operations do to each other is followed in
@@ -106,6 +109,36 @@ UNIT.board = {
   check = function(u, op) return wrong_type(op.keys[1], 'zset') end,
   apply = function(u, op) return board_incr(op.keys, op.args, op.first - 1) end,
 }
+
+-- A save, insert or update in its type's straight-line code (`FAST`, made
+-- per type by script/fast.rs), sent in that code's compact arguments. A
+-- write the straight-line code leaves to the general code (nil from its
+-- checks) runs there, its arguments rebuilt; nothing was written before.
+local function fast_kind(mode)
+  return {
+    check = function(u, op)
+      local F = FAST[op.t]
+      local write = F.unit(op.keys, op.args, op.first, op.last, mode, u)
+      if type(write) == 'function' then
+        op.write = write
+        return nil
+      elseif write ~= nil then
+        return write
+      end
+      local K, A = F.general(op.keys, op.args, op.first, op.last)
+      op.keys, op.args, op.first, op.last = K, A, 1, #A
+      op.general = UNIT[mode]
+      return op.general.check(u, op)
+    end,
+    apply = function(u, op)
+      if op.general then return op.general.apply(u, op) end
+      return op.write()
+    end,
+  }
+end
+UNIT.fast_save = fast_kind('save')
+UNIT.fast_insert = fast_kind('insert')
+UNIT.fast_update = fast_kind('update')
 
 local function unit(keys, args)
   local ops, k, j = {}, 0, 1

@@ -53,7 +53,7 @@ local function fast_change(K, A, f, last, mode)
   elseif op1 == 115 then n2 = val1 end
   local err
   if inc then
-    err = fast_check_incr(K, inc)
+    err = fast_check_incr(K, inc, 4)
     if err then return err end
   end
   if not existed then

@@ -116,7 +116,7 @@ local function fast_change(K, A, f, last, mode)
   elseif op6 == 115 then n5 = val6 end
   local err
   if inc then
-    err = fast_check_incr(K, inc)
+    err = fast_check_incr(K, inc, 4)
     if err then return err end
   end
   err = wrong_type(K[2], 'hash')
