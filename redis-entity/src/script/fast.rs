@@ -113,44 +113,19 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
 }
 
 /// The same write as one operation of a unit of work (lua/unit.lua): the
-/// type's tables and `fast_unit(K, A, first, last, mode, u)`, which runs
+/// type's tables, `fast_unit(K, A, first, last, mode, u)`, which runs
 /// every check of [`fast_change`], and also those against the unit's
 /// earlier operations (`u`: a unique value another operation gives, the
-/// entities they leave stored), then returns the writes as a function
-/// that the unit runs once every operation is checked; or an error reply;
-/// or nil for a write it leaves to the general code. Nothing is written
-/// before the returned function runs. `local fast_unit = false` for a type
-/// [`unit_covers`] does not cover.
+/// entities they leave stored), then returns what the writes need (an
+/// array), or an error reply, or nil for a write it leaves to the general
+/// code; and `fast_unit_write(state)`, the writes, which the unit runs
+/// once every operation is checked. Nothing is written before.
+/// `local fast_unit = false` for a type [`covers`] does not cover.
 pub(crate) fn fast_unit(desc: &EntityDesc, layout: KeyLayout) -> String {
-    if !unit_covers(desc) {
+    if !covers(desc) {
         return "local fast_unit = false\n".into();
     }
     generate(desc, layout, Form::Unit)
-}
-
-/// Whether a unit of work writes `desc` in straight-line code: a type
-/// [`covers`] covers whose writes, made a closure, reach few enough of the
-/// call's variables (Lua 5.1 allows a function 60 upvalues).
-pub(crate) fn unit_covers(desc: &EntityDesc) -> bool {
-    covers(desc) && closure_upvalues(desc) <= 60
-}
-
-/// An upper bound of the variables the unit form's writes reach: the call's
-/// (K, A, x, last, all, inc, hs, hd, err, existed, ids, m), the helpers
-/// (hset, esc, fast_incr, fast_tail, fast_incremented, ...), and per index
-/// its old and new value and key, their owners or tag sets, and the
-/// operation of its column.
-fn closure_upvalues(desc: &EntityDesc) -> usize {
-    let per_index: usize = desc
-        .indexes
-        .iter()
-        .map(|i| match i.kind {
-            IndexKind::Unique => 7,
-            IndexKind::Equality | IndexKind::Tags => 6,
-            IndexKind::Sorted | IndexKind::Prefix => 5,
-        })
-        .sum();
-    20 + per_index
 }
 
 /// The two functions the generator writes.
@@ -201,16 +176,82 @@ fn generate(desc: &EntityDesc, layout: KeyLayout, form: Form) -> String {
     match form {
         Form::Single => w.push_str(&writes),
         Form::Unit => {
+            // The writes' variables go in one array (one allocation; a
+            // closure over them would make one object per variable).
             unit_checks(w, &t);
-            emit!(w, "  return function()");
-            for line in writes.lines() {
-                emit!(w, "  {line}");
-            }
-            emit!(w, "  end");
+            let state = state_variables(&t, &writes);
+            emit!(w, "  return {{ {} }}", state.join(", "));
+            emit!(w, "end");
+            emit!(w, "local function fast_unit_write(st)");
+            emit!(
+                w,
+                "  local {} = unpack(st, 1, {})",
+                state.join(", "),
+                state.len()
+            );
+            emit!(w, "  local err");
+            w.push_str(&writes);
         }
     }
     emit!(w, "end");
     s
+}
+
+/// The variables of the checks that the unit form's writes read, in a
+/// fixed order: those of the candidates (every local the checks may
+/// declare) named in `writes` outside its string literals.
+fn state_variables(t: &Type<'_>, writes: &str) -> Vec<String> {
+    let named = identifiers(writes);
+    let mut candidates: Vec<String> = [
+        "K", "A", "x", "last", "all", "inc", "hs", "hd", "existed", "ids", "m",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    for i in &t.idx {
+        for v in ["o", "n", "p", "ko", "kn", "ow", "nw", "to", "tn", "a"] {
+            candidates.push(format!("{v}{}", i.n));
+        }
+    }
+    for j in 1..=t.desc.columns.len() {
+        candidates.push(format!("op{j}"));
+        candidates.push(format!("val{j}"));
+    }
+    candidates.retain(|c| named.contains(c.as_str()));
+    candidates
+}
+
+/// The identifiers of Lua `code` outside its string literals.
+fn identifiers(code: &str) -> std::collections::HashSet<&str> {
+    let mut out = std::collections::HashSet::new();
+    let bytes = code.as_bytes();
+    let (mut i, mut start) = (0, None);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'"' || b == b'\'' {
+            // Skip the literal (a backslash escapes the next byte).
+            i += 1;
+            while i < bytes.len() && bytes[i] != b {
+                i += if bytes[i] == b'\\' { 2 } else { 1 };
+            }
+            i += 1;
+            continue;
+        }
+        let ident = b.is_ascii_alphanumeric() || b == b'_';
+        match (ident, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s0)) => {
+                out.insert(&code[s0..i]);
+                start = None;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if let Some(s0) = start {
+        out.insert(&code[s0..]);
+    }
+    out
 }
 
 /// The unit form's checks against the unit's earlier operations (`u`, as

@@ -344,23 +344,24 @@ fn unit_code(types: &[(&EntityDesc, KeyLayout)]) -> String {
 }
 
 /// `FAST[n]`: the straight-line write (script/fast.rs) of the unit
-/// library's `n`th type as a unit operation (`unit`) and the general code's
+/// library's `n`th type as a unit operation (`unit`, its checks, and
+/// `write`) and the general code's
 /// arguments for the writes it leaves there (`general`), for each type
-/// [`super::fast::unit_covers`] covers; each in its own block, as each
+/// [`super::fast::covers`] covers; each in its own block, as each
 /// type's tables have the same names.
 fn unit_fast_code(types: &[(&EntityDesc, KeyLayout)]) -> String {
     let mut s = String::from("local FAST = {}\n");
-    if !types.iter().any(|(d, _)| super::fast::unit_covers(d)) {
+    if !types.iter().any(|(d, _)| super::fast::covers(d)) {
         return s;
     }
     s.push_str(include_str!("lua/fast.lua"));
     for (n, (d, layout)) in types.iter().enumerate() {
-        if super::fast::unit_covers(d) {
+        if super::fast::covers(d) {
             s.push_str("do\n");
             s.push_str(&super::fast::fast_unit(d, *layout));
             s.push_str(include_str!("lua/fast_general.lua"));
             s.push_str(&format!(
-                "FAST[{}] = {{ unit = fast_unit, general = fast_general }}\nend\n",
+                "FAST[{}] = {{ unit = fast_unit, write = fast_unit_write, general = fast_general }}\nend\n",
                 n + 1
             ));
         }

@@ -118,12 +118,11 @@ local function fast_kind(mode)
   return {
     check = function(u, op)
       local F = FAST[op.t]
-      local write = F.unit(op.keys, op.args, op.first, op.last, mode, u)
-      if type(write) == 'function' then
-        op.write = write
+      local state = F.unit(op.keys, op.args, op.first, op.last, mode, u)
+      if state ~= nil then
+        if state.err then return state end
+        op.state = state
         return nil
-      elseif write ~= nil then
-        return write
       end
       local K, A = F.general(op.keys, op.args, op.first, op.last)
       op.keys, op.args, op.first, op.last = K, A, 1, #A
@@ -132,7 +131,7 @@ local function fast_kind(mode)
     end,
     apply = function(u, op)
       if op.general then return op.general.apply(u, op) end
-      return op.write()
+      return FAST[op.t].write(op.state)
     end,
   }
 end

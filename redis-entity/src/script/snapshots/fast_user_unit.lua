@@ -178,49 +178,52 @@ local function fast_unit(K, A, f, last, mode, u)
     u.unique[key] = m
   end
   u.exists[K[1]] = true
-  return function()
-    -- The first write: an increment (its error caught), or HSET.
-    if all then
-      redis.call('HSET', K[1], "username", A[x - 6], "country", A[x - 5], "rating", A[x - 4], "email", A[x - 3], "version", A[x - 2], "tags", A[x - 1])
-    else
-      if inc then
-        err = fast_incr(K, inc)
-        if err then return err end
-      end
-      if hs and #hs == 2 then redis.call('HSET', K[1], hs[1], hs[2])
-      elseif hs then redis.call('HSET', K[1], unpack(hs)) end
-      if hd then redis.call('HDEL', K[1], unpack(hd)) end
+  return { K, A, x, last, all, inc, hs, hd, existed, ids, m, o1, n1, ko1, kn1, ow1, o2, n2, ko2, kn2, o3, n3, p3, a3, o4, n4, p4, o5, n5, p5, to5, tn5, op4 }
+end
+local function fast_unit_write(st)
+  local K, A, x, last, all, inc, hs, hd, existed, ids, m, o1, n1, ko1, kn1, ow1, o2, n2, ko2, kn2, o3, n3, p3, a3, o4, n4, p4, o5, n5, p5, to5, tn5, op4 = unpack(st, 1, 33)
+  local err
+  -- The first write: an increment (its error caught), or HSET.
+  if all then
+    redis.call('HSET', K[1], "username", A[x - 6], "country", A[x - 5], "rating", A[x - 4], "email", A[x - 3], "version", A[x - 2], "tags", A[x - 1])
+  else
+    if inc then
+      err = fast_incr(K, inc)
+      if err then return err end
     end
-    if x <= last then fast_tail(K, A, x, last) end
-    if n1 ~= o1 then
-      if o1 and ow1 == m then redis.call('DEL', ko1) end
-      if n1 then redis.call('SET', kn1, m) end
-    end
-    if n2 ~= o2 then
-      if o2 then redis.call('SREM', ko2, m) end
-      if n2 then redis.call('SADD', kn2, m) end
-    end
-    if a3 == '' then
-      n3 = fast_incremented(inc, "rating") or redis.call('HGET', K[1], "rating")
-    end
-    if n3 ~= o3 then
-      if n3 then
-        if tonumber(n3) then redis.call('ZADD', p3, n3, m) end
-      elseif o3 then redis.call('ZREM', p3, m) end
-    end
-    if (op4 == 105 or op4 == 102) then
-      n4 = fast_incremented(inc, "email") or redis.call('HGET', K[1], "email")
-    end
-    if n4 ~= o4 then
-      if o4 then redis.call('ZREM', p4, esc(o4) .. ':' .. m) end
-      if n4 then redis.call('ZADD', p4, 0, esc(n4) .. ':' .. m) end
-    end
-    if n5 ~= o5 then
-      for t in pairs(to5) do if not tn5[t] then redis.call('SREM', p5 .. t, m) end end
-      for t in pairs(tn5) do if not to5[t] then redis.call('SADD', p5 .. t, m) end end
-    end
-    if not existed then redis.call('SADD', ids, m) end
-    if existed then return 0 end
-    return 1
+    if hs and #hs == 2 then redis.call('HSET', K[1], hs[1], hs[2])
+    elseif hs then redis.call('HSET', K[1], unpack(hs)) end
+    if hd then redis.call('HDEL', K[1], unpack(hd)) end
   end
+  if x <= last then fast_tail(K, A, x, last) end
+  if n1 ~= o1 then
+    if o1 and ow1 == m then redis.call('DEL', ko1) end
+    if n1 then redis.call('SET', kn1, m) end
+  end
+  if n2 ~= o2 then
+    if o2 then redis.call('SREM', ko2, m) end
+    if n2 then redis.call('SADD', kn2, m) end
+  end
+  if a3 == '' then
+    n3 = fast_incremented(inc, "rating") or redis.call('HGET', K[1], "rating")
+  end
+  if n3 ~= o3 then
+    if n3 then
+      if tonumber(n3) then redis.call('ZADD', p3, n3, m) end
+    elseif o3 then redis.call('ZREM', p3, m) end
+  end
+  if (op4 == 105 or op4 == 102) then
+    n4 = fast_incremented(inc, "email") or redis.call('HGET', K[1], "email")
+  end
+  if n4 ~= o4 then
+    if o4 then redis.call('ZREM', p4, esc(o4) .. ':' .. m) end
+    if n4 then redis.call('ZADD', p4, 0, esc(n4) .. ':' .. m) end
+  end
+  if n5 ~= o5 then
+    for t in pairs(to5) do if not tn5[t] then redis.call('SREM', p5 .. t, m) end end
+    for t in pairs(tn5) do if not to5[t] then redis.call('SADD', p5 .. t, m) end end
+  end
+  if not existed then redis.call('SADD', ids, m) end
+  if existed then return 0 end
+  return 1
 end
