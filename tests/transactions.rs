@@ -364,6 +364,21 @@ async fn plain_writes_in_a_unit_run_straight_line_code_and_check_first() {
         "{err:?}"
     );
     assert_eq!(server.snapshot(), before, "nothing written");
+    // First in the unit, its increment is the unit's first write: refused
+    // there, before anything else is written.
+    let err = store
+        .transaction()
+        .update::<User>(&2, |u| u.incr(User::POSTS, 1))
+        .update::<User>(&1, |u| u.incr(User::POSTS, 1))
+        .exec()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::TransactionRefused { op: 0, source, .. }
+            if matches!(&**source, Error::Decode { key, field: "posts", .. } if *key == key_of_2)),
+        "{err:?}"
+    );
+    assert_eq!(server.snapshot(), before, "nothing written");
     // A user with a TTL keeps a shadow: the general code writes it, in the
     // same unit as a straight-line write.
     store

@@ -113,7 +113,8 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
 }
 
 /// The same write as one operation of a unit of work (lua/unit.lua): the
-/// type's tables, `fast_unit(K, A, first, last, mode, u)`, which runs
+/// type's tables, `fast_unit(K, A, f, last, mode, u, first)` (`first`: the
+/// unit's first operation), which runs
 /// every check of [`fast_change`], and also those against the unit's
 /// earlier operations (`u`: a unique value another operation gives, the
 /// entities they leave stored), then returns what the writes need (an
@@ -262,16 +263,20 @@ fn unit_checks(w: &mut String, t: &Type<'_>) {
         let n = i.n;
         emit!(w, "  if n{n} then");
         emit!(w, "    local key = p{n} .. {}", entry(i, &format!("n{n}")));
-        emit!(w, "    local owner = u.unique[key]");
+        emit!(w, "    local given = u.unique or {{}}");
+        emit!(w, "    u.unique = given");
+        emit!(w, "    local owner = given[key]");
         emit!(
             w,
             "    if owner and owner ~= m then return redis.error_reply('UNIQUE_VIOLATION {}') end",
             n - 1
         );
-        emit!(w, "    u.unique[key] = m");
+        emit!(w, "    given[key] = m");
         emit!(w, "  end");
     }
-    emit!(w, "  u.exists[K[1]] = true");
+    emit!(w, "  local exists = u.exists or {{}}");
+    emit!(w, "  u.exists = exists");
+    emit!(w, "  exists[K[1]] = true");
 }
 
 /// What the generator knows of the type.
@@ -334,7 +339,7 @@ fn arguments(w: &mut String, t: &Type<'_>, form: Form) {
     let sent = t.sent();
     match form {
         Form::Single => emit!(w, "local function fast_change(K, A, f, last, mode)"),
-        Form::Unit => emit!(w, "local function fast_unit(K, A, f, last, mode, u)"),
+        Form::Unit => emit!(w, "local function fast_unit(K, A, f, last, mode, u, first)"),
     }
     emit!(w, "  local ns, m = A[f], A[f + 1]");
     if !desc.indexes.is_empty() {
@@ -450,14 +455,15 @@ fn entity_state(w: &mut String, t: &Type<'_>) {
 /// Before the first write: the numbers to increment, the maps, the set of
 /// all ids and every index key the write moves an entry in. The single
 /// write leaves its first increment to the write itself (caught, with
-/// nothing written before it); in a unit, earlier operations have written
-/// by then, so every increment is checked here.
+/// nothing written before it); so does a unit's `first` operation, while
+/// for the others earlier operations have written by then, so every
+/// increment is checked here.
 fn key_checks(w: &mut String, t: &Type<'_>, form: Form) {
     let desc = t.desc;
     let idx = &t.idx;
     let from = match form {
-        Form::Single => 4,
-        Form::Unit => 1,
+        Form::Single => "4",
+        Form::Unit => "first and 4 or 1",
     };
     emit!(w, "  local err");
     emit!(w, "  if inc then");

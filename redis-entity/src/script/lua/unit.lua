@@ -19,22 +19,25 @@
 -- still holds in phase 2. What operations do to each other is followed in
 -- `u`: the entities saved or deleted (a relation end saved by an earlier
 -- operation exists), and the unique values given (two operations may not
--- give one value to two entities).
+-- give one value to two entities); each table made when first needed.
 
 -- Records that the unit's earlier operations leave the entity of `w`
 -- stored (or not), under each key whose existence means it exists (a
 -- relation checks one of them: the entity key, or a strings-layout
 -- entity's first required column).
 local function unit_leaves(u, w, stored)
+  local exists = u.exists or {}
+  u.exists = exists
   for i = 1, #w.K do
-    if role(i) == 'p' then u.exists[w.K[i]] = stored end
+    if role(i) == 'p' then exists[w.K[i]] = stored end
   end
 end
 
 -- Whether the entity whose key is `key` exists once the earlier operations
 -- of the unit are applied.
 local function unit_exists(u, key)
-  local known = u.exists[key]
+  local known
+  if u.exists then known = u.exists[key] end
   if known ~= nil then return known end
   return redis.call('EXISTS', key) == 1
 end
@@ -45,12 +48,13 @@ local function unit_unique(u, w)
   for _, n in ipairs(T.unique) do
     local value = w.given[n] and type(w.new[n]) == 'table' and next(w.new[n])
     if value then
-      local key = w.pre[n] .. value
-      local owner = u.unique[key]
+      local key, given = w.pre[n] .. value, u.unique or {}
+      u.unique = given
+      local owner = given[key]
       if owner and owner ~= w.member then
         return redis.error_reply('UNIQUE_VIOLATION ' .. (n - 1))
       end
-      u.unique[key] = w.member
+      given[key] = w.member
     end
   end
   return nil
@@ -96,6 +100,7 @@ UNIT.relate = {
   check = function(u, op)
     op.state = {}
     local exists = function(key) return unit_exists(u, key) end
+    u.sets = u.sets or {}
     return relation_check(op.keys, op.args, op.first - 1, op.state, exists, u.sets)
   end,
   apply = function(u, op) return relation_apply(op.keys, op.args, op.first - 1, op.state) end,
@@ -118,7 +123,7 @@ local function fast_kind(mode)
   return {
     check = function(u, op)
       local F = FAST[op.t]
-      local state = F.unit(op.keys, op.args, op.first, op.last, mode, u)
+      local state = F.unit(op.keys, op.args, op.first, op.last, mode, u, op.i == 1)
       if state ~= nil then
         if state.err then return state end
         op.state = state
@@ -131,7 +136,13 @@ local function fast_kind(mode)
     end,
     apply = function(u, op)
       if op.general then return op.general.apply(u, op) end
-      return FAST[op.t].write(op.state)
+      local r = FAST[op.t].write(op.state)
+      -- Only the unit's first operation leaves a check to its first write
+      -- (an increment), which then fails having written nothing.
+      if type(r) == 'table' and r.err then
+        return nil, redis.error_reply('UNIT_REFUSED ' .. (op.i - 1) .. ' ' .. r.err)
+      end
+      return r
     end,
   }
 end
@@ -140,30 +151,38 @@ UNIT.fast_insert = fast_kind('insert')
 UNIT.fast_update = fast_kind('update')
 
 local function unit(keys, args)
-  local ops, k, j = {}, 0, 1
-  while j <= #args do
+  -- Phase 1: each operation read from its arguments and checked in turn.
+  local ops, n, k, j, nargs = {}, 0, 0, 1, #args
+  local u = {}
+  while j <= nargs do
     local kind, t, nk, na = args[j], tonumber(args[j + 1]), tonumber(args[j + 2]), tonumber(args[j + 3])
-    local own = {}
-    for i = 1, nk do own[i] = keys[k + i] end
+    local own
+    if nk == 1 then
+      own = { keys[k + 1] }
+    else
+      own = {}
+      for i = 1, nk do own[i] = keys[k + i] end
+    end
     k = k + nk
-    ops[#ops + 1] = { kind = kind, t = t, keys = own, args = args, first = j + 4, last = j + 3 + na }
+    n = n + 1
+    local op = { i = n, kind = kind, t = t, keys = own, args = args, first = j + 4, last = j + 3 + na }
+    ops[n] = op
     j = j + 4 + na
-  end
-  local u = { exists = {}, unique = {}, sets = {} }
-  for i, op in ipairs(ops) do
-    T = TYPES[op.t] or T
-    local kind = UNIT[op.kind]
-    if not kind then return redis.error_reply('ERR redis-entity: unknown unit operation ' .. tostring(op.kind)) end
-    local ok, refused = pcall(kind.check, u, op)
+    T = TYPES[t] or T
+    local handler = UNIT[kind]
+    if not handler then return redis.error_reply('ERR redis-entity: unknown unit operation ' .. tostring(kind)) end
+    local ok, refused = pcall(handler.check, u, op)
     if not ok then
       refused = redis.error_reply(type(refused) == 'table' and refused.err or tostring(refused))
     end
     if refused then
-      return redis.error_reply('UNIT_REFUSED ' .. (i - 1) .. ' ' .. refused.err)
+      return redis.error_reply('UNIT_REFUSED ' .. (n - 1) .. ' ' .. refused.err)
     end
   end
+  -- Phase 2: the writes, in order.
   local out = {}
-  for i, op in ipairs(ops) do
+  for i = 1, n do
+    local op = ops[i]
     T = TYPES[op.t] or T
     local r, bad = UNIT[op.kind].apply(u, op)
     if r == nil and bad then return bad end

@@ -3,7 +3,7 @@ local FAST_COLUMNS = { "username", "country", "rating", "email", "version", "tag
 local FAST_SENT = { 3 }
 local FAST_INDEX_COLUMN = { 1, 2, false, 4, 6 }
 local FAST_SHADOW = ":@shadow"
-local function fast_unit(K, A, f, last, mode, u)
+local function fast_unit(K, A, f, last, mode, u, first)
   local ns, m = A[f], A[f + 1]
   local ids = ns == '' and "user:@ids" or ns .. "user:@ids"
   local a3 = A[f + 2]
@@ -116,7 +116,7 @@ local function fast_unit(K, A, f, last, mode, u)
   elseif op6 == 115 then n5 = val6 end
   local err
   if inc then
-    err = fast_check_incr(K, inc, 1)
+    err = fast_check_incr(K, inc, first and 4 or 1)
     if err then return err end
   end
   err = wrong_type(K[2], 'hash')
@@ -173,11 +173,15 @@ local function fast_unit(K, A, f, last, mode, u)
   end
   if n1 then
     local key = p1 .. esc(n1)
-    local owner = u.unique[key]
+    local given = u.unique or {}
+    u.unique = given
+    local owner = given[key]
     if owner and owner ~= m then return redis.error_reply('UNIQUE_VIOLATION 0') end
-    u.unique[key] = m
+    given[key] = m
   end
-  u.exists[K[1]] = true
+  local exists = u.exists or {}
+  u.exists = exists
+  exists[K[1]] = true
   return { K, A, x, last, all, inc, hs, hd, existed, ids, m, o1, n1, ko1, kn1, ow1, o2, n2, ko2, kn2, o3, n3, p3, a3, o4, n4, p4, o5, n5, p5, to5, tn5, op4 }
 end
 local function fast_unit_write(st)
