@@ -976,17 +976,49 @@ pub(crate) struct UnitOp<'a> {
     pub args: &'a [Vec<u8>],
 }
 
+/// The byte naming each kind of unit operation in the unit call's header
+/// (lua/unit.lua `KINDS`).
+const UNIT_KINDS: [(&str, u8); 11] = [
+    ("save", b's'),
+    ("insert", b'i'),
+    ("update", b'u'),
+    ("delete", b'd'),
+    ("relate", b'r'),
+    ("unrelate", b'n'),
+    ("push", b'p'),
+    ("board", b'b'),
+    ("fast_save", b'S'),
+    ("fast_insert", b'I'),
+    ("fast_update", b'U'),
+];
+
+/// The largest type number, and key or argument count, the header holds.
+pub(crate) const UNIT_MAX_TYPES: usize = 0xFFFF;
+pub(crate) const UNIT_MAX_COUNT: usize = 0xFF_FFFF;
+
 /// The call of a unit library's function: `KEYS` holds each operation's
-/// keys in turn; `ARGV`, per operation, its kind, type number, key count,
-/// argument count and arguments.
+/// keys in turn; `ARGV[1]` is the header, 9 bytes per operation (its kind's
+/// byte, its type number in 2 bytes, its key count and argument count in 3
+/// bytes each, big-endian: one argument read with one `string.byte` per
+/// operation, where four arguments each would cost their conversion and a
+/// `tonumber`), then each operation's arguments in turn. The caller keeps
+/// the counts within [`UNIT_MAX_TYPES`] and [`UNIT_MAX_COUNT`].
 pub(crate) fn unit_call(function: &'static Script, ops: &[UnitOp<'_>]) -> Call<'static> {
     let mut call = function.call();
+    let mut header = Vec::with_capacity(9 * ops.len());
+    for op in ops {
+        let code = UNIT_KINDS
+            .iter()
+            .find(|(k, _)| *k == op.kind)
+            .map_or(b'?', |(_, c)| *c);
+        header.push(code);
+        header.extend_from_slice(&(op.type_number as u16).to_be_bytes());
+        header.extend_from_slice(&(op.keys.len() as u32).to_be_bytes()[1..]);
+        header.extend_from_slice(&(op.args.len() as u32).to_be_bytes()[1..]);
+    }
+    call.args.push(header);
     for op in ops {
         call.keys.extend(op.keys.iter().cloned());
-        call.args.push(op.kind.as_bytes().to_vec());
-        call.args.push(op.type_number.to_string().into_bytes());
-        call.args.push(op.keys.len().to_string().into_bytes());
-        call.args.push(op.args.len().to_string().into_bytes());
         call.args.extend(op.args.iter().cloned());
     }
     call
@@ -1383,7 +1415,7 @@ mod tests {
     }
 
     #[test]
-    fn a_unit_frames_each_operation_with_its_kind_type_and_counts() {
+    fn a_unit_heads_its_arguments_with_each_operations_kind_type_and_counts() {
         let (k1, a1) = (vec![b"u:1".to_vec()], vec![b"x".to_vec(), b"y".to_vec()]);
         let (k2, a2) = (vec![b"b:1".to_vec(), b"b:2".to_vec()], vec![b"z".to_vec()]);
         let ops = [
@@ -1400,8 +1432,24 @@ mod tests {
                 args: &a2,
             },
         ];
-        let args = ["save", "1", "1", "2", "x", "y", "board", "0", "2", "1", "z"];
-        assert_encoding(unit_call(&BOARD, &ops), &["u:1", "b:1", "b:2"], &args);
+        let call = unit_call(&BOARD, &ops);
+        assert_eq!(
+            call.args[0],
+            [b's', 0, 1, 0, 0, 1, 0, 0, 2, b'b', 0, 0, 0, 0, 2, 0, 0, 1]
+        );
+        let (keys, args) = encoded(&call);
+        assert_eq!(keys, strings(&["u:1", "b:1", "b:2"]));
+        assert_eq!(args[1..], strings(&["x", "y", "z"]));
+    }
+
+    #[test]
+    fn the_unit_function_reads_each_kind_by_the_byte_the_header_gives_it() {
+        let lua = include_str!("lua/unit.lua");
+        for (kind, code) in UNIT_KINDS {
+            let entry = format!("[{code}] = '{kind}'");
+            assert!(lua.contains(&entry), "lua/unit.lua KINDS lacks {entry}");
+        }
+        assert_eq!(lua.matches("] = '").count(), UNIT_KINDS.len());
     }
 
     #[test]

@@ -459,6 +459,21 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             planned.iter().filter_map(|p| p.desc).collect();
         types.sort_by_key(id);
         types.dedup_by_key(|t| id(t));
+        // The call's header counts in 2 and 3 bytes (script::args::unit_call).
+        let too_big = types.len() > script::args::UNIT_MAX_TYPES
+            || planned
+                .iter()
+                .any(|p| p.keys.len().max(p.args.len()) > script::args::UNIT_MAX_COUNT);
+        if too_big {
+            return Err(Error::InvalidTransaction {
+                reason: format!(
+                    "a unit holds at most {} entity types and {} keys or arguments per \
+                     operation: split it",
+                    script::args::UNIT_MAX_TYPES,
+                    script::args::UNIT_MAX_COUNT
+                ),
+            });
+        }
         let function = script::write::unit_script(&types);
         let number = |d: Option<(&'static EntityDesc, KeyLayout)>| {
             d.and_then(|d| types.iter().position(|t| id(t) == id(&d)))

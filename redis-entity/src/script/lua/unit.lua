@@ -6,10 +6,11 @@
 -- refusal ends the call before anything is written, naming the operation.
 -- Phase 2 writes, in order.
 --
--- KEYS: each operation's keys in turn. ARGV, per operation: its kind, its
--- type's number in TYPES (0 for the kinds that need none), its key count,
--- its argument count, then its arguments, as the single operation's
--- function or script takes them.
+-- KEYS: each operation's keys in turn. ARGV[1]: the header, 9 bytes per
+-- operation: its kind (`KINDS`), its type's number in TYPES (2 bytes, 0 for
+-- the kinds that need none), its key count and its argument count (3 bytes
+-- each, big-endian). Then each operation's arguments in turn, as the single
+-- operation's function or script takes them.
 --
 -- A save, insert or update of a type with straight-line code comes as
 -- `fast_save`, `fast_insert` or `fast_update`, in that code's arguments.
@@ -150,12 +151,23 @@ UNIT.fast_save = fast_kind('save')
 UNIT.fast_insert = fast_kind('insert')
 UNIT.fast_update = fast_kind('update')
 
+-- The kinds of operation by their byte in the call's header
+-- (script::args::UNIT_KINDS): s i u d r n p b S I U.
+local KINDS = {
+  [115] = 'save', [105] = 'insert', [117] = 'update', [100] = 'delete', [114] = 'relate',
+  [110] = 'unrelate', [112] = 'push', [98] = 'board', [83] = 'fast_save', [73] = 'fast_insert',
+  [85] = 'fast_update',
+}
+
 local function unit(keys, args)
-  -- Phase 1: each operation read from its arguments and checked in turn.
-  local ops, n, k, j, nargs = {}, 0, 0, 1, #args
+  -- Phase 1: each operation read from the header and checked in turn.
+  local head = args[1] or ''
+  local ops, n, k, j = {}, 0, 0, 2
   local u = {}
-  while j <= nargs do
-    local kind, t, nk, na = args[j], tonumber(args[j + 1]), tonumber(args[j + 2]), tonumber(args[j + 3])
+  for h = 1, #head, 9 do
+    local c, t1, t2, k1, k2, k3, a1, a2, a3 = string.byte(head, h, h + 8)
+    local kind, t = KINDS[c], t1 * 256 + t2
+    local nk, na = (k1 * 256 + k2) * 256 + k3, (a1 * 256 + a2) * 256 + a3
     local own
     if nk == 1 then
       own = { keys[k + 1] }
@@ -165,12 +177,12 @@ local function unit(keys, args)
     end
     k = k + nk
     n = n + 1
-    local op = { i = n, kind = kind, t = t, keys = own, args = args, first = j + 4, last = j + 3 + na }
+    local op = { i = n, kind = kind, t = t, keys = own, args = args, first = j, last = j + na - 1 }
     ops[n] = op
-    j = j + 4 + na
+    j = j + na
     T = TYPES[t] or T
-    local handler = UNIT[kind]
-    if not handler then return redis.error_reply('ERR redis-entity: unknown unit operation ' .. tostring(kind)) end
+    local handler = kind and UNIT[kind]
+    if not handler then return redis.error_reply('ERR redis-entity: unknown unit operation ' .. tostring(c)) end
     local ok, refused = pcall(handler.check, u, op)
     if not ok then
       refused = redis.error_reply(type(refused) == 'table' and refused.err or tostring(refused))
