@@ -349,35 +349,29 @@ async fn plain_writes_in_a_unit_run_straight_line_code_and_check_first() {
         .query(&mut conn)
         .unwrap();
     let before = server.snapshot();
-    let err = store
+    // Each unit is refused at operation `op`, naming user 2's counter, and
+    // writes nothing.
+    let refused_at = |op: usize, err: Error| {
+        assert!(
+            matches!(&err, Error::TransactionRefused { op: o, source, .. } if *o == op
+                && matches!(&**source, Error::Decode { key, field: "posts", .. } if *key == key_of_2)),
+            "{err:?}"
+        );
+        assert_eq!(server.snapshot(), before, "nothing written");
+    };
+    let last = store
         .transaction()
         .update::<User>(&1, |u| u.incr(User::POSTS, 1))
         .update::<User>(&3, |u| u.incr(User::POSTS, 5))
-        .update::<User>(&2, |u| u.incr(User::POSTS, 1))
-        .exec()
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, Error::TransactionRefused { op: 2, source, .. }
-            if matches!(&**source, Error::Decode { key, field: "posts", .. } if *key == key_of_2)),
-        "{err:?}"
-    );
-    assert_eq!(server.snapshot(), before, "nothing written");
+        .update::<User>(&2, |u| u.incr(User::POSTS, 1));
+    refused_at(2, last.exec().await.unwrap_err());
     // First in the unit, its increment is the unit's first write: refused
     // there, before anything else is written.
-    let err = store
+    let first = store
         .transaction()
         .update::<User>(&2, |u| u.incr(User::POSTS, 1))
-        .update::<User>(&1, |u| u.incr(User::POSTS, 1))
-        .exec()
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, Error::TransactionRefused { op: 0, source, .. }
-            if matches!(&**source, Error::Decode { key, field: "posts", .. } if *key == key_of_2)),
-        "{err:?}"
-    );
-    assert_eq!(server.snapshot(), before, "nothing written");
+        .update::<User>(&1, |u| u.incr(User::POSTS, 1));
+    refused_at(0, first.exec().await.unwrap_err());
     // A user with a TTL keeps a shadow: the general code writes it, in the
     // same unit as a straight-line write.
     store
