@@ -304,9 +304,6 @@ impl WritePlan {
     /// operation takes them (script/fast.rs `fast_unit`), if the type and
     /// the plan have one (as for [`Self::call`]).
     pub(crate) fn unit_fast_parts(&self) -> Option<KeysAndArgs> {
-        if !fast::covers(self.desc) {
-            return None;
-        }
         let (_, w) = self.fast_write(false)?;
         Some((w.keys(), w.args()))
     }

@@ -113,14 +113,13 @@ pub(crate) fn fast_change(desc: &EntityDesc, layout: KeyLayout) -> String {
 }
 
 /// The same write as one operation of a unit of work (lua/unit.lua): the
-/// type's tables, `fast_unit(K, A, f, last, mode, u, first)` (`first`: the
-/// unit's first operation), which runs
-/// every check of [`fast_change`], and also those against the unit's
-/// earlier operations (`u`: a unique value another operation gives, the
-/// entities they leave stored), then returns what the writes need (an
-/// array), or an error reply, or nil for a write it leaves to the general
-/// code; and `fast_unit_write(state)`, the writes, which the unit runs
-/// once every operation is checked. Nothing is written before.
+/// type's tables; `fast_unit(K, A, f, last, mode, u, first)` (`first`: the
+/// unit's first operation), which runs every check of [`fast_change`] and
+/// those against the unit's earlier operations (`u`: a unique value another
+/// operation gives, the entities they leave stored), then returns what the
+/// writes need (an array), or an error reply, or nil for a write it leaves
+/// to the general code; and `fast_unit_write(state)`, the writes, which the
+/// unit runs once every operation is checked. Nothing is written before.
 /// `local fast_unit = false` for a type [`covers`] does not cover.
 pub(crate) fn fast_unit(desc: &EntityDesc, layout: KeyLayout) -> String {
     if !covers(desc) {
@@ -134,7 +133,8 @@ pub(crate) fn fast_unit(desc: &EntityDesc, layout: KeyLayout) -> String {
 enum Form {
     /// `fast_change`: checks, then writes.
     Single,
-    /// `fast_unit`: checks, then returns the writes as a function.
+    /// `fast_unit`: checks, then returns the writes' variables, which
+    /// `fast_unit_write` takes.
     Unit,
 }
 

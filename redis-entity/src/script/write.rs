@@ -345,10 +345,9 @@ fn unit_code(types: &[(&EntityDesc, KeyLayout)]) -> String {
 
 /// `FAST[n]`: the straight-line write (script/fast.rs) of the unit
 /// library's `n`th type as a unit operation (`unit`, its checks, and
-/// `write`) and the general code's
-/// arguments for the writes it leaves there (`general`), for each type
-/// [`super::fast::covers`] covers; each in its own block, as each
-/// type's tables have the same names.
+/// `write`) and the general code's arguments for the writes it leaves
+/// there (`general`), for each type [`super::fast::covers`] covers; each
+/// in its own block, as each type's tables have the same names.
 fn unit_fast_code(types: &[(&EntityDesc, KeyLayout)]) -> String {
     let mut s = String::from("local FAST = {}\n");
     if !types.iter().any(|(d, _)| super::fast::covers(d)) {

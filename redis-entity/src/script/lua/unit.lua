@@ -168,13 +168,8 @@ local function unit(keys, args)
     local c, t1, t2, k1, k2, k3, a1, a2, a3 = string.byte(head, h, h + 8)
     local kind, t = KINDS[c], t1 * 256 + t2
     local nk, na = (k1 * 256 + k2) * 256 + k3, (a1 * 256 + a2) * 256 + a3
-    local own
-    if nk == 1 then
-      own = { keys[k + 1] }
-    else
-      own = {}
-      for i = 1, nk do own[i] = keys[k + i] end
-    end
+    local own = {}
+    for i = 1, nk do own[i] = keys[k + i] end
     k = k + nk
     n = n + 1
     local op = { i = n, kind = kind, t = t, keys = own, args = args, first = j, last = j + na - 1 }
