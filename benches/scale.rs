@@ -883,7 +883,7 @@ async fn run_size(res: &mut Results, si: usize, shape: Shape, samples: u64) {
     phase(res, &mut table, si, "keys().scan(\"user:*\")", found, m);
 
     let start = Start::now(&fw).await;
-    let mut walk = store.scan::<User>(1000);
+    let mut walk = store.query::<User>().scan(1000);
     let mut walked = 0u64;
     while let Some(page) = walk.next_page().await.unwrap() {
         walked += page.len() as u64;
@@ -894,7 +894,7 @@ async fn run_size(res: &mut Results, si: usize, shape: Shape, samples: u64) {
         res,
         &mut table,
         si,
-        "store.scan::<User>(1000) walk",
+        "store.query::<User>().scan(1000) walk",
         walked,
         m,
     );

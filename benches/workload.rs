@@ -1727,7 +1727,7 @@ async fn main() {
 
 /// The write path's schema check (docs/schema-evolution.md): `n` saves of
 /// existing users through a store that tracks schema records
-/// (`with_layout_check`, what `Store::connect` returns) and through one that
+/// (`Store::builder()`'s layout check, what `Store::connect` does) and through one that
 /// does not (`Store::new`), on one server and connection, in 10 rounds that
 /// alternate which goes first. A tracked save reads the clock and looks its
 /// definition up in a map, and announces the definition once per half
@@ -1736,7 +1736,7 @@ async fn main() {
 async fn schema_check_step(fw: &Side, n: u64) {
     const ROUNDS: u64 = 10;
     let plain = Store::new(fw.conn.clone());
-    let tracked = Store::new(fw.conn.clone()).with_layout_check();
+    let tracked = Store::builder().build(fw.conn.clone());
     // The announcement and the layout marker, before the clock starts.
     tracked.save(&user(0)).await.unwrap();
     let saves = |s: &Store<CountingConnection<MultiplexedConnection>>, r: std::ops::Range<u64>| {
@@ -1775,7 +1775,7 @@ async fn schema_check_step(fw: &Side, n: u64) {
     println!("|---|---:|---:|");
     for (name, secs) in [
         ("Store::new (no check)", tp),
-        ("with_layout_check (schema check)", tt),
+        ("layout check (schema check)", tt),
     ] {
         println!(
             "| {name} | {:.0} | {:.2} |",
@@ -1799,9 +1799,9 @@ async fn schema_check_step(fw: &Side, n: u64) {
 /// (SCAN of every key first, then the same write per entity). Entities per
 /// second.
 async fn backfill_step(fw: &Side, n: u64) {
-    let store = Store::new(fw.conn.clone())
-        .with_layout_check()
-        .with_schema_heartbeat(Duration::from_millis(100));
+    let store = Store::builder()
+        .schema_heartbeat(Duration::from_millis(100))
+        .build(fw.conn.clone());
     let items: Vec<ItemV1> = (0..n)
         .map(|id| ItemV1 {
             id,
@@ -1927,7 +1927,10 @@ async fn near_cache_steps(fw: &Side, hand: &Side, n_users: u64, scale: u64) {
     )
     .await
     .unwrap();
-    let store = Store::new(fw.conn.clone()).with_near_cache(near.clone());
+    let store = Store::builder()
+        .near_cache(near.clone())
+        .layout_check(false)
+        .build(fw.conn.clone());
     let store = &store;
     let hc = &hand.conn;
     let picks: Vec<u64> = {

@@ -38,7 +38,7 @@ pub struct Customer {
 /// The admin over the application's types on the server at `url` (or the
 /// cluster of the node URLs it lists, separated by commas).
 pub async fn admin(url: &str) -> redis_entity::Result<Admin<redis_entity::AnyConnection>> {
-    let store = Store::connect_any(url).await?;
+    let store = Store::builder().connect_any(url).await?;
     Admin::new(store)
         .register::<Product>()?
         .register::<Customer>()

@@ -35,7 +35,7 @@ fn titles(books: &[Book]) -> Vec<&str> {
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== book_tags: tags as sets, SINTER / SUNION / SDIFF");
-    let store = Store::connect_any(url).await?;
+    let store = Store::builder().connect_any(url).await?;
     println!("{}", Book::layout());
     store.save_all(&books()).await?;
     println!(

@@ -40,7 +40,7 @@ async fn naive(conn: &mut AnyConnection, db: &Database, id: u64) -> Option<Strin
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== cache: penetration, breakdown, avalanche");
     // One server, or a cluster (node URLs separated by commas).
-    let store = Store::connect_any(url).await?;
+    let store = Store::builder().connect_any(url).await?;
     let cache = Cache::from_store(&store);
     // The naive code's own connection: the store's, as plain commands.
     let conn = store.connection();

@@ -41,7 +41,7 @@ pub fn players() -> Vec<Player> {
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== leaderboard: profiles, ZINCRBY, top 10 with profiles, rank, weekly board");
     // One server, or a cluster (node URLs separated by commas).
-    let store = Store::connect_any(url).await?;
+    let store = Store::builder().connect_any(url).await?;
     println!("{}", Player::layout());
     store.save_all(&players()).await?;
 
@@ -74,11 +74,11 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
 
     // A weekly board: its key rotates every ISO week and expires by itself.
     for (id, points) in [(1000, 5.0), (1001, 12.0), (1000, 9.0)] {
-        store.rotating(&WEEKLY).incr(&id, points).await?;
+        store.board(&WEEKLY).incr(&id, points).await?;
     }
-    let week = store.rotating(&WEEKLY).top(3).await?;
+    let week = store.board(&WEEKLY).top(3).await?;
     let week: Vec<(&str, f64)> = week.iter().map(|(p, s)| (p.name.as_str(), *s)).collect();
-    let key = WEEKLY.key(store.namespace(), std::time::SystemTime::now());
+    let key = WEEKLY.key(store.keys().namespace(), std::time::SystemTime::now());
     let mut conn = store.connection();
     let ttl: i64 = redis::cmd("TTL")
         .arg(&key)

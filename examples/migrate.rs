@@ -57,7 +57,7 @@ pub fn convert(key: &str, raw: &[u8]) -> Result<Option<Profile>, String> {
 /// cluster (node URLs separated by commas). For tests/migrate.rs.
 #[allow(dead_code)]
 pub async fn seed_legacy(url: &str, n: u64) {
-    let store = Store::connect_any(url).await.expect("connect");
+    let store = Store::builder().connect_any(url).await.expect("connect");
     seed_with(&mut store.connection(), n).await;
 }
 
@@ -97,7 +97,7 @@ fn bar(done: u64, total: u64) -> String {
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== migrate: User_*_Profile JSON strings -> profile hashes");
     // One server, or a cluster (node URLs separated by commas).
-    let store = Store::connect_any(url).await?;
+    let store = Store::builder().connect_any(url).await?;
     let mut c = store.connection();
     seed_with(&mut c, 1000).await;
     let _: () = c.set("User_77_Profile", "{not json").await.expect("set");

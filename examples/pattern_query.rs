@@ -41,7 +41,7 @@ fn ids(users: &[SecurityUser]) -> Vec<u64> {
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== pattern_query: multi-condition and prefix queries without KEYS");
-    let store = Store::connect_any(url).await?;
+    let store = Store::builder().connect_any(url).await?;
     println!("{}", SecurityUser::layout());
     store.save_all(&users()).await?;
     println!(

@@ -21,9 +21,10 @@ pub struct Profile {
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== profile: profile hash, HINCRBY, EXPIRE, settings hash, tenant prefix");
-    let store = Store::connect_any(url)
-        .await?
-        .with_namespace(Namespace::tenant(42));
+    let store = Store::builder()
+        .namespace(Namespace::tenant(42))
+        .connect_any(url)
+        .await?;
     println!("{}", Profile::layout());
     let ada = Profile {
         id: 1001,
@@ -74,9 +75,10 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     );
 
     // Another tenant sees nothing.
-    let other = Store::connect_any(url)
-        .await?
-        .with_namespace(Namespace::tenant(43));
+    let other = Store::builder()
+        .namespace(Namespace::tenant(43))
+        .connect_any(url)
+        .await?;
     println!(
         "tenant 43 get(1001)          -> {:?}",
         other.get::<Profile>(&1001).await?

@@ -44,7 +44,7 @@ pub fn packages() -> Vec<RedPackage> {
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== red_packets: composite key (program_id, task_id, uid), found by index");
-    let store = Store::connect_any(url).await?;
+    let store = Store::builder().connect_any(url).await?;
     println!("{}", RedPackage::layout());
     store.save_all(&packages()).await?;
     println!(

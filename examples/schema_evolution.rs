@@ -43,13 +43,11 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== schema evolution: an index added to a deployed type, built online");
     // Two processes' stores, announcing their definitions for 200 ms at a
     // time (10 s by default), so that the demo does not wait long.
-    let connect = || async {
-        Ok::<_, Error>(
-            Store::connect_any(url)
-                .await?
-                .with_namespace(Namespace::new("demo"))
-                .with_schema_heartbeat(Duration::from_millis(200)),
-        )
+    let connect = || {
+        Store::builder()
+            .namespace(Namespace::new("demo"))
+            .schema_heartbeat(Duration::from_millis(200))
+            .connect_any(url)
     };
     let old = connect().await?;
     for id in 1..=300 {

@@ -32,7 +32,7 @@ pub struct UserHash {
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== users: a table row as keys");
-    let store = Store::connect_any(url).await?;
+    let store = Store::builder().connect_any(url).await?;
     let lisi = User {
         userid: 9,
         username: "lisi".into(),

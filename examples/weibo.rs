@@ -85,7 +85,7 @@ pub async fn publish<C: redis::aio::ConnectionLike + Clone + Send + Sync>(
 
 pub async fn run(url: &str) -> redis_entity::Result<()> {
     println!("== weibo: followers, following, pushed timeline");
-    let store = Store::connect_any(url).await?;
+    let store = Store::builder().connect_any(url).await?;
     store.save_all(&users()).await?;
     // insert into follower (userid, followerid) values (9, 8), (9, 7), (8, 9);
     // with the counters, in one transaction each.

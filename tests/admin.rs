@@ -6,7 +6,7 @@
 
 use redis::Commands;
 use redis_entity::admin::Admin;
-use redis_entity::RedisEntity;
+use redis_entity::{RedisEntity, Store};
 use std::time::Duration;
 use support::Target;
 
@@ -117,9 +117,8 @@ async fn reindex_after_an_index_was_added() {
 async fn the_schema_commands_plan_apply_and_show_a_build() {
     let server = Target::start();
     let store = server
-        .store()
-        .await
-        .with_schema_heartbeat(Duration::from_millis(200));
+        .store_with(Store::builder().schema_heartbeat(Duration::from_millis(200)))
+        .await;
     let notes: Vec<NoteV1> = (1..=10)
         .map(|id| NoteV1 {
             id,

@@ -43,7 +43,10 @@ fn user(id: u64) -> User {
 #[test]
 fn blocking_crud_mirrors_async() {
     let server = Target::start();
-    crud(&server, &Store::connect_any(&server.url()).unwrap());
+    crud(
+        &server,
+        &Store::builder().connect_any(&server.url()).unwrap(),
+    );
 }
 
 fn crud<C: redis::aio::ConnectionLike + Clone + Send + Sync>(server: &Target, store: &Store<C>) {
@@ -125,9 +128,11 @@ fn blocking_round_trips_and_namespace() {
         .unwrap();
     let conn = CountingConnection::new(conn);
     let trips = conn.counter();
-    let store = Store::from_async(redis_entity::Store::new(conn))
-        .unwrap()
-        .with_namespace(Namespace::new("shop"));
+    let store = Store::builder()
+        .namespace(Namespace::new("shop"))
+        .layout_check(false)
+        .build(conn)
+        .unwrap();
     store.save(&user(1)).unwrap();
     trips.take();
     store.save(&user(1)).unwrap();

@@ -26,6 +26,7 @@ const TYPES: &[&str] = &[
     "Keys",
     "Transaction",
     "Schema",
+    "StoreBuilder",
 ];
 
 /// Builders generic over the store they run on (`Query<'s, E, S>`): their
@@ -85,15 +86,17 @@ fn self_type(ty: &Type) -> Option<(String, bool)> {
     Some((last.ident.to_string(), on_store))
 }
 
-/// The names a `blocking! { "path"; name[..](..) -> ..; .. }` list declares:
-/// each identifier directly followed by a bracket group.
-fn listed(tokens: proc_macro2::TokenStream) -> Vec<String> {
+/// The names a `blocking! { "path"; name[..](..) -> ..; .. }` list
+/// declares (each identifier directly followed by a bracket group), or a
+/// `settings! { name(..); .. }` list (each identifier directly followed by
+/// a parenthesis group).
+fn listed(tokens: proc_macro2::TokenStream, opens: proc_macro2::Delimiter) -> Vec<String> {
     let tokens: Vec<_> = tokens.into_iter().collect();
     tokens
         .windows(2)
         .filter_map(|w| match (&w[0], &w[1]) {
             (proc_macro2::TokenTree::Ident(name), proc_macro2::TokenTree::Group(g))
-                if g.delimiter() == proc_macro2::Delimiter::Bracket =>
+                if g.delimiter() == opens =>
             {
                 Some(name.to_string())
             }
@@ -126,7 +129,10 @@ fn methods(files: &[std::path::PathBuf]) -> BTreeMap<String, BTreeSet<String>> {
                         names.insert(f.sig.ident.to_string());
                     }
                     ImplItem::Macro(m) if m.mac.path.is_ident("blocking") => {
-                        names.extend(listed(m.mac.tokens));
+                        names.extend(listed(m.mac.tokens, proc_macro2::Delimiter::Bracket));
+                    }
+                    ImplItem::Macro(m) if m.mac.path.is_ident("settings") => {
+                        names.extend(listed(m.mac.tokens, proc_macro2::Delimiter::Parenthesis));
                     }
                     _ => {}
                 }
@@ -154,6 +160,7 @@ fn every_async_method_has_a_blocking_twin() {
     }
     assert!(asynchronous["Store"].contains("save"));
     assert!(blocking["Relations"].contains("relate"));
+    assert!(blocking["StoreBuilder"].contains("namespace"));
 
     let mut missing = Vec::new();
     for (ty, names) in &asynchronous {

@@ -287,7 +287,11 @@ async fn a_stale_entry_is_never_returned_and_is_cleaned() {
 #[test]
 fn blocking_queries_match_async() {
     let server = Target::start();
-    blocking_queries(&blocking::Store::connect_any(&server.url()).unwrap());
+    blocking_queries(
+        &blocking::Store::builder()
+            .connect_any(&server.url())
+            .unwrap(),
+    );
 }
 
 fn blocking_queries<C: redis::aio::ConnectionLike + Clone + Send + Sync>(

@@ -312,7 +312,11 @@ async fn entities_are_read_through_once_and_then_indexed() {
 #[test]
 fn blocking_cache_loads_once_across_threads() {
     let server = Target::start();
-    blocking_loads_once(&redis_entity::blocking::Store::connect_any(&server.url()).unwrap());
+    blocking_loads_once(
+        &redis_entity::blocking::Store::builder()
+            .connect_any(&server.url())
+            .unwrap(),
+    );
 }
 
 fn blocking_loads_once<C: redis::aio::ConnectionLike + Clone + Send + Sync>(
@@ -371,7 +375,11 @@ async fn invalidate_makes_the_next_call_load_again() {
 #[test]
 fn blocking_entity_read_through() {
     let server = Target::start();
-    blocking_read_through(&redis_entity::blocking::Store::connect_any(&server.url()).unwrap());
+    blocking_read_through(
+        &redis_entity::blocking::Store::builder()
+            .connect_any(&server.url())
+            .unwrap(),
+    );
 }
 
 fn blocking_read_through<C: redis::aio::ConnectionLike + Clone + Send + Sync>(

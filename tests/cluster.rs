@@ -45,7 +45,10 @@ fn slot(cluster: &RedisCluster, key: &str) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn single_entity_operations_run_on_a_cluster() {
     let cluster = RedisCluster::start(3);
-    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let store = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
     for id in 0..20u64 {
         let p = Profile {
             id,
@@ -81,7 +84,7 @@ async fn single_entity_operations_run_on_a_cluster() {
         .collect();
     assert!(slots.len() > 1);
     // Walks of keys go to every master: each SCAN is routed to one.
-    let mut walk = store.scan::<Profile>(5);
+    let mut walk = store.query::<Profile>().scan(5);
     let mut seen = BTreeSet::new();
     while let Some(page) = walk.next_page().await.unwrap() {
         seen.extend(page.into_iter().map(|p| p.unwrap().id));
@@ -150,7 +153,10 @@ fn by_score_desc(mut players: Vec<Player>) -> Vec<u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn indexed_entities_are_sharded_and_queries_give_one_servers_answers() {
     let cluster = RedisCluster::start(3);
-    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let store = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
     let all: Vec<Player> = (1..=60).map(player).collect();
     store.save_all(&all[..30]).await.unwrap();
     for p in &all[30..] {
@@ -227,7 +233,7 @@ async fn indexed_entities_are_sharded_and_queries_give_one_servers_answers() {
     }
 
     // A walk of the type and of a query, shard after shard.
-    let mut walk = store.scan::<Player>(7);
+    let mut walk = store.query::<Player>().scan(7);
     let mut seen = BTreeSet::new();
     while let Some(page) = walk.next_page().await.unwrap() {
         seen.extend(page.into_iter().map(|p| p.unwrap().id));
@@ -374,7 +380,10 @@ const COACHES: redis_entity::relation::Relation<Member, Player> =
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unique_value_has_exactly_one_owner_on_a_cluster() {
     let cluster = RedisCluster::start(3);
-    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let store = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
     let m = |id: u64, email: &str| Member {
         id,
         email: email.into(),
@@ -448,7 +457,10 @@ async fn a_unique_value_has_exactly_one_owner_on_a_cluster() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cache_and_migrations_walk_every_master() {
     let cluster = RedisCluster::start(3);
-    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let store = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
 
     // Cache entries in many slots: `clear` finds them on every master.
     let cache = redis_entity::Cache::from_store(&store).named("prices");
@@ -518,7 +530,9 @@ async fn the_cache_and_migrations_walk_every_master() {
 #[test]
 fn the_blocking_store_runs_on_a_cluster() {
     let cluster = RedisCluster::start(3);
-    let store = redis_entity::blocking::Store::connect_cluster(&cluster.urls()).unwrap();
+    let store = redis_entity::blocking::Store::builder()
+        .connect_cluster(&cluster.urls())
+        .unwrap();
     let all: Vec<Player> = (1..=30).map(player).collect();
     store.save_all(&all).unwrap();
     let mut de: Vec<u64> = store
@@ -529,7 +543,11 @@ fn the_blocking_store_runs_on_a_cluster() {
         .collect();
     de.sort();
     assert_eq!(de, (1..=30).filter(|id| id % 3 == 0).collect::<Vec<_>>());
-    let walked: BTreeSet<u64> = store.scan::<Player>(4).map(|p| p.unwrap().id).collect();
+    let walked: BTreeSet<u64> = store
+        .query::<Player>()
+        .scan(4)
+        .map(|p| p.unwrap().id)
+        .collect();
     assert_eq!(walked, (1..=30).collect());
 }
 
@@ -561,7 +579,10 @@ const FEED: redis_entity::relation::Timeline<Fan, Note> =
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relations_and_timelines_run_within_a_slot_group() {
     let cluster = RedisCluster::start(3);
-    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let store = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
     let fan = |id: u64| Fan {
         id,
         city: if id.is_multiple_of(2) { "Rome" } else { "Oslo" }.into(),
@@ -644,7 +665,10 @@ async fn relations_and_timelines_run_within_a_slot_group() {
 async fn the_weibo_model_runs_on_a_cluster() {
     use weibo::{users, Post, User, FOLLOWS, PUSHED};
     let cluster = RedisCluster::start(3);
-    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let store = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
     store.save_all(&users()).await.unwrap();
     assert!(store.relation(&FOLLOWS).relate(8, 9).await.unwrap());
     assert!(store.relation(&FOLLOWS).relate(7, 9).await.unwrap());
@@ -712,7 +736,10 @@ struct MemberV2 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn entities_written_before_the_first_index_move_into_their_shards() {
     let cluster = RedisCluster::start(3);
-    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let store = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
     let prefs = BTreeMap::from([("lang".to_string(), "de".to_string())]);
     for id in 1..=20u64 {
         let m = MemberV1 {

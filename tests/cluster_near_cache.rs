@@ -42,11 +42,12 @@ async fn stores(
     let near = NearCache::connect_cluster(&urls, NearCacheOptions::default().only::<User>())
         .await
         .unwrap();
-    let cached = Store::connect_cluster(&urls)
+    let cached = Store::builder()
+        .near_cache(near.clone())
+        .connect_cluster(&urls)
         .await
-        .unwrap()
-        .with_near_cache(near.clone());
-    let other = Store::connect_cluster(&urls).await.unwrap();
+        .unwrap();
+    let other = Store::builder().connect_cluster(&urls).await.unwrap();
     (cached, other, near)
 }
 

@@ -42,7 +42,13 @@ async fn counted_cluster(
         .unwrap();
     let conn = CountingConnection::new(conn);
     let trips = conn.counter();
-    (Store::new(conn).with_key_layout(KeyLayout::Cluster), trips)
+    (
+        Store::builder()
+            .key_layout(KeyLayout::Cluster)
+            .layout_check(false)
+            .build(conn),
+        trips,
+    )
 }
 
 fn players(n: u64) -> Vec<Player> {

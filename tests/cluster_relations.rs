@@ -68,7 +68,10 @@ fn sorted(mut v: Vec<u64>) -> Vec<u64> {
 
 async fn started() -> (RedisCluster, Store<redis::cluster_async::ClusterConnection>) {
     let cluster = RedisCluster::start(3);
-    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let store = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
     store
         .save_all(&(1..=12).map(fan).collect::<Vec<_>>())
         .await

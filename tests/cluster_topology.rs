@@ -84,7 +84,12 @@ async fn seeded(
     Arc<Store<redis::cluster_async::ClusterConnection>>,
     Arc<Tally>,
 ) {
-    let store = Arc::new(Store::connect_cluster(&cluster.urls()).await.unwrap());
+    let store = Arc::new(
+        Store::builder()
+            .connect_cluster(&cluster.urls())
+            .await
+            .unwrap(),
+    );
     let seed: Vec<Runner> = (0..300).map(|id| runner(id, 0)).collect();
     store.save_all(&seed).await.unwrap();
     let tally = Arc::new(Tally {

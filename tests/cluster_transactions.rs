@@ -43,7 +43,10 @@ struct Note {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unit_in_one_slot_group_commits_and_one_across_slots_is_refused_before_sending() {
     let cluster = RedisCluster::start(3);
-    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let store = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
     store.save(&Stock { id: 1, left: 3 }).await.unwrap();
     let order = Order {
         id: 7,

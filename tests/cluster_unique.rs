@@ -47,7 +47,10 @@ async fn owner(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unique_value_has_one_owner_across_shards() {
     let cluster = RedisCluster::start(3);
-    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let store = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
     for id in 1..=16u64 {
         store.save(&acct(id, &format!("u{id}@x"))).await.unwrap();
     }
@@ -167,7 +170,10 @@ async fn an_unchanged_value_costs_one_wave_a_change_three() {
         .unwrap();
     let conn = CountingConnection::new(conn);
     let trips = conn.counter();
-    let store = Store::new(conn).with_key_layout(KeyLayout::Cluster);
+    let store = Store::builder()
+        .key_layout(KeyLayout::Cluster)
+        .layout_check(false)
+        .build(conn);
     store.save(&acct(1, "a@x")).await.unwrap();
     trips.take();
     // The write and the claim of its value, sent together: one wave.
@@ -192,7 +198,10 @@ async fn an_unchanged_value_costs_one_wave_a_change_three() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leftovers_of_a_crash_are_taken_over_reported_and_repaired() {
     let cluster = RedisCluster::start(3);
-    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let store = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
     store.save(&acct(1, "one@x")).await.unwrap();
     store.save(&acct(2, "two@x")).await.unwrap();
     let mut conn = store.connection();
@@ -262,7 +271,10 @@ async fn leftovers_of_a_crash_are_taken_over_reported_and_repaired() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conditional_change_of_a_unique_value_that_is_refused_keeps_no_claim() {
     let cluster = RedisCluster::start(3);
-    let store = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let store = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
     store.save(&acct(1, "a@x")).await.unwrap();
     let before = cluster.snapshot();
     // The new value is claimed in the same wave as the marked write, which

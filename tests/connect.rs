@@ -120,12 +120,13 @@ async fn a_stopped_server_fails_calls_fast_and_a_restarted_one_is_used_again() {
 #[tokio::test]
 async fn a_reply_that_comes_too_late_is_a_timeout_of_unknown_outcome() {
     let server = RedisServer::start_with(&["--enable-debug-command", "local"]);
-    let store = Store::connect_with(
-        &server.url(),
-        ConnectOptions::default().response_timeout(Some(Duration::from_millis(200))),
-    )
-    .await
-    .unwrap();
+    let store = Store::builder()
+        .connect_options(
+            ConnectOptions::default().response_timeout(Some(Duration::from_millis(200))),
+        )
+        .connect(&server.url())
+        .await
+        .unwrap();
     store.save(&user(1)).await.unwrap();
     let sleeper = std::thread::spawn({
         let mut c = server.conn();
@@ -166,13 +167,14 @@ struct Meter {
 
 /// A store whose replies time out after 200 ms and that retries writes.
 async fn retrying_store(server: &RedisServer) -> Store {
-    Store::connect_with(
-        &server.url(),
-        ConnectOptions::default().response_timeout(Some(Duration::from_millis(200))),
-    )
-    .await
-    .unwrap()
-    .with_write_retries(5)
+    Store::builder()
+        .connect_options(
+            ConnectOptions::default().response_timeout(Some(Duration::from_millis(200))),
+        )
+        .write_retries(5)
+        .connect(&server.url())
+        .await
+        .unwrap()
 }
 
 /// Holds the server for `secs` from another thread.
@@ -260,12 +262,13 @@ async fn a_retried_insert_does_not_find_itself() {
 #[tokio::test]
 async fn without_retries_a_write_of_unknown_outcome_is_an_error_and_no_token_is_kept() {
     let server = RedisServer::start_with(&["--enable-debug-command", "local"]);
-    let store = Store::connect_with(
-        &server.url(),
-        ConnectOptions::default().response_timeout(Some(Duration::from_millis(200))),
-    )
-    .await
-    .unwrap();
+    let store = Store::builder()
+        .connect_options(
+            ConnectOptions::default().response_timeout(Some(Duration::from_millis(200))),
+        )
+        .connect(&server.url())
+        .await
+        .unwrap();
     let sleeper = sleep_server(&server, 0.6);
     let m = Meter {
         id: 3,

@@ -342,7 +342,9 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
 #[test]
 fn blocking_verify_and_repair() {
     let server = Target::start();
-    let store = redis_entity::blocking::Store::connect_any(&server.url()).unwrap();
+    let store = redis_entity::blocking::Store::builder()
+        .connect_any(&server.url())
+        .unwrap();
     blocking_verify_and_repair_on(&server, &store);
 }
 

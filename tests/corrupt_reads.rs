@@ -195,7 +195,9 @@ fn the_blocking_store_has_the_same_reads() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (server, async_store) = rt.block_on(corrupted());
     let (score, _) = spoiled(&async_store);
-    let store = redis_entity::blocking::Store::connect_any(&server.url()).unwrap();
+    let store = redis_entity::blocking::Store::builder()
+        .connect_any(&server.url())
+        .unwrap();
     blocking_reads(&store, &score);
 }
 

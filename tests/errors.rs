@@ -218,7 +218,11 @@ async fn connection_failure_is_an_error_not_a_panic() {
     drop(server);
     // One server: `connect`; the cluster's nodes: `connect_any` of them all.
     let err = if cluster {
-        Store::connect_any(&url).await.map(drop).unwrap_err()
+        Store::builder()
+            .connect_any(&url)
+            .await
+            .map(drop)
+            .unwrap_err()
     } else {
         Store::connect(&url).await.map(drop).unwrap_err()
     };

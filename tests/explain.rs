@@ -99,7 +99,7 @@ async fn a_query_plan_names_its_commands_and_round_trips_and_they_happen() {
 async fn a_write_plan_is_one_function_call_on_the_entity_keys() {
     let server = RedisServer::start();
     let (store, trips) = support::counted_store(&server).await;
-    let plan = store.explain_save(&book(7, &["rust"])).unwrap();
+    let plan = store.keys().explain_save(&book(7, &["rust"])).unwrap();
     assert_eq!(plan.round_trips.len(), 1);
     assert!(
         plan.round_trips[0][0].starts_with("FCALL redis_entity_"),

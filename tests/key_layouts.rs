@@ -62,9 +62,7 @@ async fn cluster_layout_store(
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let store = Store::new(conn)
-        .with_key_layout(KeyLayout::Cluster)
-        .with_layout_check();
+    let store = Store::builder().key_layout(KeyLayout::Cluster).build(conn);
     store.keys().check_layout().await?;
     Ok(store)
 }
@@ -129,7 +127,8 @@ async fn a_member_never_spells_an_index_family() {
     assert_eq!(store.get::<Handle>("@ids").await.unwrap(), Some(h.clone()));
     assert_eq!(
         store
-            .scan::<Handle>(10)
+            .query::<Handle>()
+            .scan(10)
             .next_page()
             .await
             .unwrap()
@@ -297,10 +296,11 @@ async fn a_tenant_limited_to_its_prefix_connects_reads_and_writes() {
         .query(&mut server.conn())
         .unwrap();
     let url = server.url().replace("redis://", "redis://t1:pw@");
-    let store = Store::connect(&url)
+    let store = Store::builder()
+        .namespace(redis_entity::Namespace::tenant(1))
+        .connect(&url)
         .await
-        .unwrap()
-        .with_namespace(redis_entity::Namespace::tenant(1));
+        .unwrap();
     store.keys().check_layout().await.unwrap();
     assert_eq!(store.get::<User>(9).await.unwrap(), None);
     store.save(&lisi()).await.unwrap();

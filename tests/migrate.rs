@@ -113,7 +113,9 @@ fn blocking_migration() {
     let server = Target::start();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(seed_legacy(&server.url(), 50));
-    let store = redis_entity::blocking::Store::connect_any(&server.url()).unwrap();
+    let store = redis_entity::blocking::Store::builder()
+        .connect_any(&server.url())
+        .unwrap();
     let plan = Migration::new("User_*_Profile");
     let p = store
         .maintenance()

@@ -46,10 +46,11 @@ async fn cached_store(server: &RedisServer) -> (Store, NearCache) {
     let near = NearCache::connect(&server.url(), NearCacheOptions::default().only::<User>())
         .await
         .unwrap();
-    let store = Store::connect(&server.url())
+    let store = Store::builder()
+        .near_cache(near.clone())
+        .connect(&server.url())
         .await
-        .unwrap()
-        .with_near_cache(near.clone());
+        .unwrap();
     (store, near)
 }
 
@@ -372,9 +373,9 @@ async fn eight_writers_and_eight_readers_end_with_the_cache_equal_to_redis() {
 #[test]
 fn the_blocking_store_has_a_near_cache_too() {
     let server = RedisServer::start();
-    let store = redis_entity::blocking::Store::connect(&server.url())
-        .unwrap()
-        .with_near_cache(&server.url(), NearCacheOptions::default())
+    let store = redis_entity::blocking::Store::builder()
+        .near_cache(&server.url(), NearCacheOptions::default())
+        .connect(&server.url())
         .unwrap();
     store.save(&user(9, "lisi")).unwrap();
     let before = server.calls("hgetall");
@@ -387,7 +388,7 @@ fn the_blocking_store_has_a_near_cache_too() {
     while store.get::<User>(&9).unwrap().unwrap().name != "zhang" {
         assert!(t.elapsed() < Duration::from_secs(1), "still the old name");
     }
-    let near = store.as_async().near_cache().unwrap();
+    let near = store.near_cache().unwrap();
     assert!(near.stats().invalidations >= 1);
 }
 

@@ -153,7 +153,11 @@ async fn composite_pks_are_accepted_as_tuples_of_borrowed_parts() {
 #[test]
 fn the_blocking_store_takes_the_same_forms() {
     let server = Target::start();
-    blocking_forms(&redis_entity::blocking::Store::connect_any(&server.url()).unwrap());
+    blocking_forms(
+        &redis_entity::blocking::Store::builder()
+            .connect_any(&server.url())
+            .unwrap(),
+    );
 }
 
 fn blocking_forms<C: redis::aio::ConnectionLike + Clone + Send + Sync>(

@@ -4,7 +4,7 @@
 //! cluster, where the same keys carry a hash tag (`user:{1001}:profile`).
 
 use redis::Commands;
-use redis_entity::{Error, Namespace, RedisEntity};
+use redis_entity::{Error, Namespace, RedisEntity, Store};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use support::Target;
@@ -230,8 +230,12 @@ async fn container_ttl_is_set_on_creation_only() {
 #[tokio::test]
 async fn tenant_prefix_applies_to_every_key() {
     let server = Target::start();
-    let t42 = server.store().await.with_namespace(Namespace::tenant(42));
-    let t43 = t42.clone().with_namespace(Namespace::tenant(43));
+    let t42 = server
+        .store_with(Store::builder().namespace(Namespace::tenant(42)))
+        .await;
+    let t43 = server
+        .store_with(Store::builder().namespace(Namespace::tenant(43)))
+        .await;
     t42.save(&ada()).await.unwrap();
     if !server.is_cluster() {
         assert_eq!(

@@ -204,7 +204,11 @@ async fn an_ordered_or_limited_query_cannot_be_scanned() {
 #[test]
 fn the_blocking_scan_is_an_iterator_of_entities() {
     let server = Target::start();
-    blocking_scan(&redis_entity::blocking::Store::connect_any(&server.url()).unwrap());
+    blocking_scan(
+        &redis_entity::blocking::Store::builder()
+            .connect_any(&server.url())
+            .unwrap(),
+    );
 }
 
 fn blocking_scan<C: redis::aio::ConnectionLike + Clone + Send + Sync>(
@@ -221,7 +225,8 @@ fn blocking_scan<C: redis::aio::ConnectionLike + Clone + Send + Sync>(
         .collect();
     assert_eq!(gifts, (1..=600).filter(|id| id % 5 == 0).collect());
     let every: usize = store
-        .scan::<Order>(100)
+        .query::<Order>()
+        .scan(100)
         .map(|o| o.map(|_| 1).unwrap())
         .sum();
     assert_eq!(every, 600);

@@ -149,7 +149,10 @@ async fn a_keyspace_moves_to_a_cluster_and_back() {
     assert!(before.5, "ttl and unique lookup before the move");
 
     let cluster = RedisCluster::start(3);
-    let many = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let many = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
     // Resumable: batch after batch from the reported cursor.
     let (mut cursor, mut copied, mut batches) = (0, 0, 0);
     loop {
@@ -343,7 +346,10 @@ async fn a_relayout_under_eight_writers_converges_after_the_final_pass() {
     let seeded: Vec<Account> = (1..=ACCOUNTS).map(|id| account(id, id)).collect();
     source.save_all(&seeded).await.unwrap();
     let cluster = RedisCluster::start(3);
-    let dest = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let dest = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
 
     // Pass 1 while 8 writers save, rename, delete and increment.
     let stop = Arc::new(AtomicBool::new(false));
@@ -455,7 +461,10 @@ async fn a_second_pass_follows_swaps_rename_chains_deletes_and_versions() {
         .await
         .unwrap();
     let cluster = RedisCluster::start(3);
-    let dest = Store::connect_cluster(&cluster.urls()).await.unwrap();
+    let dest = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
     let first = source
         .maintenance::<Handle>()
         .relayout(&dest, 0, 100, |_| {})

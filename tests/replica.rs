@@ -1,9 +1,9 @@
-//! Reads from a replica: with `with_read_replica`, gets, queries, unique
+//! Reads from a replica: with `StoreBuilder::read_replica`, gets, queries, unique
 //! lookups, leaderboards and ranks are answered by the replica (queries and
 //! ranks as read-only scripts, which a replica runs), writes go to the
 //! primary.
 //!
-//! One server and its replica (`with_read_replica`); a cluster's replicas are
+//! One server and its replica (`StoreBuilder::read_replica`); a cluster's replicas are
 //! its own (tests/cluster_topology.rs fails a master over to one).
 
 use redis_entity::{RedisEntity, Store};
@@ -54,10 +54,11 @@ async fn reads_go_to_the_replica_and_writes_to_the_primary() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let reads = Store::connect(&replica.url()).await.unwrap().connection();
-    let store = Store::connect(&primary.url())
+    let store = Store::builder()
+        .read_replica(reads)
+        .connect(&primary.url())
         .await
-        .unwrap()
-        .with_read_replica(reads);
+        .unwrap();
 
     store
         .save_all(&[

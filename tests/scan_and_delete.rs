@@ -41,7 +41,7 @@ async fn walk<E: redis_entity::Entity>(
     store: &Store<AnyConnection>,
     count: usize,
 ) -> (Vec<E>, usize) {
-    let mut scan = store.scan::<E>(count);
+    let mut scan = store.query::<E>().scan(count);
     let (mut all, mut pages) = (Vec::new(), 0);
     while let Some(page) = scan.next_page().await.unwrap() {
         pages += 1;
@@ -100,7 +100,7 @@ async fn a_scan_resumes_from_its_cursor_and_keeps_going_past_a_corrupt_record() 
         .arg("soon")
         .query(&mut server.conn())
         .unwrap();
-    let mut first = store.scan::<Session>(50);
+    let mut first = store.query::<Session>().scan(50);
     let page = first.next_page().await.unwrap().unwrap();
     let cursor = first.cursor();
     assert_ne!(cursor, 0);
@@ -111,7 +111,7 @@ async fn a_scan_resumes_from_its_cursor_and_keeps_going_past_a_corrupt_record() 
         .collect();
     let mut bad = page.iter().filter(|r| r.is_err()).count();
     // Later, from the cursor.
-    let mut rest = store.scan::<Session>(50).resume_at(cursor);
+    let mut rest = store.query::<Session>().scan(50).resume_at(cursor);
     while let Some(page) = rest.next_page().await.unwrap() {
         for r in page {
             match r {

@@ -8,7 +8,7 @@
 //! 3-master cluster.
 
 use redis_entity::evolution::{Change, IndexState};
-use redis_entity::{AnyConnection, Error, Store};
+use redis_entity::{AnyConnection, Error, Store, StoreBuilder};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use support::Target;
@@ -114,9 +114,13 @@ const COLORS: [&str; 3] = ["red", "green", "blue"];
 /// apply waits at most that long for a definition's processes to be gone.
 async fn store(target: &Target) -> Store<AnyConnection> {
     target
-        .store()
+        .store_with(heartbeat(Duration::from_millis(300)))
         .await
-        .with_schema_heartbeat(Duration::from_millis(300))
+}
+
+/// The settings of a store announcing its definitions for `d` at a time.
+fn heartbeat(d: Duration) -> StoreBuilder<AnyConnection> {
+    Store::builder().schema_heartbeat(d)
 }
 
 fn old_item(id: u64) -> v1::Item {
@@ -214,7 +218,9 @@ async fn an_index_added_to_a_deployed_type_is_refused_until_apply_builds_it() {
 
     // The new definition writes, keeping its indexes from its first write.
     new.save(&new_item(100)).await.unwrap();
-    let partial = new.clone().with_partial_indexes();
+    let partial = target
+        .store_with(heartbeat(Duration::from_millis(300)).partial_indexes(true))
+        .await;
     let found = partial.find(v2::Item::COLOR, "green").await.unwrap();
     assert_eq!(found, [new_item(100)], "only what was written since");
     let status = new.schema().status::<v2::Item>().await.unwrap();
@@ -362,12 +368,8 @@ async fn a_rolling_deploy_never_leaves_the_new_index_incomplete() {
     // after it announced itself, and a task stalled longer than the other
     // half between its check and its write (a loaded machine) would write
     // past its announcement (docs/schema-evolution.md).
-    let old = store(&target)
-        .await
-        .with_schema_heartbeat(Duration::from_secs(1));
-    let new = store(&target)
-        .await
-        .with_schema_heartbeat(Duration::from_secs(1));
+    let old = target.store_with(heartbeat(Duration::from_secs(1))).await;
+    let new = target.store_with(heartbeat(Duration::from_secs(1))).await;
     let old_until = Instant::now() + Duration::from_millis(1500);
     let new_until = Instant::now() + Duration::from_millis(2500);
     let mut tasks = Vec::new();

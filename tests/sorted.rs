@@ -406,29 +406,29 @@ async fn weekly_boards_rotate_and_expire() {
     let now = SystemTime::now();
     let next = now + Duration::from_secs(7 * 86_400);
     store
-        .rotating(&WEEKLY)
+        .board(&WEEKLY)
         .incr_at(&1000, 5.0, next)
         .await
         .unwrap();
     assert_eq!(
         store
-            .rotating(&WEEKLY)
+            .board(&WEEKLY)
             .incr_at(&1000, 2.5, next)
             .await
             .unwrap(),
         7.5
     );
-    let next_top = store.rotating(&WEEKLY).top_at(next, 5).await.unwrap();
+    let next_top = store.board(&WEEKLY).top_at(next, 5).await.unwrap();
     assert_eq!(
         next_top.iter().map(|(p, s)| (p.id, *s)).collect::<Vec<_>>(),
         [(1000, 7.5)]
     );
     assert!(
-        store.rotating(&WEEKLY).top(5).await.unwrap().is_empty(),
+        store.board(&WEEKLY).top(5).await.unwrap().is_empty(),
         "another bucket"
     );
-    let next_key = WEEKLY.key(store.namespace(), next);
-    assert_ne!(next_key, WEEKLY.key(store.namespace(), now));
+    let next_key = WEEKLY.key(store.keys().namespace(), next);
+    assert_ne!(next_key, WEEKLY.key(store.keys().namespace(), now));
     assert!(server.keys().contains(&next_key));
     let ttl: i64 = server.conn().pttl(&next_key).unwrap();
     let now_ms = now.duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
@@ -439,23 +439,19 @@ async fn weekly_boards_rotate_and_expire() {
     );
     // A bucket of a week long gone is dropped by its expiry at once.
     let old = UNIX_EPOCH + Duration::from_secs(18_630 * 86_400);
-    store
-        .rotating(&WEEKLY)
-        .incr_at(&1001, 9.0, old)
-        .await
-        .unwrap();
+    store.board(&WEEKLY).incr_at(&1001, 9.0, old).await.unwrap();
     assert!(store
-        .rotating(&WEEKLY)
+        .board(&WEEKLY)
         .top_at(old, 5)
         .await
         .unwrap()
         .is_empty());
     // The current week: ZINCRBY and a rank.
-    store.rotating(&WEEKLY).incr(&1002, 3.0).await.unwrap();
-    store.rotating(&WEEKLY).incr(&1003, 4.0).await.unwrap();
-    assert_eq!(store.rotating(&WEEKLY).rank(&1003).await.unwrap(), Some(0));
-    assert_eq!(store.rotating(&WEEKLY).rank(&1002).await.unwrap(), Some(1));
-    let current = WEEKLY.key(store.namespace(), SystemTime::now());
+    store.board(&WEEKLY).incr(&1002, 3.0).await.unwrap();
+    store.board(&WEEKLY).incr(&1003, 4.0).await.unwrap();
+    assert_eq!(store.board(&WEEKLY).rank(&1003).await.unwrap(), Some(0));
+    assert_eq!(store.board(&WEEKLY).rank(&1002).await.unwrap(), Some(1));
+    let current = WEEKLY.key(store.keys().namespace(), SystemTime::now());
     let ttl: i64 = server.conn().ttl(&current).unwrap();
     assert!(
         ttl > 7 * 86_400 && ttl <= 14 * 86_400,

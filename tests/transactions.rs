@@ -81,7 +81,7 @@ async fn a_post_its_fan_out_and_the_counter_are_written_as_one_unit() {
         assert!(matches!(err, Error::InvalidTransaction { .. }));
         assert_eq!(server.snapshot(), before, "nothing sent");
         unit().exec().await.unwrap();
-        store.rotating(&WEEKLY).incr(&1, 5.0).await.unwrap();
+        store.board(&WEEKLY).incr(&1, 5.0).await.unwrap();
     } else {
         unit().board_incr(&WEEKLY, 1, 5.0).exec().await.unwrap();
     }
@@ -90,7 +90,7 @@ async fn a_post_its_fan_out_and_the_counter_are_written_as_one_unit() {
     for owner in [2u64, 3] {
         assert_eq!(store.timeline(&FEED).ids(owner, 0, 10).await.unwrap(), [10]);
     }
-    assert_eq!(store.rotating(&WEEKLY).top(1).await.unwrap()[0].1, 5.0);
+    assert_eq!(store.board(&WEEKLY).top(1).await.unwrap()[0].1, 5.0);
     assert!(store.relation(&FOLLOWS).is_related(&2, &1).await.unwrap());
     assert_eq!(
         store.find(Post::TOPIC, "rust".to_owned()).await.unwrap(),

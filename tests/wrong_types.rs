@@ -184,7 +184,7 @@ async fn timeline_pushes_and_board_increments_meeting_a_wrong_type_write_nothing
         std::time::SystemTime::now(),
     );
     refused("board increment", &today, |s| async move {
-        s.rotating(&DAILY).incr(1, 5.0).await.map(drop)
+        s.board(&DAILY).incr(1, 5.0).await.map(drop)
     })
     .await;
 }

@@ -208,9 +208,10 @@ pub enum Error {
     },
     /// A query or lookup needs an index that does not yet hold every
     /// stored entity (added to a deployed type, and not yet built by
-    /// `schema apply`). `Store::with_partial_indexes` answers from what it
-    /// holds instead.
-    #[error("index `{index}` of {type_name} is {state}: run `schema apply` (or read with `with_partial_indexes`)")]
+    /// `schema apply`). A store built with
+    /// `StoreBuilder::partial_indexes(true)` answers from what it holds
+    /// instead.
+    #[error("index `{index}` of {type_name} is {state}: run `schema apply` (or read with `StoreBuilder::partial_indexes`)")]
     IndexBuilding {
         /// The Rust type.
         type_name: &'static str,

@@ -41,7 +41,7 @@
 //!   updates compile;
 //! - the feature handles, one entry point each on the store:
 //!   [`board::Leaderboard`] (`store.board(Player::SCORE)`, a sorted index as
-//!   a leaderboard), [`board::Rotating`] (`store.rotating(&WEEKLY)`,
+//!   a leaderboard), [`board::Rotating`] (`store.board(&WEEKLY)`,
 //!   time-bucketed boards), [`relation::Relations`] and
 //!   [`relation::Timelines`] (`store.relation(&FOLLOWS)`,
 //!   `store.timeline(&PUSHED)`), [`maintenance::Maintenance`]
@@ -112,7 +112,7 @@ pub use store::observe::Metrics;
 pub use store::query::{Query, Term};
 pub use store::scan::Scan;
 pub use store::{board, migrate, relayout};
-pub use store::{ConnectOptions, Expiry, Keys, Store, Transaction, Update};
+pub use store::{ConnectOptions, Expiry, Keys, Store, StoreBuilder, Transaction, Update};
 
 /// Relations between entities kept on both sides (follows / followed by), and
 /// pushed timelines.

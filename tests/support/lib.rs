@@ -517,7 +517,16 @@ impl Target {
 
     /// A store on the target, in its key layout.
     pub async fn store(&self) -> redis_entity::Store<redis_entity::AnyConnection> {
-        redis_entity::Store::connect_any(&self.url())
+        self.store_with(redis_entity::Store::builder()).await
+    }
+
+    /// A store with `settings`, connected to this target.
+    pub async fn store_with(
+        &self,
+        settings: redis_entity::StoreBuilder<redis_entity::AnyConnection>,
+    ) -> redis_entity::Store<redis_entity::AnyConnection> {
+        settings
+            .connect_any(&self.url())
             .await
             .expect("connect to the test target")
     }

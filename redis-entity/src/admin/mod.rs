@@ -299,7 +299,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Admin<C> {
                 reason: "relayout needs --to <url, or the cluster's node urls separated by commas>",
             });
         };
-        let dest = Store::connect_any(target).await?;
+        let dest = Store::builder().connect_any(target).await?;
         for t in self.selected(&flags.names)? {
             self.relayout_one(t, &dest, flags.json, out).await?;
         }

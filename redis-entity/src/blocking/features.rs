@@ -5,12 +5,12 @@
 use super::Store;
 use crate::error::Result;
 use crate::keyspace::EntityKeys;
+use crate::plan::explain::Explain;
 use crate::plan::verify::{Progress as VerifyProgress, Repaired, Report};
 use crate::schema::entity::Entity;
-use crate::schema::escape::KeyLayout;
-use crate::schema::field::{Field, SortedIndex};
+use crate::schema::escape::{KeyLayout, Namespace};
 use crate::schema::pk::IntoPk;
-use crate::store::board::{Board, Leaderboard, Rotating};
+use crate::store::board::{BoardSource, Leaderboard, Rotating};
 use crate::store::maintenance::Maintenance;
 use crate::store::migrate::{Migration, Progress};
 use crate::store::relation::{Relation, Relations};
@@ -56,22 +56,12 @@ impl<H, C> Handle<'_, H, C> {
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
-    /// See [`crate::Store::board`].
-    pub fn board<E: Entity, T, Co, K: SortedIndex<N>, N>(
-        &self,
-        field: Field<E, T, Co, K, N>,
-    ) -> Handle<'_, Leaderboard<'_, E, C>, C> {
+    /// See [`crate::Store::board`]: a sorted field's leaderboard, or a
+    /// rotating board's buckets.
+    pub fn board<B: BoardSource>(&self, board: B) -> Handle<'_, B::Handle<'_, C>, C> {
         Handle {
             store: self,
-            inner: self.inner.board(field),
-        }
-    }
-
-    /// See [`crate::Store::rotating`].
-    pub fn rotating<E: Entity>(&self, board: &Board<E>) -> Handle<'_, Rotating<'_, E, C>, C> {
-        Handle {
-            store: self,
-            inner: self.inner.rotating(board),
+            inner: self.inner.board(board),
         }
     }
 
@@ -139,6 +129,16 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync> Handle<'s, Keys<'s, C>, C> {
     /// See [`crate::Keys::of`].
     pub fn of<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> EntityKeys {
         self.inner.of::<E>(pk)
+    }
+
+    /// See [`crate::Keys::namespace`].
+    pub fn namespace(&self) -> &'s Namespace {
+        self.inner.namespace()
+    }
+
+    /// See [`crate::Keys::explain_save`].
+    pub fn explain_save<E: Entity>(&self, entity: &E) -> Result<Explain> {
+        self.inner.explain_save(entity)
     }
 
     blocking! { "crate::Keys";

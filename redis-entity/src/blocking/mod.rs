@@ -10,7 +10,6 @@
 use crate::error::{Error, Result};
 use crate::schema::codec::MapField;
 use crate::schema::entity::Entity;
-use crate::schema::escape::Namespace;
 use crate::schema::field::{Field, HashField, SetIndex, UniqueIndex};
 use crate::schema::pk::IntoPk;
 use crate::store::query::Query;
@@ -39,10 +38,12 @@ macro_rules! blocking {
 }
 
 // After the macro: the modules use it.
+mod builder;
 mod cache;
 mod features;
 mod scan;
 
+pub use builder::StoreBuilder;
 pub use cache::Cache;
 pub use features::Handle;
 pub use scan::Scan;
@@ -79,37 +80,10 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 
 impl Store<ConnectionManager> {
     /// Connects to `url` (`redis://[user:password@]host:port/db`) with the
-    /// default [`crate::ConnectOptions`] (see [`crate::Store::connect`]).
+    /// default settings (see [`crate::Store::connect`], and
+    /// [`Store::builder`] for the others).
     pub fn connect(url: &str) -> Result<Self> {
-        Self::connect_with(url, crate::store::ConnectOptions::default())
-    }
-
-    /// Connects to `url` with `options` (timeouts, reconnection).
-    pub fn connect_with(url: &str, options: crate::store::ConnectOptions) -> Result<Self> {
-        let rt = runtime()?;
-        let inner = rt.block_on(crate::store::Store::connect_with(url, options))?;
-        Ok(Store { rt, inner })
-    }
-}
-
-impl Store<redis::cluster_async::ClusterConnection> {
-    /// Connects to a Redis Cluster given some of its nodes' URLs (see
-    /// [`crate::Store::connect_cluster`]).
-    pub fn connect_cluster<S: AsRef<str>>(urls: &[S]) -> Result<Self> {
-        let rt = runtime()?;
-        let inner = rt.block_on(crate::store::Store::connect_cluster(urls))?;
-        Ok(Store { rt, inner })
-    }
-}
-
-impl Store<crate::any::AnyConnection> {
-    /// Connects to one server, or given several URLs separated by commas to
-    /// the Redis Cluster they belong to, as one store type (see
-    /// [`crate::Store::connect_any`]).
-    pub fn connect_any(target: &str) -> Result<Self> {
-        let rt = runtime()?;
-        let inner = rt.block_on(crate::store::Store::connect_any(target))?;
-        Ok(Store { rt, inner })
+        Self::builder().connect(url)
     }
 }
 
@@ -139,71 +113,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         })
     }
 
-    /// The same store reading from a replica (see
-    /// [`crate::Store::with_read_replica`]).
-    pub fn with_read_replica(mut self, replica: C) -> Self {
-        self.inner = self.inner.with_read_replica(replica);
-        self
-    }
-
-    /// The same store with a near cache connected to `url` (see
-    /// [`crate::near::NearCache`]; for a store of a cluster, some of its
-    /// nodes' URLs separated by commas); its connections are driven by this
-    /// store's runtime, so invalidations are taken in at each call.
-    pub fn with_near_cache(
-        mut self,
-        url: &str,
-        options: crate::near::NearCacheOptions,
-    ) -> Result<Self> {
-        let near = if self.inner.keys().layout() == crate::schema::escape::KeyLayout::Cluster {
-            let urls: Vec<&str> = url.split(',').map(str::trim).collect();
-            self.rt
-                .block_on(crate::near::NearCache::connect_cluster(&urls, options))?
-        } else {
-            self.rt
-                .block_on(crate::near::NearCache::connect(url, options))?
-        };
-        self.inner = self.inner.with_near_cache(near);
-        Ok(self)
-    }
-
-    /// See [`crate::Store::explain_save`].
-    pub fn explain_save<E: Entity>(&self, entity: &E) -> Result<crate::plan::explain::Explain> {
-        self.inner.explain_save(entity)
-    }
-
-    /// The same store with `n` retries of a write whose outcome is unknown
-    /// (see [`crate::Store::with_write_retries`]).
-    pub fn with_write_retries(mut self, n: usize) -> Self {
-        self.inner = self.inner.with_write_retries(n);
-        self
-    }
-
-    /// The same store writing `layout` (see [`crate::Store::with_key_layout`]).
-    pub fn with_key_layout(mut self, layout: crate::schema::escape::KeyLayout) -> Self {
-        self.inner = self.inner.with_key_layout(layout);
-        self
-    }
-
-    /// The same store checking its namespace's layout marker (see
-    /// [`crate::Store::with_layout_check`]).
-    pub fn with_layout_check(mut self) -> Self {
-        self.inner = self.inner.with_layout_check();
-        self
-    }
-
-    /// The same store answering queries on building indexes from what they
-    /// hold (see [`crate::Store::with_partial_indexes`]).
-    pub fn with_partial_indexes(mut self) -> Self {
-        self.inner = self.inner.with_partial_indexes();
-        self
-    }
-
-    /// The same store announcing its definitions for `heartbeat` at a time
-    /// (see [`crate::Store::with_schema_heartbeat`]).
-    pub fn with_schema_heartbeat(mut self, heartbeat: std::time::Duration) -> Self {
-        self.inner = self.inner.with_schema_heartbeat(heartbeat);
-        self
+    /// The settings of a blocking store, then how it connects (see
+    /// [`crate::Store::builder`]).
+    pub fn builder() -> StoreBuilder<C> {
+        StoreBuilder::default()
     }
 
     /// What the store has done (see [`crate::Store::metrics`]).
@@ -211,9 +124,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.inner.metrics()
     }
 
-    /// The near cache, if the store has one.
+    /// The near cache [`StoreBuilder::near_cache`] connected, if the store
+    /// has one (an async store's near cache is the one its builder was
+    /// given, which its owner keeps).
     pub fn near_cache(&self) -> Option<&crate::near::NearCache> {
-        self.inner.near_cache()
+        self.inner.near()
     }
 
     /// A clone of the underlying connection.
@@ -226,29 +141,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         &self.inner
     }
 
-    /// The same store with every key under `ns` (a tenant prefix).
-    pub fn with_namespace(mut self, ns: Namespace) -> Self {
-        self.inner = self.inner.with_namespace(ns);
-        self
-    }
-
-    /// The namespace applied to every key.
-    pub fn namespace(&self) -> &Namespace {
-        self.inner.namespace()
-    }
-
     /// See [`crate::Store::update`].
     pub fn update<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> Update<'_, E, Self> {
         Update::new(self, &pk.into_pk())
-    }
-
-    /// See [`crate::Store::scan`].
-    pub fn scan<E: Entity>(&self, count: usize) -> Scan<'_, E, C> {
-        Scan {
-            store: self,
-            inner: self.inner.scan(count),
-            page: Vec::new().into_iter(),
-        }
     }
 
     /// See [`crate::Store::transaction`].

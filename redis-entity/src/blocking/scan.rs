@@ -13,7 +13,7 @@ use redis::aio::ConnectionLike;
 /// # use redis_entity::RedisEntity;
 /// # #[derive(RedisEntity)] struct User { #[pk] id: u64, name: String }
 /// # fn run(store: redis_entity::blocking::Store) -> redis_entity::Result<()> {
-/// for user in store.scan::<User>(500) {
+/// for user in store.query::<User>().scan(500) {
 ///     println!("{}", user?.name);
 /// }
 /// # Ok(()) }

@@ -391,7 +391,7 @@ impl Shared {
 }
 
 /// An in-process cache of entity records, kept correct by Redis'
-/// invalidation messages; attach it with [`crate::Store::with_near_cache`].
+/// invalidation messages; attach it with [`StoreBuilder::near_cache`](crate::StoreBuilder::near_cache).
 ///
 /// `get`, `get_many` and the reading of records by queries and `top` are
 /// answered from memory when the record is there; index reads always go to
@@ -408,7 +408,7 @@ impl Shared {
 /// # async fn run() -> redis_entity::Result<()> {
 /// let url = "redis://127.0.0.1/";
 /// let near = NearCache::connect(url, NearCacheOptions::default().only::<User>()).await?;
-/// let store = redis_entity::Store::connect(url).await?.with_near_cache(near.clone());
+/// let store = redis_entity::Store::builder().near_cache(near.clone()).connect(url).await?;
 /// let _ = store.get::<User>(&9).await?; // from Redis
 /// let _ = store.get::<User>(&9).await?; // from memory, until user 9 changes
 /// assert_eq!(near.stats().hits, 1);
@@ -441,7 +441,7 @@ impl NearCache {
 
     /// Opens one tracking connection per master of the Redis Cluster that
     /// `urls` (some of its nodes) belong to, and an empty cache, for a store
-    /// of [`crate::Store::connect_cluster`]: each record is read over the
+    /// of [`StoreBuilder::connect_cluster`](crate::StoreBuilder::connect_cluster): each record is read over the
     /// connection of the master serving its slot, which tracks it there.
     /// When slots move (a redirection answers a read), every record is
     /// dropped and the slot map read again.
@@ -452,7 +452,7 @@ impl NearCache {
     /// # async fn run() -> redis_entity::Result<()> {
     /// let urls = ["redis://10.0.0.1:7000/", "redis://10.0.0.2:7000/"];
     /// let near = NearCache::connect_cluster(&urls, NearCacheOptions::default()).await?;
-    /// let store = redis_entity::Store::connect_cluster(&urls).await?.with_near_cache(near);
+    /// let store = redis_entity::Store::builder().near_cache(near).connect_cluster(&urls).await?;
     /// let _ = store.get::<User>(&9).await?;
     /// # Ok(()) }
     /// ```

@@ -1,7 +1,7 @@
 //! Time-bucketed leaderboards (weekly boards): one sorted set per day or ISO
 //! week, rotated by EXPIRE, as a first-class API.
 //!
-//! A [`Board`] scores entities of one type; `board_incr` adds to an entity's
+//! A [`Board`] scores entities of one type; `store.board(&WEEKLY).incr(..)` adds to an entity's
 //! score in the current bucket (`ZINCRBY`) and gives the bucket its expiry in
 //! the same round trip, so old buckets disappear by themselves after `keep`
 //! further periods. Keys: `<ns><prefix>:board:<name>:<bucket>`, with buckets
@@ -300,15 +300,15 @@ impl<E: Entity, C> std::fmt::Debug for Leaderboard<'_, E, C> {
     }
 }
 
-/// The buckets of one rotating [`Board`] in a store: `store.rotating(&WEEKLY)`.
+/// The buckets of one rotating [`Board`] in a store: `store.board(&WEEKLY)`.
 ///
 /// ```no_run
 /// # use redis_entity::{RedisEntity, Store, board::Board};
 /// # #[derive(RedisEntity)] struct Player { #[pk] id: u64, name: String }
 /// const WEEKLY: Board<Player> = Board::weekly("score", 1);
 /// # async fn run(store: Store) -> redis_entity::Result<()> {
-/// store.rotating(&WEEKLY).incr(&9, 10.0).await?;     // this week's bucket
-/// let best = store.rotating(&WEEKLY).top(3).await?;
+/// store.board(&WEEKLY).incr(&9, 10.0).await?;     // this week's bucket
+/// let best = store.board(&WEEKLY).top(3).await?;
 /// # Ok(()) }
 /// ```
 pub struct Rotating<'s, E, C = ConnectionManager> {
@@ -330,24 +330,49 @@ impl<E, C> std::fmt::Debug for Rotating<'_, E, C> {
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
-    /// The sorted index on `field` as a leaderboard: its best entities and
-    /// an entity's rank. A field without `#[index(sorted)]` does not compile.
-    pub fn board<E: Entity, T, Co, K: SortedIndex<N>, N>(
-        &self,
-        field: Field<E, T, Co, K, N>,
-    ) -> Leaderboard<'_, E, C> {
+    /// A leaderboard: given a field with `#[index(sorted)]`, its sorted
+    /// index ([`Leaderboard`]: `store.board(Player::SCORE).top(10)`); given
+    /// a rotating [`Board`], its time buckets ([`Rotating`]:
+    /// `store.board(&WEEKLY).incr(&9, 10.0)`). Anything else does not
+    /// compile (see [`BoardSource`]).
+    pub fn board<B: BoardSource>(&self, board: B) -> B::Handle<'_, C> {
+        board.open(self)
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// What [`Store::board`] opens: a field with a sorted index (the handle is
+/// a [`Leaderboard`]) or a rotating [`Board`] (the handle is a
+/// [`Rotating`]). Implemented for those two only.
+pub trait BoardSource: sealed::Sealed {
+    /// The handle `store.board(..)` gives for this source.
+    type Handle<'s, C: 's>;
+    #[doc(hidden)]
+    fn open<C>(self, store: &Store<C>) -> Self::Handle<'_, C>;
+}
+
+impl<E, T, Co, K: SortedIndex<N>, N> sealed::Sealed for Field<E, T, Co, K, N> {}
+impl<E: Entity, T, Co, K: SortedIndex<N>, N> BoardSource for Field<E, T, Co, K, N> {
+    type Handle<'s, C: 's> = Leaderboard<'s, E, C>;
+    fn open<C>(self, store: &Store<C>) -> Leaderboard<'_, E, C> {
         Leaderboard {
-            store: self,
-            index: query::index_of(E::DESC, field.name()),
+            store,
+            index: query::index_of(E::DESC, self.name()),
             _e: PhantomData,
         }
     }
+}
 
-    /// The buckets of the rotating (time-bucketed) `board`.
-    pub fn rotating<E: Entity>(&self, board: &Board<E>) -> Rotating<'_, E, C> {
+impl<E> sealed::Sealed for &Board<E> {}
+impl<E: Entity> BoardSource for &Board<E> {
+    type Handle<'s, C: 's> = Rotating<'s, E, C>;
+    fn open<C>(self, store: &Store<C>) -> Rotating<'_, E, C> {
         Rotating {
-            store: self,
-            board: *board,
+            store,
+            board: *self,
         }
     }
 }

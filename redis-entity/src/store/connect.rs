@@ -19,11 +19,10 @@ use std::time::{Duration, Instant};
 /// # use redis_entity::{ConnectOptions, Store};
 /// # use std::time::Duration;
 /// # async fn run() -> redis_entity::Result<()> {
-/// let store = Store::connect_with(
-///     "redis://app:secret@127.0.0.1:6379/0",
-///     ConnectOptions::default().response_timeout(Some(Duration::from_secs(2))),
-/// )
-/// .await?;
+/// let store = Store::builder()
+///     .connect_options(ConnectOptions::default().response_timeout(Some(Duration::from_secs(2))))
+///     .connect("redis://app:secret@127.0.0.1:6379/0")
+///     .await?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -132,4 +131,16 @@ pub(crate) async fn connect(url: &str, options: &ConnectOptions) -> Result<Conne
     ConnectionManager::new_with_config(client, options.manager_config())
         .await
         .map_err(|e| Error::redis("", e))
+}
+
+/// A connection to the Redis Cluster `urls` (some of its nodes) belong to.
+pub(crate) async fn connect_cluster(
+    urls: &[&str],
+) -> Result<redis::cluster_async::ClusterConnection> {
+    let first = urls.first().copied().unwrap_or_default();
+    redis::cluster::ClusterClient::new(urls.to_vec())
+        .map_err(|e| Error::redis(first, e))?
+        .get_async_connection()
+        .await
+        .map_err(|e| Error::redis(first, e))
 }

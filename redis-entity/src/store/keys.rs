@@ -5,12 +5,14 @@
 use super::Store;
 use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
+use crate::plan::explain::Explain;
 use crate::schema::entity::Entity;
-use crate::schema::escape::KeyLayout;
+use crate::schema::escape::{KeyLayout, Namespace};
 use crate::schema::pk::IntoPk;
 use redis::aio::{ConnectionLike, ConnectionManager};
 
-/// The keys of a store: `store.keys()`.
+/// The keys of a store: `store.keys()`: its layout and namespace, the keys
+/// of one entity and what a save of it sends, a SCAN of what was written.
 ///
 /// ```no_run
 /// # use redis_entity::{RedisEntity, Store, KeyLayout};
@@ -50,10 +52,15 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 }
 
-impl<C: ConnectionLike + Clone + Send + Sync> Keys<'_, C> {
+impl<'s, C: ConnectionLike + Clone + Send + Sync> Keys<'s, C> {
     /// The key layout this store writes.
     pub fn layout(&self) -> KeyLayout {
         self.store.ns.layout()
+    }
+
+    /// The namespace in front of every key this store writes.
+    pub fn namespace(&self) -> &'s Namespace {
+        &self.store.ns
     }
 
     /// Checks the layout marker of this store's namespace
@@ -63,8 +70,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Keys<'_, C> {
     /// nothing and writing it would mix two layouts. A namespace no store
     /// wrote yet has no marker, and passes.
     ///
-    /// Connecting writes nothing: a store made by [`Store::connect`],
-    /// [`Store::connect_cluster`] or `connect_any` records the marker with
+    /// Connecting writes nothing: a store made by [`Store::connect`] or
+    /// [`Store::builder`] records the marker with
     /// its first write (`SET .. NX GET`, once per store and namespace),
     /// where it makes the same check; a store that never writes never
     /// creates it. Call this to check before reading.
@@ -77,6 +84,25 @@ impl<C: ConnectionLike + Clone + Send + Sync> Keys<'_, C> {
             .await
             .map_err(|e| Error::redis(&key, e))?;
         store.layout_matches(found)
+    }
+
+    /// What `save(entity)` would send, without sending it: one function
+    /// call, the keys it names and its arguments.
+    ///
+    /// ```
+    /// # use redis_entity::{RedisEntity, Store};
+    /// # #[derive(RedisEntity)] #[redis(prefix = "user")] struct User { #[pk] id: u64, #[index] country: String }
+    /// # fn show(store: &Store) -> redis_entity::Result<()> {
+    /// let plan = store.keys().explain_save(&User { id: 9, country: "DE".into() })?;
+    /// assert_eq!(plan.round_trips.len(), 1);
+    /// assert!(plan.round_trips[0][0].starts_with("FCALL redis_entity_"));
+    /// assert_eq!(plan.keys[0], "user:9");
+    /// # Ok(()) }
+    /// ```
+    pub fn explain_save<E: Entity>(&self, entity: &E) -> Result<Explain> {
+        Ok(crate::plan::explain::write(
+            &self.store.save_plan(entity, false, None)?,
+        ))
     }
 
     /// Every key of the entity with `pk`, namespaced (what `save` writes).

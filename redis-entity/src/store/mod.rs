@@ -7,6 +7,7 @@
 
 mod across;
 pub mod board;
+mod builder;
 mod by_node;
 pub mod cache;
 pub(crate) mod connect;
@@ -27,6 +28,7 @@ mod unique;
 mod unplaced;
 mod update;
 
+pub use builder::StoreBuilder;
 pub use connect::ConnectOptions;
 pub use expiry::Expiry;
 pub use keys::Keys;
@@ -110,34 +112,12 @@ pub(crate) fn desc_id(desc: &crate::schema::entity::EntityDesc) -> usize {
 
 impl Store<ConnectionManager> {
     /// Connects to `url` (`redis://[user:password@]host:port/db`) with the
-    /// default [`ConnectOptions`]: an unreachable server, a wrong password or
-    /// an unknown database is an error within about a second, and the
-    /// connection is re-established by itself after it was lost.
+    /// default settings (see [`Store::builder`] for the others): an
+    /// unreachable server, a wrong password or an unknown database is an
+    /// error within about a second, and the connection is re-established
+    /// by itself after it was lost.
     pub async fn connect(url: &str) -> Result<Self> {
-        Self::connect_with(url, ConnectOptions::default()).await
-    }
-
-    /// Connects to `url` with `options` (timeouts, reconnection).
-    pub async fn connect_with(url: &str, options: ConnectOptions) -> Result<Self> {
-        Ok(Store::new(connect::connect(url, &options).await?).with_layout_check())
-    }
-}
-
-impl Store<redis::cluster_async::ClusterConnection> {
-    /// Connects to a Redis Cluster given some of its nodes' URLs; the store
-    /// writes the cluster key layout (see [`KeyLayout`]). MOVED and ASK
-    /// redirections and topology changes are followed by the connection.
-    pub async fn connect_cluster<S: AsRef<str>>(urls: &[S]) -> Result<Self> {
-        let urls: Vec<&str> = urls.iter().map(AsRef::as_ref).collect();
-        let first = urls.first().copied().unwrap_or_default().to_owned();
-        let conn = redis::cluster::ClusterClient::new(urls)
-            .map_err(|e| Error::redis(&first, e))?
-            .get_async_connection()
-            .await
-            .map_err(|e| Error::redis(&first, e))?;
-        Ok(Store::new(conn)
-            .with_key_layout(KeyLayout::Cluster)
-            .with_layout_check())
+        Self::builder().connect(url).await
     }
 }
 
@@ -151,8 +131,11 @@ impl<C> std::fmt::Debug for Store<C> {
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// A store over any async connection (a `ConnectionManager`, a
-    /// `MultiplexedConnection`, a cluster connection, or a wrapper such as
-    /// [`crate::CountingConnection`]).
+    /// `MultiplexedConnection`, or a wrapper such as
+    /// [`crate::CountingConnection`]) with no setting: no namespace, the
+    /// one-server key layout, and no layout or schema check
+    /// (`Store::builder().layout_check(false).build(conn)`). A cluster
+    /// connection needs the cluster layout: [`StoreBuilder::key_layout`].
     pub fn new(conn: C) -> Self {
         Store {
             conn,
@@ -169,43 +152,28 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
     }
 
-    /// The same store recording its key layout in its namespace's marker
-    /// (`<namespace>@redis-entity:layout`) with its first write, and
-    /// refusing with [`Error::LayoutMismatch`] a namespace marked with the
-    /// other layout (see [`Keys::check_layout`](crate::Keys::check_layout)),
-    /// and tracking each type's recorded schema (see [`Schema`](crate::store::schema::Schema):
-    /// its definition announced before its writes, queries on indexes still
-    /// building refused). The `connect` functions return such stores;
-    /// [`Store::new`] checks nothing.
-    pub fn with_layout_check(mut self) -> Self {
+    /// The settings of a store (namespace, key layout, read replica, near
+    /// cache, write retries, timeouts), then how it connects: see
+    /// [`StoreBuilder`].
+    ///
+    /// ```no_run
+    /// # use redis_entity::{Namespace, Store};
+    /// # async fn run() -> redis_entity::Result<()> {
+    /// let cluster = Store::builder()
+    ///     .namespace(Namespace::new("shop"))
+    ///     .connect_cluster(&["redis://10.0.0.1:7000/", "redis://10.0.0.2:7000/"])
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder() -> StoreBuilder<C> {
+        StoreBuilder::default()
+    }
+
+    /// Records the store's layout in its namespace's marker and tracks the
+    /// types' schema records (what [`StoreBuilder::layout_check`] turns on).
+    pub(crate) fn track_layout_and_schema(&mut self) {
         self.layout_marked = Some(Default::default());
         self.schema = Some(Default::default());
-        self
-    }
-
-    /// The same store with every key under `ns` (a tenant prefix).
-    pub fn with_namespace(mut self, ns: Namespace) -> Self {
-        self.ns = ns.in_layout(self.ns.layout());
-        self.remark_layout();
-        self
-    }
-
-    /// A store of another namespace or layout has its own marker to record.
-    fn remark_layout(&mut self) {
-        if self.layout_marked.is_some() {
-            self.layout_marked = Some(Default::default());
-        }
-        self.schema = self.schema.as_ref().map(schema::Tracking::fresh);
-    }
-
-    /// The same store writing `layout`'s keys: [`KeyLayout::Standalone`]
-    /// (what [`Store::new`] starts with) or [`KeyLayout::Cluster`] (what
-    /// [`Store::connect_cluster`] sets). A store built with `new` over a
-    /// cluster connection needs the cluster layout.
-    pub fn with_key_layout(mut self, layout: KeyLayout) -> Self {
-        self.ns = self.ns.clone().in_layout(layout);
-        self.remark_layout();
-        self
     }
 
     /// Records this store's layout in its namespace's marker, or finds the
@@ -249,34 +217,19 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// The namespace applied to every key.
-    pub fn namespace(&self) -> &Namespace {
+    pub(crate) fn namespace(&self) -> &Namespace {
         &self.ns
     }
 
-    /// The same store reading from a replica: gets, queries, unique lookups,
-    /// leaderboards, relations and timelines go to `replica` (queries and
-    /// ranks as read-only scripts, which replicas run); writes, the cleanup
-    /// of expired entries they meet, `verify` and the json layout's
-    /// compare-and-set stay on the primary. A replica lags behind its
-    /// primary: a read right after a write may not see it yet.
-    pub fn with_read_replica(mut self, replica: C) -> Self {
-        self.replica = Some((replica, script::Sent::default()));
-        self
-    }
-
-    /// The same store answering `get`, `get_many` and the reading of
-    /// records by queries and `top` from `near` when it holds them (for the
-    /// types it caches); see [`crate::near::NearCache`]. Misses are read
-    /// over the near cache's own connection, from the primary (not from a
-    /// replica), so that Redis tracks them.
-    pub fn with_near_cache(mut self, near: crate::near::NearCache) -> Self {
-        self.near = Some(near);
-        self
-    }
-
-    /// The near cache, if the store has one.
-    pub fn near_cache(&self) -> Option<&crate::near::NearCache> {
+    /// The store's near cache, if any.
+    pub(crate) fn near(&self) -> Option<&crate::near::NearCache> {
         self.near.as_ref()
+    }
+
+    /// Gives the store a near cache after it was built (the blocking
+    /// builder connects its near cache on the store's runtime).
+    pub(crate) fn set_near_cache(&mut self, near: crate::near::NearCache) {
+        self.near = Some(near);
     }
 
     /// Drops the near-cache records of entities a write touched, as soon as
@@ -400,22 +353,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
     }
 
-    /// The same store retrying a write whose outcome is unknown (a lost
-    /// connection, a timeout, a refused reconnection) up to `n` times. Each
-    /// write then carries a request token, so that a retry of a write the
-    /// server did apply returns that outcome instead of applying it twice:
-    /// an `incr` counts once, an `insert` does not find itself. The server
-    /// keeps each token's outcome for 60 s (`<entity key>:@req:<token>`).
-    /// Default: 0 (no retries, no tokens).
-    pub fn with_write_retries(mut self, n: usize) -> Self {
-        self.write_retries = n;
-        self
-    }
-
-    /// Sends many writes in one round trip, each atomic on its own, with a
-    /// result each: consecutive plans of one type and operation go out as
-    /// one script call per [`WRITE_BATCH`] entities, all calls in one
-    /// pipeline.
     /// Runs `f` over `items` as one group on one server (callers with a
     /// borrowed path skip the copy there); on a cluster once per hash tag (one slot: what one pipeline or one script may touch
     /// there), the groups concurrently, and puts the results back in the
@@ -594,25 +531,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Returns `true` when the entity was created.
     pub async fn save<E: Entity>(&self, entity: &E) -> Result<bool> {
         self.save_as(entity, false, None).await
-    }
-
-    /// What `save(entity)` would send, without sending it: one function
-    /// call, its keys and arguments.
-    ///
-    /// ```
-    /// # use redis_entity::{RedisEntity, Store};
-    /// # #[derive(RedisEntity)] #[redis(prefix = "user")] struct User { #[pk] id: u64, #[index] country: String }
-    /// # fn show(store: &Store) -> redis_entity::Result<()> {
-    /// let plan = store.explain_save(&User { id: 9, country: "DE".into() })?;
-    /// assert_eq!(plan.round_trips.len(), 1);
-    /// assert!(plan.round_trips[0][0].starts_with("FCALL redis_entity_"));
-    /// assert_eq!(plan.keys[0], "user:9");
-    /// # Ok(()) }
-    /// ```
-    pub fn explain_save<E: Entity>(&self, entity: &E) -> Result<crate::plan::explain::Explain> {
-        Ok(crate::plan::explain::write(
-            &self.save_plan(entity, false, None)?,
-        ))
     }
 
     /// Creates `entity`; [`Error::AlreadyExists`] (and nothing written) if its key is taken.

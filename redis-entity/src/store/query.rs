@@ -926,6 +926,12 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'s, E, Store<
     /// page. Unordered: a query with `order_*` or `limit` is refused with
     /// [`Error::InvalidQuery`] (use `fetch` for a page in order).
     ///
+    /// A query with no terms walks every stored `E`
+    /// (`store.query::<User>().scan(500)`): `SSCAN` of the type's ids, or
+    /// for a type without indexes `SCAN` of its entity keys. `count` is a
+    /// hint to Redis: a page may hold fewer or more, and a small type, kept
+    /// by Redis in a compact encoding, comes back in one page.
+    ///
     /// ```no_run
     /// # use redis_entity::{RedisEntity, Store};
     /// # #[derive(RedisEntity)] struct Order { #[pk] id: u64, #[index] status: String }

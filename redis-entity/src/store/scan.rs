@@ -19,13 +19,14 @@ use redis::aio::ConnectionLike;
 use std::marker::PhantomData;
 
 /// A walk over every stored `E`, or every `E` a query matches, a page at a
-/// time; see [`Store::scan`] and [`Query::scan`](crate::Query::scan).
+/// time: [`Query::scan`](crate::Query::scan), on a query with no terms for
+/// the whole type.
 ///
 /// ```no_run
 /// # use redis_entity::{RedisEntity, Store};
 /// # #[derive(RedisEntity)] struct User { #[pk] id: u64, name: String }
 /// # async fn run(store: Store) -> redis_entity::Result<()> {
-/// let mut users = store.scan::<User>(500);
+/// let mut users = store.query::<User>().scan(500);
 /// while let Some(page) = users.next_page().await? {
 ///     for user in page {
 ///         let user = user?; // a record that does not decode is an error in its place
@@ -131,10 +132,12 @@ impl<'s, E: Entity, C> Scan<'s, E, C> {
                 reason: "a scan walks a cursor in Redis' order: drop order_asc/order_desc and limit, or use fetch",
             })
         });
+        // A query with no terms walks the type, as it would with none.
+        let of_query = spec != Spec::default();
         let mut scan = Scan {
             filter: spec,
             error,
-            of_query: true,
+            of_query,
             ..Scan::new(store, cursor, count)
         };
         scan.source = scan.source_of_shard();
@@ -181,11 +184,8 @@ impl<'s, E: Entity, C> Scan<'s, E, C> {
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
-    /// Walks every stored `E`, about `count` at a time (a hint to Redis:
-    /// a page may hold fewer or more, and may be empty; a small type, kept
-    /// by Redis in a compact encoding, comes back in one page).
-    /// [`Scan::resume_at`] goes on with a walk left earlier.
-    pub fn scan<E: Entity>(&self, count: usize) -> Scan<'_, E, C> {
+    /// Walks every stored `E` (`store.query::<E>().scan(count)`).
+    pub(crate) fn scan<E: Entity>(&self, count: usize) -> Scan<'_, E, C> {
         Scan::new(self, 0, count)
     }
 }

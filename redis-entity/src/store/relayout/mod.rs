@@ -41,7 +41,7 @@
 //! # #[derive(RedisEntity)] struct User { #[pk] id: u64, #[index] country: String }
 //! # async fn run() -> redis_entity::Result<()> {
 //! let old = Store::connect("redis://10.0.0.1:6379/").await?;
-//! let new = Store::connect_cluster(&["redis://10.0.0.2:7000/", "redis://10.0.0.3:7000/"]).await?;
+//! let new = Store::builder().connect_cluster(&["redis://10.0.0.2:7000/", "redis://10.0.0.3:7000/"]).await?;
 //! // While the application still writes to `old`:
 //! old.maintenance::<User>().relayout(&new, 0, 500, |p| eprintln!("{} copied", p.migrated)).await?;
 //! // Writers stopped: the final pass, then the proof.

@@ -117,14 +117,6 @@ impl Default for Tracking {
 }
 
 impl Tracking {
-    /// The same settings, nothing known (another namespace or layout).
-    pub(crate) fn fresh(&self) -> Tracking {
-        Tracking {
-            types: Default::default(),
-            ..self.clone()
-        }
-    }
-
     fn known(&self, desc: &EntityDesc) -> Option<Known> {
         // Nothing panics while holding the lock; a poisoned map is intact.
         let mut types = self.types.lock().unwrap_or_else(|e| e.into_inner());
@@ -268,29 +260,20 @@ fn older_refusal(desc: &EntityDesc, rec: &Record) -> Option<Vec<String>> {
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
-    /// The same store answering queries on indexes that are still building
-    /// (added to a deployed type, not yet built by [`Schema::apply`]) from
-    /// what they hold, instead of refusing them with
-    /// [`Error::IndexBuilding`]: entities stored before the index came are
-    /// missing from the answers until the build is done.
-    pub fn with_partial_indexes(mut self) -> Self {
+    /// Answers queries on building indexes from what they hold
+    /// ([`StoreBuilder::partial_indexes`](crate::StoreBuilder::partial_indexes)).
+    pub(crate) fn set_partial_indexes(&mut self, on: bool) {
         if let Some(t) = &mut self.schema {
-            t.partial = true;
+            t.partial = on;
         }
-        self
     }
 
-    /// The same store announcing its definitions for `heartbeat` at a time
-    /// (default [`DEFAULT_HEARTBEAT`], 10 s): it announces again after half
-    /// of it while it writes, and `schema apply` waits up to that long for
-    /// the processes of an older definition to be gone. Shorter makes an
-    /// apply after a deploy start sooner and costs a round trip more often.
-    pub fn with_schema_heartbeat(mut self, heartbeat: Duration) -> Self {
+    /// Announces the definitions for `heartbeat` at a time
+    /// ([`StoreBuilder::schema_heartbeat`](crate::StoreBuilder::schema_heartbeat)).
+    pub(crate) fn set_schema_heartbeat(&mut self, heartbeat: Duration) {
         if let Some(t) = &mut self.schema {
             t.heartbeat = heartbeat.max(Duration::from_millis(10));
-            t.types = Default::default();
         }
-        self
     }
 
     /// Schema evolution: the plan, apply and status of each type's
@@ -485,7 +468,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     async fn announce(&self, desc: &'static EntityDesc, how: Adopt) -> Result<(Record, Known)> {
         let Some(t) = &self.schema else {
             return Err(Error::InvalidQuery {
-                reason: "this store does not track schemas (made with `Store::new`; use `with_layout_check`)",
+                reason: "this store does not track schemas (made with `Store::new`; build it with `Store::builder()`, which checks)",
             });
         };
         let text = describe_desc(desc);

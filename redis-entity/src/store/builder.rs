@@ -1,0 +1,264 @@
+//! Building a store: its settings (namespace, key layout, layout and
+//! schema checks, a read replica, a near cache, write retries) and how it
+//! connects, all set before the store exists, as sqlx's `PoolOptions` and
+//! reqwest's `ClientBuilder` do it. A store's settings do not change after.
+
+use super::connect::{self, ConnectOptions};
+use super::Store;
+use crate::any::AnyConnection;
+use crate::error::{Error, Result};
+use crate::near::NearCache;
+use crate::schema::escape::{KeyLayout, Namespace};
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::cluster_async::ClusterConnection;
+use std::time::Duration;
+
+/// The settings of a store, then how it connects: `Store::builder()`.
+///
+/// ```no_run
+/// # use redis_entity::{ConnectOptions, Namespace, Store};
+/// # use std::time::Duration;
+/// # async fn run() -> redis_entity::Result<()> {
+/// let store = Store::builder()
+///     .namespace(Namespace::tenant(42))             // every key under tenant:42:
+///     .write_retries(3)                              // retry writes of unknown outcome
+///     .connect_options(ConnectOptions::default().response_timeout(Some(Duration::from_secs(2))))
+///     .connect("redis://127.0.0.1/")
+///     .await?;
+/// # Ok(()) }
+/// ```
+///
+/// The terminal calls: [`connect`](Self::connect) (one server),
+/// [`connect_cluster`](Self::connect_cluster) (a Redis Cluster, with the
+/// cluster key layout), [`connect_any`](Self::connect_any) (either, from
+/// the URLs given) and [`build`](Self::build) (over a connection of one's
+/// own).
+#[derive(Clone)]
+pub struct StoreBuilder<C = ConnectionManager> {
+    namespace: Namespace,
+    layout: Option<KeyLayout>,
+    layout_check: bool,
+    replica: Option<C>,
+    near: Option<NearCache>,
+    write_retries: usize,
+    partial_indexes: bool,
+    schema_heartbeat: Option<Duration>,
+    options: ConnectOptions,
+}
+
+impl<C> Default for StoreBuilder<C> {
+    fn default() -> Self {
+        StoreBuilder {
+            namespace: Namespace::none(),
+            layout: None,
+            layout_check: true,
+            replica: None,
+            near: None,
+            write_retries: 0,
+            partial_indexes: false,
+            schema_heartbeat: None,
+            options: ConnectOptions::default(),
+        }
+    }
+}
+
+impl<C> std::fmt::Debug for StoreBuilder<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreBuilder")
+            .field("namespace", &self.namespace)
+            .field("layout", &self.layout)
+            .field("layout_check", &self.layout_check)
+            .field("read_replica", &self.replica.is_some())
+            .field("near_cache", &self.near.is_some())
+            .field("write_retries", &self.write_retries)
+            .field("partial_indexes", &self.partial_indexes)
+            .field("schema_heartbeat", &self.schema_heartbeat)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> StoreBuilder<C> {
+    /// Every key under `ns` (a tenant prefix). Default: none.
+    pub fn namespace(mut self, ns: Namespace) -> Self {
+        self.namespace = ns;
+        self
+    }
+
+    /// The key layout the store writes, for [`build`](Self::build) and
+    /// [`connect`](Self::connect): [`KeyLayout::Standalone`] (the default)
+    /// or [`KeyLayout::Cluster`], which a store built over a cluster
+    /// connection needs. `connect_cluster` always writes the cluster layout
+    /// and `connect_any` the one its URLs call for.
+    pub fn key_layout(mut self, layout: KeyLayout) -> Self {
+        self.layout = Some(layout);
+        self
+    }
+
+    /// Whether the store records its key layout in its namespace's marker
+    /// (`<namespace>@redis-entity:layout`) with its first write and refuses
+    /// with [`Error::LayoutMismatch`] a namespace marked with the other
+    /// layout (see [`Keys::check_layout`](crate::Keys::check_layout)), and
+    /// tracks each type's recorded schema (see
+    /// [`Schema`](crate::evolution::Schema): its definition announced
+    /// before its writes, queries on indexes still building refused).
+    /// Default: on. [`Store::new`] is a store without it.
+    pub fn layout_check(mut self, on: bool) -> Self {
+        self.layout_check = on;
+        self
+    }
+
+    /// Reads from a replica: gets, queries, unique lookups, leaderboards,
+    /// relations and timelines go to `replica` (queries and ranks as
+    /// read-only scripts, which replicas run); writes, the cleanup of
+    /// expired entries they meet, `verify` and the json layout's
+    /// compare-and-set stay on the primary. A replica lags behind its
+    /// primary: a read right after a write may not see it yet.
+    pub fn read_replica(mut self, replica: C) -> Self {
+        self.replica = Some(replica);
+        self
+    }
+
+    /// Answers `get`, `get_many` and the reading of records by queries and
+    /// `top` from `near` when it holds them (for the types it caches); see
+    /// [`NearCache`]. Misses are read over the near cache's own connection,
+    /// from the primary (not from a replica), so that Redis tracks them.
+    /// Keep a clone of `near` for its statistics and `clear`.
+    pub fn near_cache(mut self, near: NearCache) -> Self {
+        self.near = Some(near);
+        self
+    }
+
+    /// Retries a write whose outcome is unknown (a lost connection, a
+    /// timeout, a refused reconnection) up to `n` times. Each write then
+    /// carries a request token, so that a retry of a write the server did
+    /// apply returns that outcome instead of applying it twice: an `incr`
+    /// counts once, an `insert` does not find itself. The server keeps each
+    /// token's outcome for 60 s (`<entity key>:@req:<token>`). Default: 0
+    /// (no retries, no tokens).
+    pub fn write_retries(mut self, n: usize) -> Self {
+        self.write_retries = n;
+        self
+    }
+
+    /// Whether queries on indexes that are still building (added to a
+    /// deployed type, not yet built by
+    /// [`Schema::apply`](crate::evolution::Schema::apply)) are answered from
+    /// what they hold, instead of refused with [`Error::IndexBuilding`]:
+    /// entities stored before the index came are missing from the answers
+    /// until the build is done. Default: refused. Needs the layout check.
+    pub fn partial_indexes(mut self, on: bool) -> Self {
+        self.partial_indexes = on;
+        self
+    }
+
+    /// How long the store's announcement of its definitions lasts (default
+    /// [`DEFAULT_HEARTBEAT`](crate::evolution::DEFAULT_HEARTBEAT), 10 s):
+    /// it announces again after half of it while it writes, and `schema
+    /// apply` waits up to that long for the processes of an older
+    /// definition to be gone. Shorter makes an apply after a deploy start
+    /// sooner and costs a round trip more often. Needs the layout check.
+    pub fn schema_heartbeat(mut self, heartbeat: Duration) -> Self {
+        self.schema_heartbeat = Some(heartbeat);
+        self
+    }
+
+    /// Timeouts and reconnection of [`connect`](Self::connect) and of the
+    /// one-server side of [`connect_any`](Self::connect_any) (see
+    /// [`ConnectOptions`]).
+    pub fn connect_options(mut self, options: ConnectOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The store over `conn`, a connection of one's own (a
+    /// `ConnectionManager`, a `MultiplexedConnection`, a cluster
+    /// connection with [`key_layout`](Self::key_layout) set to the cluster
+    /// layout, or a wrapper such as [`crate::CountingConnection`]).
+    pub fn build(self, conn: C) -> Store<C> {
+        let layout = self.layout.unwrap_or(KeyLayout::Standalone);
+        self.build_in(conn, layout)
+    }
+
+    fn build_in(self, conn: C, layout: KeyLayout) -> Store<C> {
+        let mut store = Store::new(conn);
+        store.ns = self.namespace.in_layout(layout);
+        if self.layout_check {
+            store.track_layout_and_schema();
+        }
+        store.set_partial_indexes(self.partial_indexes);
+        if let Some(heartbeat) = self.schema_heartbeat {
+            store.set_schema_heartbeat(heartbeat);
+        }
+        store.replica = self.replica.map(|r| (r, crate::script::Sent::default()));
+        store.near = self.near;
+        store.write_retries = self.write_retries;
+        store
+    }
+}
+
+impl StoreBuilder<ConnectionManager> {
+    /// Connects to one server at `url` (`redis://[user:password@]host:port/db`,
+    /// `rediss://` with the TLS feature) with the
+    /// [`connect_options`](Self::connect_options): an unreachable server, a
+    /// wrong password or an unknown database is an error within about a
+    /// second by default, and the connection is re-established by itself
+    /// after it was lost.
+    pub async fn connect(self, url: &str) -> Result<Store<ConnectionManager>> {
+        let conn = connect::connect(url, &self.options).await?;
+        Ok(self.build(conn))
+    }
+}
+
+impl StoreBuilder<ClusterConnection> {
+    /// Connects to a Redis Cluster given some of its nodes' URLs; the store
+    /// writes the cluster key layout (see [`KeyLayout`]). MOVED and ASK
+    /// redirections and topology changes are followed by the connection.
+    pub async fn connect_cluster<S: AsRef<str>>(
+        self,
+        urls: &[S],
+    ) -> Result<Store<ClusterConnection>> {
+        let urls: Vec<&str> = urls.iter().map(AsRef::as_ref).collect();
+        let conn = connect::connect_cluster(&urls).await?;
+        Ok(self.build_in(conn, KeyLayout::Cluster))
+    }
+}
+
+impl StoreBuilder<AnyConnection> {
+    /// Connects to one server (`redis://host:port/`) or, given several
+    /// URLs separated by commas, to the Redis Cluster they belong to, with
+    /// the matching key layout (what [`connect`](StoreBuilder::connect) and
+    /// [`connect_cluster`](StoreBuilder::connect_cluster) do, as one store
+    /// type: [`AnyConnection`]).
+    ///
+    /// ```no_run
+    /// # async fn run() -> redis_entity::Result<()> {
+    /// use redis_entity::Store;
+    /// let target = std::env::var("REDIS_CLUSTER_URLS")
+    ///     .unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
+    /// let store = Store::builder().connect_any(&target).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_any(self, target: &str) -> Result<Store<AnyConnection>> {
+        let urls: Vec<&str> = target
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .collect();
+        match urls.as_slice() {
+            [] => Err(Error::InvalidKey {
+                segment: target.to_owned(),
+                reason: "no server URL given",
+            }),
+            [one] => {
+                let conn = connect::connect(one, &self.options).await?;
+                let layout = self.layout.unwrap_or(KeyLayout::Standalone);
+                Ok(self.build_in(AnyConnection::Server(conn), layout))
+            }
+            many => {
+                let conn = connect::connect_cluster(many).await?;
+                Ok(self.build_in(AnyConnection::Cluster(conn), KeyLayout::Cluster))
+            }
+        }
+    }
+}
