@@ -19,7 +19,7 @@
 //!   `sweep` (of that tenth, once expired): total time, entities/s, server
 //!   and client CPU;
 //! - the client's peak heap (a counting global allocator) during `verify`,
-//!   `reindex`, `keys().scan` and a paged walk (`store.scan`), above what it
+//!   `reindex`, `keys().scan` and a paged walk (`query().scan`), above what it
 //!   held before the phase.
 //!
 //! At the end, one table with every figure per size and its growth from the

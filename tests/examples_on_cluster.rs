@@ -1,5 +1,5 @@
 //! Every example runs unchanged against a 3-master Redis Cluster
-//! (`Store::connect_any` with the nodes' URLs, what `REDIS_CLUSTER_URLS`
+//! (`Store::builder().connect_any` with the nodes' URLs, what `REDIS_CLUSTER_URLS`
 //! gives them; the tour runs them all the same way).
 
 #[allow(dead_code)]

@@ -34,23 +34,26 @@
 
 //! ## The public surface
 //!
-//! - [`Store`] (async) and [`blocking::Store`]: connect, settings, the
-//!   writes and reads of entities, `save_all`; [`Update`] and [`Query`]
+//! - [`Store`] (async) and [`blocking::Store`]: connect, the writes and
+//!   reads of entities, `save_all`, queries; [`StoreBuilder`] (and
+//!   [`blocking::StoreBuilder`]): a store's settings and how it connects; [`Update`] and [`Query`]
 //!   builders; [`Entity`] and the field handles the derive generates
 //!   ([`Field`], [`HashField`]), whose index kind decides which queries and
 //!   updates compile;
 //! - the feature handles, one entry point each on the store:
 //!   [`board::Leaderboard`] (`store.board(Player::SCORE)`, a sorted index as
 //!   a leaderboard), [`board::Rotating`] (`store.board(&WEEKLY)`,
-//!   time-bucketed boards), [`relation::Relations`] and
+//!   time-bucketed boards; `board` takes either), [`relation::Relations`] and
 //!   [`relation::Timelines`] (`store.relation(&FOLLOWS)`,
 //!   `store.timeline(&PUSHED)`), [`maintenance::Maintenance`]
 //!   (`store.maintenance::<Book>()`: [`verify`] and repair, reindex, sweep,
-//!   [`relayout`], [`migrate`]), [`Expiry`] (`store.expiry::<Session>()`);
+//!   [`relayout`], [`migrate`]), [`Expiry`] (`store.expiry::<Session>()`),
+//!   [`Keys`] (`store.keys()`), [`Transaction`] (`store.transaction()`),
+//!   [`evolution::Schema`] (`store.schema()`);
 //!   on a blocking store each is a [`blocking::Handle`];
 //! - [`Cache`] (read-through cache), [`near`] (the near cache), [`admin`]
 //!   (embeddable CLI);
-//! - [`ConnectOptions`]: timeouts and reconnection; `redis`, the driver
+//! - [`ConnectOptions`]: timeouts and reconnection (on the builder); `redis`, the driver
 //!   (re-exported for connections of one's own);
 //! - [`Error`], [`Result`]; [`Namespace`] (tenant prefixes); [`KeyPart`] and
 //!   [`PaddedKeyPart`] (pk types in keys); [`codec`] (the value traits);

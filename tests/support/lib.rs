@@ -506,7 +506,7 @@ impl Target {
         matches!(self, Target::Cluster(_))
     }
 
-    /// What `Store::connect_any` takes: the server's URL, or the nodes'
+    /// What `StoreBuilder::connect_any` takes: the server's URL, or the nodes'
     /// URLs separated by commas.
     pub fn url(&self) -> String {
         match self {

@@ -80,7 +80,7 @@ pub(crate) async fn node_hints<C: ConnectionLike + Send>(
             detail: "not a list of slot ranges".into(),
         };
         let masters = match masters(conn).await {
-            // The cluster layout on one server (`with_key_layout`): that
+            // The cluster layout on one server (`StoreBuilder::key_layout`): that
             // server is every node.
             Err(Error::Redis { source, .. })
                 if source.to_string().contains("cluster support disabled") =>

@@ -10,7 +10,7 @@ use crate::schema::escape::Namespace;
 use std::fmt;
 
 /// The plan of a call: see [`crate::Query::explain`],
-/// [`crate::Store::explain_save`] and [`crate::Update::explain`].
+/// [`crate::Keys::explain_save`] and [`crate::Update::explain`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Explain {

@@ -21,7 +21,7 @@ pub struct Metrics {
     pub write_errors: u64,
     /// Writes whose outcome is unknown (connection lost, timeout).
     pub unknown_outcomes: u64,
-    /// Writes sent again by `with_write_retries`.
+    /// Writes sent again by `StoreBuilder::write_retries`.
     pub retries: u64,
     /// Entity records asked for (get, get_many, query and `top` fetches),
     /// from Redis or the near cache.

@@ -16,7 +16,7 @@
 //!   [`Error::SchemaMismatch`].
 //! - A query on an index that is not ready is refused with
 //!   [`Error::IndexBuilding`] (unless the store was made with
-//!   [`Store::with_partial_indexes`]).
+//!   [`StoreBuilder::partial_indexes`](crate::StoreBuilder::partial_indexes)).
 //! - [`Schema::apply`] deletes the keys of dropped indexes and walks the
 //!   stored entities, indexing each from its stored value in one atomic
 //!   write; the indexes become ready once a walk ran while no process of a
@@ -282,7 +282,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Schema { store: self }
     }
 
-    /// True when the store tracks schema records (`with_layout_check`).
+    /// True when the store tracks schema records (`StoreBuilder::layout_check`).
     pub(crate) fn tracks_schemas(&self) -> bool {
         self.schema.is_some()
     }
@@ -358,7 +358,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
     }
 
-    /// Before a walk of every `desc` through its ids set (`store.scan`): the
+    /// Before a walk of every `desc` through its ids set (`query().scan`): the
     /// set holds every stored entity once any index of the type is ready
     /// (every entity was then written by a definition with indexes, which
     /// keeps the set, or walked); while all are building, it may not.
