@@ -8,7 +8,7 @@
 //! One server: it stops and restarts the server (a cluster's topology changes
 //! are tests/cluster_topology.rs).
 
-use redis_entity::{ConnectOptions, RedisEntity, Store};
+use redis_entity::{RedisEntity, Store};
 use std::time::{Duration, Instant};
 use support::RedisServer;
 
@@ -121,9 +121,7 @@ async fn a_stopped_server_fails_calls_fast_and_a_restarted_one_is_used_again() {
 async fn a_reply_that_comes_too_late_is_a_timeout_of_unknown_outcome() {
     let server = RedisServer::start_with(&["--enable-debug-command", "local"]);
     let store = Store::builder()
-        .connect_options(
-            ConnectOptions::default().response_timeout(Some(Duration::from_millis(200))),
-        )
+        .response_timeout(Some(Duration::from_millis(200)))
         .connect(&server.url())
         .await
         .unwrap();
@@ -168,9 +166,7 @@ struct Meter {
 /// A store whose replies time out after 200 ms and that retries writes.
 async fn retrying_store(server: &RedisServer) -> Store {
     Store::builder()
-        .connect_options(
-            ConnectOptions::default().response_timeout(Some(Duration::from_millis(200))),
-        )
+        .response_timeout(Some(Duration::from_millis(200)))
         .write_retries(5)
         .connect(&server.url())
         .await
@@ -263,9 +259,7 @@ async fn a_retried_insert_does_not_find_itself() {
 async fn without_retries_a_write_of_unknown_outcome_is_an_error_and_no_token_is_kept() {
     let server = RedisServer::start_with(&["--enable-debug-command", "local"]);
     let store = Store::builder()
-        .connect_options(
-            ConnectOptions::default().response_timeout(Some(Duration::from_millis(200))),
-        )
+        .response_timeout(Some(Duration::from_millis(200)))
         .connect(&server.url())
         .await
         .unwrap();

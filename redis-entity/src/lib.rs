@@ -53,7 +53,7 @@
 //!   on a blocking store each is a [`blocking::Handle`];
 //! - [`Cache`] (read-through cache), [`near`] (the near cache), [`admin`]
 //!   (embeddable CLI);
-//! - [`ConnectOptions`]: timeouts and reconnection (on the builder); `redis`, the driver
+//! - `redis`, the driver
 //!   (re-exported for connections of one's own);
 //! - [`Error`], [`Result`]; [`Namespace`] (tenant prefixes); [`KeyPart`] and
 //!   [`PaddedKeyPart`] (pk types in keys); [`codec`] (the value traits);
@@ -115,7 +115,7 @@ pub use store::observe::Metrics;
 pub use store::query::{Query, Term};
 pub use store::scan::Scan;
 pub use store::{board, migrate, relayout};
-pub use store::{ConnectOptions, Expiry, Keys, Store, StoreBuilder, Transaction, Update};
+pub use store::{Expiry, Keys, Store, StoreBuilder, Transaction, Update};
 
 /// Relations between entities kept on both sides (follows / followed by), and
 /// pushed timelines.
@@ -134,9 +134,7 @@ pub mod maintenance {
 /// the definitions each type's schema record keeps (docs/schema-evolution.md).
 pub mod evolution {
     pub use crate::schema::definition::{describe, diff, Change, Column, Definition, Difference};
-    pub use crate::store::schema::{
-        Applied, IndexState, Schema, SchemaPlan, SchemaStatus, DEFAULT_HEARTBEAT,
-    };
+    pub use crate::store::schema::{Applied, IndexState, Schema, SchemaPlan, SchemaStatus};
 }
 
 /// The reports of [`Maintenance::verify`](maintenance::Maintenance::verify).

@@ -6,7 +6,6 @@ use super::{runtime, Store};
 use crate::error::Result;
 use crate::near::{NearCache, NearCacheOptions};
 use crate::schema::escape::{KeyLayout, Namespace};
-use crate::store::ConnectOptions;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster_async::ClusterConnection;
 use std::time::Duration;
@@ -69,7 +68,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> StoreBuilder<C> {
         write_retries(n: usize);
         partial_indexes(on: bool);
         schema_heartbeat(heartbeat: Duration);
-        connect_options(options: ConnectOptions);
+        connect_timeout(t: Duration);
+        response_timeout(t: Option<Duration>);
+        reconnect_delays(first: Duration, longest: Duration);
+        reconnect_attempts(n: usize);
     }
 
     /// A near cache connected to `url` (see [`crate::near::NearCache`]; for

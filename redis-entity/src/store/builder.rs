@@ -16,14 +16,14 @@ use std::time::Duration;
 /// The settings of a store, then how it connects: `Store::builder()`.
 ///
 /// ```no_run
-/// # use redis_entity::{ConnectOptions, Namespace, Store};
+/// # use redis_entity::{Namespace, Store};
 /// # use std::time::Duration;
 /// # async fn run() -> redis_entity::Result<()> {
 /// let store = Store::builder()
-///     .namespace(Namespace::tenant(42))             // every key under tenant:42:
-///     .write_retries(3)                              // retry writes of unknown outcome
-///     .connect_options(ConnectOptions::default().response_timeout(Some(Duration::from_secs(2))))
-///     .connect("redis://127.0.0.1/")
+///     .namespace(Namespace::tenant(42))                // every key under tenant:42:
+///     .write_retries(3)                                 // retry writes of unknown outcome
+///     .response_timeout(Some(Duration::from_secs(2)))  // then a call's outcome is unknown
+///     .connect("redis://app:secret@127.0.0.1:6379/0")
 ///     .await?;
 /// # Ok(()) }
 /// ```
@@ -73,7 +73,7 @@ impl<C> std::fmt::Debug for StoreBuilder<C> {
             .field("write_retries", &self.write_retries)
             .field("partial_indexes", &self.partial_indexes)
             .field("schema_heartbeat", &self.schema_heartbeat)
-            .field("options", &self.options)
+            .field("connect", &self.options)
             .finish()
     }
 }
@@ -153,7 +153,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> StoreBuilder<C> {
     }
 
     /// How long the store's announcement of its definitions lasts (default
-    /// [`DEFAULT_HEARTBEAT`](crate::evolution::DEFAULT_HEARTBEAT), 10 s):
+    /// 10 s):
     /// it announces again after half of it while it writes, and `schema
     /// apply` waits up to that long for the processes of an older
     /// definition to be gone. Shorter makes an apply after a deploy start
@@ -163,11 +163,38 @@ impl<C: ConnectionLike + Clone + Send + Sync> StoreBuilder<C> {
         self
     }
 
-    /// Timeouts and reconnection of [`connect`](Self::connect) and of the
-    /// one-server side of [`connect_any`](Self::connect_any) (see
-    /// [`ConnectOptions`]).
-    pub fn connect_options(mut self, options: ConnectOptions) -> Self {
-        self.options = options;
+    /// How long the first connection may take in all, retries included,
+    /// and each reconnection attempt. Default 1 s. The timeouts and
+    /// reconnection settings apply to [`connect`](Self::connect) and the
+    /// one-server side of [`connect_any`](Self::connect_any).
+    pub fn connect_timeout(mut self, t: Duration) -> Self {
+        self.options.connect_timeout = t;
+        self
+    }
+
+    /// How long a call waits for its reply (`None`: forever). A write
+    /// whose reply does not come in time has an unknown outcome: the server
+    /// may still run it ([`Error::is_timeout`]). Default 5 s, long enough
+    /// for a `save_all` of thousands of entities.
+    pub fn response_timeout(mut self, t: Option<Duration>) -> Self {
+        self.options.response_timeout = t;
+        self
+    }
+
+    /// The first and the longest wait between reconnection attempts after
+    /// the connection was lost (doubling in between). A server back after
+    /// a restart is used again within about the longest wait. Default
+    /// 50 ms and 250 ms.
+    pub fn reconnect_delays(mut self, first: Duration, longest: Duration) -> Self {
+        self.options.reconnect_delays = (first, longest.max(first));
+        self
+    }
+
+    /// How many reconnection attempts one call makes before it fails; the
+    /// next call starts again. Default 4 (with the delays above, a call
+    /// gives up after about half a second while the server is down).
+    pub fn reconnect_attempts(mut self, n: usize) -> Self {
+        self.options.reconnect_attempts = n;
         self
     }
 
@@ -199,8 +226,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> StoreBuilder<C> {
 
 impl StoreBuilder<ConnectionManager> {
     /// Connects to one server at `url` (`redis://[user:password@]host:port/db`,
-    /// `rediss://` with the TLS feature) with the
-    /// [`connect_options`](Self::connect_options): an unreachable server, a
+    /// `rediss://` with the TLS feature) with the builder's timeouts and
+    /// reconnection settings: an unreachable server, a
     /// wrong password or an unknown database is an error within about a
     /// second by default, and the connection is re-established by itself
     /// after it was lost.

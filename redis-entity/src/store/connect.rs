@@ -4,7 +4,7 @@
 //! The store runs over redis-rs' `ConnectionManager`, which reconnects by
 //! itself after a connection loss. The first connection is made here, once,
 //! before the manager takes over: an unreachable server is retried for at
-//! most [`ConnectOptions::connect_timeout`] in all, and an error that no
+//! most the connect timeout in all (`StoreBuilder::connect_timeout`), and an error that no
 //! retry can fix (a wrong password, an unknown database, a URL that does not
 //! parse) is returned at once.
 
@@ -13,37 +13,28 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::AsyncConnectionConfig;
 use std::time::{Duration, Instant};
 
-/// How a store connects and reconnects.
-///
-/// ```no_run
-/// # use redis_entity::{ConnectOptions, Store};
-/// # use std::time::Duration;
-/// # async fn run() -> redis_entity::Result<()> {
-/// let store = Store::builder()
-///     .connect_options(ConnectOptions::default().response_timeout(Some(Duration::from_secs(2))))
-///     .connect("redis://app:secret@127.0.0.1:6379/0")
-///     .await?;
-/// # Ok(()) }
-/// ```
+/// How a store connects and reconnects: set on its builder
+/// (`StoreBuilder::connect_timeout` and the three after it, which document
+/// each field).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ConnectOptions {
+pub(crate) struct ConnectOptions {
     /// How long the first connection may take in all, retries included, and
     /// each reconnection attempt. Default 1 s.
-    pub connect_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
     /// How long a call waits for its reply (`None`: forever). A write whose
     /// reply does not come in time has an unknown outcome: the server may
     /// still run it ([`Error::is_timeout`]). Default 5 s, long enough for a
     /// `save_all` of thousands of entities.
-    pub response_timeout: Option<Duration>,
+    pub(crate) response_timeout: Option<Duration>,
     /// The first and the longest wait between reconnection attempts after
     /// the connection was lost (doubling in between). A server back after
     /// a restart is used again within about the longest wait. Default 50 ms
     /// and 250 ms.
-    pub reconnect_delays: (Duration, Duration),
+    pub(crate) reconnect_delays: (Duration, Duration),
     /// How many reconnection attempts one call makes before it fails; the
     /// next call starts again. Default 4 (with the delays above, a call
     /// gives up after about half a second while the server is down).
-    pub reconnect_attempts: usize,
+    pub(crate) reconnect_attempts: usize,
 }
 
 impl Default for ConnectOptions {
@@ -58,30 +49,6 @@ impl Default for ConnectOptions {
 }
 
 impl ConnectOptions {
-    /// Sets [`ConnectOptions::connect_timeout`].
-    pub fn connect_timeout(mut self, t: Duration) -> Self {
-        self.connect_timeout = t;
-        self
-    }
-
-    /// Sets [`ConnectOptions::response_timeout`].
-    pub fn response_timeout(mut self, t: Option<Duration>) -> Self {
-        self.response_timeout = t;
-        self
-    }
-
-    /// Sets [`ConnectOptions::reconnect_delays`].
-    pub fn reconnect_delays(mut self, first: Duration, longest: Duration) -> Self {
-        self.reconnect_delays = (first, longest.max(first));
-        self
-    }
-
-    /// Sets [`ConnectOptions::reconnect_attempts`].
-    pub fn reconnect_attempts(mut self, n: usize) -> Self {
-        self.reconnect_attempts = n;
-        self
-    }
-
     fn manager_config(&self) -> ConnectionManagerConfig {
         let (first, longest) = self.reconnect_delays;
         ConnectionManagerConfig::new()

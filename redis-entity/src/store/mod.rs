@@ -29,7 +29,6 @@ mod unplaced;
 mod update;
 
 pub use builder::StoreBuilder;
-pub use connect::ConnectOptions;
 pub use expiry::Expiry;
 pub use keys::Keys;
 pub use transaction::Transaction;

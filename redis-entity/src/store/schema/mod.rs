@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 /// How long a store's announcement of its definition lets it write: it
 /// announces again after half of it. `schema apply` waits this long at most
 /// for the processes of an older definition to be gone.
-pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(10);
 
 /// Which definitions an announcement makes the keyspace's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
