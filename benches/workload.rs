@@ -1136,6 +1136,15 @@ async fn main() {
     // 7. Country changes (an indexed field; the old entry must go). Each
     //    side changes its own users the same way.
     let country = |id: u64, gen: u64| COUNTRIES[((id + gen) % 20) as usize];
+    // The unit of 3 for each op of `r`, the changed user's country taken
+    // from generation `gen` (each step its own, so that every change moves
+    // an index entry).
+    let units = |r: std::ops::Range<u64>, gen: u64| async move {
+        for i in r {
+            let x = (i + 2) % n_users;
+            unit_of_3(store, i, n_users, country(x, i / n_users + gen)).await;
+        }
+    };
     let (a, b) = pair(
         &fw,
         &hand,
@@ -1235,12 +1244,7 @@ async fn main() {
         &hand,
         n_changes,
         false,
-        |r| async move {
-            for i in r {
-                let x = (i + 2) % n_users;
-                unit_of_3(store, i, n_users, country(x, i / n_users + 21)).await;
-            }
-        },
+        |r| units(r, 21),
         |r| {
             let mut c = hc.clone();
             async move {
@@ -1386,12 +1390,7 @@ async fn main() {
         &hand,
         n_changes,
         false,
-        |r| async move {
-            for i in r {
-                let x = (i + 2) % n_users;
-                unit_of_3(store, i, n_users, country(x, i / n_users + 61)).await;
-            }
-        },
+        |r| units(r, 61),
         |r| {
             let (mut c, f) = (hc.clone(), &unit_fn);
             async move {
@@ -1425,12 +1424,7 @@ async fn main() {
         &hand,
         n_changes,
         false,
-        |r| async move {
-            for i in r {
-                let x = (i + 2) % n_users;
-                unit_of_3(store, i, n_users, country(x, i / n_users + 101)).await;
-            }
-        },
+        |r| units(r, 101),
         |r| async move {
             for id in r {
                 save_store.save(&user(id + 50 * n_users)).await.unwrap();

@@ -263,20 +263,16 @@ fn unit_checks(w: &mut String, t: &Type<'_>) {
         let n = i.n;
         emit!(w, "  if n{n} then");
         emit!(w, "    local key = p{n} .. {}", entry(i, &format!("n{n}")));
-        emit!(w, "    local given = u.unique or {{}}");
-        emit!(w, "    u.unique = given");
-        emit!(w, "    local owner = given[key]");
+        emit!(w, "    local owner = u.unique[key]");
         emit!(
             w,
             "    if owner and owner ~= m then return redis.error_reply('UNIQUE_VIOLATION {}') end",
             n - 1
         );
-        emit!(w, "    given[key] = m");
+        emit!(w, "    u.unique[key] = m");
         emit!(w, "  end");
     }
-    emit!(w, "  local exists = u.exists or {{}}");
-    emit!(w, "  u.exists = exists");
-    emit!(w, "  exists[K[1]] = true");
+    emit!(w, "  u.exists[K[1]] = true");
 }
 
 /// What the generator knows of the type.

@@ -20,25 +20,22 @@
 -- still holds in phase 2. What operations do to each other is followed in
 -- `u`: the entities saved or deleted (a relation end saved by an earlier
 -- operation exists), and the unique values given (two operations may not
--- give one value to two entities); each table made when first needed.
+-- give one value to two entities).
 
 -- Records that the unit's earlier operations leave the entity of `w`
 -- stored (or not), under each key whose existence means it exists (a
 -- relation checks one of them: the entity key, or a strings-layout
 -- entity's first required column).
 local function unit_leaves(u, w, stored)
-  local exists = u.exists or {}
-  u.exists = exists
   for i = 1, #w.K do
-    if role(i) == 'p' then exists[w.K[i]] = stored end
+    if role(i) == 'p' then u.exists[w.K[i]] = stored end
   end
 end
 
 -- Whether the entity whose key is `key` exists once the earlier operations
 -- of the unit are applied.
 local function unit_exists(u, key)
-  local known
-  if u.exists then known = u.exists[key] end
+  local known = u.exists[key]
   if known ~= nil then return known end
   return redis.call('EXISTS', key) == 1
 end
@@ -49,13 +46,12 @@ local function unit_unique(u, w)
   for _, n in ipairs(T.unique) do
     local value = w.given[n] and type(w.new[n]) == 'table' and next(w.new[n])
     if value then
-      local key, given = w.pre[n] .. value, u.unique or {}
-      u.unique = given
-      local owner = given[key]
+      local key = w.pre[n] .. value
+      local owner = u.unique[key]
       if owner and owner ~= w.member then
         return redis.error_reply('UNIQUE_VIOLATION ' .. (n - 1))
       end
-      given[key] = w.member
+      u.unique[key] = w.member
     end
   end
   return nil
@@ -101,7 +97,6 @@ UNIT.relate = {
   check = function(u, op)
     op.state = {}
     local exists = function(key) return unit_exists(u, key) end
-    u.sets = u.sets or {}
     return relation_check(op.keys, op.args, op.first - 1, op.state, exists, u.sets)
   end,
   apply = function(u, op) return relation_apply(op.keys, op.args, op.first - 1, op.state) end,
@@ -163,7 +158,7 @@ local function unit(keys, args)
   -- Phase 1: each operation read from the header and checked in turn.
   local head = args[1] or ''
   local ops, n, k, j = {}, 0, 0, 2
-  local u = {}
+  local u = { exists = {}, unique = {}, sets = {} }
   for h = 1, #head, 9 do
     local c, t1, t2, k1, k2, k3, a1, a2, a3 = string.byte(head, h, h + 8)
     local kind, t = KINDS[c], t1 * 256 + t2

@@ -173,15 +173,11 @@ local function fast_unit(K, A, f, last, mode, u, first)
   end
   if n1 then
     local key = p1 .. esc(n1)
-    local given = u.unique or {}
-    u.unique = given
-    local owner = given[key]
+    local owner = u.unique[key]
     if owner and owner ~= m then return redis.error_reply('UNIQUE_VIOLATION 0') end
-    given[key] = m
+    u.unique[key] = m
   end
-  local exists = u.exists or {}
-  u.exists = exists
-  exists[K[1]] = true
+  u.exists[K[1]] = true
   return { K, A, x, last, all, inc, hs, hd, existed, ids, m, o1, n1, ko1, kn1, ow1, o2, n2, ko2, kn2, o3, n3, p3, a3, o4, n4, p4, o5, n5, p5, to5, tn5, op4 }
 end
 local function fast_unit_write(st)
