@@ -128,7 +128,6 @@ fn the_blocking_builder_has_the_same_settings() {
     let server = RedisServer::start();
     let store = redis_entity::blocking::Store::builder()
         .namespace(Namespace::new("shop"))
-        .write_retries(2)
         .connect(&server.url())
         .unwrap();
     store.save(&user(1)).unwrap();
