@@ -361,7 +361,7 @@ fn columns(w: &mut String, t: &Type<'_>) {
     let own = |j: usize| t.owns(j);
     let all_set: String = std::iter::repeat_n(OP_SET as char, desc.columns.len()).collect();
     emit!(w, "  local all = ops == {}", q(&all_set));
-    emit!(w, "  local hs, hd, inc, s");
+    emit!(w, "  local hs, hd, inc, s, cmd");
     let owned: Vec<usize> = (1..=desc.columns.len()).filter(|&j| own(j)).collect();
     for j in &owned {
         emit!(w, "  local op{j}, val{j} = {OP_SET}, false");
@@ -383,27 +383,47 @@ fn columns(w: &mut String, t: &Type<'_>) {
         };
         let name = q(c.name);
         let set = if own(j) {
-            format!("val{j} = A[x]; hs = hs or {{}}; hs[#hs + 1] = {name}; hs[#hs + 1] = val{j}")
+            format!(
+                "val{j} = A[x]; {}",
+                append("hs", &[&name, &format!("val{j}")])
+            )
         } else {
-            format!("hs = hs or {{}}; hs[#hs + 1] = {name}; hs[#hs + 1] = A[x]")
+            append("hs", &[&name, "A[x]"])
         };
         emit!(w, "    if {op} == {OP_SET} then {set}; x = x + 1");
         emit!(
             w,
-            "    elseif {op} == {OP_DEL} then hd = hd or {{}}; hd[#hd + 1] = {name}"
+            "    elseif {op} == {OP_DEL} then {}",
+            append("hd", &[&name])
         );
         emit!(w, "    elseif {op} ~= {OP_KEEP} then");
         emit!(
             w,
-            "      inc = inc or {{}}; inc[#inc + 1] = {name}; inc[#inc + 1] = A[x]"
+            "      cmd = {op} == {OP_INCR} and 'HINCRBY' or 'HINCRBYFLOAT'"
         );
         emit!(
             w,
-            "      inc[#inc + 1] = {op} == {OP_INCR} and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1"
+            "      {}; x = x + 1",
+            append("inc", &[&name, "A[x]", "cmd"])
         );
         emit!(w, "    end");
     }
     emit!(w, "  end");
+}
+
+/// Lua that appends `items` to the list `list`, or makes the list of them
+/// if there is none yet: one table, made at its final size (growing an
+/// empty one item by item costs a reallocation per doubling).
+fn append(list: &str, items: &[&str]) -> String {
+    let pushes: Vec<String> = items
+        .iter()
+        .map(|v| format!("{list}[#{list} + 1] = {v}"))
+        .collect();
+    format!(
+        "if {list} then {} else {list} = {{ {} }} end",
+        pushes.join("; "),
+        items.join(", ")
+    )
 }
 
 /// The writes the generated code leaves to the general code, and whether

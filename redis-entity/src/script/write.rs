@@ -446,6 +446,21 @@ mod tests {
         assert_eq!(escaped_class(), "[%%:{}%*%?%[%]\\]");
     }
 
+    #[test]
+    fn the_plain_values_esc_keeps_without_a_search_need_no_escape() {
+        // lua/write_prelude.lua `PLAIN`: `%w` (ASCII letters and digits in
+        // the server's C locale) and these marks.
+        let prelude = include_str!("lua/write_prelude.lua");
+        assert!(prelude.contains("local PLAIN = '^[%w_%-%.@ ]*$'"));
+        let plain = ('a'..='z')
+            .chain('A'..='Z')
+            .chain('0'..='9')
+            .chain("_-.@ ".chars());
+        for c in plain {
+            assert!(!crate::schema::escape::ALWAYS_ESCAPED.contains(c), "{c:?}");
+        }
+    }
+
     /// The header's line that starts with `  <name> = `.
     fn line<'h>(header: &'h str, start: &str) -> &'h str {
         header

@@ -112,82 +112,99 @@ UNIT.board = {
 }
 
 -- A save, insert or update in its type's straight-line code (`FAST`, made
--- per type by script/fast.rs), sent in that code's compact arguments. A
--- write the straight-line code leaves to the general code (nil from its
--- checks) runs there, its arguments rebuilt; nothing was written before.
-local function fast_kind(mode)
-  return {
-    check = function(u, op)
-      local F = FAST[op.t]
-      local state = F.unit(op.keys, op.args, op.first, op.last, mode, u, op.i == 1)
-      if state ~= nil then
-        if state.err then return state end
-        op.state = state
-        return nil
-      end
-      local K, A = F.general(op.keys, op.args, op.first, op.last)
-      op.keys, op.args, op.first, op.last = K, A, 1, #A
-      op.general = UNIT[mode]
-      return op.general.check(u, op)
-    end,
-    apply = function(u, op)
-      if op.general then return op.general.apply(u, op) end
-      local r = FAST[op.t].write(op.state)
-      -- Only the unit's first operation leaves a check to its first write
-      -- (an increment), which then fails having written nothing.
-      if type(r) == 'table' and r.err then
-        return nil, redis.error_reply('UNIT_REFUSED ' .. (op.i - 1) .. ' ' .. r.err)
-      end
-      return r
-    end,
-  }
-end
-UNIT.fast_save = fast_kind('save')
-UNIT.fast_insert = fast_kind('insert')
-UNIT.fast_update = fast_kind('update')
+-- per type by script/fast.rs) comes as one of these kinds, in that code's
+-- compact arguments, and runs in that mode. Its checks return the writes'
+-- variables as one array, which phase 2 hands to its write: no record is
+-- made for it. A write the straight-line code leaves to the general code
+-- (nil from its checks) runs there, its arguments rebuilt; nothing was
+-- written before.
+local FAST_MODE = { [83] = 'save', [73] = 'insert', [85] = 'update' }
 
 -- The kinds of operation by their byte in the call's header
--- (script::args::UNIT_KINDS): s i u d r n p b S I U.
+-- (script::args::UNIT_KINDS): s i u d r n p b, and S I U above.
 local KINDS = {
   [115] = 'save', [105] = 'insert', [117] = 'update', [100] = 'delete', [114] = 'relate',
-  [110] = 'unrelate', [112] = 'push', [98] = 'board', [83] = 'fast_save', [73] = 'fast_insert',
-  [85] = 'fast_update',
+  [110] = 'unrelate', [112] = 'push', [98] = 'board',
 }
 
-local function unit(keys, args)
-  -- Phase 1: each operation read from the header and checked in turn.
+-- The record of an operation the straight-line code does not run: its
+-- kind, type, keys and the range of its arguments in `args`.
+local function unit_op(n, c, t, own, args, first, last)
+  local mode, F = FAST_MODE[c], FAST[t]
+  if not mode then
+    return { i = n, kind = KINDS[c], t = t, keys = own, args = args, first = first, last = last }
+  end
+  if not F then return { i = n, t = t } end
+  local K, A = F.general(own, args, first, last)
+  return { i = n, kind = mode, t = t, keys = K, args = A, first = 1, last = #A }
+end
+
+-- Phase 1: each operation read from the header and checked in turn, its
+-- state put in `ops` (and, for straight-line code, its type in `fast`).
+-- `u.at` is the operation being checked, so that an error raised by a
+-- check names it (one pcall around the phase, not one per operation).
+-- Returns the first refusal, or nil and an error that is no operation's
+-- (an unknown kind in the header).
+local function unit_checks(keys, args, u, ops, fast)
   local head = args[1] or ''
-  local ops, n, k, j = {}, 0, 0, 2
-  local u = { exists = {}, unique = {}, sets = {} }
+  local n, k, j = 0, 0, 2
   for h = 1, #head, 9 do
     local c, t1, t2, k1, k2, k3, a1, a2, a3 = string.byte(head, h, h + 8)
-    local kind, t = KINDS[c], t1 * 256 + t2
+    local t = t1 * 256 + t2
     local nk, na = (k1 * 256 + k2) * 256 + k3, (a1 * 256 + a2) * 256 + a3
-    local own = {}
-    for i = 1, nk do own[i] = keys[k + i] end
-    k = k + nk
-    n = n + 1
-    local op = { i = n, kind = kind, t = t, keys = own, args = args, first = j, last = j + na - 1 }
-    ops[n] = op
-    j = j + na
+    local own = { unpack(keys, k + 1, k + nk) }
+    local first, last = j, j + na - 1
+    k, j, n = k + nk, j + na, n + 1
+    u.at = n
     T = TYPES[t] or T
-    local handler = kind and UNIT[kind]
-    if not handler then return redis.error_reply('ERR redis-entity: unknown unit operation ' .. tostring(c)) end
-    local ok, refused = pcall(handler.check, u, op)
-    if not ok then
-      refused = redis.error_reply(type(refused) == 'table' and refused.err or tostring(refused))
+    local mode, F = FAST_MODE[c], FAST[t]
+    local state = mode and F and F.unit(own, args, first, last, mode, u, n == 1)
+    if state then
+      if state.err then return state end
+      ops[n], fast[n] = state, t
+    else
+      local op = unit_op(n, c, t, own, args, first, last)
+      local handler = op.kind and UNIT[op.kind]
+      if not handler then
+        return nil, redis.error_reply('ERR redis-entity: unknown unit operation ' .. tostring(c))
+      end
+      ops[n] = op
+      local refused = handler.check(u, op)
+      if refused then return refused end
     end
-    if refused then
-      return redis.error_reply('UNIT_REFUSED ' .. (n - 1) .. ' ' .. refused.err)
-    end
+  end
+  return nil
+end
+
+local function unit(keys, args)
+  local ops, fast = {}, {}
+  local u = { exists = {}, unique = {}, sets = {}, at = 0 }
+  local ok, refused, malformed = pcall(unit_checks, keys, args, u, ops, fast)
+  if not ok then
+    refused = redis.error_reply(type(refused) == 'table' and refused.err or tostring(refused))
+  end
+  if malformed then return malformed end
+  if refused then
+    return redis.error_reply('UNIT_REFUSED ' .. (u.at - 1) .. ' ' .. refused.err)
   end
   -- Phase 2: the writes, in order.
   local out = {}
-  for i = 1, n do
-    local op = ops[i]
-    T = TYPES[op.t] or T
-    local r, bad = UNIT[op.kind].apply(u, op)
-    if r == nil and bad then return bad end
+  for i = 1, #ops do
+    local op, t = ops[i], fast[i]
+    local r, bad
+    if t then
+      T = TYPES[t] or T
+      r = FAST[t].write(op)
+      -- Only the unit's first operation leaves a check to its first write
+      -- (an increment), which then fails having written nothing.
+      if type(r) == 'table' and r.err then
+        return redis.error_reply('UNIT_REFUSED ' .. (i - 1) .. ' ' .. r.err)
+      end
+    else
+      T = TYPES[op.t] or T
+      r, bad = UNIT[op.kind].apply(u, op)
+      if r == nil and bad then return bad end
+    end
     out[i] = r
   end
   return out

@@ -10,18 +10,18 @@ local function fast_change(K, A, f, last, mode)
   local ops = A[f + 3]
   local x = f + 4
   local all = ops == "s"
-  local hs, hd, inc, s
+  local hs, hd, inc, s, cmd
   local op1, val1 = 115, false
   if all then
     val1 = A[x + 0]
     x = x + 1
   else
     op1 = string.byte(ops, 1)
-    if op1 == 115 then val1 = A[x]; hs = hs or {}; hs[#hs + 1] = "status"; hs[#hs + 1] = val1; x = x + 1
-    elseif op1 == 100 then hd = hd or {}; hd[#hd + 1] = "status"
+    if op1 == 115 then val1 = A[x]; if hs then hs[#hs + 1] = "status"; hs[#hs + 1] = val1 else hs = { "status", val1 } end; x = x + 1
+    elseif op1 == 100 then if hd then hd[#hd + 1] = "status" else hd = { "status" } end
     elseif op1 ~= 46 then
-      inc = inc or {}; inc[#inc + 1] = "status"; inc[#inc + 1] = A[x]
-      inc[#inc + 1] = op1 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1
+      cmd = op1 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
+      if inc then inc[#inc + 1] = "status"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "status", A[x], cmd } end; x = x + 1
     end
   end
   if (op1 == 105 or op1 == 102) then return nil end

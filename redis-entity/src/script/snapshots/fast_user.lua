@@ -10,7 +10,7 @@ local function fast_change(K, A, f, last, mode)
   local ops = A[f + 3]
   local x = f + 4
   local all = ops == "ssssss"
-  local hs, hd, inc, s
+  local hs, hd, inc, s, cmd
   local op1, val1 = 115, false
   local op2, val2 = 115, false
   local op4, val4 = 115, false
@@ -23,46 +23,46 @@ local function fast_change(K, A, f, last, mode)
     x = x + 6
   else
     op1 = string.byte(ops, 1)
-    if op1 == 115 then val1 = A[x]; hs = hs or {}; hs[#hs + 1] = "username"; hs[#hs + 1] = val1; x = x + 1
-    elseif op1 == 100 then hd = hd or {}; hd[#hd + 1] = "username"
+    if op1 == 115 then val1 = A[x]; if hs then hs[#hs + 1] = "username"; hs[#hs + 1] = val1 else hs = { "username", val1 } end; x = x + 1
+    elseif op1 == 100 then if hd then hd[#hd + 1] = "username" else hd = { "username" } end
     elseif op1 ~= 46 then
-      inc = inc or {}; inc[#inc + 1] = "username"; inc[#inc + 1] = A[x]
-      inc[#inc + 1] = op1 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1
+      cmd = op1 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
+      if inc then inc[#inc + 1] = "username"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "username", A[x], cmd } end; x = x + 1
     end
     op2 = string.byte(ops, 2)
-    if op2 == 115 then val2 = A[x]; hs = hs or {}; hs[#hs + 1] = "country"; hs[#hs + 1] = val2; x = x + 1
-    elseif op2 == 100 then hd = hd or {}; hd[#hd + 1] = "country"
+    if op2 == 115 then val2 = A[x]; if hs then hs[#hs + 1] = "country"; hs[#hs + 1] = val2 else hs = { "country", val2 } end; x = x + 1
+    elseif op2 == 100 then if hd then hd[#hd + 1] = "country" else hd = { "country" } end
     elseif op2 ~= 46 then
-      inc = inc or {}; inc[#inc + 1] = "country"; inc[#inc + 1] = A[x]
-      inc[#inc + 1] = op2 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1
+      cmd = op2 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
+      if inc then inc[#inc + 1] = "country"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "country", A[x], cmd } end; x = x + 1
     end
     s = string.byte(ops, 3)
-    if s == 115 then hs = hs or {}; hs[#hs + 1] = "rating"; hs[#hs + 1] = A[x]; x = x + 1
-    elseif s == 100 then hd = hd or {}; hd[#hd + 1] = "rating"
+    if s == 115 then if hs then hs[#hs + 1] = "rating"; hs[#hs + 1] = A[x] else hs = { "rating", A[x] } end; x = x + 1
+    elseif s == 100 then if hd then hd[#hd + 1] = "rating" else hd = { "rating" } end
     elseif s ~= 46 then
-      inc = inc or {}; inc[#inc + 1] = "rating"; inc[#inc + 1] = A[x]
-      inc[#inc + 1] = s == 105 and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1
+      cmd = s == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
+      if inc then inc[#inc + 1] = "rating"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "rating", A[x], cmd } end; x = x + 1
     end
     op4 = string.byte(ops, 4)
-    if op4 == 115 then val4 = A[x]; hs = hs or {}; hs[#hs + 1] = "email"; hs[#hs + 1] = val4; x = x + 1
-    elseif op4 == 100 then hd = hd or {}; hd[#hd + 1] = "email"
+    if op4 == 115 then val4 = A[x]; if hs then hs[#hs + 1] = "email"; hs[#hs + 1] = val4 else hs = { "email", val4 } end; x = x + 1
+    elseif op4 == 100 then if hd then hd[#hd + 1] = "email" else hd = { "email" } end
     elseif op4 ~= 46 then
-      inc = inc or {}; inc[#inc + 1] = "email"; inc[#inc + 1] = A[x]
-      inc[#inc + 1] = op4 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1
+      cmd = op4 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
+      if inc then inc[#inc + 1] = "email"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "email", A[x], cmd } end; x = x + 1
     end
     s = string.byte(ops, 5)
-    if s == 115 then hs = hs or {}; hs[#hs + 1] = "version"; hs[#hs + 1] = A[x]; x = x + 1
-    elseif s == 100 then hd = hd or {}; hd[#hd + 1] = "version"
+    if s == 115 then if hs then hs[#hs + 1] = "version"; hs[#hs + 1] = A[x] else hs = { "version", A[x] } end; x = x + 1
+    elseif s == 100 then if hd then hd[#hd + 1] = "version" else hd = { "version" } end
     elseif s ~= 46 then
-      inc = inc or {}; inc[#inc + 1] = "version"; inc[#inc + 1] = A[x]
-      inc[#inc + 1] = s == 105 and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1
+      cmd = s == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
+      if inc then inc[#inc + 1] = "version"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "version", A[x], cmd } end; x = x + 1
     end
     op6 = string.byte(ops, 6)
-    if op6 == 115 then val6 = A[x]; hs = hs or {}; hs[#hs + 1] = "tags"; hs[#hs + 1] = val6; x = x + 1
-    elseif op6 == 100 then hd = hd or {}; hd[#hd + 1] = "tags"
+    if op6 == 115 then val6 = A[x]; if hs then hs[#hs + 1] = "tags"; hs[#hs + 1] = val6 else hs = { "tags", val6 } end; x = x + 1
+    elseif op6 == 100 then if hd then hd[#hd + 1] = "tags" else hd = { "tags" } end
     elseif op6 ~= 46 then
-      inc = inc or {}; inc[#inc + 1] = "tags"; inc[#inc + 1] = A[x]
-      inc[#inc + 1] = op6 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'; x = x + 1
+      cmd = op6 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
+      if inc then inc[#inc + 1] = "tags"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "tags", A[x], cmd } end; x = x + 1
     end
   end
   if (op1 == 105 or op1 == 102) then return nil end
