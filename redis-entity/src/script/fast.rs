@@ -257,7 +257,8 @@ fn identifiers(code: &str) -> std::collections::HashSet<&str> {
 
 /// The unit form's checks against the unit's earlier operations (`u`, as
 /// lua/unit.lua keeps it): a unique value another entity of the unit is
-/// given refuses the write; the entity is stored once the unit is applied.
+/// given refuses the write; the entity is stored once the unit is applied
+/// (recorded when the unit relates entities: `u.follow`).
 fn unit_checks(w: &mut String, t: &Type<'_>) {
     for i in t.idx.iter().filter(|i| i.kind == IndexKind::Unique) {
         let n = i.n;
@@ -272,7 +273,8 @@ fn unit_checks(w: &mut String, t: &Type<'_>) {
         emit!(w, "    u.unique[key] = m");
         emit!(w, "  end");
     }
-    emit!(w, "  u.exists[K[1]] = true");
+    // Only a relation reads which entities the unit leaves stored.
+    emit!(w, "  if u.follow then u.exists[K[1]] = true end");
 }
 
 /// What the generator knows of the type.

@@ -19,8 +19,9 @@
 -- refuses a unit that names one twice), so what phase 1 read of an entity
 -- still holds in phase 2. What operations do to each other is followed in
 -- `u`: the entities saved or deleted (a relation end saved by an earlier
--- operation exists), and the unique values given (two operations may not
--- give one value to two entities).
+-- operation exists; followed only when the unit relates entities,
+-- `u.follow`), and the unique values given (two operations may not give
+-- one value to two entities).
 
 -- Records that the unit's earlier operations leave the entity of `w`
 -- stored (or not), under each key whose existence means it exists (a
@@ -139,13 +140,14 @@ local function unit_op(n, c, t, own, args, first, last)
   return { i = n, kind = mode, t = t, keys = K, args = A, first = 1, last = #A }
 end
 
--- Phase 1: each operation read from the header and checked in turn, its
--- state put in `ops` (and, for straight-line code, its type in `fast`).
+-- Phase 1: each operation read from the header and checked in turn; `ops`
+-- gets two entries per operation: its state and, for straight-line code,
+-- its type (false for the others).
 -- `u.at` is the operation being checked, so that an error raised by a
 -- check names it (one pcall around the phase, not one per operation).
 -- Returns the first refusal, or nil and an error that is no operation's
 -- (an unknown kind in the header).
-local function unit_checks(keys, args, u, ops, fast)
+local function unit_checks(keys, args, u, ops)
   local head = args[1] or ''
   local n, k, j = 0, 0, 2
   for h = 1, #head, 9 do
@@ -161,14 +163,14 @@ local function unit_checks(keys, args, u, ops, fast)
     local state = mode and F and F.unit(own, args, first, last, mode, u, n == 1)
     if state then
       if state.err then return state end
-      ops[n], fast[n] = state, t
+      ops[2 * n - 1], ops[2 * n] = state, t
     else
       local op = unit_op(n, c, t, own, args, first, last)
       local handler = op.kind and UNIT[op.kind]
       if not handler then
         return nil, redis.error_reply('ERR redis-entity: unknown unit operation ' .. tostring(c))
       end
-      ops[n] = op
+      ops[2 * n - 1], ops[2 * n] = op, false
       local refused = handler.check(u, op)
       if refused then return refused end
     end
@@ -176,10 +178,22 @@ local function unit_checks(keys, args, u, ops, fast)
   return nil
 end
 
+-- Whether the unit of `head` relates or unrelates entities: only then do
+-- its operations record which entities they leave stored (`u.exists`).
+local function relates(head)
+  for h = 1, #head, 9 do
+    local c = string.byte(head, h)
+    if c == 114 or c == 110 then return true end
+  end
+  return false
+end
+
 local function unit(keys, args)
-  local ops, fast = {}, {}
-  local u = { exists = {}, unique = {}, sets = {}, at = 0 }
-  local ok, refused, malformed = pcall(unit_checks, keys, args, u, ops, fast)
+  -- Sized for a unit of four: fewer tables grown on the way (every table
+  -- made or grown here is a measurable part of a small unit's time).
+  local ops = { false, false, false, false, false, false, false, false }
+  local u = { exists = {}, unique = {}, sets = {}, at = 0, follow = relates(args[1] or '') }
+  local ok, refused, malformed = pcall(unit_checks, keys, args, u, ops)
   if not ok then
     refused = redis.error_reply(type(refused) == 'table' and refused.err or tostring(refused))
   end
@@ -187,10 +201,12 @@ local function unit(keys, args)
   if refused then
     return redis.error_reply('UNIT_REFUSED ' .. (u.at - 1) .. ' ' .. refused.err)
   end
-  -- Phase 2: the writes, in order.
-  local out = {}
-  for i = 1, #ops do
-    local op, t = ops[i], fast[i]
+  -- Phase 2: the writes, in order, each result put in `ops` in place of
+  -- entries already read (the i-th result goes where the (i/2)-th
+  -- operation was), which is then the reply.
+  local n = u.at
+  for i = 1, n do
+    local op, t = ops[2 * i - 1], ops[2 * i]
     local r, bad
     if t then
       T = TYPES[t] or T
@@ -205,7 +221,8 @@ local function unit(keys, args)
       r, bad = UNIT[op.kind].apply(u, op)
       if r == nil and bad then return bad end
     end
-    out[i] = r
+    ops[i] = r
   end
-  return out
+  for i = n + 1, math.max(2 * n, 8) do ops[i] = nil end
+  return ops
 end

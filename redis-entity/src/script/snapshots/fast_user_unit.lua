@@ -177,7 +177,7 @@ local function fast_unit(K, A, f, last, mode, u, first)
     if owner and owner ~= m then return redis.error_reply('UNIQUE_VIOLATION 0') end
     u.unique[key] = m
   end
-  u.exists[K[1]] = true
+  if u.follow then u.exists[K[1]] = true end
   return { K, A, x, last, all, inc, hs, hd, existed, ids, m, o1, n1, ko1, kn1, ow1, o2, n2, ko2, kn2, o3, n3, p3, a3, o4, n4, p4, o5, n5, p5, to5, tn5, op4 }
 end
 local function fast_unit_write(st)
