@@ -140,25 +140,58 @@ local function unit_op(n, c, t, own, args, first, last)
   return { i = n, kind = mode, t = t, keys = K, args = A, first = 1, last = #A }
 end
 
--- Phase 1: each operation read from the header and checked in turn; `ops`
--- gets two entries per operation: its state and, for straight-line code,
--- its type (false for the others).
--- `u.at` is the operation being checked, so that an error raised by a
--- check names it (one pcall around the phase, not one per operation).
--- Returns the first refusal, or nil and an error that is no operation's
--- (an unknown kind in the header).
-local function unit_checks(keys, args, u, ops)
-  local head = args[1] or ''
-  local n, k, j = 0, 0, 2
+-- The header of a unit parsed: six entries per operation (its kind byte,
+-- its type's number, the position of its first key in KEYS less one, its
+-- key count, and its first and last argument in ARGV), and `follow`:
+-- whether the unit relates or unrelates entities (only then do the
+-- straight-line operations record which entities they leave stored, in
+-- `u.exists`).
+local function parse_header(head)
+  local s, k, j, follow = {}, 0, 2, false
   for h = 1, #head, 9 do
     local c, t1, t2, k1, k2, k3, a1, a2, a3 = string.byte(head, h, h + 8)
-    local t = t1 * 256 + t2
     local nk, na = (k1 * 256 + k2) * 256 + k3, (a1 * 256 + a2) * 256 + a3
-    local own = { unpack(keys, k + 1, k + nk) }
-    local first, last = j, j + na - 1
-    k, j, n = k + nk, j + na, n + 1
-    u.at = n
+    local b = #s
+    s[b + 1], s[b + 2], s[b + 3], s[b + 4], s[b + 5], s[b + 6] = c, t1 * 256 + t2, k, nk, j, j + na - 1
+    k, j = k + nk, j + na
+    if c == 114 or c == 110 then follow = true end
+  end
+  s.follow = follow
+  return s
+end
+
+-- The parsed headers of recent units of up to SHAPE_OPS operations, by
+-- header (a unit's shape: the same kinds, types and counts give the same
+-- header), at most SHAPES_MAX of them (then the cache starts again): the
+-- units an application sends are a few shapes, and reading a header costs
+-- a small unit as much as one of its operations' checks.
+local SHAPES, SHAPES_N, SHAPES_MAX, SHAPE_OPS = {}, 0, 256, 32
+local function shape(head)
+  local s = SHAPES[head]
+  if s then return s end
+  s = parse_header(head)
+  if #head <= 9 * SHAPE_OPS then
+    if SHAPES_N >= SHAPES_MAX then SHAPES, SHAPES_N = {}, 0 end
+    SHAPES[head], SHAPES_N = s, SHAPES_N + 1
+  end
+  return s
+end
+
+-- The operation being checked, so that an error raised by a check names
+-- it (one pcall around phase 1, not one per operation).
+local AT = 0
+
+-- Phase 1: each operation of shape `s` checked in turn; `ops` gets two
+-- entries per operation: its state and, for straight-line code, its type
+-- (false for the others). Returns the first refusal, or nil and an error
+-- that is no operation's (an unknown kind in the header).
+local function unit_checks(keys, args, u, ops, s)
+  for n = 1, #s / 6 do
+    local b = 6 * n - 6
+    local c, t, k, nk, first, last = s[b + 1], s[b + 2], s[b + 3], s[b + 4], s[b + 5], s[b + 6]
+    AT = n
     T = TYPES[t] or T
+    local own = nk == 1 and { keys[k + 1] } or { unpack(keys, k + 1, k + nk) }
     local mode, F = FAST_MODE[c], FAST[t]
     local state = mode and F and F.unit(own, args, first, last, mode, u, n == 1)
     if state then
@@ -178,33 +211,25 @@ local function unit_checks(keys, args, u, ops)
   return nil
 end
 
--- Whether the unit of `head` relates or unrelates entities: only then do
--- its operations record which entities they leave stored (`u.exists`).
-local function relates(head)
-  for h = 1, #head, 9 do
-    local c = string.byte(head, h)
-    if c == 114 or c == 110 then return true end
-  end
-  return false
-end
-
 local function unit(keys, args)
   -- Sized for a unit of four: fewer tables grown on the way (every table
   -- made or grown here is a measurable part of a small unit's time).
   local ops = { false, false, false, false, false, false, false, false }
-  local u = { exists = {}, unique = {}, sets = {}, at = 0, follow = relates(args[1] or '') }
-  local ok, refused, malformed = pcall(unit_checks, keys, args, u, ops)
+  local s = shape(args[1] or '')
+  local u = { exists = {}, unique = {}, sets = {}, follow = s.follow }
+  AT = 0
+  local ok, refused, malformed = pcall(unit_checks, keys, args, u, ops, s)
   if not ok then
     refused = redis.error_reply(type(refused) == 'table' and refused.err or tostring(refused))
   end
   if malformed then return malformed end
   if refused then
-    return redis.error_reply('UNIT_REFUSED ' .. (u.at - 1) .. ' ' .. refused.err)
+    return redis.error_reply('UNIT_REFUSED ' .. (AT - 1) .. ' ' .. refused.err)
   end
   -- Phase 2: the writes, in order, each result put in `ops` in place of
   -- entries already read (the i-th result goes where the (i/2)-th
   -- operation was), which is then the reply.
-  local n = u.at
+  local n = AT
   for i = 1, n do
     local op, t = ops[2 * i - 1], ops[2 * i]
     local r, bad
