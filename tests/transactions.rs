@@ -399,6 +399,76 @@ async fn plain_writes_in_a_unit_run_straight_line_code_and_check_first() {
 }
 
 #[tokio::test]
+async fn units_of_one_shape_each_write_their_own_entities_and_values() {
+    // The unit function keeps each shape of unit it has read (its kinds,
+    // types and counts: lua/unit.lua `SHAPES`); units of a shape seen
+    // before, and of another shape as long, write what they name.
+    let server = Target::start();
+    let store = server.store().await;
+    let users: Vec<User> = (1..=6).map(|i| user(i, &format!("u{i}"))).collect();
+    store.save_all(&users).await.unwrap();
+    for i in 0..3u64 {
+        store
+            .transaction()
+            .update::<User>(2 * i + 1, |u| u.incr(User::POSTS, i as i64 + 1))
+            .update::<User>(2 * i + 2, |u| u.set(User::NAME, format!("renamed{i}")))
+            .exec()
+            .await
+            .unwrap();
+    }
+    store
+        .transaction()
+        .update::<User>(2, |u| u.incr(User::POSTS, 10))
+        .update::<User>(4, |u| u.incr(User::POSTS, 20))
+        .exec()
+        .await
+        .unwrap();
+    let stored: Vec<(u64, String, i64)> = store
+        .get_many::<User>(1..=6u64)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.map(|u| (u.id, u.name, u.posts)).unwrap())
+        .collect();
+    let name = |s: &str| s.to_owned();
+    assert_eq!(
+        stored,
+        [
+            (1, name("u1"), 1),
+            (2, name("renamed0"), 10),
+            (3, name("u3"), 2),
+            (4, name("renamed1"), 20),
+            (5, name("u5"), 3),
+            (6, name("renamed2"), 0),
+        ]
+    );
+    assert_eq!(
+        store
+            .find_unique(User::NAME, "renamed1")
+            .await
+            .unwrap()
+            .map(|u| u.id),
+        Some(4)
+    );
+    // A refusal in a unit of a shape seen before names its own operation,
+    // and nothing of the unit is written.
+    let before = server.snapshot();
+    let err = store
+        .transaction()
+        .update::<User>(1, |u| u.incr(User::POSTS, 1))
+        .update::<User>(3, |u| u.set(User::NAME, "renamed0".to_owned()))
+        .exec()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::TransactionRefused { op: 1, source, .. }
+            if matches!(**source, Error::UniqueViolation { .. })),
+        "{err:?}"
+    );
+    assert_eq!(server.snapshot(), before);
+}
+
+#[tokio::test]
 async fn an_entity_of_any_layout_saved_in_a_unit_can_be_related_in_it() {
     let server = Target::start();
     let store = server.store().await;
