@@ -226,9 +226,9 @@ local function unit(keys, args)
   if refused then
     return redis.error_reply('UNIT_REFUSED ' .. (AT - 1) .. ' ' .. refused.err)
   end
-  -- Phase 2: the writes, in order, each result put in `ops` in place of
-  -- entries already read (the i-th result goes where the (i/2)-th
-  -- operation was), which is then the reply.
+  -- Phase 2: the writes, in order. The i-th result goes into `ops[i]`,
+  -- an entry of an operation already written (operation (i + 1) // 2), so
+  -- that `ops` becomes the reply.
   local n = AT
   for i = 1, n do
     local op, t = ops[2 * i - 1], ops[2 * i]
