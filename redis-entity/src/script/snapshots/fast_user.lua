@@ -157,8 +157,9 @@ local function fast_change(K, A, f, last, mode)
   if n4 ~= o4 or (op4 == 105 or op4 == 102) then
     err = wrong_type(p4, 'zset'); if err then return err end
   end
-  local to5, tn5 = fast_tags(o5), fast_tags(n5)
+  local to5, tn5
   if n5 ~= o5 then
+    to5, tn5 = fast_tags(o5), fast_tags(n5)
     for t in pairs(to5) do
       if not tn5[t] then err = wrong_type(p5 .. t, 'set'); if err then return err end end
     end
