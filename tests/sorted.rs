@@ -189,6 +189,46 @@ async fn the_sorted_set_follows_saves_updates_and_deletes() {
 }
 
 #[tokio::test]
+async fn an_increment_to_fifteen_digits_scores_the_exact_value() {
+    // An integer increment's new value goes into the sorted set as the
+    // server computed it: written out in full, not in Lua's 14-digit
+    // `tostring` (1.2345678901234e+14), alone and in a unit.
+    let server = Target::start();
+    let store = seeded(&server).await;
+    let mut c = server.conn();
+    store
+        .update::<Item>(&4)
+        .set(Item::STOCK, Some(123_456_789_012_340))
+        .exec()
+        .await
+        .unwrap();
+    store
+        .update::<Item>(&4)
+        .incr(Item::STOCK, 5)
+        .exec()
+        .await
+        .unwrap();
+    let score: f64 = c.zscore(shard_key(&store, 4, "item:@stock"), "4").unwrap();
+    assert_eq!(score, 123_456_789_012_345.0);
+    store
+        .transaction()
+        .update::<Item>(&4, |u| u.incr(Item::STOCK, 2))
+        .exec()
+        .await
+        .unwrap();
+    let score: f64 = c.zscore(shard_key(&store, 4, "item:@stock"), "4").unwrap();
+    assert_eq!(score, 123_456_789_012_347.0);
+    let stored = store.get::<Item>(&4).await.unwrap().unwrap();
+    assert_eq!(stored.stock, Some(123_456_789_012_347));
+    assert!(store
+        .maintenance::<Item>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
+}
+
+#[tokio::test]
 async fn ranges_with_inclusive_exclusive_and_open_bounds() {
     let server = Target::start();
     let store = seeded(&server).await;

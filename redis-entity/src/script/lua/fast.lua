@@ -73,10 +73,17 @@ local function fast_incr(K, inc)
 end
 
 -- The value an increment of `field` gave it (after fast_incr), as stored.
+-- HINCRBYFLOAT answers the stored text; HINCRBY an integer, which Lua
+-- holds as a number and `tostring` would cut to 14 digits
+-- (1.2345678901234e+14): it is written out in full.
 local function fast_incremented(inc, field)
   if not inc then return nil end
   for t = 1, #inc, 3 do
-    if inc[t] == field then return tostring(inc[t + 1]) end
+    if inc[t] == field then
+      local v = inc[t + 1]
+      if type(v) == 'number' then return string.format('%d', v) end
+      return v
+    end
   end
   return nil
 end
