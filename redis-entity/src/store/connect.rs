@@ -13,27 +13,15 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::AsyncConnectionConfig;
 use std::time::{Duration, Instant};
 
-/// How a store connects and reconnects: set on its builder
-/// (`StoreBuilder::connect_timeout` and the three after it, which document
-/// each field).
+/// How a store connects and reconnects: set on its builder, whose setters
+/// of the same names (`StoreBuilder::connect_timeout` and the three after
+/// it) say what each field does; the defaults are below.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ConnectOptions {
-    /// How long the first connection may take in all, retries included, and
-    /// each reconnection attempt. Default 1 s.
     pub(crate) connect_timeout: Duration,
-    /// How long a call waits for its reply (`None`: forever). A write whose
-    /// reply does not come in time has an unknown outcome: the server may
-    /// still run it ([`Error::is_timeout`]). Default 5 s, long enough for a
-    /// `save_all` of thousands of entities.
     pub(crate) response_timeout: Option<Duration>,
-    /// The first and the longest wait between reconnection attempts after
-    /// the connection was lost (doubling in between). A server back after
-    /// a restart is used again within about the longest wait. Default 50 ms
-    /// and 250 ms.
+    /// The first and the longest wait between reconnection attempts.
     pub(crate) reconnect_delays: (Duration, Duration),
-    /// How many reconnection attempts one call makes before it fails; the
-    /// next call starts again. Default 4 (with the delays above, a call
-    /// gives up after about half a second while the server is down).
     pub(crate) reconnect_attempts: usize,
 }
 
