@@ -129,9 +129,9 @@ local KINDS = {
 }
 
 -- The record of an operation the straight-line code does not run: its
--- kind, type, keys and the range of its arguments in `args`.
-local function unit_op(n, c, t, own, args, first, last)
-  local mode, F = FAST_MODE[c], FAST[t]
+-- kind, type, keys and the range of its arguments in `args`. `mode` and
+-- `F`: its straight-line mode and its type's straight-line code, if any.
+local function unit_op(n, c, t, mode, F, own, args, first, last)
   if not mode then
     return { i = n, kind = KINDS[c], t = t, keys = own, args = args, first = first, last = last }
   end
@@ -198,7 +198,7 @@ local function unit_checks(keys, args, u, ops, s)
       if state.err then return state end
       ops[2 * n - 1], ops[2 * n] = state, t
     else
-      local op = unit_op(n, c, t, own, args, first, last)
+      local op = unit_op(n, c, t, mode, F, own, args, first, last)
       local handler = op.kind and UNIT[op.kind]
       if not handler then
         return nil, redis.error_reply('ERR redis-entity: unknown unit operation ' .. tostring(c))
