@@ -597,17 +597,23 @@ mod tests {
         List(Vec<&'static str>),
     }
 
-    /// A keyspace that answers the verifier's requests; SCAN pages hold one
-    /// key so that cursors are followed.
-    struct Fake(BTreeMap<String, Stored>);
+    /// A keyspace that answers the verifier's requests; SCAN and SSCAN pages
+    /// hold one item (unless made `paged`) so that cursors are followed.
+    struct Fake(BTreeMap<String, Stored>, usize);
 
     impl Fake {
         fn new(entries: Vec<(&str, Stored)>) -> Self {
+            Self::paged(entries, 1)
+        }
+
+        /// A keyspace whose SCAN and SSCAN pages hold `page` items.
+        fn paged(entries: Vec<(&str, Stored)>, page: usize) -> Self {
             Fake(
                 entries
                     .into_iter()
                     .map(|(k, v)| (k.to_owned(), v))
                     .collect(),
+                page,
             )
         }
 
@@ -632,7 +638,7 @@ mod tests {
                         })
                         .map(String::as_str)
                         .collect();
-                    let end = (cursor + 1).min(all.len());
+                    let end = (cursor + self.1).min(all.len());
                     let next = if end < all.len() { end } else { 0 };
                     Value::Array(vec![
                         bulk(&next.to_string()),
@@ -670,7 +676,7 @@ mod tests {
                         Some(Stored::Members(m)) => m.clone(),
                         _ => Vec::new(),
                     };
-                    let end = (cursor + 1).min(all.len());
+                    let end = (cursor + self.1).min(all.len());
                     let next = if end < all.len() { end } else { 0 };
                     Value::Array(vec![
                         bulk(&next.to_string()),
@@ -690,14 +696,23 @@ mod tests {
 
         /// Runs the verifier to its end; returns the report and every request.
         fn verify(&self, ns: &Namespace) -> (Report, Vec<Vec<String>>) {
+            self.verify_holding(ns, usize::MAX)
+        }
+
+        /// [`verify`](Self::verify), checking after every round trip that
+        /// the verifier holds at most `most` keys, members and entries.
+        fn verify_holding(&self, ns: &Namespace, most: usize) -> (Report, Vec<Vec<String>>) {
             let mut v = Verifier::new(&ACCOUNT, ns);
             let mut sent = Vec::new();
+            let mut trips = 0;
             while let Some(pipe) = v.next_request() {
                 let cmds = commands(&pipe);
-                assert!(sent.len() < 100, "the verifier does not finish");
+                trips += 1;
+                assert!(trips < 10_000, "the verifier does not finish");
                 let replies = cmds.iter().map(|c| self.answer(c)).collect();
                 sent.extend(cmds);
                 v.feed(replies).unwrap();
+                assert!(v.held() <= most, "holds {} after {trips} trips", v.held());
             }
             assert!(v.feed(vec![]).is_err(), "fed after it finished");
             (v.report(), sent)
@@ -789,6 +804,48 @@ mod tests {
         assert_eq!(sent[0][3], "account:[^@]*");
         assert_eq!(sent[12][3], "account:@email:*");
         assert_eq!(sent[18][3], "account:@country:*");
+    }
+
+    /// What the verifier holds does not grow with the data: with pages of
+    /// 100 keys, it checks 3,000 accounts (9,000 keys and entries) holding
+    /// at most 1,200 between round trips, and finds the one stale entry.
+    #[test]
+    fn the_verifier_holds_a_page_not_the_data() {
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        let store = |n: usize| {
+            let mut store = Vec::new();
+            let mut by_country: BTreeMap<&str, Vec<&'static str>> = BTreeMap::new();
+            let mut ids = Vec::new();
+            for i in 0..n {
+                let (id, email) = (leak(i.to_string()), leak(format!("{i}@x")));
+                let country = ["DE", "CN", "FR"][i % 3];
+                store.push((leak(format!("account:{i}")), account(email, country)));
+                store.push((leak(format!("account:@email:{email}")), Stored::Text(id)));
+                by_country.entry(country).or_default().push(id);
+                ids.push(id);
+            }
+            for (c, m) in by_country {
+                store.push((leak(format!("account:@country:{c}")), Stored::Members(m)));
+            }
+            store.push(("account:@ids", Stored::Members(ids)));
+            // One stale entry, found among the others.
+            store.push(("account:@country:XX", members(&["7"])));
+            Fake::paged(store, 100)
+        };
+        let ns = Namespace::none();
+        let (small, _) = store(300).verify(&ns);
+        let most = 1_200;
+        let (big, _) = store(3_000).verify_holding(&ns, most);
+        for (report, n) in [(small, 300), (big, 3_000)] {
+            assert_eq!((report.entities, report.index_entries), (n, 2 * n + 1));
+            assert_eq!(
+                report.violations,
+                [Violation::StaleEntry {
+                    key: "account:@country:XX".into(),
+                    member: "7".into()
+                }]
+            );
+        }
     }
 
     #[test]

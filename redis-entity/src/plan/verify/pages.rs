@@ -1249,6 +1249,20 @@ impl<'a> Verifier<'a> {
         self.checks_then(next)
     }
 
+    /// How many keys, members and entries it holds between round trips
+    /// (the report so far aside).
+    #[cfg(test)]
+    pub fn held(&self) -> usize {
+        self.page.len()
+            + self.probes.len()
+            + self.live.len()
+            + self.listings.len()
+            + self.references.len()
+            + self.index_keys.len()
+            + self.index_more.len()
+            + self.checks.len()
+    }
+
     /// Where the check is.
     pub fn progress(&self) -> Progress {
         let (step, done) = match &self.step {
