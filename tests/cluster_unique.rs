@@ -305,3 +305,61 @@ async fn a_conditional_change_of_a_unique_value_that_is_refused_keeps_no_claim()
     assert_eq!(owner(&store, "b@x").await.as_deref(), Some("1"));
     assert_eq!(owner(&store, "a@x").await, None);
 }
+
+/// Two entities in two shards holding one value (written around the
+/// library): each shard alone looks right, so only the owner keys' walk
+/// finds it, page by page, and names both holders under the owner key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_value_held_in_two_shards_is_a_duplicate_under_its_owner_key() {
+    let cluster = RedisCluster::start(3);
+    let store = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
+    for id in 1..=16u64 {
+        store.save(&acct(id, &format!("u{id}@x"))).await.unwrap();
+    }
+    let tag = |id: u64| {
+        let base = store.keys().of::<Account>(id).base;
+        base[..base.find('}').unwrap() + 1].to_owned()
+    };
+    let other = (2..=16u64).find(|&id| tag(id) != tag(1)).unwrap();
+    // `other` takes `u1@x` in its own shard: its field and its shard's
+    // unique key, renamed from its own value's (same shard, same slot).
+    let own: Vec<String> = store
+        .keys()
+        .scan(&format!("{}*u{other}@x", tag(other)))
+        .await
+        .unwrap();
+    assert_eq!(
+        own.len(),
+        1,
+        "the shard's unique key of u{other}@x: {own:?}"
+    );
+    let planted = own[0].replace(&format!("u{other}@x"), "u1@x");
+    let mut conn = store.connection();
+    let () = conn.rename(&own[0], &planted).await.unwrap();
+    let () = conn
+        .hset(store.keys().of::<Account>(other).base, "email", "u1@x")
+        .await
+        .unwrap();
+
+    let report = store.maintenance::<Account>().verify().await.unwrap();
+    assert_eq!(
+        report.violations,
+        [Violation::DuplicateUnique {
+            key: owner_key("u1@x"),
+            members: vec!["1".into(), other.to_string()],
+        }],
+        "{report}"
+    );
+    assert_eq!(report.entities, 16);
+    // Left to a person: which of the two keeps the value.
+    let repaired = store
+        .maintenance::<Account>()
+        .repair(&report)
+        .await
+        .unwrap();
+    assert_eq!((repaired.fixed, repaired.left.len()), (0, 1), "{repaired}");
+    assert_eq!(owner(&store, "u1@x").await.as_deref(), Some("1"));
+}

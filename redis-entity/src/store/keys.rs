@@ -121,13 +121,7 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync> Keys<'s, C> {
         for hint in store.node_hints().await? {
             let mut cursor: u64 = 0;
             loop {
-                let mut pipe = redis::pipe();
-                crate::keyspace::nodes::scan_page(&mut pipe, cursor, pattern);
-                crate::keyspace::nodes::route_to(&mut pipe, hint.as_deref());
-                let ((next, found),): ((u64, Vec<String>),) = pipe
-                    .query_async(&mut store.reader())
-                    .await
-                    .map_err(|e| Error::redis(pattern, e))?;
+                let (next, found) = store.scan_page(hint.as_deref(), cursor, pattern).await?;
                 keys.extend(found);
                 if next == 0 {
                     break;

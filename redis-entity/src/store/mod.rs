@@ -856,4 +856,23 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub(crate) async fn node_hints(&self) -> Result<Vec<Option<String>>> {
         crate::keyspace::nodes::node_hints(&mut self.conn.clone(), self.ns.layout()).await
     }
+
+    /// One SCAN page of the keys matching `pattern`, from `cursor`, on the
+    /// node serving `hint` (one of [`node_hints`](Self::node_hints)): the
+    /// next cursor and the keys.
+    pub(crate) async fn scan_page(
+        &self,
+        hint: Option<&str>,
+        cursor: u64,
+        pattern: &str,
+    ) -> Result<(u64, Vec<String>)> {
+        let mut pipe = redis::pipe();
+        crate::keyspace::nodes::scan_page(&mut pipe, cursor, pattern);
+        crate::keyspace::nodes::route_to(&mut pipe, hint);
+        let ((next, found),): ((u64, Vec<String>),) = pipe
+            .query_async(&mut self.reader())
+            .await
+            .map_err(|e| Error::redis(pattern, e))?;
+        Ok((next, found))
+    }
 }

@@ -36,7 +36,7 @@ use crate::script::reply::{self, ClaimReply};
 use crate::script::{self, args::ClaimMode, write::WriteOp, Call};
 use redis::aio::ConnectionLike;
 use redis::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How long a claim protects a write under way: a claim older than this
 /// whose owner does not hold the value is taken over.
@@ -373,54 +373,202 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     pub(crate) async fn verify_owners(&self, desc: &'static EntityDesc) -> Result<Vec<Violation>> {
         let mut found = Vec::new();
         for n in guarded(desc).collect::<Vec<_>>() {
-            let holders = self.unique_holders(desc, n).await?;
-            found.extend(self.unowned_values(desc, n, &holders).await?);
-            found.extend(self.stale_owners(desc, n, &holders).await?);
+            found.extend(self.unowned_values(desc, n).await?);
+            found.extend(self.stale_owners(desc, n).await?);
         }
         Ok(found)
     }
 
-    /// Index `n`'s (escaped value) -> holders, from every shard's unique
-    /// keys: one walk of every master for all shards.
-    async fn unique_holders(
-        &self,
-        desc: &'static EntityDesc,
-        n: usize,
-    ) -> Result<BTreeMap<Vec<u8>, Vec<String>>> {
+    /// Walks the keys matching `pattern` on every master a SCAN page at a
+    /// time, handing each page to `visit` and what it finds to `keep`: what
+    /// the walk holds is one page.
+    async fn each_page<'s, T, F, Fut>(
+        &'s self,
+        pattern: &str,
+        visit: F,
+        mut keep: impl FnMut(T) + Send,
+    ) -> Result<()>
+    where
+        F: Fn(Vec<String>) -> Fut + Send,
+        Fut: std::future::Future<Output = Result<T>> + Send + 's,
+    {
+        for hint in self.node_hints().await? {
+            let mut cursor = 0;
+            loop {
+                let (next, page) = self.scan_page(hint.as_deref(), cursor, pattern).await?;
+                keep(visit(page).await?);
+                match next {
+                    0 => break,
+                    next => cursor = next,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Values of index `n` held by more than one entity, and values whose
+    /// owner key does not name their one holder. Every shard's unique keys
+    /// are walked page by page; each value held by an entity (its shard's
+    /// key names it, and it exists) is looked up in its owner key. What is
+    /// kept is the values found wrong: owner key -> the holders it does
+    /// not name, and the one it names if that one holds the value too.
+    async fn unowned_values(&self, desc: &'static EntityDesc, n: usize) -> Result<Vec<Violation>> {
         let field = desc.indexes[n].field;
+        let first = keyspace::shard_space(desc, &self.ns, 0);
         let pattern = format!(
             "{}{{{}:*}}:{}",
             self.ns.as_str(),
             desc.prefix,
-            &keyspace::index_scan_pattern(desc, &keyspace::shard_space(desc, &self.ns, 0), field)
-                [keyspace::shard_space(desc, &self.ns, 0).as_str().len()..]
+            &keyspace::index_scan_pattern(desc, &first, field)[first.as_str().len()..]
         );
         let prefixes: Vec<String> = keyspace::spaces(desc, &self.ns)
             .iter()
             .map(|space| keyspace::index_prefix(desc, space, field))
             .collect();
-        let keys: Vec<(String, Vec<u8>)> = self
-            .keys()
-            .scan(&pattern)
-            .await?
+        let prefixes = &prefixes;
+        let mut wrong: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let visit = |page: Vec<String>| async move {
+            let keys: Vec<(String, Vec<u8>)> = page
+                .into_iter()
+                .filter_map(|k| {
+                    let value = prefixes
+                        .iter()
+                        .find_map(|p| k.strip_prefix(p.as_str()))?
+                        .as_bytes()
+                        .to_vec();
+                    Some((k, value))
+                })
+                .collect();
+            let named = self.live_members_named(desc, &keys).await?;
+            let held: Vec<(Vec<u8>, String)> = keys
+                .into_iter()
+                .zip(named)
+                .filter_map(|((_, value), m)| Some((value, m?)))
+                .collect();
+            let owner_keys: Vec<String> = held
+                .iter()
+                .map(|(v, _)| self.owner_of(desc, n, v))
+                .collect();
+            let owners = self.owners_named(owner_keys.clone()).await?;
+            // (owner key, a holder it does not name, the one it names if
+            // that one holds the value too)
+            let mut found = Vec::new();
+            for (((value, member), key), owner) in held.into_iter().zip(owner_keys).zip(owners) {
+                let owner = owner.map(|(o, _)| o);
+                if owner.as_deref() == Some(member.as_str()) {
+                    continue;
+                }
+                let also = match owner {
+                    Some(o) if self.holds(desc, n, &value, &o).await? => Some(o),
+                    _ => None,
+                };
+                found.push((key, member, also));
+            }
+            Ok(found)
+        };
+        self.each_page(&pattern, visit, |found| {
+            for (key, member, also) in found {
+                let holders = wrong.entry(key).or_default();
+                holders.insert(member);
+                holders.extend(also);
+            }
+        })
+        .await?;
+        Ok(wrong
             .into_iter()
-            .filter_map(|k| {
-                let value = prefixes
-                    .iter()
-                    .find_map(|p| k.strip_prefix(p.as_str()))?
-                    .as_bytes()
-                    .to_vec();
-                Some((k, value))
+            .map(|(key, held)| match held.len() {
+                1 => Violation::UnownedValue {
+                    key,
+                    member: held.into_iter().next().unwrap_or_default(),
+                },
+                _ => Violation::DuplicateUnique {
+                    key,
+                    members: held.into_iter().collect(),
+                },
+            })
+            .collect())
+    }
+
+    /// Owner keys of index `n` naming an entity that does not hold their
+    /// value, walked page by page.
+    async fn stale_owners(&self, desc: &'static EntityDesc, n: usize) -> Result<Vec<Violation>> {
+        let pattern = keyspace::owner_scan_pattern(desc, &self.ns, desc.indexes[n].field);
+        let head = &pattern[..pattern.len() - 2];
+        let visit = |page: Vec<String>| async move {
+            let named = self.owners_named(page.clone()).await?;
+            // A younger claim may be a write under way.
+            let claims: Vec<(String, Vec<u8>, String)> = page
+                .into_iter()
+                .zip(named)
+                .filter_map(|(key, owner)| {
+                    let (owner, age_ms) = owner?;
+                    let value = key
+                        .strip_prefix(head)
+                        .and_then(|k| k.strip_suffix('}'))
+                        .unwrap_or_default()
+                        .as_bytes()
+                        .to_vec();
+                    (age_ms >= CLAIM_LEASE_MS).then_some((key, value, owner))
+                })
+                .collect();
+            let holds = self.holds_many(desc, n, &claims).await?;
+            Ok(claims
+                .into_iter()
+                .zip(holds)
+                .filter(|(_, holds)| !holds)
+                .map(|((key, _, owner), _)| Violation::StaleOwner { key, member: owner })
+                .collect::<Vec<_>>())
+        };
+        let mut found = Vec::new();
+        self.each_page(&pattern, visit, |stale| found.extend(stale))
+            .await?;
+        Ok(found)
+    }
+
+    /// [`holds`](Self::holds) for many (key, escaped value, owner): one
+    /// pipeline per slot of the owners' shard keys, concurrently.
+    async fn holds_many(
+        &self,
+        desc: &EntityDesc,
+        n: usize,
+        claims: &[(String, Vec<u8>, String)],
+    ) -> Result<Vec<bool>> {
+        if claims.is_empty() {
+            return Ok(Vec::new());
+        }
+        let local: Vec<(String, String)> = claims
+            .iter()
+            .map(|(_, value, owner)| {
+                let space = keyspace::entity_space(desc, &self.ns, owner);
+                let key = keyspace::index_key(desc, &space, desc.indexes[n].field, value);
+                (String::from_utf8_lossy(&key).into_owned(), owner.clone())
             })
             .collect();
-        let named = self.live_members_named(desc, &keys).await?;
-        let mut holders: BTreeMap<Vec<u8>, Vec<String>> = BTreeMap::new();
-        for ((_, value), m) in keys.into_iter().zip(named) {
-            if let Some(m) = m {
-                holders.entry(value).or_default().push(m);
-            }
-        }
-        Ok(holders)
+        self.per_slot(
+            &local,
+            |(k, _)| k.as_str(),
+            |group| async move {
+                let mut pipe = redis::pipe();
+                for (k, owner) in &group {
+                    pipe.cmd("GET")
+                        .arg(k)
+                        .cmd("EXISTS")
+                        .arg(keyspace::ttl_key(desc, &self.ns, owner));
+                }
+                let replies: Vec<(Option<String>, i64)> = pipe
+                    .query_async(&mut self.conn.clone())
+                    .await
+                    .map_err(|e| Error::redis(&group[0].0, e))?;
+                Ok(group
+                    .iter()
+                    .zip(replies)
+                    .map(|((_, owner), (named, alive))| {
+                        named.as_deref() == Some(owner.as_str()) && alive == 1
+                    })
+                    .collect())
+            },
+        )
+        .await
     }
 
     /// The member each shard unique key (key, escaped value) names, `None`
@@ -431,6 +579,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         desc: &'static EntityDesc,
         keys: &[(String, Vec<u8>)],
     ) -> Result<Vec<Option<String>>> {
+        // (A SCAN page may be empty; so would the pipelines be.)
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
         self.per_slot(
             keys,
             |(k, _)| k.as_str(),
@@ -466,77 +618,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         .await
     }
 
-    /// Values of index `n` held by more than one entity, and values whose
-    /// owner key does not name their one holder.
-    async fn unowned_values(
-        &self,
-        desc: &'static EntityDesc,
-        n: usize,
-        holders: &BTreeMap<Vec<u8>, Vec<String>>,
-    ) -> Result<Vec<Violation>> {
-        let mut found = Vec::new();
-        let owners: Vec<(Vec<u8>, String)> = holders
-            .keys()
-            .map(|v| (v.clone(), self.owner_of(desc, n, v)))
-            .collect();
-        let named = self
-            .owners_named(owners.iter().map(|(_, k)| k.clone()).collect())
-            .await?;
-        for ((value, key), owner) in owners.iter().zip(named) {
-            let held = &holders[value];
-            if held.len() > 1 {
-                found.push(Violation::DuplicateUnique {
-                    key: key.clone(),
-                    members: held.clone(),
-                });
-            } else if owner.as_ref().map(|(o, _)| o) != Some(&held[0]) {
-                found.push(Violation::UnownedValue {
-                    key: key.clone(),
-                    member: held[0].clone(),
-                });
-            }
-        }
-        Ok(found)
-    }
-
-    /// Owner keys of index `n` naming an entity that does not hold their
-    /// value.
-    async fn stale_owners(
-        &self,
-        desc: &'static EntityDesc,
-        n: usize,
-        holders: &BTreeMap<Vec<u8>, Vec<String>>,
-    ) -> Result<Vec<Violation>> {
-        let mut found = Vec::new();
-        let pattern = keyspace::owner_scan_pattern(desc, &self.ns, desc.indexes[n].field);
-        let head = &pattern[..pattern.len() - 2];
-        let all = self.keys().scan(&pattern).await?;
-        let named = self.owners_named(all.clone()).await?;
-        for (key, owner) in all.iter().zip(named) {
-            let Some((owner, age_ms)) = owner else {
-                continue;
-            };
-            let value = key
-                .strip_prefix(head)
-                .and_then(|k| k.strip_suffix('}'))
-                .unwrap_or_default()
-                .as_bytes()
-                .to_vec();
-            let holds = holders.get(&value).is_some_and(|h| h.contains(&owner));
-            // A younger claim may be a write under way.
-            if !holds && age_ms >= CLAIM_LEASE_MS {
-                found.push(Violation::StaleOwner {
-                    key: key.clone(),
-                    member: owner,
-                });
-            }
-        }
-        Ok(found)
-    }
-
     /// The owner and the age of the claim (ms) of each owner key, `None`
     /// for one that does not exist (one pipeline per slot, concurrently).
     async fn owners_named(&self, keys: Vec<String>) -> Result<Vec<Option<(String, u64)>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
