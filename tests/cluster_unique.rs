@@ -44,8 +44,11 @@ async fn owner(
         .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_unique_value_has_one_owner_across_shards() {
+/// A 3-master cluster with accounts 1 to 16, emails `u<id>@x`.
+async fn sixteen_accounts() -> (
+    RedisCluster,
+    Store<impl redis::aio::ConnectionLike + Clone + Send + Sync>,
+) {
     let cluster = RedisCluster::start(3);
     let store = Store::builder()
         .connect_cluster(&cluster.urls())
@@ -54,6 +57,12 @@ async fn a_unique_value_has_one_owner_across_shards() {
     for id in 1..=16u64 {
         store.save(&acct(id, &format!("u{id}@x"))).await.unwrap();
     }
+    (cluster, store)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unique_value_has_one_owner_across_shards() {
+    let (_cluster, store) = sixteen_accounts().await;
     let shards: std::collections::BTreeSet<String> = (1..=16u64)
         .map(|id| {
             store
@@ -311,14 +320,7 @@ async fn a_conditional_change_of_a_unique_value_that_is_refused_keeps_no_claim()
 /// finds it, page by page, and names both holders under the owner key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_value_held_in_two_shards_is_a_duplicate_under_its_owner_key() {
-    let cluster = RedisCluster::start(3);
-    let store = Store::builder()
-        .connect_cluster(&cluster.urls())
-        .await
-        .unwrap();
-    for id in 1..=16u64 {
-        store.save(&acct(id, &format!("u{id}@x"))).await.unwrap();
-    }
+    let (_cluster, store) = sixteen_accounts().await;
     let tag = |id: u64| {
         let base = store.keys().of::<Account>(id).base;
         base[..base.find('}').unwrap() + 1].to_owned()

@@ -270,6 +270,10 @@ struct Found {
     unreadable: Vec<Violation>,
     /// Registers, sets and lists of the wrong type already reported.
     wrong_typed: BTreeSet<String>,
+    /// Entity keys already reported unreadable or undecodable.
+    unreadable_keys: BTreeSet<String>,
+    /// Member -> its position in `leftovers`.
+    leftover_at: BTreeMap<String, usize>,
 }
 
 impl Found {
@@ -283,24 +287,29 @@ impl Found {
         }
     }
 
-    /// Adds an [`Violation::Unreadable`] (once: other keys of the entity
-    /// may come in another page and be read again).
+    /// Adds a [`Violation::Unreadable`] or [`Violation::Undecodable`] once
+    /// per key (other keys of the entity may come in another page and
+    /// have it read again).
     fn unreadable(&mut self, v: Violation) {
-        if !self.unreadable.contains(&v) {
+        let key = match &v {
+            Violation::Unreadable { key, .. } | Violation::Undecodable { key, .. } => key,
+            _ => "",
+        };
+        if key.is_empty() || self.unreadable_keys.insert(key.to_owned()) {
             self.unreadable.push(v);
         }
     }
 
     /// Adds the leftover keys of a gone entity, to those another page found.
     fn leftover(&mut self, member: &str, keys: Vec<String>) {
-        for v in &mut self.leftovers {
-            if let Violation::Leftover { member: m, keys: k } = v {
-                if m == member {
-                    k.extend(keys);
-                    return;
-                }
+        if let Some(&at) = self.leftover_at.get(member) {
+            if let Violation::Leftover { keys: k, .. } = &mut self.leftovers[at] {
+                k.extend(keys);
             }
+            return;
         }
+        self.leftover_at
+            .insert(member.to_owned(), self.leftovers.len());
         self.leftovers.push(Violation::Leftover {
             member: member.to_owned(),
             keys,
@@ -398,11 +407,17 @@ impl<'a> Verifier<'a> {
         self
     }
 
-    /// The key of an entry of a unique or set index.
-    fn entry_key(&self, index: usize, value: &[u8]) -> String {
-        let mut key = self.prefixes[index].clone();
-        key.push_str(&String::from_utf8_lossy(value));
+    /// The key of an entry of a unique or set index, as sent (the value's
+    /// bytes as they are).
+    fn entry_key_bytes(&self, index: usize, value: &[u8]) -> Vec<u8> {
+        let mut key = self.prefixes[index].clone().into_bytes();
+        key.extend_from_slice(value);
         key
+    }
+
+    /// The same key as the report names it.
+    fn entry_key(&self, index: usize, value: &[u8]) -> String {
+        String::from_utf8_lossy(&self.entry_key_bytes(index, value)).into_owned()
     }
 
     /// The next pipeline to send, or `None` when the report is ready.
@@ -490,7 +505,7 @@ impl<'a> Verifier<'a> {
             return;
         };
         match self.desc.indexes[index].kind {
-            IndexKind::Unique => pipe.cmd("GET").arg(self.entry_key(index, &e.value)),
+            IndexKind::Unique => pipe.cmd("GET").arg(self.entry_key_bytes(index, &e.value)),
             IndexKind::Sorted => pipe.cmd("ZSCORE").arg(&self.zsets[index]).arg(&e.member),
             IndexKind::Prefix => {
                 let mut listed = e.value.clone();
@@ -500,7 +515,7 @@ impl<'a> Verifier<'a> {
             }
             IndexKind::Equality | IndexKind::Tags => pipe
                 .cmd("SISMEMBER")
-                .arg(self.entry_key(index, &e.value))
+                .arg(self.entry_key_bytes(index, &e.value))
                 .arg(&e.member),
         };
     }
@@ -1301,8 +1316,7 @@ impl<'a> Verifier<'a> {
             | Violation::StaleId { member } => !unreadable.contains(member.as_str()),
             _ => true,
         };
-        let mut stale: Vec<Violation> = found.stale.iter().filter(readable).cloned().collect();
-        stale.sort_by(|a, b| order(a).cmp(&order(b)));
+        let stale = in_order(found.stale.iter().filter(readable).cloned().collect());
         // A unique value held by more than one entity is a duplicate; held
         // by one that its key does not name, that one is missing from it.
         let mut missing = found.missing.clone();
@@ -1318,11 +1332,9 @@ impl<'a> Verifier<'a> {
                 },
             });
         }
-        missing.sort_by(|a, b| order(a).cmp(&order(b)));
-        let mut ids: Vec<Violation> = found.stale_ids.iter().filter(readable).cloned().collect();
-        ids.sort_by(|a, b| order(a).cmp(&order(b)));
-        let mut missing_ids = found.missing_ids.clone();
-        missing_ids.sort_by(|a, b| order(a).cmp(&order(b)));
+        let missing = in_order(missing);
+        let ids = in_order(found.stale_ids.iter().filter(readable).cloned().collect());
+        let missing_ids = in_order(found.missing_ids.clone());
         let mut violations = stale;
         violations.extend(missing);
         violations.extend(ids);
@@ -1356,6 +1368,15 @@ fn first_key<'k>(keys: &'k EntityKeys, first: &Value) -> Option<&'k str> {
 /// The `offset` chunk of `items` a round trip carries.
 fn chunk<T>(items: &[T], offset: usize) -> &[T] {
     &items[offset.min(items.len())..(offset + CHUNK).min(items.len())]
+}
+
+/// Index violations in the report's order (by key, then member), each once:
+/// an entity whose key SCAN returned twice (as it may while the keyspace
+/// is resized) is checked twice, and its findings are kept once.
+fn in_order(mut found: Vec<Violation>) -> Vec<Violation> {
+    found.sort_by(|a, b| order(a).cmp(&order(b)));
+    found.dedup();
+    found
 }
 
 /// The order of index violations in a report: by key, then member.
