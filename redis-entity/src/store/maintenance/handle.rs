@@ -59,9 +59,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
 impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Maintenance<'_, E, C> {
     /// Checks every index invariant of `E` against what is stored (SCAN,
-    /// never KEYS; reads every entity and index key, so its cost is
-    /// proportional to the data). See [`crate::verify::Violation`] for what
-    /// it finds.
+    /// never KEYS; reads every entity and index key, so its time is
+    /// proportional to the data, while what it holds is one page and the
+    /// violations it finds). See [`crate::verify::Violation`] for what it
+    /// finds.
     pub async fn verify(&self) -> Result<Report> {
         self.store.verify::<E>().await
     }
