@@ -94,6 +94,7 @@ enum Step {
 
 /// An entry to look for: `index` (`None`: the set of all ids), the value it
 /// lists (escaped value, tag, score text), and the member.
+#[derive(Default)]
 struct Entry {
     index: Option<usize>,
     value: Vec<u8>,
@@ -102,20 +103,24 @@ struct Entry {
 
 /// What a [`Check`] decides once the member's entity says whether it holds
 /// the entry.
+#[derive(Default)]
 enum Then {
     /// An entry found listed: stale unless the entity holds it.
+    #[default]
     Stale,
     /// A unique key that names `member` while `candidate` holds its value:
     /// both hold it (a duplicate), or `candidate` is missing from it.
     Owner { candidate: String },
 }
 
+#[derive(Default)]
 struct Check {
     entry: Entry,
     then: Then,
 }
 
 /// A stored entity of the page being checked.
+#[derive(Default)]
 struct Live {
     member: String,
     /// The keys under it this page's `SCAN` found.

@@ -211,12 +211,12 @@ impl Verifier<'_> {
     /// a stale owner and a missing entry).
     pub(super) fn feed_probes(&mut self, offset: usize, replies: Vec<Value>) -> Step {
         let end = (offset + CHUNK).min(self.probes.len());
-        let probes: Vec<Entry> = self.probes.drain(offset..end).collect();
-        for (e, v) in probes.into_iter().zip(replies) {
+        for (at, v) in (offset..end).zip(replies) {
+            let e = std::mem::take(&mut self.probes[at]);
             self.probed(e, v);
         }
-        if offset < self.probes.len() {
-            return Step::ProbeEntries { offset };
+        if end < self.probes.len() {
+            return Step::ProbeEntries { offset: end };
         }
         self.probes.clear();
         let next = self.registers_step();
@@ -296,14 +296,7 @@ impl Verifier<'_> {
         let (desc, ns) = (self.desc, self.ns);
         let end = (offset + CHUNK).min(self.live.len());
         for (at, v) in (offset..end).zip(replies) {
-            let live = std::mem::replace(
-                &mut self.live[at],
-                Live {
-                    member: String::new(),
-                    scanned: Vec::new(),
-                    checked_here: false,
-                },
-            );
+            let live = std::mem::take(&mut self.live[at]);
             let owner_key = keyspace::entity_key(desc, ns, &live.member);
             let register = keyspace::relation_register(&owner_key);
             if is_wrong_type(&v) {

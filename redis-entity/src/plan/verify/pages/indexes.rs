@@ -86,17 +86,7 @@ impl Verifier<'_> {
         let mut it = replies.into_iter();
         for at in offset..end {
             let holds = self.holds(&self.checks[at].entry, &mut it);
-            let c = std::mem::replace(
-                &mut self.checks[at],
-                Check {
-                    entry: Entry {
-                        index: None,
-                        value: Vec::new(),
-                        member: String::new(),
-                    },
-                    then: Then::Stale,
-                },
-            );
+            let c = std::mem::take(&mut self.checks[at]);
             self.checked(c, holds);
         }
         if end < self.checks.len() {
@@ -121,24 +111,22 @@ impl Verifier<'_> {
             }
             Then::Stale if holds != Some(false) => {}
             Then::Stale => {
-                let v = match e.index {
-                    None => Violation::StaleId { member: e.member },
-                    Some(i) => match self.desc.indexes[i].kind {
-                        IndexKind::Sorted | IndexKind::Prefix => Violation::StaleSortedEntry {
-                            key: self.zsets[i].clone(),
-                            member: e.member,
-                            value: String::from_utf8_lossy(&e.value).into_owned(),
-                        },
-                        _ => Violation::StaleEntry {
-                            key: self.entry_key(i, &e.value),
-                            member: e.member,
-                        },
+                let Some(i) = e.index else {
+                    let v = Violation::StaleId { member: e.member };
+                    return self.found.stale_ids.push(v);
+                };
+                let v = match self.desc.indexes[i].kind {
+                    IndexKind::Sorted | IndexKind::Prefix => Violation::StaleSortedEntry {
+                        key: self.zsets[i].clone(),
+                        member: e.member,
+                        value: String::from_utf8_lossy(&e.value).into_owned(),
+                    },
+                    _ => Violation::StaleEntry {
+                        key: self.entry_key(i, &e.value),
+                        member: e.member,
                     },
                 };
-                match v {
-                    Violation::StaleId { .. } => self.found.stale_ids.push(v),
-                    v => self.found.stale.push(v),
-                }
+                self.found.stale.push(v);
             }
         }
     }
@@ -288,10 +276,11 @@ impl Verifier<'_> {
         self.checks_then(next)
     }
 
+    /// Adds the members index key `at` lists, to be checked.
     fn add_listed(&mut self, index: usize, at: usize, listed: Vec<String>) {
+        let value = self.key_value(index, at);
         for m in listed {
-            let value = self.key_value(index, at);
-            self.listed(index, value, m);
+            self.listed(index, value.clone(), m);
         }
     }
 
@@ -311,9 +300,8 @@ impl Verifier<'_> {
         self.ids_seen += ids.len();
         self.checks.extend(ids.into_iter().map(|member| Check {
             entry: Entry {
-                index: None,
-                value: Vec::new(),
                 member,
+                ..Entry::default()
             },
             then: Then::Stale,
         }));
