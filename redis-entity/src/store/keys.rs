@@ -116,19 +116,14 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync> Keys<'s, C> {
     /// SCAN, never KEYS: it does not block the server, and costs one round
     /// trip per 1,000 keys looked at; on a cluster, every master's keys.
     pub async fn scan(&self, pattern: &str) -> Result<Vec<String>> {
-        let store = self.store;
         let mut keys = std::collections::BTreeSet::new();
-        for hint in store.node_hints().await? {
-            let mut cursor: u64 = 0;
-            loop {
-                let (next, found) = store.scan_page(hint.as_deref(), cursor, pattern).await?;
-                keys.extend(found);
-                if next == 0 {
-                    break;
-                }
-                cursor = next;
-            }
-        }
+        self.store
+            .each_page(
+                pattern,
+                |page| async move { Ok(page) },
+                |page| keys.extend(page),
+            )
+            .await?;
         Ok(keys.into_iter().collect())
     }
 }

@@ -860,7 +860,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// One SCAN page of the keys matching `pattern`, from `cursor`, on the
     /// node serving `hint` (one of [`node_hints`](Self::node_hints)): the
     /// next cursor and the keys.
-    pub(crate) async fn scan_page(
+    async fn scan_page(
         &self,
         hint: Option<&str>,
         cursor: u64,
@@ -874,5 +874,32 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .await
             .map_err(|e| Error::redis(pattern, e))?;
         Ok((next, found))
+    }
+
+    /// Walks the keys matching `pattern` on every master a SCAN page at a
+    /// time, handing each page to `visit` and what it finds to `keep`: what
+    /// the walk holds is one page.
+    pub(crate) async fn each_page<'s, T, F, Fut>(
+        &'s self,
+        pattern: &str,
+        visit: F,
+        mut keep: impl FnMut(T) + Send,
+    ) -> Result<()>
+    where
+        F: Fn(Vec<String>) -> Fut + Send,
+        Fut: std::future::Future<Output = Result<T>> + Send + 's,
+    {
+        for hint in self.node_hints().await? {
+            let mut cursor = 0;
+            loop {
+                let (next, page) = self.scan_page(hint.as_deref(), cursor, pattern).await?;
+                keep(visit(page).await?);
+                match next {
+                    0 => break,
+                    next => cursor = next,
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -379,33 +379,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok(found)
     }
 
-    /// Walks the keys matching `pattern` on every master a SCAN page at a
-    /// time, handing each page to `visit` and what it finds to `keep`: what
-    /// the walk holds is one page.
-    async fn each_page<'s, T, F, Fut>(
-        &'s self,
-        pattern: &str,
-        visit: F,
-        mut keep: impl FnMut(T) + Send,
-    ) -> Result<()>
-    where
-        F: Fn(Vec<String>) -> Fut + Send,
-        Fut: std::future::Future<Output = Result<T>> + Send + 's,
-    {
-        for hint in self.node_hints().await? {
-            let mut cursor = 0;
-            loop {
-                let (next, page) = self.scan_page(hint.as_deref(), cursor, pattern).await?;
-                keep(visit(page).await?);
-                match next {
-                    0 => break,
-                    next => cursor = next,
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Values of index `n` held by more than one entity, and values whose
     /// owner key does not name their one holder. Every shard's unique keys
     /// are walked page by page; each value held by an entity (its shard's
