@@ -1006,6 +1006,32 @@ mod tests {
         assert_eq!(removal, &key);
     }
 
+    /// SCAN pages of one key here: an entity's keys fall in separate pages.
+    /// A stored entity is checked and counted once (in the page of its
+    /// entity key); a gone one's keys from two pages are one leftover.
+    #[test]
+    fn keys_of_one_entity_in_two_pages_are_checked_once() {
+        let mut store = clean_store();
+        store.push(("account:1:@shadow", Stored::Hash(vec![("2", "DE")])));
+        store.push(("account:5:@shadow", Stored::Hash(vec![("2", "DE")])));
+        store.push(("account:5:feed", Stored::List(vec!["7"])));
+        let (report, sent) = Fake::new(store).verify(&Namespace::none());
+        assert_eq!(report.entities, 2);
+        assert_eq!(
+            report.violations,
+            [Violation::Leftover {
+                member: "5".into(),
+                keys: vec!["account:5:@shadow".into(), "account:5:feed".into()],
+            }]
+        );
+        // Account 1's entries are looked up once, in its entity key's page.
+        let probes = sent
+            .iter()
+            .filter(|c| c[0] == "GET" && c[1] == "account:@email:a@x")
+            .count();
+        assert_eq!(probes, 2, "once from the entity, once from the index walk");
+    }
+
     #[test]
     fn a_member_whose_entity_is_gone_dangles() {
         let mut store = clean_store();
