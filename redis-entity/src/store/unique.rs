@@ -116,23 +116,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// True when `owner` holds `value` of index `n`: its shard's unique key
     /// names it and it exists (one pipeline in the owner's slot).
     async fn holds(&self, desc: &EntityDesc, n: usize, value: &[u8], owner: &str) -> Result<bool> {
-        let space = keyspace::entity_space(desc, &self.ns, owner);
-        let local = String::from_utf8_lossy(&keyspace::index_key(
-            desc,
-            &space,
-            desc.indexes[n].field,
-            value,
-        ))
-        .into_owned();
-        let (named, alive): (Option<String>, i64) = redis::pipe()
-            .cmd("GET")
-            .arg(&local)
-            .cmd("EXISTS")
-            .arg(keyspace::ttl_key(desc, &self.ns, owner))
-            .query_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| Error::redis(&local, e))?;
-        Ok(named.as_deref() == Some(owner) && alive == 1)
+        let claim = (String::new(), value.to_vec(), owner.to_owned());
+        let holds = self.holds_many(desc, n, &[claim]).await?;
+        Ok(holds.first() == Some(&true))
     }
 
     /// Releases `member`'s claims on `keys` (one call per slot, concurrently).
@@ -400,45 +386,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .collect();
         let prefixes = &prefixes;
         let mut wrong: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        let visit = |page: Vec<String>| async move {
-            let keys: Vec<(String, Vec<u8>)> = page
-                .into_iter()
-                .filter_map(|k| {
-                    let value = prefixes
-                        .iter()
-                        .find_map(|p| k.strip_prefix(p.as_str()))?
-                        .as_bytes()
-                        .to_vec();
-                    Some((k, value))
-                })
-                .collect();
-            let named = self.live_members_named(desc, &keys).await?;
-            let held: Vec<(Vec<u8>, String)> = keys
-                .into_iter()
-                .zip(named)
-                .filter_map(|((_, value), m)| Some((value, m?)))
-                .collect();
-            let owner_keys: Vec<String> = held
-                .iter()
-                .map(|(v, _)| self.owner_of(desc, n, v))
-                .collect();
-            let owners = self.owners_named(owner_keys.clone()).await?;
-            // (owner key, a holder it does not name, the one it names if
-            // that one holds the value too)
-            let mut found = Vec::new();
-            for (((value, member), key), owner) in held.into_iter().zip(owner_keys).zip(owners) {
-                let owner = owner.map(|(o, _)| o);
-                if owner.as_deref() == Some(member.as_str()) {
-                    continue;
-                }
-                let also = match owner {
-                    Some(o) if self.holds(desc, n, &value, &o).await? => Some(o),
-                    _ => None,
-                };
-                found.push((key, member, also));
-            }
-            Ok(found)
-        };
+        let visit = |page| self.unowned_on_page(desc, n, prefixes, page);
         self.each_page(&pattern, visit, |found| {
             for (key, member, also) in found {
                 let holders = wrong.entry(key).or_default();
@@ -460,6 +408,61 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 },
             })
             .collect())
+    }
+
+    /// One page of shard unique keys (of index `n`, spelled with one of
+    /// `prefixes`): for each value an entity holds whose owner key does not
+    /// name it, (owner key, that holder, the entity the owner key names if
+    /// it holds the value too).
+    async fn unowned_on_page(
+        &self,
+        desc: &'static EntityDesc,
+        n: usize,
+        prefixes: &[String],
+        page: Vec<String>,
+    ) -> Result<Vec<(String, String, Option<String>)>> {
+        let keys: Vec<(String, Vec<u8>)> = page
+            .into_iter()
+            .filter_map(|k| {
+                let value = prefixes
+                    .iter()
+                    .find_map(|p| k.strip_prefix(p.as_str()))?
+                    .as_bytes()
+                    .to_vec();
+                Some((k, value))
+            })
+            .collect();
+        let named = self.live_members_named(desc, &keys).await?;
+        let held: Vec<(Vec<u8>, String)> = keys
+            .into_iter()
+            .zip(named)
+            .filter_map(|((_, value), m)| Some((value, m?)))
+            .collect();
+        let owner_keys: Vec<String> = held
+            .iter()
+            .map(|(v, _)| self.owner_of(desc, n, v))
+            .collect();
+        let owners = self.owners_named(owner_keys.clone()).await?;
+        // The values whose owner key does not name their holder, and
+        // of those named owners, which hold the value too (one batch).
+        let mut unnamed = Vec::new();
+        let mut named_others = Vec::new();
+        for (((value, member), key), owner) in held.into_iter().zip(owner_keys).zip(owners) {
+            match owner.map(|(o, _)| o) {
+                Some(o) if o == member => {}
+                Some(o) => named_others.push(((key, value, o), member)),
+                None => unnamed.push((key, member, None)),
+            }
+        }
+        let (claims, members): (Vec<_>, Vec<_>) = named_others.into_iter().unzip();
+        let holds = self.holds_many(desc, n, &claims).await?;
+        // (owner key, a holder it does not name, the one it names if
+        // that one holds the value too)
+        let mut found = unnamed;
+        for (((key, _, owner), member), holds) in claims.into_iter().zip(members).zip(holds) {
+            found.push((key, member, holds.then_some(owner)));
+        }
+        Ok(found)
     }
 
     /// Owner keys of index `n` naming an entity that does not hold their
