@@ -4,7 +4,8 @@
 //!
 //! Run: `cargo bench --bench workload` (add `-- --quick` for a 10x smaller
 //! run, `-- --near-cache` for the near-cache steps alone, on the users they
-//! read). Every wait of the bench is bounded ([`WAIT_LIMIT`]) and fails the
+//! read; `-- --instructions` for the server's instructions per write under
+//! callgrind, see `workload/instructions.rs`). Every wait of the bench is bounded ([`WAIT_LIMIT`]) and fails the
 //! run loudly; `scripts/test.sh` runs the quick form so that it cannot rot.
 //! For every step it prints ops/s, round trips per op, the server's CPU time
 //! per op (`INFO cpu`), the server time of each write call (`FCALL` against
@@ -19,6 +20,9 @@ use redis_entity::{CountingConnection, RedisEntity, RoundTrips, Store};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use support::RedisServer;
+
+#[path = "workload/instructions.rs"]
+mod instructions;
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(prefix = "user")]
@@ -787,6 +791,10 @@ async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let near_only = std::env::args().any(|a| a == "--near-cache");
     let schema_only = std::env::args().any(|a| a == "--schema");
+    if std::env::args().any(|a| a == "--instructions") {
+        instructions::run().await;
+        return;
+    }
     let scale = if quick { 10 } else { 1 };
     let n_users = 20_000 / scale;
     let n_books = 10_000 / scale;
