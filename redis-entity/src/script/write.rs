@@ -213,9 +213,9 @@ pub(crate) fn code(desc: &EntityDesc, layout: KeyLayout) -> String {
             for batch in [false, true] {
                 let name = fast_function_name("__LIB__", op, batch);
                 let run = if batch {
-                    format!("batch_each(fast_entry, nil, k, a, '{mode}')")
+                    format!("fast_batch(k, a, '{mode}')")
                 } else {
-                    format!("fast_entry(nil, k, a, 1, #a, '{mode}')")
+                    format!("fast_entry(k, a, 1, #a, '{mode}')")
                 };
                 s.push_str(&format!(
                     "redis.register_function('{name}', function(k, a) return {run} end)\n"
@@ -583,7 +583,7 @@ mod tests {
         // insert and update (a hash-layout type) and theirs.
         assert_eq!(code.matches("redis.register_function(").count(), 26);
         assert!(code.contains(
-            "redis.register_function('__LIB___fast_update_batch', function(k, a) return batch_each(fast_entry, nil, k, a, 'update') end)"
+            "redis.register_function('__LIB___fast_update_batch', function(k, a) return fast_batch(k, a, 'update') end)"
         ));
         assert!(fast_script(&USER, KeyLayout::Standalone, WriteOp::Save, false).is_some());
         assert!(fast_script(&USER, KeyLayout::Standalone, WriteOp::Delete, false).is_none());
