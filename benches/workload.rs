@@ -5,8 +5,8 @@
 //! Run: `cargo bench --bench workload` (add `-- --quick` for a 10x smaller
 //! run, `-- --near-cache` for the near-cache steps alone, on the users they
 //! read; `-- --instructions` for the server's instructions per write under
-//! callgrind, see `workload/instructions.rs`). Every wait of the bench is bounded ([`WAIT_LIMIT`]) and fails the
-//! run loudly; `scripts/test.sh` runs the quick form so that it cannot rot.
+//! callgrind, see `workload/instructions.rs`). Every wait of the bench is
+//! bounded ([`WAIT_LIMIT`]) and fails the run loudly; `scripts/test.sh` runs the quick form so that it cannot rot.
 //! For every step it prints ops/s, round trips per op, the server's CPU time
 //! per op (`INFO cpu`), the server time of each write call (`FCALL` against
 //! `EXEC`, `INFO commandstats`) and Redis memory per entity for both, and
@@ -542,6 +542,42 @@ redis.call('ZADD', 'player:score', s, ARGV[1])
 return 0
 ";
 
+/// One save of `u` by `HAND_SAVE_FN` (`f`, its script).
+async fn hand_fn_save<C: redis::aio::ConnectionLike + Send>(
+    f: &redis::Script,
+    c: &mut C,
+    u: &User,
+) {
+    let _: i64 = f
+        .key(format!("user:{{{}}}", u.id))
+        .arg(u.id)
+        .arg(&u.username)
+        .arg(&u.email)
+        .arg(&u.country)
+        .arg(u.level)
+        .invoke_async(c)
+        .await
+        .unwrap();
+}
+
+/// One save of `users` by `HAND_SAVE_BATCH_FN` (`f`, its script).
+async fn hand_fn_save_batch<C: redis::aio::ConnectionLike + Send>(
+    f: &redis::Script,
+    c: &mut C,
+    users: &[User],
+) {
+    let mut call = f.prepare_invoke();
+    for u in users {
+        call.key(format!("user:{{{}}}", u.id))
+            .arg(u.id)
+            .arg(&u.username)
+            .arg(&u.email)
+            .arg(&u.country)
+            .arg(u.level);
+    }
+    let _: Vec<i64> = call.invoke_async(c).await.unwrap();
+}
+
 /// `HAND_SAVE_FN` over many users in one call, each with its own checks
 /// and result. KEYS: the users' hashes; ARGV: five per user.
 const HAND_SAVE_BATCH_FN: &str = r"
@@ -967,16 +1003,7 @@ async fn main() {
             async move {
                 let users: Vec<User> = r.map(|id| user(id + 30 * n_users)).collect();
                 for chunk in users.chunks(100) {
-                    let mut call = f.prepare_invoke();
-                    for u in chunk {
-                        call.key(format!("user:{{{}}}", u.id))
-                            .arg(u.id)
-                            .arg(&u.username)
-                            .arg(&u.email)
-                            .arg(&u.country)
-                            .arg(u.level);
-                    }
-                    let _: Vec<i64> = call.invoke_async(&mut c).await.unwrap();
+                    hand_fn_save_batch(f, &mut c, chunk).await;
                 }
             }
         },
@@ -1335,17 +1362,7 @@ async fn main() {
                 let (mut c, f) = (hc.clone(), &save_fn);
                 async move {
                     for id in r {
-                        let u = user(id + 20 * n_users);
-                        let _: i64 = f
-                            .key(format!("user:{{{}}}", u.id))
-                            .arg(u.id)
-                            .arg(&u.username)
-                            .arg(&u.email)
-                            .arg(&u.country)
-                            .arg(u.level)
-                            .invoke_async(&mut c)
-                            .await
-                            .unwrap();
+                        hand_fn_save(f, &mut c, &user(id + 20 * n_users)).await;
                     }
                 }
             },

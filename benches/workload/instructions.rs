@@ -14,7 +14,10 @@
 //! Needs `valgrind` (`apt-get install -y valgrind`); says so and stops
 //! without it.
 
-use super::{user, User, COUNTRIES, HAND_CHANGE_FN, HAND_SAVE_BATCH_FN, HAND_SAVE_FN};
+use super::{
+    hand_fn_save, hand_fn_save_batch, user, User, COUNTRIES, HAND_CHANGE_FN, HAND_SAVE_BATCH_FN,
+    HAND_SAVE_FN,
+};
 use redis::aio::MultiplexedConnection;
 use redis_entity::Store;
 use std::path::{Path, PathBuf};
@@ -89,17 +92,7 @@ pub async fn run() {
             .count(idle, async {
                 let mut c = conn.clone();
                 for id in 0..USERS {
-                    let u = user(id);
-                    let _: i64 = save_fn
-                        .key(format!("user:{{{}}}", u.id))
-                        .arg(u.id)
-                        .arg(&u.username)
-                        .arg(&u.email)
-                        .arg(&u.country)
-                        .arg(u.level)
-                        .invoke_async(&mut c)
-                        .await
-                        .unwrap();
+                    hand_fn_save(&save_fn, &mut c, &user(id)).await;
                 }
             })
             .await;
@@ -150,16 +143,7 @@ pub async fn run() {
         .count(idle, async {
             let mut c = conn.clone();
             for chunk in users.chunks(100) {
-                let mut call = batch_fn.prepare_invoke();
-                for u in chunk {
-                    call.key(format!("user:{{{}}}", u.id))
-                        .arg(u.id)
-                        .arg(&u.username)
-                        .arg(&u.email)
-                        .arg(&u.country)
-                        .arg(u.level);
-                }
-                let _: Vec<i64> = call.invoke_async(&mut c).await.unwrap();
+                hand_fn_save_batch(&batch_fn, &mut c, chunk).await;
             }
         })
         .await;
@@ -188,11 +172,8 @@ fn start_under_callgrind(out: &Path) -> RedisServer {
         ),
     )
     .unwrap();
-    Command::new("chmod")
-        .arg("+x")
-        .arg(&wrapper)
-        .status()
-        .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::env::set_var("REDIS_SERVER_BIN", &wrapper);
     let server = RedisServer::start();
     std::env::remove_var("REDIS_SERVER_BIN");
