@@ -1,3 +1,10 @@
+-- An entity's write that raised `r` (an error reply of redis.call, or a
+-- Lua error), as its result in a batch's reply.
+local function entity_error(r)
+  if type(r) == 'table' and r.err then return redis.error_reply(r.err) end
+  return redis.error_reply('ERR ' .. tostring(r))
+end
+
 -- Many entities in one call (save_all, repairs, sweeps): the arguments hold,
 -- per entity, its key count, its argument count and its arguments; keys
 -- hold its keys in turn. Each entity gets its own result (a number or an
@@ -11,13 +18,7 @@ local function batch_each(each, run, keys, args, ...)
     for i = 1, nk do own[i] = keys[k + i] end
     k = k + nk
     local ok, r = pcall(each, run, own, args, j + 2, j + 1 + na, ...)
-    if ok then
-      out[#out + 1] = r
-    elseif type(r) == 'table' and r.err then
-      out[#out + 1] = redis.error_reply(r.err)
-    else
-      out[#out + 1] = redis.error_reply('ERR ' .. tostring(r))
-    end
+    if ok then out[#out + 1] = r else out[#out + 1] = entity_error(r) end
     j = j + 2 + na
   end
   return out

@@ -33,13 +33,7 @@ local function fast_batch(keys, args, mode)
     local first, last = j + 2, j + 1 + na
     local ok, r = pcall(fast_change, own, args, first, last, mode)
     if ok and r == nil then ok, r = pcall(fast_fallback, own, args, first, last, mode) end
-    if ok then
-      out[#out + 1] = r
-    elseif type(r) == 'table' and r.err then
-      out[#out + 1] = redis.error_reply(r.err)
-    else
-      out[#out + 1] = redis.error_reply('ERR ' .. tostring(r))
-    end
+    if ok then out[#out + 1] = r else out[#out + 1] = entity_error(r) end
     j = j + 2 + na
   end
   return out
