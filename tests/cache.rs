@@ -84,9 +84,13 @@ async fn a_thousand_lookups_of_a_missing_id_cause_one_load() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_loader_that_dies_holding_the_lock_blocks_nobody_past_its_expiry() {
     let server = Target::start();
+    // The wait is far longer than the lock's TTL, so that a caller blocked
+    // until its wait ran out (the defect this test is about) is told apart
+    // from one blocked until the lock expired by seconds, not milliseconds:
+    // a loaded CI machine once stalled this test by more than a second.
     let options = CacheOptions {
-        lock_ttl: Duration::from_millis(2000),
-        wait: Duration::from_secs(5),
+        lock_ttl: Duration::from_millis(1000),
+        wait: Duration::from_secs(30),
         ..CacheOptions::default()
     };
     let store = server.store().await;
@@ -110,8 +114,13 @@ async fn a_loader_that_dies_holding_the_lock_blocks_nobody_past_its_expiry() {
         .exists(format!("{}:lock", cache.key_of("k")))
         .unwrap();
     assert!(held, "the lock is still held by the dead loader");
-    let loads = Loads::default();
     let t = Instant::now();
+    let left: i64 = server
+        .conn()
+        .pttl(format!("{}:lock", cache.key_of("k")))
+        .unwrap();
+    assert!(left > 0, "the dead loader's lock has an expiry: {left} ms");
+    let loads = Loads::default();
     let v = cache
         .get_or_load("k", Duration::from_secs(60), || {
             slow_db(loads.clone(), Some("v".into()), 0)
@@ -121,10 +130,15 @@ async fn a_loader_that_dies_holding_the_lock_blocks_nobody_past_its_expiry() {
     let waited = t.elapsed();
     assert_eq!(v.as_deref(), Some("v"));
     assert_eq!(loads.load(Ordering::SeqCst), 1);
-    // Blocked until the dead loader's lock expired, not much longer (a
-    // loaded machine may add a second).
+    // Nobody loaded while the dead loader's lock held...
     assert!(
-        waited < Duration::from_millis(3500),
+        waited >= Duration::from_millis((left as u64).saturating_sub(50)),
+        "blocked until the lock expired ({left} ms): {waited:?}"
+    );
+    // ...and the caller was let through when it expired, not when its own
+    // 30 s wait ran out.
+    assert!(
+        waited < Duration::from_secs(10),
         "not blocked past the lock's expiry: {waited:?}"
     );
 }
