@@ -337,3 +337,105 @@ async fn reads_name_the_key_of_the_wrong_type() {
     let err = store.board(Acct::SCORE).rank(1).await.unwrap_err();
     names("rank", &err, "acct:@score");
 }
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "route")]
+struct Route {
+    #[pk]
+    id: u64,
+    #[index]
+    from: String,
+    #[index]
+    to: String,
+    hops: i64,
+}
+
+fn route(id: u64, from: &str, to: &str) -> Route {
+    Route {
+        id,
+        from: from.into(),
+        to: to.into(),
+        hops: 1,
+    }
+}
+
+/// The straight-line write checks the sets of equal values and of ids by
+/// writing them first: a later one of another type, or an increment of a
+/// stored value that is not a number, puts back the entries it moved
+/// before, so the write leaves nothing behind.
+#[tokio::test]
+async fn set_entries_moved_before_a_failing_write_are_put_back() {
+    // Both values move; the second index's new set is a string.
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save(&route(1, "A", "B")).await.unwrap();
+    store.save(&route(2, "A", "C")).await.unwrap();
+    plant(&server, "route:@to:D");
+    let before = server.snapshot();
+    let err = store
+        .save(&route(1, "C", "D"))
+        .await
+        .expect_err("the second set");
+    names("a save moving two values", &err, "route:@to:D");
+    assert_eq!(server.snapshot(), before, "the first move is put back");
+    // A new entity: both sets written, then the set of ids is a string.
+    plant(&server, "route:@ids");
+    let before = server.snapshot();
+    let err = store
+        .save(&route(3, "E", "F"))
+        .await
+        .expect_err("the ids set");
+    names("a new entity", &err, "route:@ids");
+    assert_eq!(server.snapshot(), before, "the new entries are taken out");
+    // The planted string replaced the set of ids: put the set back.
+    let () = redis::cmd("DEL")
+        .arg("route:@ids")
+        .query(&mut server.conn())
+        .unwrap();
+    let _: i64 = redis::cmd("SADD")
+        .arg("route:@ids")
+        .arg(1)
+        .arg(2)
+        .query(&mut server.conn())
+        .unwrap();
+    // A move, then an increment of a stored value that is not a number.
+    let () = redis::cmd("HSET")
+        .arg("route:2")
+        .arg("hops")
+        .arg("many")
+        .query(&mut server.conn())
+        .unwrap();
+    let before = server.snapshot();
+    let err = store
+        .update::<Route>(2)
+        .set(Route::FROM, "Z".to_string())
+        .incr(Route::HOPS, 1)
+        .exec()
+        .await
+        .expect_err("not a number");
+    assert!(matches!(err, Error::Decode { .. }), "{err:?}");
+    assert_eq!(server.snapshot(), before, "the move is put back");
+    // With the planted keys gone, the same writes go through.
+    let () = redis::cmd("DEL")
+        .arg("route:@to:D")
+        .query(&mut server.conn())
+        .unwrap();
+    store.save(&route(1, "C", "D")).await.unwrap();
+    store.save(&route(3, "E", "F")).await.unwrap();
+    assert_eq!(
+        store.find(Route::TO, "D".to_string()).await.unwrap(),
+        vec![route(1, "C", "D")]
+    );
+    let () = redis::cmd("HSET")
+        .arg("route:2")
+        .arg("hops")
+        .arg("1")
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(
+        store.find(Route::FROM, "A".to_string()).await.unwrap(),
+        vec![route(2, "A", "C")]
+    );
+    let report = store.maintenance::<Route>().verify().await.unwrap();
+    assert!(report.is_clean(), "{report:?}");
+}

@@ -15,8 +15,8 @@
 //! without it.
 
 use super::{
-    hand_fn_save, hand_fn_save_batch, user, User, COUNTRIES, HAND_CHANGE_FN, HAND_SAVE_BATCH_FN,
-    HAND_SAVE_FN,
+    hand_fn_save, hand_fn_save_batch, user, Player, User, COUNTRIES, HAND_CHANGE_FN,
+    HAND_SAVE_BATCH_FN, HAND_SAVE_FN, HAND_SCORE_FN,
 };
 use redis::aio::MultiplexedConnection;
 use redis_entity::Store;
@@ -71,7 +71,8 @@ pub async fn run() {
     let save_fn = redis::Script::new(HAND_SAVE_FN);
     let batch_fn = redis::Script::new(HAND_SAVE_BATCH_FN);
     let change_fn = redis::Script::new(HAND_CHANGE_FN);
-    for s in [&save_fn, &batch_fn, &change_fn] {
+    let score_fn = redis::Script::new(HAND_SCORE_FN);
+    for s in [&save_fn, &batch_fn, &change_fn, &score_fn] {
         let _: String = s.prepare_invoke().load_async(&mut conn).await.unwrap();
     }
     let idle = counter.idle_per_second().await;
@@ -128,6 +129,61 @@ pub async fn run() {
         .await;
     print_row(
         "change of an indexed field",
+        ours / USERS as f64,
+        hand / USERS as f64,
+    );
+    // Each player's score incremented (a sorted index): the players are
+    // stored first, each side its own (the hand-written function's keys
+    // are `player:{id}` and `player:score`).
+    for id in 0..USERS {
+        let p = Player {
+            id,
+            name: format!("p{id}"),
+            score: id as f64,
+        };
+        store.save(&p).await.unwrap();
+        let () = redis::pipe()
+            .atomic()
+            .hset_multiple(
+                format!("player:{{{id}}}"),
+                &[("name", p.name.clone()), ("score", id.to_string())],
+            )
+            .ignore()
+            .zadd("player:score", id, id as f64)
+            .ignore()
+            .query_async(&mut conn.clone())
+            .await
+            .unwrap();
+    }
+    let delta = |id: u64| (id % 7) as f64 + 0.5;
+    let ours = counter
+        .count(idle, async {
+            for id in 0..USERS {
+                store
+                    .update::<Player>(&id)
+                    .incr(Player::SCORE, delta(id))
+                    .exec()
+                    .await
+                    .unwrap();
+            }
+        })
+        .await;
+    let hand = counter
+        .count(idle, async {
+            let mut c = conn.clone();
+            for id in 0..USERS {
+                let _: i64 = score_fn
+                    .key(format!("player:{{{id}}}"))
+                    .arg(id)
+                    .arg(delta(id))
+                    .invoke_async(&mut c)
+                    .await
+                    .unwrap();
+            }
+        })
+        .await;
+    print_row(
+        "score increment (sorted index)",
         ours / USERS as f64,
         hand / USERS as f64,
     );

@@ -172,8 +172,11 @@ fn generate(desc: &EntityDesc, layout: KeyLayout, form: Form) -> String {
     key_checks(w, &t, form);
     unique_owners(w, &t);
     let mut writes = String::new();
-    data(&mut writes, &t);
-    index_moves(&mut writes, &t);
+    if form == Form::Single {
+        set_writes(&mut writes, &t);
+    }
+    data(&mut writes, &t, form);
+    index_moves(&mut writes, &t, form);
     match form {
         Form::Single => w.push_str(&writes),
         Form::Unit => {
@@ -190,7 +193,7 @@ fn generate(desc: &EntityDesc, layout: KeyLayout, form: Form) -> String {
                 state.join(", "),
                 state.len()
             );
-            emit!(w, "  local err");
+            emit!(w, "  local rcall, err = redis.call, nil");
             w.push_str(&writes);
         }
     }
@@ -339,6 +342,9 @@ fn arguments(w: &mut String, t: &Type<'_>, form: Form) {
         Form::Single => emit!(w, "local function fast_change(K, A, f, last, mode)"),
         Form::Unit => emit!(w, "local function fast_unit(K, A, f, last, mode, u, first)"),
     }
+    // `redis.call` read once: each read of a global and its field costs
+    // about 200 server instructions (docs/benchmarks.md).
+    emit!(w, "  local rcall, rpcall = redis.call, redis.pcall");
     emit!(w, "  local ns, m = A[f], A[f + 1]");
     if !desc.indexes.is_empty() {
         let ids = q(&keyspace::ids_key(desc, ns));
@@ -363,7 +369,7 @@ fn columns(w: &mut String, t: &Type<'_>) {
     let own = |j: usize| t.owns(j);
     let all_set: String = std::iter::repeat_n(OP_SET as char, desc.columns.len()).collect();
     emit!(w, "  local all = ops == {}", q(&all_set));
-    emit!(w, "  local hs, hd, inc, s, cmd");
+    emit!(w, "  local hs, hd, inc, cmd");
     let owned: Vec<usize> = (1..=desc.columns.len()).filter(|&j| own(j)).collect();
     for j in &owned {
         emit!(w, "  local op{j}, val{j} = {OP_SET}, false");
@@ -374,15 +380,33 @@ fn columns(w: &mut String, t: &Type<'_>) {
     }
     emit!(w, "    x = x + {}", desc.columns.len());
     emit!(w, "  else");
-    for (j0, c) in desc.columns.iter().enumerate() {
-        let j = j0 + 1;
-        let op = if own(j) {
-            emit!(w, "    op{j} = string.byte(ops, {j})");
+    // Every column's operation in one call (one call per column cost about
+    // 500 server instructions each); the columns no index reads get locals
+    // of this block only.
+    let op_of = |j: usize| {
+        if own(j) {
             format!("op{j}")
         } else {
-            emit!(w, "    s = string.byte(ops, {j})");
-            "s".to_owned()
-        };
+            format!("b{j}")
+        }
+    };
+    let unowned: Vec<String> = (1..=desc.columns.len())
+        .filter(|&j| !own(j))
+        .map(op_of)
+        .collect();
+    if !unowned.is_empty() {
+        emit!(w, "    local {}", unowned.join(", "));
+    }
+    let ops: Vec<String> = (1..=desc.columns.len()).map(op_of).collect();
+    emit!(
+        w,
+        "    {} = string.byte(ops, 1, {})",
+        ops.join(", "),
+        desc.columns.len()
+    );
+    for (j0, c) in desc.columns.iter().enumerate() {
+        let j = j0 + 1;
+        let op = op_of(j);
         let name = q(c.name);
         let set = if own(j) {
             format!(
@@ -449,7 +473,7 @@ fn entity_state(w: &mut String, t: &Type<'_>) {
         w,
         "  if x <= last and not fast_tail_ok(A, x, last) then return nil end"
     );
-    emit!(w, "  local pttl = redis.call('PTTL', K[1])");
+    emit!(w, "  local pttl = rcall('PTTL', K[1])");
     emit!(
         w,
         "  -- An entity with a TTL keeps a shadow: the general code."
@@ -464,7 +488,7 @@ fn entity_state(w: &mut String, t: &Type<'_>) {
         emit!(w, "    -- Expired leaving a shadow: the general code.");
         emit!(
             w,
-            "    if redis.call('EXISTS', K[1] .. FAST_SHADOW) == 1 then return nil end"
+            "    if rcall('EXISTS', K[1] .. FAST_SHADOW) == 1 then return nil end"
         );
     }
     emit!(w, "  end");
@@ -492,14 +516,16 @@ fn key_checks(w: &mut String, t: &Type<'_>, form: Form) {
         emit!(w, "  err = wrong_type(K[{k}], 'hash')");
         emit!(w, "  if err then return err end");
     }
-    if !idx.is_empty() {
+    // The single write checks the sets of ids and of equal values by
+    // writing them first (set_writes).
+    if !idx.is_empty() && form == Form::Unit {
         emit!(w, "  if not existed then");
         emit!(w, "    err = wrong_type(ids, 'set')");
         emit!(w, "    if err then return err end");
         emit!(w, "  end");
     }
     for i in idx {
-        checks(w, i);
+        checks(w, i, form);
     }
 }
 
@@ -525,10 +551,7 @@ fn unique_owners(w: &mut String, t: &Type<'_>) {
                 } else {
                     format!(" .. {}", q(suffix))
                 };
-                format!(
-                    "redis.call('EXISTS', ns .. {head} .. nw{n}{tail}) == 1",
-                    n = i.n
-                )
+                format!("rcall('EXISTS', ns .. {head} .. nw{n}{tail}) == 1", n = i.n)
             })
             .collect();
         emit!(w, "    if {} then", alive.join(" or "));
@@ -542,9 +565,69 @@ fn unique_owners(w: &mut String, t: &Type<'_>) {
     }
 }
 
+/// The single write's first writes: the entries of its equality indexes
+/// and of the set of ids, each written with its error caught instead of
+/// its key's type checked first (a check is a command, about 4,500 server
+/// instructions, as much as the write). A key of another type refuses the
+/// write: the entries written before it are put back (`undo`: command, key,
+/// other key triples, run by `fast_undo` in lua/fast.lua) and the error is
+/// the one a check would give, so that nothing is left half written. A
+/// value that moves is moved by one SMOVE, which checks both sets' types
+/// (but not the new one's when the old one is missing: then the SADD
+/// does).
+fn set_writes(w: &mut String, t: &Type<'_>) {
+    let failed = |keys: &[&str]| {
+        let checks: Vec<String> = keys
+            .iter()
+            .map(|k| format!("wrong_type({k}, 'set')"))
+            .collect();
+        format!(
+            "if r ~= 0 and r ~= 1 then fast_undo(undo, m); return {} or r end",
+            checks.join(" or ")
+        )
+    };
+    let did = |cmd: &str, a: &str, b: &str| append("undo", &[&format!("'{cmd}'"), a, b]);
+    emit!(w, "  local undo, r");
+    for i in t.idx.iter().filter(|i| i.kind == IndexKind::Equality) {
+        let n = i.n;
+        let (ko, kn) = (format!("ko{n}"), format!("kn{n}"));
+        emit!(w, "  if n{n} ~= o{n} then");
+        emit!(w, "    if o{n} and n{n} then");
+        emit!(w, "      r = rpcall('SMOVE', {ko}, {kn}, m)");
+        emit!(w, "      {}", failed(&[&ko, &kn]));
+        emit!(w, "      if r == 1 then {}", did("SMOVE", &kn, &ko));
+        emit!(w, "      else");
+        emit!(w, "        r = rpcall('SADD', {kn}, m)");
+        emit!(w, "        {}", failed(&[&kn]));
+        emit!(
+            w,
+            "        if r == 1 then {} end",
+            did("SREM", &kn, "false")
+        );
+        emit!(w, "      end");
+        emit!(w, "    elseif o{n} then");
+        emit!(w, "      r = rpcall('SREM', {ko}, m)");
+        emit!(w, "      {}", failed(&[&ko]));
+        emit!(w, "      if r == 1 then {} end", did("SADD", &ko, "false"));
+        emit!(w, "    else");
+        emit!(w, "      r = rpcall('SADD', {kn}, m)");
+        emit!(w, "      {}", failed(&[&kn]));
+        emit!(w, "      if r == 1 then {} end", did("SREM", &kn, "false"));
+        emit!(w, "    end");
+        emit!(w, "  end");
+    }
+    if !t.idx.is_empty() {
+        emit!(w, "  if not existed then");
+        emit!(w, "    r = rpcall('SADD', ids, m)");
+        emit!(w, "    {}", failed(&["ids"]));
+        emit!(w, "    if r == 1 then {} end", did("SREM", "ids", "false"));
+        emit!(w, "  end");
+    }
+}
+
 /// The data: a literal HSET of every column, or the increments (the first
 /// catching its error), fields set and removed; then the maps.
-fn data(w: &mut String, t: &Type<'_>) {
+fn data(w: &mut String, t: &Type<'_>, form: Form) {
     let desc = t.desc;
     let q = |s: &str| lua_string(s.as_bytes());
     emit!(
@@ -558,26 +641,26 @@ fn data(w: &mut String, t: &Type<'_>) {
         .map(|(j, c)| format!("{}, A[x - {}]", q(c.name), desc.columns.len() - j))
         .collect();
     emit!(w, "  if all then");
-    emit!(w, "    redis.call('HSET', K[1], {})", literal.join(", "));
+    emit!(w, "    rcall('HSET', K[1], {})", literal.join(", "));
     emit!(w, "  else");
     emit!(w, "    if inc then");
     emit!(w, "      err = fast_incr(K, inc)");
-    emit!(w, "      if err then return err end");
+    match form {
+        Form::Single => emit!(w, "      if err then fast_undo(undo, m); return err end"),
+        Form::Unit => emit!(w, "      if err then return err end"),
+    }
     emit!(w, "    end");
     emit!(
         w,
-        "    if hs and #hs == 2 then redis.call('HSET', K[1], hs[1], hs[2])"
+        "    if hs and #hs == 2 then rcall('HSET', K[1], hs[1], hs[2])"
     );
-    emit!(
-        w,
-        "    elseif hs then redis.call('HSET', K[1], unpack(hs)) end"
-    );
-    emit!(w, "    if hd then redis.call('HDEL', K[1], unpack(hd)) end");
+    emit!(w, "    elseif hs then rcall('HSET', K[1], unpack(hs)) end");
+    emit!(w, "    if hd then rcall('HDEL', K[1], unpack(hd)) end");
     emit!(w, "  end");
 }
 
 /// After the data: the index entries follow the stored values.
-fn index_moves(w: &mut String, t: &Type<'_>) {
+fn index_moves(w: &mut String, t: &Type<'_>, form: Form) {
     let idx = &t.idx;
     let q = |s: &str| lua_string(s.as_bytes());
     emit!(w, "  if x <= last then fast_tail(K, A, x, last) end");
@@ -588,17 +671,20 @@ fn index_moves(w: &mut String, t: &Type<'_>) {
                 emit!(w, "  if {} then", i.unknown());
                 emit!(
                     w,
-                    "    n{n} = fast_incremented(inc, {f}) or redis.call('HGET', K[1], {f})",
+                    "    n{n} = fast_incremented(inc, {f}) or rcall('HGET', K[1], {f})",
                     f = q(field),
                     n = i.n
                 );
                 emit!(w, "  end");
             }
         }
-        moves(w, i);
+        // The single write moved its equality entries first (set_writes).
+        if !(form == Form::Single && i.kind == IndexKind::Equality) {
+            moves(w, i);
+        }
     }
-    if !idx.is_empty() {
-        emit!(w, "  if not existed then redis.call('SADD', ids, m) end");
+    if !idx.is_empty() && form == Form::Unit {
+        emit!(w, "  if not existed then rcall('SADD', ids, m) end");
     }
     emit!(w, "  if existed then return 0 end");
     emit!(w, "  return 1");
@@ -641,7 +727,7 @@ fn old_and_new(w: &mut String, idx: &[Index]) {
         l("  if existed and mode ~= 'update' then".into());
         let names: Vec<String> = fields.iter().filter_map(|i| i.field).map(q).collect();
         l(format!(
-            "    local vs = redis.call('HMGET', K[1], {})",
+            "    local vs = rcall('HMGET', K[1], {})",
             names.join(", ")
         ));
         for (j, i) in fields.iter().enumerate() {
@@ -650,7 +736,7 @@ fn old_and_new(w: &mut String, idx: &[Index]) {
         l("  elseif existed then".into());
         for (i, t) in fields.iter().zip(&touched) {
             l(format!(
-                "    if {t} then o{n} = redis.call('HGET', K[1], {}) or false end",
+                "    if {t} then o{n} = rcall('HGET', K[1], {}) or false end",
                 q(i.field.unwrap_or_default()),
                 n = i.n
             ));
@@ -693,7 +779,7 @@ fn entry(i: &Index, v: &str) -> String {
 /// moves an entry in (a unique value's owner keys are read here, their type
 /// checked by the same call). `ko<n>` / `kn<n>`: the keys (or entries) of
 /// the old and new value, computed once.
-fn checks(w: &mut String, i: &Index) {
+fn checks(w: &mut String, i: &Index, form: Form) {
     let n = i.n;
     let mut l = |t: String| {
         w.push_str(&t);
@@ -716,10 +802,11 @@ fn checks(w: &mut String, i: &Index) {
                 l(format!("      k{side}{n} = p{n} .. {value}"));
                 if read {
                     l(format!("      {owner}{n}, err = fast_owner(k{side}{n})"));
-                } else {
+                    l("      if err then return err end".into());
+                } else if form == Form::Unit {
                     l(format!("      err = wrong_type(k{side}{n}, '{t}')"));
+                    l("      if err then return err end".into());
                 }
-                l("      if err then return err end".into());
                 l("    end".into());
             }
             l("  end".into());
@@ -762,21 +849,21 @@ fn moves(w: &mut String, i: &Index) {
             l(format!("  if n{n} ~= o{n} then"));
             // Never take an old value's key from another owner.
             l(format!(
-                "    if o{n} and ow{n} == m then redis.call('DEL', ko{n}) end"
+                "    if o{n} and ow{n} == m then rcall('DEL', ko{n}) end"
             ));
-            l(format!("    if n{n} then redis.call('SET', kn{n}, m) end"));
+            l(format!("    if n{n} then rcall('SET', kn{n}, m) end"));
             l("  end".into());
         }
         IndexKind::Equality => {
             l(format!("  if n{n} ~= o{n} then"));
-            l(format!("    if o{n} then redis.call('SREM', ko{n}, m) end"));
-            l(format!("    if n{n} then redis.call('SADD', kn{n}, m) end"));
+            l(format!("    if o{n} then rcall('SREM', ko{n}, m) end"));
+            l(format!("    if n{n} then rcall('SADD', kn{n}, m) end"));
             l("  end".into());
         }
         IndexKind::Tags => {
             l(format!("  if n{n} ~= o{n} then"));
-            l(format!("    for t in pairs(to{n}) do if not tn{n}[t] then redis.call('SREM', p{n} .. t, m) end end"));
-            l(format!("    for t in pairs(tn{n}) do if not to{n}[t] then redis.call('SADD', p{n} .. t, m) end end"));
+            l(format!("    for t in pairs(to{n}) do if not tn{n}[t] then rcall('SREM', p{n} .. t, m) end end"));
+            l(format!("    for t in pairs(tn{n}) do if not to{n}[t] then rcall('SADD', p{n} .. t, m) end end"));
             l("  end".into());
         }
         IndexKind::Sorted => {
@@ -785,21 +872,19 @@ fn moves(w: &mut String, i: &Index) {
             l(format!("  if n{n} ~= o{n} then"));
             l(format!("    if n{n} then"));
             l(format!(
-                "      if tonumber(n{n}) then redis.call('ZADD', p{n}, n{n}, m) end"
+                "      if tonumber(n{n}) then rcall('ZADD', p{n}, n{n}, m) end"
             ));
-            l(format!(
-                "    elseif o{n} then redis.call('ZREM', p{n}, m) end"
-            ));
+            l(format!("    elseif o{n} then rcall('ZREM', p{n}, m) end"));
             l("  end".into());
         }
         IndexKind::Prefix => {
             l(format!("  if n{n} ~= o{n} then"));
             l(format!(
-                "    if o{n} then redis.call('ZREM', p{n}, {} .. ':' .. m) end",
+                "    if o{n} then rcall('ZREM', p{n}, {} .. ':' .. m) end",
                 entry(i, &format!("o{n}"))
             ));
             l(format!(
-                "    if n{n} then redis.call('ZADD', p{n}, 0, {} .. ':' .. m) end",
+                "    if n{n} then rcall('ZADD', p{n}, 0, {} .. ':' .. m) end",
                 entry(i, &format!("n{n}"))
             ));
             l("  end".into());

@@ -104,3 +104,20 @@ local function fast_owner(key)
   if type(owner) == 'table' and owner.err then return nil, wrong_type(key, 'string') end
   return owner
 end
+
+-- Puts back the set entries of member `m` a straight-line write made
+-- before one of its writes failed (`undo`: command, key, other key
+-- triples, in the order made; nil: none), last first, so that the write
+-- leaves nothing behind: SADD or SREM `m` in the key, or SMOVE it from the
+-- key to the other key. Every key here was written a moment ago, so holds
+-- a set.
+local function fast_undo(undo, m)
+  if not undo then return end
+  for t = #undo - 2, 1, -3 do
+    if undo[t] == 'SMOVE' then
+      redis.call('SMOVE', undo[t + 1], undo[t + 2], m)
+    else
+      redis.call(undo[t], undo[t + 1], m)
+    end
+  end
+end

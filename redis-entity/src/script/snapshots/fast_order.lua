@@ -4,19 +4,20 @@ local FAST_SENT = { 1 }
 local FAST_INDEX_COLUMN = { false, 1 }
 local FAST_SHADOW = ":@shadow"
 local function fast_change(K, A, f, last, mode)
+  local rcall, rpcall = redis.call, redis.pcall
   local ns, m = A[f], A[f + 1]
   local ids = ns == '' and "order:@ids" or ns .. "order:@ids"
   local a1 = A[f + 2]
   local ops = A[f + 3]
   local x = f + 4
   local all = ops == "s"
-  local hs, hd, inc, s, cmd
+  local hs, hd, inc, cmd
   local op1, val1 = 115, false
   if all then
     val1 = A[x + 0]
     x = x + 1
   else
-    op1 = string.byte(ops, 1)
+    op1 = string.byte(ops, 1, 1)
     if op1 == 115 then val1 = A[x]; if hs then hs[#hs + 1] = "status"; hs[#hs + 1] = val1 else hs = { "status", val1 } end; x = x + 1
     elseif op1 == 100 then if hd then hd[#hd + 1] = "status" else hd = { "status" } end
     elseif op1 ~= 46 then
@@ -26,7 +27,7 @@ local function fast_change(K, A, f, last, mode)
   end
   if (op1 == 105 or op1 == 102) then return nil end
   if x <= last and not fast_tail_ok(A, x, last) then return nil end
-  local pttl = redis.call('PTTL', K[1])
+  local pttl = rcall('PTTL', K[1])
   -- An entity with a TTL keeps a shadow: the general code.
   if pttl >= 0 then return nil end
   local existed = pttl == -1
@@ -35,17 +36,17 @@ local function fast_change(K, A, f, last, mode)
   else
     if mode == 'update' then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end
     -- Expired leaving a shadow: the general code.
-    if redis.call('EXISTS', K[1] .. FAST_SHADOW) == 1 then return nil end
+    if rcall('EXISTS', K[1] .. FAST_SHADOW) == 1 then return nil end
   end
   local o1, n1 = false, false
   local p1 = ns == '' and "order:@shop:" or ns .. "order:@shop:"
   local o2, n2 = false, false
   local p2 = ns == '' and "order:@status:" or ns .. "order:@status:"
   if existed and mode ~= 'update' then
-    local vs = redis.call('HMGET', K[1], "status")
+    local vs = rcall('HMGET', K[1], "status")
     o2 = vs[1] or false
   elseif existed then
-    if not (op1 == 46) then o2 = redis.call('HGET', K[1], "status") or false end
+    if not (op1 == 46) then o2 = rcall('HGET', K[1], "status") or false end
   end
   n1 = string.sub(a1, 2)
   if existed then o1 = n1 end
@@ -56,58 +57,83 @@ local function fast_change(K, A, f, last, mode)
     err = fast_check_incr(K, inc, 4)
     if err then return err end
   end
-  if not existed then
-    err = wrong_type(ids, 'set')
-    if err then return err end
-  end
   local ko1, kn1, ow1, nw1 = false, false, false, false
   if n1 ~= o1 then
     if o1 then
       ko1 = p1 .. o1
-      err = wrong_type(ko1, 'set')
-      if err then return err end
     end
     if n1 then
       kn1 = p1 .. n1
-      err = wrong_type(kn1, 'set')
-      if err then return err end
     end
   end
   local ko2, kn2, ow2, nw2 = false, false, false, false
   if n2 ~= o2 then
     if o2 then
       ko2 = p2 .. esc(o2)
-      err = wrong_type(ko2, 'set')
-      if err then return err end
     end
     if n2 then
       kn2 = p2 .. esc(n2)
-      err = wrong_type(kn2, 'set')
-      if err then return err end
     end
+  end
+  local undo, r
+  if n1 ~= o1 then
+    if o1 and n1 then
+      r = rpcall('SMOVE', ko1, kn1, m)
+      if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(ko1, 'set') or wrong_type(kn1, 'set') or r end
+      if r == 1 then if undo then undo[#undo + 1] = 'SMOVE'; undo[#undo + 1] = kn1; undo[#undo + 1] = ko1 else undo = { 'SMOVE', kn1, ko1 } end
+      else
+        r = rpcall('SADD', kn1, m)
+        if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(kn1, 'set') or r end
+        if r == 1 then if undo then undo[#undo + 1] = 'SREM'; undo[#undo + 1] = kn1; undo[#undo + 1] = false else undo = { 'SREM', kn1, false } end end
+      end
+    elseif o1 then
+      r = rpcall('SREM', ko1, m)
+      if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(ko1, 'set') or r end
+      if r == 1 then if undo then undo[#undo + 1] = 'SADD'; undo[#undo + 1] = ko1; undo[#undo + 1] = false else undo = { 'SADD', ko1, false } end end
+    else
+      r = rpcall('SADD', kn1, m)
+      if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(kn1, 'set') or r end
+      if r == 1 then if undo then undo[#undo + 1] = 'SREM'; undo[#undo + 1] = kn1; undo[#undo + 1] = false else undo = { 'SREM', kn1, false } end end
+    end
+  end
+  if n2 ~= o2 then
+    if o2 and n2 then
+      r = rpcall('SMOVE', ko2, kn2, m)
+      if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(ko2, 'set') or wrong_type(kn2, 'set') or r end
+      if r == 1 then if undo then undo[#undo + 1] = 'SMOVE'; undo[#undo + 1] = kn2; undo[#undo + 1] = ko2 else undo = { 'SMOVE', kn2, ko2 } end
+      else
+        r = rpcall('SADD', kn2, m)
+        if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(kn2, 'set') or r end
+        if r == 1 then if undo then undo[#undo + 1] = 'SREM'; undo[#undo + 1] = kn2; undo[#undo + 1] = false else undo = { 'SREM', kn2, false } end end
+      end
+    elseif o2 then
+      r = rpcall('SREM', ko2, m)
+      if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(ko2, 'set') or r end
+      if r == 1 then if undo then undo[#undo + 1] = 'SADD'; undo[#undo + 1] = ko2; undo[#undo + 1] = false else undo = { 'SADD', ko2, false } end end
+    else
+      r = rpcall('SADD', kn2, m)
+      if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(kn2, 'set') or r end
+      if r == 1 then if undo then undo[#undo + 1] = 'SREM'; undo[#undo + 1] = kn2; undo[#undo + 1] = false else undo = { 'SREM', kn2, false } end end
+    end
+  end
+  if not existed then
+    r = rpcall('SADD', ids, m)
+    if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(ids, 'set') or r end
+    if r == 1 then if undo then undo[#undo + 1] = 'SREM'; undo[#undo + 1] = ids; undo[#undo + 1] = false else undo = { 'SREM', ids, false } end end
   end
   -- The first write: an increment (its error caught), or HSET.
   if all then
-    redis.call('HSET', K[1], "status", A[x - 1])
+    rcall('HSET', K[1], "status", A[x - 1])
   else
     if inc then
       err = fast_incr(K, inc)
-      if err then return err end
+      if err then fast_undo(undo, m); return err end
     end
-    if hs and #hs == 2 then redis.call('HSET', K[1], hs[1], hs[2])
-    elseif hs then redis.call('HSET', K[1], unpack(hs)) end
-    if hd then redis.call('HDEL', K[1], unpack(hd)) end
+    if hs and #hs == 2 then rcall('HSET', K[1], hs[1], hs[2])
+    elseif hs then rcall('HSET', K[1], unpack(hs)) end
+    if hd then rcall('HDEL', K[1], unpack(hd)) end
   end
   if x <= last then fast_tail(K, A, x, last) end
-  if n1 ~= o1 then
-    if o1 then redis.call('SREM', ko1, m) end
-    if n1 then redis.call('SADD', kn1, m) end
-  end
-  if n2 ~= o2 then
-    if o2 then redis.call('SREM', ko2, m) end
-    if n2 then redis.call('SADD', kn2, m) end
-  end
-  if not existed then redis.call('SADD', ids, m) end
   if existed then return 0 end
   return 1
 end

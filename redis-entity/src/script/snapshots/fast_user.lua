@@ -4,13 +4,14 @@ local FAST_SENT = { 3 }
 local FAST_INDEX_COLUMN = { 1, 2, false, 4, 6 }
 local FAST_SHADOW = ":@shadow"
 local function fast_change(K, A, f, last, mode)
+  local rcall, rpcall = redis.call, redis.pcall
   local ns, m = A[f], A[f + 1]
   local ids = ns == '' and "user:@ids" or ns .. "user:@ids"
   local a3 = A[f + 2]
   local ops = A[f + 3]
   local x = f + 4
   local all = ops == "ssssss"
-  local hs, hd, inc, s, cmd
+  local hs, hd, inc, cmd
   local op1, val1 = 115, false
   local op2, val2 = 115, false
   local op4, val4 = 115, false
@@ -22,42 +23,38 @@ local function fast_change(K, A, f, last, mode)
     val6 = A[x + 5]
     x = x + 6
   else
-    op1 = string.byte(ops, 1)
+    local b3, b5
+    op1, op2, b3, op4, b5, op6 = string.byte(ops, 1, 6)
     if op1 == 115 then val1 = A[x]; if hs then hs[#hs + 1] = "username"; hs[#hs + 1] = val1 else hs = { "username", val1 } end; x = x + 1
     elseif op1 == 100 then if hd then hd[#hd + 1] = "username" else hd = { "username" } end
     elseif op1 ~= 46 then
       cmd = op1 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
       if inc then inc[#inc + 1] = "username"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "username", A[x], cmd } end; x = x + 1
     end
-    op2 = string.byte(ops, 2)
     if op2 == 115 then val2 = A[x]; if hs then hs[#hs + 1] = "country"; hs[#hs + 1] = val2 else hs = { "country", val2 } end; x = x + 1
     elseif op2 == 100 then if hd then hd[#hd + 1] = "country" else hd = { "country" } end
     elseif op2 ~= 46 then
       cmd = op2 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
       if inc then inc[#inc + 1] = "country"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "country", A[x], cmd } end; x = x + 1
     end
-    s = string.byte(ops, 3)
-    if s == 115 then if hs then hs[#hs + 1] = "rating"; hs[#hs + 1] = A[x] else hs = { "rating", A[x] } end; x = x + 1
-    elseif s == 100 then if hd then hd[#hd + 1] = "rating" else hd = { "rating" } end
-    elseif s ~= 46 then
-      cmd = s == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
+    if b3 == 115 then if hs then hs[#hs + 1] = "rating"; hs[#hs + 1] = A[x] else hs = { "rating", A[x] } end; x = x + 1
+    elseif b3 == 100 then if hd then hd[#hd + 1] = "rating" else hd = { "rating" } end
+    elseif b3 ~= 46 then
+      cmd = b3 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
       if inc then inc[#inc + 1] = "rating"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "rating", A[x], cmd } end; x = x + 1
     end
-    op4 = string.byte(ops, 4)
     if op4 == 115 then val4 = A[x]; if hs then hs[#hs + 1] = "email"; hs[#hs + 1] = val4 else hs = { "email", val4 } end; x = x + 1
     elseif op4 == 100 then if hd then hd[#hd + 1] = "email" else hd = { "email" } end
     elseif op4 ~= 46 then
       cmd = op4 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
       if inc then inc[#inc + 1] = "email"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "email", A[x], cmd } end; x = x + 1
     end
-    s = string.byte(ops, 5)
-    if s == 115 then if hs then hs[#hs + 1] = "version"; hs[#hs + 1] = A[x] else hs = { "version", A[x] } end; x = x + 1
-    elseif s == 100 then if hd then hd[#hd + 1] = "version" else hd = { "version" } end
-    elseif s ~= 46 then
-      cmd = s == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
+    if b5 == 115 then if hs then hs[#hs + 1] = "version"; hs[#hs + 1] = A[x] else hs = { "version", A[x] } end; x = x + 1
+    elseif b5 == 100 then if hd then hd[#hd + 1] = "version" else hd = { "version" } end
+    elseif b5 ~= 46 then
+      cmd = b5 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
       if inc then inc[#inc + 1] = "version"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "version", A[x], cmd } end; x = x + 1
     end
-    op6 = string.byte(ops, 6)
     if op6 == 115 then val6 = A[x]; if hs then hs[#hs + 1] = "tags"; hs[#hs + 1] = val6 else hs = { "tags", val6 } end; x = x + 1
     elseif op6 == 100 then if hd then hd[#hd + 1] = "tags" else hd = { "tags" } end
     elseif op6 ~= 46 then
@@ -69,7 +66,7 @@ local function fast_change(K, A, f, last, mode)
   if (op2 == 105 or op2 == 102) then return nil end
   if (op6 == 105 or op6 == 102) then return nil end
   if x <= last and not fast_tail_ok(A, x, last) then return nil end
-  local pttl = redis.call('PTTL', K[1])
+  local pttl = rcall('PTTL', K[1])
   -- An entity with a TTL keeps a shadow: the general code.
   if pttl >= 0 then return nil end
   local existed = pttl == -1
@@ -78,7 +75,7 @@ local function fast_change(K, A, f, last, mode)
   else
     if mode == 'update' then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end
     -- Expired leaving a shadow: the general code.
-    if redis.call('EXISTS', K[1] .. FAST_SHADOW) == 1 then return nil end
+    if rcall('EXISTS', K[1] .. FAST_SHADOW) == 1 then return nil end
   end
   local o1, n1 = false, false
   local p1 = ns == '' and "user:@username:" or ns .. "user:@username:"
@@ -91,18 +88,18 @@ local function fast_change(K, A, f, last, mode)
   local o5, n5 = false, false
   local p5 = ns == '' and "user:@tags:" or ns .. "user:@tags:"
   if existed and mode ~= 'update' then
-    local vs = redis.call('HMGET', K[1], "username", "country", "rating", "email", "tags")
+    local vs = rcall('HMGET', K[1], "username", "country", "rating", "email", "tags")
     o1 = vs[1] or false
     o2 = vs[2] or false
     o3 = vs[3] or false
     o4 = vs[4] or false
     o5 = vs[5] or false
   elseif existed then
-    if not (op1 == 46) then o1 = redis.call('HGET', K[1], "username") or false end
-    if not (op2 == 46) then o2 = redis.call('HGET', K[1], "country") or false end
-    if not (a3 == 'u' or a3 == '') then o3 = redis.call('HGET', K[1], "rating") or false end
-    if not (op4 == 46) then o4 = redis.call('HGET', K[1], "email") or false end
-    if not (op6 == 46) then o5 = redis.call('HGET', K[1], "tags") or false end
+    if not (op1 == 46) then o1 = rcall('HGET', K[1], "username") or false end
+    if not (op2 == 46) then o2 = rcall('HGET', K[1], "country") or false end
+    if not (a3 == 'u' or a3 == '') then o3 = rcall('HGET', K[1], "rating") or false end
+    if not (op4 == 46) then o4 = rcall('HGET', K[1], "email") or false end
+    if not (op6 == 46) then o5 = rcall('HGET', K[1], "tags") or false end
   end
   if op1 == 46 then n1 = o1
   elseif op1 == 115 then n1 = val1 end
@@ -121,10 +118,6 @@ local function fast_change(K, A, f, last, mode)
   end
   err = wrong_type(K[2], 'hash')
   if err then return err end
-  if not existed then
-    err = wrong_type(ids, 'set')
-    if err then return err end
-  end
   local ko1, kn1, ow1, nw1 = false, false, false, false
   if n1 ~= o1 then
     if o1 then
@@ -142,13 +135,9 @@ local function fast_change(K, A, f, last, mode)
   if n2 ~= o2 then
     if o2 then
       ko2 = p2 .. esc(o2)
-      err = wrong_type(ko2, 'set')
-      if err then return err end
     end
     if n2 then
       kn2 = p2 .. esc(n2)
-      err = wrong_type(kn2, 'set')
-      if err then return err end
     end
   end
   if n3 ~= o3 or a3 == '' then
@@ -168,51 +157,72 @@ local function fast_change(K, A, f, last, mode)
     end
   end
   if n1 and n1 ~= o1 and nw1 and nw1 ~= m then
-    if redis.call('EXISTS', ns .. "user:" .. nw1) == 1 then
+    if rcall('EXISTS', ns .. "user:" .. nw1) == 1 then
       return redis.error_reply('UNIQUE_VIOLATION 0')
     end
   end
+  local undo, r
+  if n2 ~= o2 then
+    if o2 and n2 then
+      r = rpcall('SMOVE', ko2, kn2, m)
+      if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(ko2, 'set') or wrong_type(kn2, 'set') or r end
+      if r == 1 then if undo then undo[#undo + 1] = 'SMOVE'; undo[#undo + 1] = kn2; undo[#undo + 1] = ko2 else undo = { 'SMOVE', kn2, ko2 } end
+      else
+        r = rpcall('SADD', kn2, m)
+        if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(kn2, 'set') or r end
+        if r == 1 then if undo then undo[#undo + 1] = 'SREM'; undo[#undo + 1] = kn2; undo[#undo + 1] = false else undo = { 'SREM', kn2, false } end end
+      end
+    elseif o2 then
+      r = rpcall('SREM', ko2, m)
+      if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(ko2, 'set') or r end
+      if r == 1 then if undo then undo[#undo + 1] = 'SADD'; undo[#undo + 1] = ko2; undo[#undo + 1] = false else undo = { 'SADD', ko2, false } end end
+    else
+      r = rpcall('SADD', kn2, m)
+      if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(kn2, 'set') or r end
+      if r == 1 then if undo then undo[#undo + 1] = 'SREM'; undo[#undo + 1] = kn2; undo[#undo + 1] = false else undo = { 'SREM', kn2, false } end end
+    end
+  end
+  if not existed then
+    r = rpcall('SADD', ids, m)
+    if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(ids, 'set') or r end
+    if r == 1 then if undo then undo[#undo + 1] = 'SREM'; undo[#undo + 1] = ids; undo[#undo + 1] = false else undo = { 'SREM', ids, false } end end
+  end
   -- The first write: an increment (its error caught), or HSET.
   if all then
-    redis.call('HSET', K[1], "username", A[x - 6], "country", A[x - 5], "rating", A[x - 4], "email", A[x - 3], "version", A[x - 2], "tags", A[x - 1])
+    rcall('HSET', K[1], "username", A[x - 6], "country", A[x - 5], "rating", A[x - 4], "email", A[x - 3], "version", A[x - 2], "tags", A[x - 1])
   else
     if inc then
       err = fast_incr(K, inc)
-      if err then return err end
+      if err then fast_undo(undo, m); return err end
     end
-    if hs and #hs == 2 then redis.call('HSET', K[1], hs[1], hs[2])
-    elseif hs then redis.call('HSET', K[1], unpack(hs)) end
-    if hd then redis.call('HDEL', K[1], unpack(hd)) end
+    if hs and #hs == 2 then rcall('HSET', K[1], hs[1], hs[2])
+    elseif hs then rcall('HSET', K[1], unpack(hs)) end
+    if hd then rcall('HDEL', K[1], unpack(hd)) end
   end
   if x <= last then fast_tail(K, A, x, last) end
   if n1 ~= o1 then
-    if o1 and ow1 == m then redis.call('DEL', ko1) end
-    if n1 then redis.call('SET', kn1, m) end
-  end
-  if n2 ~= o2 then
-    if o2 then redis.call('SREM', ko2, m) end
-    if n2 then redis.call('SADD', kn2, m) end
+    if o1 and ow1 == m then rcall('DEL', ko1) end
+    if n1 then rcall('SET', kn1, m) end
   end
   if a3 == '' then
-    n3 = fast_incremented(inc, "rating") or redis.call('HGET', K[1], "rating")
+    n3 = fast_incremented(inc, "rating") or rcall('HGET', K[1], "rating")
   end
   if n3 ~= o3 then
     if n3 then
-      if tonumber(n3) then redis.call('ZADD', p3, n3, m) end
-    elseif o3 then redis.call('ZREM', p3, m) end
+      if tonumber(n3) then rcall('ZADD', p3, n3, m) end
+    elseif o3 then rcall('ZREM', p3, m) end
   end
   if (op4 == 105 or op4 == 102) then
-    n4 = fast_incremented(inc, "email") or redis.call('HGET', K[1], "email")
+    n4 = fast_incremented(inc, "email") or rcall('HGET', K[1], "email")
   end
   if n4 ~= o4 then
-    if o4 then redis.call('ZREM', p4, esc(o4) .. ':' .. m) end
-    if n4 then redis.call('ZADD', p4, 0, esc(n4) .. ':' .. m) end
+    if o4 then rcall('ZREM', p4, esc(o4) .. ':' .. m) end
+    if n4 then rcall('ZADD', p4, 0, esc(n4) .. ':' .. m) end
   end
   if n5 ~= o5 then
-    for t in pairs(to5) do if not tn5[t] then redis.call('SREM', p5 .. t, m) end end
-    for t in pairs(tn5) do if not to5[t] then redis.call('SADD', p5 .. t, m) end end
+    for t in pairs(to5) do if not tn5[t] then rcall('SREM', p5 .. t, m) end end
+    for t in pairs(tn5) do if not to5[t] then rcall('SADD', p5 .. t, m) end end
   end
-  if not existed then redis.call('SADD', ids, m) end
   if existed then return 0 end
   return 1
 end
