@@ -439,3 +439,57 @@ async fn set_entries_moved_before_a_failing_write_are_put_back() {
     let report = store.maintenance::<Route>().verify().await.unwrap();
     assert!(report.is_clean(), "{report:?}");
 }
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "shelf")]
+struct Shelf {
+    #[pk]
+    id: u64,
+    #[index]
+    room: String,
+    #[index]
+    tags: std::collections::BTreeSet<String>,
+}
+
+fn shelf(id: u64, room: &str, tags: &[&str]) -> Shelf {
+    Shelf {
+        id,
+        room: room.into(),
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+    }
+}
+
+/// The same for tag sets: a move of the room and of one tag are put back
+/// when the next tag's set is a string.
+#[tokio::test]
+async fn tag_entries_moved_before_a_failing_write_are_put_back() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store
+        .save(&shelf(1, "hall", &["oak", "tall"]))
+        .await
+        .unwrap();
+    store.save(&shelf(2, "hall", &["oak"])).await.unwrap();
+    plant(&server, "shelf:@tags:pine");
+    let before = server.snapshot();
+    let err = store
+        .save(&shelf(1, "attic", &["oak", "pine"]))
+        .await
+        .expect_err("the new tag's set");
+    names("a save moving a room and tags", &err, "shelf:@tags:pine");
+    assert_eq!(server.snapshot(), before, "the moves are put back");
+    let () = redis::cmd("DEL")
+        .arg("shelf:@tags:pine")
+        .query(&mut server.conn())
+        .unwrap();
+    store
+        .save(&shelf(1, "attic", &["oak", "pine"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.find(Shelf::TAGS, "pine".to_string()).await.unwrap(),
+        vec![shelf(1, "attic", &["oak", "pine"])]
+    );
+    let report = store.maintenance::<Shelf>().verify().await.unwrap();
+    assert!(report.is_clean(), "{report:?}");
+}

@@ -565,8 +565,8 @@ fn unique_owners(w: &mut String, t: &Type<'_>) {
     }
 }
 
-/// The single write's first writes: the entries of its equality indexes
-/// and of the set of ids, each written with its error caught instead of
+/// The single write's first writes: the entries of its equality and tag
+/// indexes and of the set of ids, each written with its error caught instead of
 /// its key's type checked first (a check is a command, about 4,500 server
 /// instructions, as much as the write). A key of another type refuses the
 /// write: the entries written before it are put back (`undo`: command, key,
@@ -614,6 +614,21 @@ fn set_writes(w: &mut String, t: &Type<'_>) {
         emit!(w, "      {}", failed(&[&kn]));
         emit!(w, "      if r == 1 then {} end", did("SREM", &kn, "false"));
         emit!(w, "    end");
+        emit!(w, "  end");
+    }
+    for i in t.idx.iter().filter(|i| i.kind == IndexKind::Tags) {
+        let n = i.n;
+        emit!(w, "  if n{n} ~= o{n} then");
+        for (from, to, cmd, back) in [("o", "n", "SREM", "SADD"), ("n", "o", "SADD", "SREM")] {
+            emit!(w, "    for t in pairs(t{from}{n}) do");
+            emit!(w, "      if not t{to}{n}[t] then");
+            emit!(w, "        local k = p{n} .. t");
+            emit!(w, "        r = rpcall('{cmd}', k, m)");
+            emit!(w, "        {}", failed(&["k"]));
+            emit!(w, "        if r == 1 then {} end", did(back, "k", "false"));
+            emit!(w, "      end");
+            emit!(w, "    end");
+        }
         emit!(w, "  end");
     }
     if !t.idx.is_empty() {
@@ -678,8 +693,8 @@ fn index_moves(w: &mut String, t: &Type<'_>, form: Form) {
                 emit!(w, "  end");
             }
         }
-        // The single write moved its equality entries first (set_writes).
-        if !(form == Form::Single && i.kind == IndexKind::Equality) {
+        // The single write moved its set entries first (set_writes).
+        if !(form == Form::Single && matches!(i.kind, IndexKind::Equality | IndexKind::Tags)) {
             moves(w, i);
         }
     }
@@ -819,12 +834,15 @@ fn checks(w: &mut String, i: &Index, form: Form) {
             l(format!(
                 "    to{n}, tn{n} = fast_tags(o{n}), fast_tags(n{n})"
             ));
-            l(format!("    for t in pairs(to{n}) do"));
-            l(format!("      if not tn{n}[t] then err = wrong_type(p{n} .. t, 'set'); if err then return err end end"));
-            l("    end".into());
-            l(format!("    for t in pairs(tn{n}) do"));
-            l(format!("      if not to{n}[t] then err = wrong_type(p{n} .. t, 'set'); if err then return err end end"));
-            l("    end".into());
+            // The single write checks them by writing them (set_writes).
+            if form == Form::Unit {
+                l(format!("    for t in pairs(to{n}) do"));
+                l(format!("      if not tn{n}[t] then err = wrong_type(p{n} .. t, 'set'); if err then return err end end"));
+                l("    end".into());
+                l(format!("    for t in pairs(tn{n}) do"));
+                l(format!("      if not to{n}[t] then err = wrong_type(p{n} .. t, 'set'); if err then return err end end"));
+                l("    end".into());
+            }
             l("  end".into());
         }
         IndexKind::Sorted | IndexKind::Prefix => {

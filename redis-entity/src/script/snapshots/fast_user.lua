@@ -149,12 +149,6 @@ local function fast_change(K, A, f, last, mode)
   local to5, tn5
   if n5 ~= o5 then
     to5, tn5 = fast_tags(o5), fast_tags(n5)
-    for t in pairs(to5) do
-      if not tn5[t] then err = wrong_type(p5 .. t, 'set'); if err then return err end end
-    end
-    for t in pairs(tn5) do
-      if not to5[t] then err = wrong_type(p5 .. t, 'set'); if err then return err end end
-    end
   end
   if n1 and n1 ~= o1 and nw1 and nw1 ~= m then
     if rcall('EXISTS', ns .. "user:" .. nw1) == 1 then
@@ -180,6 +174,24 @@ local function fast_change(K, A, f, last, mode)
       r = rpcall('SADD', kn2, m)
       if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(kn2, 'set') or r end
       if r == 1 then if undo then undo[#undo + 1] = 'SREM'; undo[#undo + 1] = kn2; undo[#undo + 1] = false else undo = { 'SREM', kn2, false } end end
+    end
+  end
+  if n5 ~= o5 then
+    for t in pairs(to5) do
+      if not tn5[t] then
+        local k = p5 .. t
+        r = rpcall('SREM', k, m)
+        if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(k, 'set') or r end
+        if r == 1 then if undo then undo[#undo + 1] = 'SADD'; undo[#undo + 1] = k; undo[#undo + 1] = false else undo = { 'SADD', k, false } end end
+      end
+    end
+    for t in pairs(tn5) do
+      if not to5[t] then
+        local k = p5 .. t
+        r = rpcall('SADD', k, m)
+        if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(k, 'set') or r end
+        if r == 1 then if undo then undo[#undo + 1] = 'SREM'; undo[#undo + 1] = k; undo[#undo + 1] = false else undo = { 'SREM', k, false } end end
+      end
     end
   end
   if not existed then
@@ -218,10 +230,6 @@ local function fast_change(K, A, f, last, mode)
   if n4 ~= o4 then
     if o4 then rcall('ZREM', p4, esc(o4) .. ':' .. m) end
     if n4 then rcall('ZADD', p4, 0, esc(n4) .. ':' .. m) end
-  end
-  if n5 ~= o5 then
-    for t in pairs(to5) do if not tn5[t] then rcall('SREM', p5 .. t, m) end end
-    for t in pairs(tn5) do if not to5[t] then rcall('SADD', p5 .. t, m) end end
   end
   if existed then return 0 end
   return 1
