@@ -459,6 +459,39 @@ fn shelf(id: u64, room: &str, tags: &[&str]) -> Shelf {
     }
 }
 
+/// When the old value's set is missing (an index an earlier fault lost),
+/// the move is an `SADD`, which checks the new set's type itself: a string
+/// there refuses the write, and otherwise the entity is listed again.
+#[tokio::test]
+async fn a_move_from_a_missing_set_checks_the_new_set() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save(&route(1, "A", "B")).await.unwrap();
+    let () = redis::cmd("DEL")
+        .arg("route:@from:A")
+        .query(&mut server.conn())
+        .unwrap();
+    plant(&server, "route:@from:C");
+    let before = server.snapshot();
+    let err = store
+        .save(&route(1, "C", "B"))
+        .await
+        .expect_err("the new set is a string");
+    names("a move from a missing set", &err, "route:@from:C");
+    assert_eq!(server.snapshot(), before, "nothing written");
+    let () = redis::cmd("DEL")
+        .arg("route:@from:C")
+        .query(&mut server.conn())
+        .unwrap();
+    store.save(&route(1, "C", "B")).await.unwrap();
+    assert_eq!(
+        store.find(Route::FROM, "C".to_string()).await.unwrap(),
+        vec![route(1, "C", "B")]
+    );
+    let report = store.maintenance::<Route>().verify().await.unwrap();
+    assert!(report.is_clean(), "{report:?}");
+}
+
 /// The same for tag sets: a move of the room and of one tag are put back
 /// when the next tag's set is a string.
 #[tokio::test]

@@ -8,11 +8,13 @@
 //! save, insert or update of a hash-layout entity without a TTL, request
 //! token, condition, version check or unique claim) needs none of that: the
 //! generated `fast_change` does it in the order a careful engineer would
-//! write by hand (read the stored indexed fields, check every key it will
-//! write and the unique owners, then write), and returns nil, having
-//! written nothing, for any other write, which the general code then runs.
-//! Both give the same keys, replies and errors (tests/model.rs runs random
-//! writes of both kinds against a model).
+//! write by hand (read the stored indexed fields, check the keys it will
+//! write and the unique owners, write the index sets catching their errors,
+//! then the rest), and returns nil, having written nothing, for any other
+//! write, which the general code then runs. Both give the same keys and
+//! replies (tests/model.rs runs random writes of both kinds against a
+//! model), and the same errors but for which key is named when two are of
+//! the wrong type at once (docs/consistency.md).
 
 use super::lua_string;
 use crate::keyspace;
@@ -28,10 +30,16 @@ macro_rules! emit {
     }};
 }
 
-/// More indexes or columns than these and the generated function would
-/// near Lua's limit of 200 locals: such a type keeps the general code only.
-const MAX_INDEXES: usize = 24;
-const MAX_COLUMNS: usize = 64;
+/// Lua 5.1 limits a function to 200 locals and 250 registers. The
+/// generated function declares about 25 locals of its own and at most 9
+/// per index (`op`, `val`, `o`, `n`, `p`, `ko`, `kn`, `ow`, `nw` of a unique
+/// index on a column), and its literal `HSET` of every column needs 3 + 2
+/// registers per column on top of them. A type whose count passes this
+/// budget (well below 250, so that expressions' temporaries fit) keeps the
+/// general code only; `tests/wide_types.rs` loads types at the edge.
+const REGISTER_BUDGET: usize = 200;
+const LOCALS_PER_INDEX: usize = 9;
+const OWN_LOCALS: usize = 25;
 
 /// The column operation codes of the straight-line call (one byte per
 /// column in its `ops` argument).
@@ -82,14 +90,14 @@ pub(crate) fn sends_value(i: &IndexDesc) -> bool {
 }
 
 /// Whether the straight-line write covers `desc` (a hash-layout type
-/// without a presence marker or a default TTL, and not too many indexes or
-/// columns).
+/// without a presence marker or a default TTL, whose function stays within
+/// Lua's limits: [`REGISTER_BUDGET`]).
 pub(crate) fn covers(desc: &EntityDesc) -> bool {
     desc.layout == Layout::Hash
         && !desc.columns.iter().all(|c| c.optional)
         && desc.ttl.is_none()
-        && desc.indexes.len() <= MAX_INDEXES
-        && desc.columns.len() <= MAX_COLUMNS
+        && OWN_LOCALS + LOCALS_PER_INDEX * desc.indexes.len() + 3 + 2 * desc.columns.len()
+            <= REGISTER_BUDGET
 }
 
 /// The straight-line write of `desc` (`local fast_change = false` for a
@@ -167,7 +175,7 @@ fn generate(desc: &EntityDesc, layout: KeyLayout, form: Form) -> String {
     tables(w, &t);
     arguments(w, &t, form);
     columns(w, &t);
-    entity_state(w, &t);
+    entity_state(w, &t, form);
     old_and_new(w, &t.idx);
     key_checks(w, &t, form);
     unique_owners(w, &t);
@@ -454,9 +462,15 @@ fn append(list: &str, items: &[&str]) -> String {
 
 /// The writes the generated code leaves to the general code, and whether
 /// the entity is stored (and has no TTL).
-fn entity_state(w: &mut String, t: &Type<'_>) {
+fn entity_state(w: &mut String, t: &Type<'_>, form: Form) {
     let desc = t.desc;
     let idx = &t.idx;
+    if form == Form::Single {
+        // Only the first increment runs catching its error (fast_incr): a
+        // later one that fails (an overflow) would raise after the sets
+        // were written, so a write of several goes to the general code.
+        emit!(w, "  if inc and #inc > 3 then return nil end");
+    }
     for i in idx {
         // Known only once the increment ran, and then its key: the
         // general code probes it.
@@ -494,10 +508,12 @@ fn entity_state(w: &mut String, t: &Type<'_>) {
     emit!(w, "  end");
 }
 
-/// Before the first write: the numbers to increment, the maps, the set of
-/// all ids and every index key the write moves an entry in. The single
-/// write leaves its first increment to the write itself (caught, with
-/// nothing written before it); so does a unit's `first` operation, while
+/// Before the first write: the numbers to increment, the maps, and (in a
+/// unit; the single write checks them by writing them, in `set_writes`)
+/// the set of all ids and every set the write moves an entry in; sorted
+/// and prefix indexes' sorted sets in both. The single write leaves its
+/// only increment to the write itself (caught; a failure puts back the set
+/// entries written before it); so does a unit's `first` operation, while
 /// for the others earlier operations have written by then, so every
 /// increment is checked here.
 fn key_checks(w: &mut String, t: &Type<'_>, form: Form) {
@@ -647,7 +663,7 @@ fn data(w: &mut String, t: &Type<'_>, form: Form) {
     let q = |s: &str| lua_string(s.as_bytes());
     emit!(
         w,
-        "  -- The first write: an increment (its error caught), or HSET."
+        "  -- The entity's first write: an increment (its error caught), or HSET."
     );
     let literal: Vec<String> = desc
         .columns

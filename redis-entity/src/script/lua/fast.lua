@@ -37,9 +37,10 @@ end
 
 -- Before the first write, the increments `inc` of the entity hash (field,
 -- delta, command triples) from the triple at `from`: each stored value must
--- be a number of its kind. A single write starts at the second (4): its
--- first is the write's first, which fast_incr runs catching its error, with
--- nothing written before it.
+-- be a number of its kind. A single write starts at the second (4), and
+-- has none (a write of several goes to the general code): its one
+-- increment is the entity's first write, which fast_incr runs catching its
+-- error (the set entries written before it are then put back).
 local function fast_check_incr(K, inc, from)
   for t = from, #inc, 3 do
     local v = redis.call('HGET', K[1], inc[t])
@@ -50,7 +51,7 @@ end
 
 -- Runs the increments `inc`, each reply (the new value) kept in place of
 -- its delta; nil, or the error reply of the first (then nothing was
--- written).
+-- written to the entity).
 local function fast_incr(K, inc)
   for t = 1, #inc, 3 do
     if t == 1 then

@@ -25,6 +25,7 @@ local function fast_change(K, A, f, last, mode)
       if inc then inc[#inc + 1] = "status"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "status", A[x], cmd } end; x = x + 1
     end
   end
+  if inc and #inc > 3 then return nil end
   if (op1 == 105 or op1 == 102) then return nil end
   if x <= last and not fast_tail_ok(A, x, last) then return nil end
   local pttl = rcall('PTTL', K[1])
@@ -121,7 +122,7 @@ local function fast_change(K, A, f, last, mode)
     if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(ids, 'set') or r end
     if r == 1 then if undo then undo[#undo + 1] = 'SREM'; undo[#undo + 1] = ids; undo[#undo + 1] = false else undo = { 'SREM', ids, false } end end
   end
-  -- The first write: an increment (its error caught), or HSET.
+  -- The entity's first write: an increment (its error caught), or HSET.
   if all then
     rcall('HSET', K[1], "status", A[x - 1])
   else
