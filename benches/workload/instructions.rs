@@ -122,18 +122,7 @@ pub async fn run() {
         })
         .await;
     let hand = counter
-        .count(idle, async {
-            let mut c = conn.clone();
-            for id in 0..USERS {
-                let _: i64 = change_fn
-                    .key(format!("user:{{{id}}}"))
-                    .arg(id)
-                    .arg(next(id))
-                    .invoke_async(&mut c)
-                    .await
-                    .unwrap();
-            }
-        })
+        .count(idle, hand_each(&change_fn, &conn, "user", next))
         .await;
     print_row("change of an indexed field", ours, hand);
     // Each player's score incremented (a sorted index): the players are
@@ -173,18 +162,7 @@ pub async fn run() {
         })
         .await;
     let hand = counter
-        .count(idle, async {
-            let mut c = conn.clone();
-            for id in 0..USERS {
-                let _: i64 = score_fn
-                    .key(format!("player:{{{id}}}"))
-                    .arg(id)
-                    .arg(delta(id))
-                    .invoke_async(&mut c)
-                    .await
-                    .unwrap();
-            }
-        })
+        .count(idle, hand_each(&score_fn, &conn, "player", delta))
         .await;
     print_row("score increment (sorted index)", ours, hand);
     let users: Vec<User> = (USERS..2 * USERS).map(user).collect();
@@ -206,6 +184,26 @@ pub async fn run() {
     print_row("save in batches of 100, per entity", ours, hand);
     drop(server);
     let _ = std::fs::remove_dir_all(&counter.out);
+}
+
+/// The hand-written function `f` called once per id: key `<head>:{id}`,
+/// arguments the id and `arg(id)`.
+async fn hand_each<A: redis::ToRedisArgs>(
+    f: &redis::Script,
+    conn: &MultiplexedConnection,
+    head: &str,
+    arg: impl Fn(u64) -> A,
+) {
+    let mut c = conn.clone();
+    for id in 0..USERS {
+        let _: i64 = f
+            .key(format!("{head}:{{{id}}}"))
+            .arg(id)
+            .arg(arg(id))
+            .invoke_async(&mut c)
+            .await
+            .unwrap();
+    }
 }
 
 /// A row: per write, each side's instructions and estimated cycles, and
