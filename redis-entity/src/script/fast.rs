@@ -240,6 +240,17 @@ fn identifiers(code: &str) -> std::collections::HashSet<&str> {
     let (mut i, mut start) = (0, None);
     while i < bytes.len() {
         let b = bytes[i];
+        if b == b'-' && bytes.get(i + 1) == Some(&b'-') {
+            // A comment, to the end of the line (an apostrophe in it is no
+            // string).
+            if let Some(s0) = start.take() {
+                out.insert(&code[s0..i]);
+            }
+            while i < bytes.len() && bytes[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
         if b == b'"' || b == b'\'' {
             // Skip the literal (a backslash escapes the next byte).
             i += 1;
@@ -663,7 +674,7 @@ fn data(w: &mut String, t: &Type<'_>, form: Form) {
     let q = |s: &str| lua_string(s.as_bytes());
     emit!(
         w,
-        "  -- The entity's first write: an increment (its error caught), or HSET."
+        "  -- The first write to the entity: an increment (its error caught), or HSET."
     );
     let literal: Vec<String> = desc
         .columns

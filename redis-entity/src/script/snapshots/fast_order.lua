@@ -122,7 +122,7 @@ local function fast_change(K, A, f, last, mode)
     if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(ids, 'set') or r end
     if r == 1 then if undo then undo[#undo + 1] = 'SREM'; undo[#undo + 1] = ids; undo[#undo + 1] = false else undo = { 'SREM', ids, false } end end
   end
-  -- The entity's first write: an increment (its error caught), or HSET.
+  -- The first write to the entity: an increment (its error caught), or HSET.
   if all then
     rcall('HSET', K[1], "status", A[x - 1])
   else

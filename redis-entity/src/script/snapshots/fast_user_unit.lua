@@ -176,12 +176,12 @@ local function fast_unit(K, A, f, last, mode, u, first)
     u.unique[key] = m
   end
   if u.follow then u.exists[K[1]] = true end
-  return {  }
+  return { K, A, x, last, all, inc, hs, hd, existed, ids, m, o1, n1, ko1, kn1, ow1, o2, n2, ko2, kn2, o3, n3, p3, a3, o4, n4, p4, o5, n5, p5, to5, tn5, op4 }
 end
 local function fast_unit_write(st)
-  local  = unpack(st, 1, 0)
+  local K, A, x, last, all, inc, hs, hd, existed, ids, m, o1, n1, ko1, kn1, ow1, o2, n2, ko2, kn2, o3, n3, p3, a3, o4, n4, p4, o5, n5, p5, to5, tn5, op4 = unpack(st, 1, 33)
   local rcall, err = redis.call, nil
-  -- The entity's first write: an increment (its error caught), or HSET.
+  -- The first write to the entity: an increment (its error caught), or HSET.
   if all then
     rcall('HSET', K[1], "username", A[x - 6], "country", A[x - 5], "rating", A[x - 4], "email", A[x - 3], "version", A[x - 2], "tags", A[x - 1])
   else
