@@ -56,6 +56,14 @@ fn plant(server: &RedisServer, key: &str) {
         .unwrap();
 }
 
+/// Deletes what `plant` (or a test) put at `key`.
+fn unplant(server: &RedisServer, key: &str) {
+    let () = redis::cmd("DEL")
+        .arg(key)
+        .query(&mut server.conn())
+        .unwrap();
+}
+
 /// Three accounts, 1 following 2 and 3, 1 mentoring 2.
 async fn accounts() -> (RedisServer, Store) {
     let server = RedisServer::start();
@@ -259,10 +267,7 @@ async fn increments_and_sets_into_an_index_meeting_a_wrong_type_write_nothing() 
         names(what, &err, key);
         assert_eq!(server.snapshot(), before, "{what}: the keyspace changed");
         // Once the planted key is gone, the same increment goes through.
-        let () = redis::cmd("DEL")
-            .arg(key)
-            .query(&mut server.conn())
-            .unwrap();
+        unplant(&server, key);
         store
             .update::<Meter>(1)
             .incr(Meter::BUCKET, 1)
@@ -388,10 +393,7 @@ async fn set_entries_moved_before_a_failing_write_are_put_back() {
     names("a new entity", &err, "route:@ids");
     assert_eq!(server.snapshot(), before, "the new entries are taken out");
     // The planted string replaced the set of ids: put the set back.
-    let () = redis::cmd("DEL")
-        .arg("route:@ids")
-        .query(&mut server.conn())
-        .unwrap();
+    unplant(&server, "route:@ids");
     let _: i64 = redis::cmd("SADD")
         .arg("route:@ids")
         .arg(1)
@@ -416,10 +418,7 @@ async fn set_entries_moved_before_a_failing_write_are_put_back() {
     assert!(matches!(err, Error::Decode { .. }), "{err:?}");
     assert_eq!(server.snapshot(), before, "the move is put back");
     // With the planted keys gone, the same writes go through.
-    let () = redis::cmd("DEL")
-        .arg("route:@to:D")
-        .query(&mut server.conn())
-        .unwrap();
+    unplant(&server, "route:@to:D");
     store.save(&route(1, "C", "D")).await.unwrap();
     store.save(&route(3, "E", "F")).await.unwrap();
     assert_eq!(
@@ -467,10 +466,7 @@ async fn a_move_from_a_missing_set_checks_the_new_set() {
     let server = RedisServer::start();
     let store = Store::connect(&server.url()).await.unwrap();
     store.save(&route(1, "A", "B")).await.unwrap();
-    let () = redis::cmd("DEL")
-        .arg("route:@from:A")
-        .query(&mut server.conn())
-        .unwrap();
+    unplant(&server, "route:@from:A");
     plant(&server, "route:@from:C");
     let before = server.snapshot();
     let err = store
@@ -479,10 +475,7 @@ async fn a_move_from_a_missing_set_checks_the_new_set() {
         .expect_err("the new set is a string");
     names("a move from a missing set", &err, "route:@from:C");
     assert_eq!(server.snapshot(), before, "nothing written");
-    let () = redis::cmd("DEL")
-        .arg("route:@from:C")
-        .query(&mut server.conn())
-        .unwrap();
+    unplant(&server, "route:@from:C");
     store.save(&route(1, "C", "B")).await.unwrap();
     assert_eq!(
         store.find(Route::FROM, "C".to_string()).await.unwrap(),
@@ -511,10 +504,7 @@ async fn tag_entries_moved_before_a_failing_write_are_put_back() {
         .expect_err("the new tag's set");
     names("a save moving a room and tags", &err, "shelf:@tags:pine");
     assert_eq!(server.snapshot(), before, "the moves are put back");
-    let () = redis::cmd("DEL")
-        .arg("shelf:@tags:pine")
-        .query(&mut server.conn())
-        .unwrap();
+    unplant(&server, "shelf:@tags:pine");
     store
         .save(&shelf(1, "attic", &["oak", "pine"]))
         .await
