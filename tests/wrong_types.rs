@@ -516,3 +516,268 @@ async fn tag_entries_moved_before_a_failing_write_are_put_back() {
     let report = store.maintenance::<Shelf>().verify().await.unwrap();
     assert!(report.is_clean(), "{report:?}");
 }
+
+/// The members of the set at `key`, sorted (none when it does not exist).
+fn smembers(server: &RedisServer, key: &str) -> Vec<String> {
+    let mut members: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(key)
+        .query(&mut server.conn())
+        .unwrap();
+    members.sort();
+    members
+}
+
+/// The batch form puts back per entity: in one `save_all`, the route whose
+/// second move meets a string fails naming it with its first move put
+/// back, and the routes before and after it in the batch are saved.
+#[tokio::test]
+async fn a_batch_puts_back_the_failing_entity_and_saves_the_others() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save(&route(1, "A", "B")).await.unwrap();
+    store.save(&route(2, "A", "C")).await.unwrap();
+    plant(&server, "route:@to:D");
+    let hash = server.snapshot()["route:1"].clone();
+    let smoves = server.calls("smove");
+    let err = store
+        .save_all(&[route(2, "X", "C"), route(1, "C", "D"), route(3, "E", "F")])
+        .await
+        .expect_err("route 1's second set");
+    names("a batch moving two values", &err, "route:@to:D");
+    // Only the straight-line write moves a value with SMOVE: the batch ran it.
+    assert!(server.calls("smove") > smoves, "the batch form ran");
+    // Route 1 as it was: its hash, its old sets, and the set of ids.
+    assert_eq!(server.snapshot()["route:1"], hash, "route 1's hash");
+    assert_eq!(smembers(&server, "route:@from:A"), ["1"]);
+    assert_eq!(smembers(&server, "route:@to:B"), ["1"]);
+    assert!(smembers(&server, "route:@from:C").is_empty(), "moved back");
+    assert_eq!(smembers(&server, "route:@ids"), ["1", "2", "3"]);
+    assert_eq!(
+        store.get::<Route>(1).await.unwrap(),
+        Some(route(1, "A", "B"))
+    );
+    // The others are saved, with their sets.
+    assert_eq!(
+        store.get::<Route>(2).await.unwrap(),
+        Some(route(2, "X", "C"))
+    );
+    assert_eq!(
+        store.get::<Route>(3).await.unwrap(),
+        Some(route(3, "E", "F"))
+    );
+    assert_eq!(smembers(&server, "route:@from:X"), ["2"]);
+    assert_eq!(smembers(&server, "route:@to:C"), ["2"]);
+    assert_eq!(smembers(&server, "route:@from:E"), ["3"]);
+    assert_eq!(smembers(&server, "route:@to:F"), ["3"]);
+    unplant(&server, "route:@to:D");
+    let report = store.maintenance::<Route>().verify().await.unwrap();
+    assert!(report.is_clean(), "{report:?}");
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "lane")]
+struct Lane {
+    #[pk]
+    code: String,
+    #[index]
+    from: String,
+    #[index]
+    to: String,
+    hops: i64,
+}
+
+fn lane(code: &str, from: &str, to: &str) -> Lane {
+    Lane {
+        code: code.into(),
+        from: from.into(),
+        to: to.into(),
+        hops: 1,
+    }
+}
+
+/// Each key with its type, its contents and whether it has a TTL.
+type Contents = std::collections::BTreeMap<String, (String, Vec<String>, i64)>;
+
+/// The keyspace as a `snapshot` has it, but with a set's members and a
+/// hash's fields and values (sorted) in place of their `DUMP` (escaped for
+/// any other key): a put-back restores a set's members, not always its
+/// bytes (docs/consistency.md).
+fn contents(server: &RedisServer) -> Contents {
+    let mut c = server.conn();
+    server
+        .snapshot()
+        .into_iter()
+        .map(|(key, (kind, dump, ttl))| {
+            let value = match kind.as_str() {
+                "set" => {
+                    let mut members: Vec<String> =
+                        redis::cmd("SMEMBERS").arg(&key).query(&mut c).unwrap();
+                    members.sort();
+                    members
+                }
+                "hash" => {
+                    let fields: std::collections::BTreeMap<String, String> =
+                        redis::cmd("HGETALL").arg(&key).query(&mut c).unwrap();
+                    fields.into_iter().flat_map(|(f, v)| [f, v]).collect()
+                }
+                _ => vec![dump.escape_ascii().to_string()],
+            };
+            (key, (kind, value, ttl))
+        })
+        .collect()
+}
+
+/// The put-back with `String` pks, whose sets' members are not integers:
+/// a failing move, a failing new entity and a refused increment leave
+/// every set's members, every hash's fields and every other key's `DUMP`
+/// as they were.
+#[tokio::test]
+async fn set_entries_of_string_pks_are_put_back() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    // `dock:1` is escaped in its keys and its sets (`dock%3A1`).
+    store.save(&lane("dock:1", "A", "B")).await.unwrap();
+    store.save(&lane("dock 2", "A", "C")).await.unwrap();
+    store.save(&lane("dock-3", "C", "B")).await.unwrap();
+    // Both values move; the second index's new set is a string.
+    plant(&server, "lane:@to:D");
+    let before = contents(&server);
+    let err = store
+        .save(&lane("dock:1", "C", "D"))
+        .await
+        .expect_err("the second set");
+    names("a save moving two values", &err, "lane:@to:D");
+    assert_eq!(contents(&server), before, "the first move is put back");
+    // A new entity: both sets written, then the set of ids is a string.
+    unplant(&server, "lane:@to:D");
+    let ids = smembers(&server, "lane:@ids");
+    plant(&server, "lane:@ids");
+    let before = contents(&server);
+    let err = store
+        .save(&lane("dock:4", "A", "B"))
+        .await
+        .expect_err("the ids set");
+    names("a new entity", &err, "lane:@ids");
+    assert_eq!(contents(&server), before, "the new entries are taken out");
+    unplant(&server, "lane:@ids");
+    let _: i64 = redis::cmd("SADD")
+        .arg("lane:@ids")
+        .arg(&ids)
+        .query(&mut server.conn())
+        .unwrap();
+    // A move, then an increment of a stored value that is not a number.
+    let () = redis::cmd("HSET")
+        .arg("lane:dock 2")
+        .arg("hops")
+        .arg("many")
+        .query(&mut server.conn())
+        .unwrap();
+    let before = contents(&server);
+    let err = store
+        .update::<Lane>("dock 2")
+        .set(Lane::FROM, "C".to_string())
+        .incr(Lane::HOPS, 1)
+        .exec()
+        .await
+        .expect_err("not a number");
+    assert!(matches!(err, Error::Decode { .. }), "{err:?}");
+    assert_eq!(contents(&server), before, "the move is put back");
+    let () = redis::cmd("HSET")
+        .arg("lane:dock 2")
+        .arg("hops")
+        .arg("1")
+        .query(&mut server.conn())
+        .unwrap();
+    // With the planted keys gone, the same writes go through.
+    store.save(&lane("dock:1", "C", "D")).await.unwrap();
+    store.save(&lane("dock:4", "A", "B")).await.unwrap();
+    assert_eq!(
+        store.find(Lane::TO, "D".to_string()).await.unwrap(),
+        vec![lane("dock:1", "C", "D")]
+    );
+    let report = store.maintenance::<Lane>().verify().await.unwrap();
+    assert!(report.is_clean(), "{report:?}");
+}
+
+/// Saves `seed` on a private server, plants both `keys`, and checks that
+/// saving `e` fails naming one of them and changes nothing: every other
+/// key's `DUMP` is as it was and both keys still hold their strings.
+async fn refused_twice<E: redis_entity::Entity>(what: &str, keys: [&str; 2], seed: &[E], e: E) {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save_all(seed).await.unwrap();
+    for key in keys {
+        plant(&server, key);
+    }
+    let mut before = server.snapshot();
+    let err = store.save(&e).await.expect_err(what);
+    let named = keys
+        .into_iter()
+        .find(|k| matches!(&err, Error::WrongType { key, .. } if key == k))
+        .unwrap_or_else(|| {
+            panic!("{what}: expected WrongType naming one of {keys:?}, got {err:?}")
+        });
+    names(what, &err, named);
+    let mut after = server.snapshot();
+    for key in keys {
+        let value: String = redis::cmd("GET")
+            .arg(key)
+            .query(&mut server.conn())
+            .unwrap();
+        assert_eq!(value, "x", "{what}: {key}");
+        before.remove(key);
+        after.remove(key);
+    }
+    assert_eq!(after, before, "{what}: the keyspace changed");
+}
+
+/// Two keys of the wrong type at once: the save names one of them (the
+/// straight-line write may name another than the general code) and writes
+/// nothing, whether or not sets were written before the first it met.
+#[tokio::test]
+async fn two_keys_of_the_wrong_type_write_nothing() {
+    let routes = [route(1, "A", "B"), route(2, "A", "C")];
+    refused_twice(
+        "both new sets of a move",
+        ["route:@from:C", "route:@to:D"],
+        &routes,
+        route(1, "C", "D"),
+    )
+    .await;
+    refused_twice(
+        "a new entity's second set and the ids set",
+        ["route:@to:F", "route:@ids"],
+        &routes,
+        route(3, "A", "F"),
+    )
+    .await;
+    refused_twice(
+        "a new entity's first set and the ids set",
+        ["route:@from:E", "route:@ids"],
+        &routes,
+        route(3, "E", "C"),
+    )
+    .await;
+    let shelves = [
+        shelf(1, "hall", &["oak", "tall"]),
+        shelf(2, "hall", &["oak"]),
+    ];
+    refused_twice(
+        "two new tags' sets, after a move of the room and a tag",
+        ["shelf:@tags:pine", "shelf:@tags:elm"],
+        &shelves,
+        shelf(1, "attic", &["oak", "pine", "elm"]),
+    )
+    .await;
+    refused_twice(
+        "an equality set and the sorted set",
+        ["acct:@country:FR", "acct:@score"],
+        &[acct(1), acct(2)],
+        Acct {
+            id: 1,
+            country: "FR".into(),
+            score: 7.0,
+        },
+    )
+    .await;
+}
