@@ -180,6 +180,39 @@ impl Side {
             .unwrap()
     }
 
+    /// Prints the memory of the server's two Lua VMs (`INFO memory`): the
+    /// functions VM holds every write library loaded (one per entity type
+    /// and one per list of types a unit of work wrote), the scripting VM the
+    /// read scripts and the hand-written functions. The time of a call that
+    /// arrives cold grows with the heap of the VM it runs in
+    /// (docs/benchmarks.md, *Library footprint*).
+    async fn print_lua_heaps(&self, side: &str) {
+        let info = self.info("memory").await;
+        let kb = |k: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(k))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .map_or(0.0, |b| b / 1024.0)
+        };
+        let mut c = self
+            .server
+            .client()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let libraries: Vec<redis::Value> = redis::cmd("FUNCTION")
+            .arg("LIST")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        println!(
+            "{side} server: functions VM {:.0} KB ({} libraries), scripting VM {:.0} KB",
+            kb("used_memory_vm_functions:"),
+            libraries.len(),
+            kb("used_memory_vm_eval:")
+        );
+    }
+
     /// Server CPU seconds so far (user + system).
     async fn cpu_s(&self) -> f64 {
         let info = self.info("cpu").await;
@@ -217,10 +250,12 @@ impl Side {
     }
 
     /// Loads the Lua function libraries of `other` here too (`FUNCTION
-    /// DUMP` / `RESTORE`), so that a hand-written function measured here
-    /// runs in a Lua heap as large as redis-entity's: Lua's garbage
-    /// collection walks every library loaded, which costs a hand-written
-    /// function 5-9% of its server time on a server holding redis-entity's.
+    /// DUMP` / `RESTORE`) into the functions VM. A hand-written function
+    /// called with `EVALSHA` runs in the other VM (scripting) and does not
+    /// see them; one loaded by [`load_hand_function`] and called with
+    /// `FCALL` runs in a Lua heap as large as redis-entity's: Lua's garbage
+    /// collection walks every library loaded, so the time of a call grows
+    /// with the heap (docs/benchmarks.md, *Library footprint*).
     async fn mirror_libraries(&self, other: &Side) {
         let mut from = other
             .server
@@ -542,6 +577,38 @@ redis.call('ZADD', 'player:score', s, ARGV[1])
 return 0
 ";
 
+/// Loads `body` (a hand-written function's text, reading `KEYS` and `ARGV`)
+/// as function `name` of a library of its own in `side`'s functions VM, so
+/// that an `FCALL` of it runs in the Lua heap of the libraries mirrored there
+/// ([`Side::mirror_libraries`]), as redis-entity's write functions do; the
+/// same text called with `EVALSHA` runs in the scripting VM's heap, which
+/// holds little else.
+async fn load_hand_function(side: &Side, name: &str, body: &str) {
+    let code = format!(
+        "#!lua name={name}\nredis.register_function('{name}', function(KEYS, ARGV)\n{body}\nend)\n"
+    );
+    let mut c = side
+        .server
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(code)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+}
+
+/// One `FCALL` of `name`, loaded by [`load_hand_function`], with one key.
+fn hand_fcall(name: &str, key: String) -> redis::Cmd {
+    let mut c = redis::cmd("FCALL");
+    c.arg(name).arg(1).arg(key);
+    c
+}
+
 /// One save of `u` by `HAND_SAVE_FN` (`f`, its script).
 async fn hand_fn_save<C: redis::aio::ConnectionLike + Send>(
     f: &redis::Script,
@@ -821,6 +888,116 @@ async fn hand_books(c: &mut CountingConnection<MultiplexedConnection>, ids: Vec<
         .filter_map(|(id, r)| parse_book(id, r))
         .collect()
 }
+
+/// Tag pairs shared by the tasks of the 32-task mix.
+type Pairs = std::sync::Arc<Vec<(String, String)>>;
+
+/// The 32-task mix over `range` through one store: operation `i` is, by
+/// `i % 5`, a get (0, 1), a unique lookup (2), a level increment (3) or a
+/// tag query with its records (4), on user `i % n_users`.
+async fn mix_of_32(
+    store: Store<CountingConnection<MultiplexedConnection>>,
+    pairs: Pairs,
+    range: std::ops::Range<u64>,
+    n_users: u64,
+) {
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..32u64 {
+        let ops: Vec<u64> = range.clone().filter(|i| i % 32 == t).collect();
+        let (store, pairs) = (store.clone(), pairs.clone());
+        tasks.spawn(async move {
+            for i in ops {
+                let id = i % n_users;
+                match i % 5 {
+                    0 | 1 => {
+                        assert!(store.get::<User>(&id).await.unwrap().is_some());
+                    }
+                    2 => {
+                        let u = store.find_unique(User::USERNAME, format!("user{id}"));
+                        assert!(u.await.unwrap().is_some());
+                    }
+                    3 => store
+                        .update::<User>(&id)
+                        .incr(User::LEVEL, 1)
+                        .exec()
+                        .await
+                        .unwrap(),
+                    _ => {
+                        let (x, y) = &pairs[(i as usize) % pairs.len()];
+                        let q = store.query::<Book>().all(Book::TAGS, [x, y]);
+                        q.fetch().await.unwrap();
+                    }
+                }
+            }
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r.unwrap();
+    }
+}
+
+/// The same mix by hand over one connection: the level increment is a bare
+/// `HINCRBY`, or with `level_fn` that function (`HAND_LEVEL_FN`).
+async fn hand_mix_of_32(
+    conn: CountingConnection<MultiplexedConnection>,
+    pairs: Pairs,
+    range: std::ops::Range<u64>,
+    n_users: u64,
+    level_fn: Option<std::sync::Arc<redis::Script>>,
+) {
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..32u64 {
+        let ops: Vec<u64> = range.clone().filter(|i| i % 32 == t).collect();
+        let (mut c, pairs, level_fn) = (conn.clone(), pairs.clone(), level_fn.clone());
+        tasks.spawn(async move {
+            for i in ops {
+                let id = i % n_users;
+                let user = format!("user:{{{id}}}");
+                match i % 5 {
+                    0 | 1 => {
+                        let f: Vec<(String, String)> = c.hgetall(&user).await.unwrap();
+                        assert!(parse_user(id, f).is_some());
+                    }
+                    2 => {
+                        let owner: Option<u64> =
+                            c.get(format!("user:username:user{id}")).await.unwrap();
+                        let f: Vec<(String, String)> = c
+                            .hgetall(format!("user:{{{}}}", owner.unwrap()))
+                            .await
+                            .unwrap();
+                        assert!(!f.is_empty());
+                    }
+                    3 => {
+                        let _: i64 = match &level_fn {
+                            None => c.hincr(&user, "level", 1).await.unwrap(),
+                            Some(f) => f.key(&user).invoke_async(&mut c).await.unwrap(),
+                        };
+                    }
+                    _ => {
+                        let (x, y) = &pairs[(i as usize) % pairs.len()];
+                        let ids: Vec<u64> = c
+                            .sinter(&[format!("book:tags:{x}"), format!("book:tags:{y}")])
+                            .await
+                            .unwrap();
+                        hand_books(&mut c, ids).await;
+                    }
+                }
+            }
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r.unwrap();
+    }
+}
+
+/// A level increment by hand with the guarantees of redis-entity's update
+/// of an unindexed counter: the user must exist and its hash be a hash, and
+/// the stored level a number (`HINCRBY` refuses one that is not, writing
+/// nothing). KEYS[1]: the user's hash.
+const HAND_LEVEL_FN: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOT_FOUND') end
+return redis.call('HINCRBY', KEYS[1], 'level', 1)
+";
 
 #[tokio::main]
 async fn main() {
@@ -1373,6 +1550,50 @@ async fn main() {
         floors.set(floor, 0, a.write_us_per_call);
         floors.set(floor, 1, b.write_us_per_call);
     }
+    // 7f. The same save with the hand-written function in the functions VM
+    //     beside redis-entity's libraries (mirrored again: those loaded
+    //     since count too), so that both run in one size of Lua heap: the
+    //     difference to the row above is what the heap costs
+    //     (docs/benchmarks.md, *Library footprint*).
+    hand.mirror_libraries(&fw).await;
+    load_hand_function(&hand, "hand_save", HAND_SAVE_FN).await;
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_users,
+        false,
+        |r| async move {
+            for id in r {
+                store.save(&user(id + 60 * n_users)).await.unwrap();
+            }
+        },
+        |r| {
+            let mut c = hc.clone();
+            async move {
+                for id in r {
+                    let u = user(id + 60 * n_users);
+                    let _: i64 = hand_fcall("hand_save", format!("user:{{{}}}", u.id))
+                        .arg(u.id)
+                        .arg(&u.username)
+                        .arg(&u.email)
+                        .arg(&u.country)
+                        .arg(u.level)
+                        .query_async(&mut c)
+                        .await
+                        .unwrap();
+                }
+            }
+        },
+    )
+    .await;
+    report(
+        "save user (vs hand-written function, same Lua heap)",
+        &a,
+        &b,
+    );
+    let same_heap = "save (new entity), the hand-written function in the functions VM";
+    floors.set(same_heap, 0, a.write_us_per_call);
+    floors.set(same_heap, 1, b.write_us_per_call);
     let change_fn = redis::Script::new(HAND_CHANGE_FN);
     let (a, b) = pair(
         &fw,
@@ -1478,107 +1699,30 @@ async fn main() {
     }
 
     // 7c. 32 tasks sharing one store (one connection): gets, unique
-    //     lookups, level updates and tag queries with records, mixed.
+    //     lookups, level updates and tag queries with records, mixed; then
+    //     the same mix with the hand-written side's level update made by a
+    //     function with the checks of redis-entity's update (the floor of a
+    //     checked update).
     let shared_pairs = std::sync::Arc::new(pairs.clone());
-    let (a, b) = pair(
-        &fw,
-        &hand,
-        n_users,
-        false,
-        |r| {
-            let store = store.clone();
-            let pairs = shared_pairs.clone();
-            async move {
-                let mut tasks = tokio::task::JoinSet::new();
-                for t in 0..32u64 {
-                    let ops: Vec<u64> = r.clone().filter(|i| i % 32 == t).collect();
-                    let (store, pairs) = (store.clone(), pairs.clone());
-                    tasks.spawn(async move {
-                        for i in ops {
-                            let id = i % n_users;
-                            match i % 5 {
-                                0 | 1 => {
-                                    assert!(store.get::<User>(&id).await.unwrap().is_some());
-                                }
-                                2 => {
-                                    let u = store.find_unique(User::USERNAME, format!("user{id}"));
-                                    assert!(u.await.unwrap().is_some());
-                                }
-                                3 => store
-                                    .update::<User>(&id)
-                                    .incr(User::LEVEL, 1)
-                                    .exec()
-                                    .await
-                                    .unwrap(),
-                                _ => {
-                                    let (x, y) = &pairs[(i as usize) % pairs.len()];
-                                    let q = store.query::<Book>().all(Book::TAGS, [x, y]);
-                                    q.fetch().await.unwrap();
-                                }
-                            }
-                        }
-                    });
-                }
-                while let Some(r) = tasks.join_next().await {
-                    r.unwrap();
-                }
-            }
-        },
-        |r| {
-            let conn = hc.clone();
-            let pairs = shared_pairs.clone();
-            async move {
-                let mut tasks = tokio::task::JoinSet::new();
-                for t in 0..32u64 {
-                    let ops: Vec<u64> = r.clone().filter(|i| i % 32 == t).collect();
-                    let (mut c, pairs) = (conn.clone(), pairs.clone());
-                    tasks.spawn(async move {
-                        for i in ops {
-                            let id = i % n_users;
-                            match i % 5 {
-                                0 | 1 => {
-                                    let f: Vec<(String, String)> =
-                                        c.hgetall(format!("user:{{{id}}}")).await.unwrap();
-                                    assert!(parse_user(id, f).is_some());
-                                }
-                                2 => {
-                                    let owner: Option<u64> =
-                                        c.get(format!("user:username:user{id}")).await.unwrap();
-                                    let f: Vec<(String, String)> = c
-                                        .hgetall(format!("user:{{{}}}", owner.unwrap()))
-                                        .await
-                                        .unwrap();
-                                    assert!(!f.is_empty());
-                                }
-                                3 => {
-                                    let _: i64 = c
-                                        .hincr(format!("user:{{{id}}}"), "level", 1)
-                                        .await
-                                        .unwrap();
-                                }
-                                _ => {
-                                    let (x, y) = &pairs[(i as usize) % pairs.len()];
-                                    let ids: Vec<u64> = c
-                                        .sinter(&[
-                                            format!("book:tags:{x}"),
-                                            format!("book:tags:{y}"),
-                                        ])
-                                        .await
-                                        .unwrap();
-                                    hand_books(&mut c, ids).await;
-                                }
-                            }
-                        }
-                    });
-                }
-                while let Some(r) = tasks.join_next().await {
-                    r.unwrap();
-                }
-            }
-        },
-    )
-    .await;
-    report("32 tasks: gets, finds, updates, tag queries", &a, &b);
+    let level_fn = std::sync::Arc::new(redis::Script::new(HAND_LEVEL_FN));
+    for (name, level_fn) in [
+        ("32 tasks: gets, finds, updates, tag queries", None),
+        ("32 tasks (vs hand-written function)", Some(level_fn)),
+    ] {
+        let (a, b) = pair(
+            &fw,
+            &hand,
+            n_users,
+            false,
+            |r| mix_of_32(store.clone(), shared_pairs.clone(), r, n_users),
+            |r| {
+                let (c, pairs, f) = (hc.clone(), shared_pairs.clone(), level_fn.clone());
+                hand_mix_of_32(c, pairs, r, n_users, f)
+            },
+        )
+        .await;
+        report(name, &a, &b);
+    }
 
     // 8. Leaderboard: score increments (hash and sorted set together), then
     //    top 10 with profiles.
@@ -1686,6 +1830,48 @@ async fn main() {
     report("score increment (vs hand-written function)", &a, &b);
     floors.set("score increment (sorted index)", 0, a.write_us_per_call);
     floors.set("score increment (sorted index)", 1, b.write_us_per_call);
+    hand.mirror_libraries(&fw).await;
+    load_hand_function(&hand, "hand_score", HAND_SCORE_FN).await;
+    let (a, b) = pair(
+        &fw,
+        &hand,
+        n_incr,
+        false,
+        |r| async move {
+            for i in r {
+                let (id, d) = deltas[i as usize];
+                store
+                    .update::<Player>(&id)
+                    .incr(Player::SCORE, d)
+                    .exec()
+                    .await
+                    .unwrap();
+            }
+        },
+        |r| {
+            let mut c = hc.clone();
+            async move {
+                for i in r {
+                    let (id, d) = deltas[i as usize];
+                    let _: i64 = hand_fcall("hand_score", format!("player:{{{id}}}"))
+                        .arg(id)
+                        .arg(d)
+                        .query_async(&mut c)
+                        .await
+                        .unwrap();
+                }
+            }
+        },
+    )
+    .await;
+    report(
+        "score increment (vs hand-written function, same Lua heap)",
+        &a,
+        &b,
+    );
+    let same_heap = "score increment, the hand-written function in the functions VM";
+    floors.set(same_heap, 0, a.write_us_per_call);
+    floors.set(same_heap, 1, b.write_us_per_call);
     let best_fw = std::cell::RefCell::new(Vec::new());
     let best_hand = std::cell::RefCell::new(Vec::new());
     let (bf, bh) = (&best_fw, &best_hand);
@@ -1730,6 +1916,9 @@ async fn main() {
     report("top 10 with profiles", &a, &b);
 
     floors.print();
+    println!();
+    fw.print_lua_heaps("redis-entity's").await;
+    hand.print_lua_heaps("the hand-written side's").await;
 
     schema_check_step(&fw, n_users).await;
     backfill_step(&fw, n_users).await;
