@@ -835,9 +835,12 @@ fn checks(w: &mut String, i: &Index, form: Form) {
             } else {
                 ("set", false)
             };
-            l(format!(
-                "  local ko{n}, kn{n}, ow{n}, nw{n} = false, false, false, false"
-            ));
+            // The owners (ow, nw) are read only for a unique index.
+            l(if read {
+                format!("  local ko{n}, kn{n}, ow{n}, nw{n} = false, false, false, false")
+            } else {
+                format!("  local ko{n}, kn{n} = false, false")
+            });
             l(format!("  if n{n} ~= o{n} then"));
             for (side, value, owner) in [("o", &old, "ow"), ("n", &new, "nw")] {
                 l(format!("    if {side}{n} then"));

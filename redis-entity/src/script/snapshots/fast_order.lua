@@ -58,7 +58,7 @@ local function fast_change(K, A, f, last, mode)
     err = fast_check_incr(K, inc, 4)
     if err then return err end
   end
-  local ko1, kn1, ow1, nw1 = false, false, false, false
+  local ko1, kn1 = false, false
   if n1 ~= o1 then
     if o1 then
       ko1 = p1 .. o1
@@ -67,7 +67,7 @@ local function fast_change(K, A, f, last, mode)
       kn1 = p1 .. n1
     end
   end
-  local ko2, kn2, ow2, nw2 = false, false, false, false
+  local ko2, kn2 = false, false
   if n2 ~= o2 then
     if o2 then
       ko2 = p2 .. esc(o2)

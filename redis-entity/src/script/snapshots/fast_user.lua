@@ -132,7 +132,7 @@ local function fast_change(K, A, f, last, mode)
       if err then return err end
     end
   end
-  local ko2, kn2, ow2, nw2 = false, false, false, false
+  local ko2, kn2 = false, false
   if n2 ~= o2 then
     if o2 then
       ko2 = p2 .. esc(o2)

@@ -135,7 +135,7 @@ local function fast_unit(K, A, f, last, mode, u, first)
       if err then return err end
     end
   end
-  local ko2, kn2, ow2, nw2 = false, false, false, false
+  local ko2, kn2 = false, false
   if n2 ~= o2 then
     if o2 then
       ko2 = p2 .. esc(o2)
