@@ -227,6 +227,13 @@ impl Side {
 
     /// Microseconds per call of the write command since the last reset.
     async fn write_us_per_call(&self) -> Option<f64> {
+        let (usec, calls) = self.write_usec_calls().await;
+        (calls > 0.0).then(|| usec / calls)
+    }
+
+    /// Microseconds and calls of the write commands (`FCALL`, `EXEC`,
+    /// `EVALSHA`) since the last reset.
+    async fn write_usec_calls(&self) -> (f64, f64) {
         let info = self.info("commandstats").await;
         let (mut usec, mut calls) = (0.0, 0.0);
         for l in info.lines() {
@@ -246,41 +253,25 @@ impl Side {
             usec += field("usec=");
             calls += field("calls=");
         }
-        (calls > 0.0).then(|| usec / calls)
+        (usec, calls)
     }
 
-    /// Loads the Lua function libraries of `other` here too (`FUNCTION
-    /// DUMP` / `RESTORE`) into the functions VM. A hand-written function
-    /// called with `EVALSHA` runs in the other VM (scripting) and does not
-    /// see them; one loaded by [`load_hand_function`] and called with
-    /// `FCALL` runs in a Lua heap as large as redis-entity's: Lua's garbage
-    /// collection walks every library loaded, so the time of a call grows
-    /// with the heap (docs/benchmarks.md, *Library footprint*).
-    async fn mirror_libraries(&self, other: &Side) {
-        let mut from = other
-            .server
-            .client()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
-        let dump: Vec<u8> = redis::cmd("FUNCTION")
-            .arg("DUMP")
-            .query_async(&mut from)
-            .await
-            .unwrap();
-        let mut to = self
-            .server
-            .client()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
-        let () = redis::cmd("FUNCTION")
-            .arg("RESTORE")
-            .arg(dump)
-            .arg("REPLACE")
-            .query_async(&mut to)
-            .await
-            .unwrap();
+    /// Removes the keys matching any of `patterns` (`SCAN`, `UNLINK`).
+    async fn unlink_matching(&self, patterns: &[&str]) {
+        let mut c = self.conn.clone();
+        for pattern in patterns {
+            let keys: Vec<String> = {
+                let mut it: redis::AsyncIter<String> = c.scan_match(pattern).await.unwrap();
+                let mut keys = Vec::new();
+                while let Some(k) = it.next_item().await {
+                    keys.push(k.unwrap());
+                }
+                keys
+            };
+            for chunk in keys.chunks(1000) {
+                let _: i64 = c.unlink(chunk).await.unwrap();
+            }
+        }
     }
 
     async fn reset_stats(&self) {
@@ -350,6 +341,36 @@ async fn figures(
 
 /// Runs one step on both sides in alternating rounds: `fw` and `hand` get
 /// the same slice of the step's `ops` each round.
+/// Runs `f` (redis-entity) and `g` (a hand-written function, `FCALL`) against
+/// the same server, `side`'s, in 10 rounds of `ops` in all that alternate
+/// which goes first, and returns each side's server µs per call (`INFO
+/// commandstats`, reset before and read after each side's round).
+async fn one_server<F, FF, G, GF>(side: &Side, ops: u64, mut f: F, mut g: G) -> [f64; 2]
+where
+    F: FnMut(std::ops::Range<u64>) -> FF,
+    FF: std::future::Future<Output = ()>,
+    G: FnMut(std::ops::Range<u64>) -> GF,
+    GF: std::future::Future<Output = ()>,
+{
+    const ROUNDS: u64 = 10;
+    let (mut usec, mut calls) = ([0.0; 2], [0.0; 2]);
+    for r in 0..ROUNDS {
+        let range = r * ops / ROUNDS..(r + 1) * ops / ROUNDS;
+        for k in if r % 2 == 0 { [0, 1] } else { [1, 0] } {
+            side.reset_stats().await;
+            if k == 0 {
+                f(range.clone()).await;
+            } else {
+                g(range.clone()).await;
+            }
+            let (u, c) = side.write_usec_calls().await;
+            usec[k] += u;
+            calls[k] += c;
+        }
+    }
+    [0, 1].map(|k| usec[k] / calls[k])
+}
+
 async fn pair<F, FF, G, GF>(
     fw: &Side,
     hand: &Side,
@@ -578,11 +599,10 @@ return 0
 ";
 
 /// Loads `body` (a hand-written function's text, reading `KEYS` and `ARGV`)
-/// as function `name` of a library of its own in `side`'s functions VM, so
-/// that an `FCALL` of it runs in the Lua heap of the libraries mirrored there
-/// ([`Side::mirror_libraries`]), as redis-entity's write functions do; the
-/// same text called with `EVALSHA` runs in the scripting VM's heap, which
-/// holds little else.
+/// as function `name` of a library of its own in `side`'s functions VM: on
+/// redis-entity's server, an `FCALL` of it runs in the Lua heap of
+/// redis-entity's write functions (the same text called with `EVALSHA` runs
+/// in the scripting VM, which holds little else).
 async fn load_hand_function(side: &Side, name: &str, body: &str) {
     let code = format!(
         "#!lua name={name}\nredis.register_function('{name}', function(KEYS, ARGV)\n{body}\nend)\n"
@@ -1163,7 +1183,6 @@ async fn main() {
     // 2b. The same against one hand-written function call per 100 users,
     //     with the same guarantees per user.
     let batch_fn = redis::Script::new(HAND_SAVE_BATCH_FN);
-    hand.mirror_libraries(&fw).await;
     let (a, b) = pair(
         &fw,
         &hand,
@@ -1514,7 +1533,6 @@ async fn main() {
     //     numbers and key types first, refuses a missing entity) for a save
     //     of one user and for the unit of 3.
     let save_fn = redis::Script::new(HAND_SAVE_FN);
-    hand.mirror_libraries(&fw).await;
     let unit_fn = redis::Script::new(HAND_UNIT_FN);
     // The same users twice: new, then existing.
     let mut hand_save_us = None;
@@ -1550,50 +1568,6 @@ async fn main() {
         floors.set(floor, 0, a.write_us_per_call);
         floors.set(floor, 1, b.write_us_per_call);
     }
-    // 7f. The same save with the hand-written function in the functions VM
-    //     beside redis-entity's libraries (mirrored again: those loaded
-    //     since count too), so that both run in one size of Lua heap: the
-    //     difference to the row above is what the heap costs
-    //     (docs/benchmarks.md, *Library footprint*).
-    hand.mirror_libraries(&fw).await;
-    load_hand_function(&hand, "hand_save", HAND_SAVE_FN).await;
-    let (a, b) = pair(
-        &fw,
-        &hand,
-        n_users,
-        false,
-        |r| async move {
-            for id in r {
-                store.save(&user(id + 60 * n_users)).await.unwrap();
-            }
-        },
-        |r| {
-            let mut c = hc.clone();
-            async move {
-                for id in r {
-                    let u = user(id + 60 * n_users);
-                    let _: i64 = hand_fcall("hand_save", format!("user:{{{}}}", u.id))
-                        .arg(u.id)
-                        .arg(&u.username)
-                        .arg(&u.email)
-                        .arg(&u.country)
-                        .arg(u.level)
-                        .query_async(&mut c)
-                        .await
-                        .unwrap();
-                }
-            }
-        },
-    )
-    .await;
-    report(
-        "save user (vs hand-written function, same Lua heap)",
-        &a,
-        &b,
-    );
-    let same_heap = "save (new entity), the hand-written function in the functions VM";
-    floors.set(same_heap, 0, a.write_us_per_call);
-    floors.set(same_heap, 1, b.write_us_per_call);
     let change_fn = redis::Script::new(HAND_CHANGE_FN);
     let (a, b) = pair(
         &fw,
@@ -1793,7 +1767,6 @@ async fn main() {
     floors.set("score increment (sorted index)", 2, a.write_us_per_call);
     floors.set("score increment (sorted index)", 3, b.write_us_per_call);
     let score_fn = redis::Script::new(HAND_SCORE_FN);
-    hand.mirror_libraries(&fw).await;
     let (a, b) = pair(
         &fw,
         &hand,
@@ -1830,48 +1803,6 @@ async fn main() {
     report("score increment (vs hand-written function)", &a, &b);
     floors.set("score increment (sorted index)", 0, a.write_us_per_call);
     floors.set("score increment (sorted index)", 1, b.write_us_per_call);
-    hand.mirror_libraries(&fw).await;
-    load_hand_function(&hand, "hand_score", HAND_SCORE_FN).await;
-    let (a, b) = pair(
-        &fw,
-        &hand,
-        n_incr,
-        false,
-        |r| async move {
-            for i in r {
-                let (id, d) = deltas[i as usize];
-                store
-                    .update::<Player>(&id)
-                    .incr(Player::SCORE, d)
-                    .exec()
-                    .await
-                    .unwrap();
-            }
-        },
-        |r| {
-            let mut c = hc.clone();
-            async move {
-                for i in r {
-                    let (id, d) = deltas[i as usize];
-                    let _: i64 = hand_fcall("hand_score", format!("player:{{{id}}}"))
-                        .arg(id)
-                        .arg(d)
-                        .query_async(&mut c)
-                        .await
-                        .unwrap();
-                }
-            }
-        },
-    )
-    .await;
-    report(
-        "score increment (vs hand-written function, same Lua heap)",
-        &a,
-        &b,
-    );
-    let same_heap = "score increment, the hand-written function in the functions VM";
-    floors.set(same_heap, 0, a.write_us_per_call);
-    floors.set(same_heap, 1, b.write_us_per_call);
     let best_fw = std::cell::RefCell::new(Vec::new());
     let best_hand = std::cell::RefCell::new(Vec::new());
     let (bf, bh) = (&best_fw, &best_hand);
@@ -1914,6 +1845,92 @@ async fn main() {
         );
     }
     report("top 10 with profiles", &a, &b);
+
+    // 9. The save of a new user and the score increment once more, with the
+    //    hand-written function loaded into redis-entity's server and both
+    //    sides' calls sent there: one server state, one Lua heap and one
+    //    keyspace for both, so that what differs is the code and the client
+    //    (docs/benchmarks.md, *One server for both sides*). The hand-written
+    //    side's keys are removed after each step.
+    load_hand_function(&fw, "hand_save", HAND_SAVE_FN).await;
+    let [ours, theirs] = one_server(
+        &fw,
+        n_users,
+        |r| async move {
+            for id in r {
+                store.save(&user(id + 60 * n_users)).await.unwrap();
+            }
+        },
+        |r| {
+            let mut c = fw.conn.clone();
+            async move {
+                for id in r {
+                    let u = user(id + 60 * n_users);
+                    let _: i64 = hand_fcall("hand_save", format!("user:{{{}}}", u.id))
+                        .arg(u.id)
+                        .arg(&u.username)
+                        .arg(&u.email)
+                        .arg(&u.country)
+                        .arg(u.level)
+                        .query_async(&mut c)
+                        .await
+                        .unwrap();
+                }
+            }
+        },
+    )
+    .await;
+    let row = "save (new entity), both on one server";
+    floors.set(row, 0, Some(ours));
+    floors.set(row, 1, Some(theirs));
+    fw.unlink_matching(&["user:{*", "user:username:*", "user:country:*", "user:ids"])
+        .await;
+    load_hand_function(&fw, "hand_score", HAND_SCORE_FN).await;
+    {
+        let mut p = redis::pipe();
+        for id in 0..n_users {
+            p.hset_multiple(
+                format!("player:{{{id}}}"),
+                &[("name", format!("player{id}")), ("score", "0".into())],
+            )
+            .ignore();
+        }
+        let _: () = p.query_async(&mut fw.conn.clone()).await.unwrap();
+    }
+    let [ours, theirs] = one_server(
+        &fw,
+        n_incr,
+        |r| async move {
+            for i in r {
+                let (id, d) = deltas[i as usize];
+                store
+                    .update::<Player>(&id)
+                    .incr(Player::SCORE, d)
+                    .exec()
+                    .await
+                    .unwrap();
+            }
+        },
+        |r| {
+            let mut c = fw.conn.clone();
+            async move {
+                for i in r {
+                    let (id, d) = deltas[i as usize];
+                    let _: i64 = hand_fcall("hand_score", format!("player:{{{id}}}"))
+                        .arg(id)
+                        .arg(d)
+                        .query_async(&mut c)
+                        .await
+                        .unwrap();
+                }
+            }
+        },
+    )
+    .await;
+    let row = "score increment, both on one server";
+    floors.set(row, 0, Some(ours));
+    floors.set(row, 1, Some(theirs));
+    fw.unlink_matching(&["player:{*", "player:score"]).await;
 
     floors.print();
     println!();
