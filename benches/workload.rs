@@ -343,10 +343,18 @@ async fn figures(
 /// the same slice of the step's `ops` each round.
 /// Runs `f` (redis-entity) and `g` (a hand-written function, `FCALL`) against
 /// the same server, `side`'s, in 10 rounds of `ops` in all that alternate
-/// which goes first, and returns each side's server µs per call (`INFO
-/// commandstats`, reset before and read after each side's round).
-async fn one_server<F, FF, G, GF>(side: &Side, ops: u64, mut f: F, mut g: G) -> [f64; 2]
-where
+/// which goes first; puts each side's server µs per call (`INFO
+/// commandstats`, reset before and read after each side's round) in the
+/// floors' `row`, then removes the hand-written side's keys (`theirs`:
+/// patterns).
+async fn one_server<F, FF, G, GF>(
+    side: &Side,
+    (floors, row): (&mut Floors, &'static str),
+    theirs: &[&str],
+    ops: u64,
+    mut f: F,
+    mut g: G,
+) where
     F: FnMut(std::ops::Range<u64>) -> FF,
     FF: std::future::Future<Output = ()>,
     G: FnMut(std::ops::Range<u64>) -> GF,
@@ -368,7 +376,10 @@ where
             calls[k] += c;
         }
     }
-    [0, 1].map(|k| usec[k] / calls[k])
+    for k in [0, 1] {
+        floors.set(row, k, Some(usec[k] / calls[k]));
+    }
+    side.unlink_matching(theirs).await;
 }
 
 async fn pair<F, FF, G, GF>(
@@ -907,6 +918,24 @@ async fn hand_books(c: &mut CountingConnection<MultiplexedConnection>, ids: Vec<
         .zip(rows)
         .filter_map(|(id, r)| parse_book(id, r))
         .collect()
+}
+
+/// redis-entity's score increments `deltas[i]` (player, delta) for each
+/// `i` of `range`, one update call each.
+async fn incr_scores(
+    store: &Store<CountingConnection<MultiplexedConnection>>,
+    deltas: &[(u64, f64)],
+    range: std::ops::Range<u64>,
+) {
+    for i in range {
+        let (id, d) = deltas[i as usize];
+        store
+            .update::<Player>(&id)
+            .incr(Player::SCORE, d)
+            .exec()
+            .await
+            .unwrap();
+    }
 }
 
 /// Tag pairs shared by the tasks of the 32-task mix.
@@ -1734,17 +1763,7 @@ async fn main() {
         &hand,
         n_incr,
         false,
-        |r| async move {
-            for i in r {
-                let (id, d) = deltas[i as usize];
-                store
-                    .update::<Player>(&id)
-                    .incr(Player::SCORE, d)
-                    .exec()
-                    .await
-                    .unwrap();
-            }
-        },
+        |r| incr_scores(store, deltas, r),
         |r| async move {
             let mut c = hc.clone();
             for i in r {
@@ -1772,17 +1791,7 @@ async fn main() {
         &hand,
         n_incr,
         false,
-        |r| async move {
-            for i in r {
-                let (id, d) = deltas[i as usize];
-                store
-                    .update::<Player>(&id)
-                    .incr(Player::SCORE, d)
-                    .exec()
-                    .await
-                    .unwrap();
-            }
-        },
+        |r| incr_scores(store, deltas, r),
         |r| {
             let (mut c, f) = (hc.clone(), &score_fn);
             async move {
@@ -1853,8 +1862,10 @@ async fn main() {
     //    (docs/benchmarks.md, *One server for both sides*). The hand-written
     //    side's keys are removed after each step.
     load_hand_function(&fw, "hand_save", HAND_SAVE_FN).await;
-    let [ours, theirs] = one_server(
+    one_server(
         &fw,
+        (&mut floors, "save (new entity), both on one server"),
+        &["user:{*", "user:username:*", "user:country:*", "user:ids"],
         n_users,
         |r| async move {
             for id in r {
@@ -1880,11 +1891,6 @@ async fn main() {
         },
     )
     .await;
-    let row = "save (new entity), both on one server";
-    floors.set(row, 0, Some(ours));
-    floors.set(row, 1, Some(theirs));
-    fw.unlink_matching(&["user:{*", "user:username:*", "user:country:*", "user:ids"])
-        .await;
     load_hand_function(&fw, "hand_score", HAND_SCORE_FN).await;
     {
         let mut p = redis::pipe();
@@ -1897,20 +1903,12 @@ async fn main() {
         }
         let _: () = p.query_async(&mut fw.conn.clone()).await.unwrap();
     }
-    let [ours, theirs] = one_server(
+    one_server(
         &fw,
+        (&mut floors, "score increment, both on one server"),
+        &["player:{*", "player:score"],
         n_incr,
-        |r| async move {
-            for i in r {
-                let (id, d) = deltas[i as usize];
-                store
-                    .update::<Player>(&id)
-                    .incr(Player::SCORE, d)
-                    .exec()
-                    .await
-                    .unwrap();
-            }
-        },
+        |r| incr_scores(store, deltas, r),
         |r| {
             let mut c = fw.conn.clone();
             async move {
@@ -1927,10 +1925,6 @@ async fn main() {
         },
     )
     .await;
-    let row = "score increment, both on one server";
-    floors.set(row, 0, Some(ours));
-    floors.set(row, 1, Some(theirs));
-    fw.unlink_matching(&["player:{*", "player:score"]).await;
 
     floors.print();
     println!();
