@@ -185,7 +185,7 @@ impl Side {
     /// and one per list of types a unit of work wrote), the scripting VM the
     /// read scripts and the hand-written functions. The time of a call that
     /// arrives cold grows with the heap of the VM it runs in
-    /// (docs/benchmarks.md, *Library footprint*).
+    /// (docs/benchmarks.md, *The Lua heap a write runs in*).
     async fn print_lua_heaps(&self, side: &str) {
         let info = self.info("memory").await;
         let kb = |k: &str| {
@@ -339,8 +339,6 @@ async fn figures(
     }
 }
 
-/// Runs one step on both sides in alternating rounds: `fw` and `hand` get
-/// the same slice of the step's `ops` each round.
 /// Runs `f` (redis-entity) and `g` (a hand-written function, `FCALL`) against
 /// the same server, `side`'s, in 10 rounds of `ops` in all that alternate
 /// which goes first; puts each side's server µs per call (`INFO
@@ -382,6 +380,8 @@ async fn one_server<F, FF, G, GF>(
     side.unlink_matching(theirs).await;
 }
 
+/// Runs one step on both sides in alternating rounds: `fw` and `hand` get
+/// the same slice of the step's `ops` each round.
 async fn pair<F, FF, G, GF>(
     fw: &Side,
     hand: &Side,
@@ -918,6 +918,23 @@ async fn hand_books(c: &mut CountingConnection<MultiplexedConnection>, ids: Vec<
         .zip(rows)
         .filter_map(|(id, r)| parse_book(id, r))
         .collect()
+}
+
+/// The hand-written layout of `players` with score 0: their hashes and
+/// their entries in `player:score`, in one pipeline.
+async fn hand_save_players(c: &mut CountingConnection<MultiplexedConnection>, players: &[Player]) {
+    let mut p = redis::pipe();
+    for pl in players {
+        p.cmd("HSET")
+            .arg(format!("player:{{{}}}", pl.id))
+            .arg("name")
+            .arg(&pl.name)
+            .arg("score")
+            .arg(0)
+            .ignore();
+        p.cmd("ZADD").arg("player:score").arg(0).arg(pl.id).ignore();
+    }
+    let _: () = p.query_async(c).await.unwrap();
 }
 
 /// redis-entity's score increments `deltas[i]` (player, delta) for each
@@ -1738,18 +1755,7 @@ async fn main() {
         .collect();
     for chunk in players.chunks(500) {
         store.save_all(chunk).await.unwrap();
-        let mut p = redis::pipe();
-        for pl in chunk {
-            p.cmd("HSET")
-                .arg(format!("player:{{{}}}", pl.id))
-                .arg("name")
-                .arg(&pl.name)
-                .arg("score")
-                .arg(0)
-                .ignore();
-            p.cmd("ZADD").arg("player:score").arg(0).arg(pl.id).ignore();
-        }
-        let _: () = p.query_async(&mut hc.clone()).await.unwrap();
+        hand_save_players(&mut hc.clone(), chunk).await;
     }
     let deltas: Vec<(u64, f64)> = {
         let mut rng = Rng(99);
@@ -1892,16 +1898,8 @@ async fn main() {
     )
     .await;
     load_hand_function(&fw, "hand_score", HAND_SCORE_FN).await;
-    {
-        let mut p = redis::pipe();
-        for id in 0..n_users {
-            p.hset_multiple(
-                format!("player:{{{id}}}"),
-                &[("name", format!("player{id}")), ("score", "0".into())],
-            )
-            .ignore();
-        }
-        let _: () = p.query_async(&mut fw.conn.clone()).await.unwrap();
+    for chunk in players.chunks(500) {
+        hand_save_players(&mut fw.conn.clone(), chunk).await;
     }
     one_server(
         &fw,
