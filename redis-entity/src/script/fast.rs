@@ -978,6 +978,21 @@ mod tests {
         );
     }
 
+    /// An apostrophe in a Lua comment opens no string: the names after it
+    /// are still found (one such comment once emptied the unit form's
+    /// state list, and every unit library failed to load).
+    #[test]
+    fn identifiers_skip_comments_and_strings() {
+        let code = "  local ko1 = 1 -- the entity's key\n  kn1 = 'o1 ow1' .. nw1\n";
+        let found = identifiers(code);
+        for name in ["ko1", "kn1", "nw1"] {
+            assert!(found.contains(name), "{name} in {found:?}");
+        }
+        for inside in ["entity", "s", "o1", "ow1"] {
+            assert!(!found.contains(inside), "{inside} in {found:?}");
+        }
+    }
+
     #[test]
     fn types_outside_the_straight_line_write_keep_the_general_code() {
         for d in [&SESSION, &DOC] {
