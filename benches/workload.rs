@@ -905,6 +905,15 @@ fn parse_book(id: u64, fields: Vec<(String, String)>) -> Option<Book> {
     })
 }
 
+fn parse_player(id: u64, fields: Vec<(String, String)>) -> Option<Player> {
+    let get = |k: &str| fields.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
+    Some(Player {
+        id,
+        name: get("name")?,
+        score: get("score")?.parse().ok()?,
+    })
+}
+
 async fn hand_books(c: &mut CountingConnection<MultiplexedConnection>, ids: Vec<u64>) -> Vec<Book> {
     if ids.is_empty() {
         return Vec::new();
@@ -1027,11 +1036,10 @@ async fn hand_mix_of_32(
                     2 => {
                         let owner: Option<u64> =
                             c.get(format!("user:username:user{id}")).await.unwrap();
-                        let f: Vec<(String, String)> = c
-                            .hgetall(format!("user:{{{}}}", owner.unwrap()))
-                            .await
-                            .unwrap();
-                        assert!(!f.is_empty());
+                        let owner = owner.unwrap();
+                        let f: Vec<(String, String)> =
+                            c.hgetall(format!("user:{{{owner}}}")).await.unwrap();
+                        assert!(parse_user(owner, f).is_some());
                     }
                     3 => {
                         let _: i64 = match &level_fn {
@@ -1842,8 +1850,14 @@ async fn main() {
                     p.hgetall(format!("player:{{{id}}}"));
                 }
                 let rows: Vec<Vec<(String, String)>> = p.query_async(&mut c).await.unwrap();
-                assert_eq!(rows.len(), top.len());
-                *bh.borrow_mut() = top.into_iter().map(|(_, s)| s).collect::<Vec<f64>>();
+                // The same typed result as redis-entity's: the players with their scores.
+                let best: Vec<(Player, f64)> = top
+                    .iter()
+                    .zip(rows)
+                    .filter_map(|(&(id, s), r)| Some((parse_player(id, r)?, s)))
+                    .collect();
+                assert_eq!(best.len(), top.len());
+                *bh.borrow_mut() = best.into_iter().map(|(_, s)| s).collect::<Vec<f64>>();
             }
         },
     )

@@ -424,12 +424,12 @@ fn from_row_fn(e: &Entity, re: &TokenStream) -> TokenStream {
         let var = format_ident!("__c{}", i);
         let codec = codec_type(c, re);
         let (ty, name) = (f.ty, lit(&f.name));
-        let decode = respan(quote!(<#codec as #re::FieldCodec<#ty>>::decode), ty.span());
+        let decode = respan(
+            quote!(<#codec as #re::FieldCodec<#ty>>::decode_owned),
+            ty.span(),
+        );
         quote! {
-            let #var = #decode(
-                #name,
-                #re::take(&mut __cols).as_deref(),
-            )?;
+            let #var = #decode(#name, #re::take(&mut __cols))?;
         }
     });
     let decode_maps = e.maps().enumerate().map(|(i, f)| {

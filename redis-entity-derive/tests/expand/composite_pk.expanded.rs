@@ -112,7 +112,7 @@ const _: () = {
             let mut __maps = row.maps.into_iter();
             let __c0 = <::re::__private::Plain as ::re::__private::FieldCodec<
                 u8,
-            >>::decode("status", ::re::__private::take(&mut __cols).as_deref())?;
+            >>::decode_owned("status", ::re::__private::take(&mut __cols))?;
             let (__p0, __p1, __p2) = pk;
             ::re::__private::core::result::Result::Ok(RedPackage {
                 program_id: ::re::__private::core::clone::Clone::clone(__p0),

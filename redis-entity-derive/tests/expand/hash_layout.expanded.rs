@@ -222,48 +222,33 @@ const _: () = {
             let mut __maps = row.maps.into_iter();
             let __c0 = <::redis_entity::__private::Plain as ::redis_entity::__private::FieldCodec<
                 String,
-            >>::decode(
-                "username",
-                ::redis_entity::__private::take(&mut __cols).as_deref(),
-            )?;
+            >>::decode_owned("username", ::redis_entity::__private::take(&mut __cols))?;
             let __c1 = <::redis_entity::__private::Plain as ::redis_entity::__private::FieldCodec<
                 String,
-            >>::decode(
-                "country",
-                ::redis_entity::__private::take(&mut __cols).as_deref(),
-            )?;
+            >>::decode_owned("country", ::redis_entity::__private::take(&mut __cols))?;
             let __c2 = <::redis_entity::__private::Plain as ::redis_entity::__private::FieldCodec<
                 i64,
-            >>::decode(
-                "level",
-                ::redis_entity::__private::take(&mut __cols).as_deref(),
-            )?;
+            >>::decode_owned("level", ::redis_entity::__private::take(&mut __cols))?;
             let __c3 = <::redis_entity::__private::Optional as ::redis_entity::__private::FieldCodec<
                 Option<u32>,
-            >>::decode("born", ::redis_entity::__private::take(&mut __cols).as_deref())?;
+            >>::decode_owned("born", ::redis_entity::__private::take(&mut __cols))?;
             let __c4 = <::redis_entity::__private::Plain as ::redis_entity::__private::FieldCodec<
                 String,
-            >>::decode("name", ::redis_entity::__private::take(&mut __cols).as_deref())?;
+            >>::decode_owned("name", ::redis_entity::__private::take(&mut __cols))?;
             let __c5 = <::redis_entity::__private::TagList as ::redis_entity::__private::FieldCodec<
                 BTreeSet<String>,
-            >>::decode("tags", ::redis_entity::__private::take(&mut __cols).as_deref())?;
+            >>::decode_owned("tags", ::redis_entity::__private::take(&mut __cols))?;
             let __c6 = <::redis_entity::__private::Optional as ::redis_entity::__private::FieldCodec<
                 Option<String>,
-            >>::decode("mail", ::redis_entity::__private::take(&mut __cols).as_deref())?;
+            >>::decode_owned("mail", ::redis_entity::__private::take(&mut __cols))?;
             let __c7 = <::redis_entity::__private::Json as ::redis_entity::__private::FieldCodec<
                 Vec<u8>,
-            >>::decode(
-                "extra",
-                ::redis_entity::__private::take(&mut __cols).as_deref(),
-            )?;
+            >>::decode_owned("extra", ::redis_entity::__private::take(&mut __cols))?;
             let __c8 = <::redis_entity::__private::Defaulted<
                 ::redis_entity::__private::Plain,
             > as ::redis_entity::__private::FieldCodec<
                 u32,
-            >>::decode(
-                "score",
-                ::redis_entity::__private::take(&mut __cols).as_deref(),
-            )?;
+            >>::decode_owned("score", ::redis_entity::__private::take(&mut __cols))?;
             let __m0 = ::redis_entity::__private::decode_map::<
                 BTreeMap<String, String>,
             >("settings", __maps.next().unwrap_or_default())?;

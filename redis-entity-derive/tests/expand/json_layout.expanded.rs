@@ -117,19 +117,16 @@ const _: () = {
             let mut __maps = row.maps.into_iter();
             let __c0 = <::redis_entity::__private::Json as ::redis_entity::__private::FieldCodec<
                 String,
-            >>::decode(
-                "title",
-                ::redis_entity::__private::take(&mut __cols).as_deref(),
-            )?;
+            >>::decode_owned("title", ::redis_entity::__private::take(&mut __cols))?;
             let __c1 = <::redis_entity::__private::JsonOptional as ::redis_entity::__private::FieldCodec<
                 Option<String>,
-            >>::decode("body", ::redis_entity::__private::take(&mut __cols).as_deref())?;
+            >>::decode_owned("body", ::redis_entity::__private::take(&mut __cols))?;
             let __c2 = <::redis_entity::__private::Json as ::redis_entity::__private::FieldCodec<
                 Vec<String>,
-            >>::decode("tags", ::redis_entity::__private::take(&mut __cols).as_deref())?;
+            >>::decode_owned("tags", ::redis_entity::__private::take(&mut __cols))?;
             let __c3 = <::redis_entity::__private::Json as ::redis_entity::__private::FieldCodec<
                 BTreeMap<String, u32>,
-            >>::decode("meta", ::redis_entity::__private::take(&mut __cols).as_deref())?;
+            >>::decode_owned("meta", ::redis_entity::__private::take(&mut __cols))?;
             let __p0 = pk;
             ::redis_entity::__private::core::result::Result::Ok(Document {
                 id: ::redis_entity::__private::core::clone::Clone::clone(__p0),

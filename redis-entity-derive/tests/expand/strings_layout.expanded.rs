@@ -105,10 +105,10 @@ const _: () = {
             let mut __maps = row.maps.into_iter();
             let __c0 = <::redis_entity::__private::Plain as ::redis_entity::__private::FieldCodec<
                 String,
-            >>::decode("user", ::redis_entity::__private::take(&mut __cols).as_deref())?;
+            >>::decode_owned("user", ::redis_entity::__private::take(&mut __cols))?;
             let __c1 = <::redis_entity::__private::Optional as ::redis_entity::__private::FieldCodec<
                 Option<String>,
-            >>::decode("code", ::redis_entity::__private::take(&mut __cols).as_deref())?;
+            >>::decode_owned("code", ::redis_entity::__private::take(&mut __cols))?;
             let __m0 = ::redis_entity::__private::decode_map::<
                 HashMap<String, String>,
             >("flags", __maps.next().unwrap_or_default())?;

@@ -95,16 +95,10 @@ const _: () = {
             let mut __maps = row.maps.into_iter();
             let __c0 = <::redis_entity::__private::Plain as ::redis_entity::__private::FieldCodec<
                 i64,
-            >>::decode(
-                "balance",
-                ::redis_entity::__private::take(&mut __cols).as_deref(),
-            )?;
+            >>::decode_owned("balance", ::redis_entity::__private::take(&mut __cols))?;
             let __c1 = <::redis_entity::__private::Plain as ::redis_entity::__private::FieldCodec<
                 u64,
-            >>::decode(
-                "version",
-                ::redis_entity::__private::take(&mut __cols).as_deref(),
-            )?;
+            >>::decode_owned("version", ::redis_entity::__private::take(&mut __cols))?;
             let __p0 = pk;
             ::redis_entity::__private::core::result::Result::Ok(Account {
                 id: ::redis_entity::__private::core::clone::Clone::clone(__p0),

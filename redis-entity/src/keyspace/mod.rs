@@ -226,11 +226,22 @@ pub(crate) fn entity_key(desc: &EntityDesc, ns: &Namespace, member: &str) -> Str
     if sharded(desc, ns) {
         return entity_key(desc, &entity_space(desc, ns, member), member);
     }
-    let tail = owner_tail(desc, ns);
-    let mut k = owner_head(desc, ns);
-    k.reserve(member.len() + tail.len());
+    // `owner_head` + member + `owner_tail`, spelled out so that a read of
+    // many entities allocates each key once.
+    let tag = tagged(ns);
+    let mut k = String::with_capacity(
+        ns.as_str().len() + desc.key_head.len() + member.len() + desc.key_tail.len() + 2,
+    );
+    k.push_str(ns.as_str());
+    k.push_str(desc.key_head);
+    if tag {
+        k.push('{');
+    }
     k.push_str(member);
-    k.push_str(&tail);
+    if tag {
+        k.push('}');
+    }
+    k.push_str(desc.key_tail);
     k
 }
 
@@ -750,6 +761,23 @@ mod tests {
             Some("9")
         );
         assert_eq!(member_of_key(&d, &sa(""), &keys.base), None);
+        // The key is the owner's head, the member and the owner's tail, in
+        // either layout, with a template that has text after the pk.
+        let tailed = EntityDesc {
+            indexes: &[],
+            key_tail: ":profile",
+            ..d
+        };
+        for ns in [sa("tenant:42"), cl("tenant:42"), sa("")] {
+            assert_eq!(
+                entity_key(&tailed, &ns, "9"),
+                format!("{}9{}", owner_head(&tailed, &ns), owner_tail(&tailed, &ns))
+            );
+        }
+        assert_eq!(
+            entity_key(&tailed, &cl("t:"), "9"),
+            "t:user:userid:{9}:profile"
+        );
 
         // The cluster layout puts the member of a type without indexes in
         // a hash tag.

@@ -521,6 +521,7 @@ pub(crate) fn finish_top<E: Entity>(
     let desc = E::DESC;
     let mut out = Vec::with_capacity(answer.members.len());
     let mut repairs = Vec::new();
+    let mut spelled = String::new();
     for (((member, k), score), record) in answer
         .members
         .iter()
@@ -535,7 +536,7 @@ pub(crate) fn finish_top<E: Entity>(
                 continue;
             }
         };
-        match (row, parse_member::<E>(member)) {
+        match (row, parse_member_with::<E>(member, &mut spelled)) {
             (Some(row), Some(pk)) => {
                 out.push(crate::plan::read::entity_from_row(&pk, k, row).map(|e| (e, *score)));
             }
@@ -787,11 +788,9 @@ fn holds_on_stored_column(desc: &'static EntityDesc, c: &Condition, row: Option<
     }
     // Tags are stored escaped.
     if let (Some(r), IndexKind::Tags, IndexSource::Column(col)) = (row, idx.kind, idx.source) {
-        let tags: Vec<&[u8]> = r.columns[col]
-            .as_deref()
-            .map(|raw| raw.split(|&b| b == b':').collect())
-            .unwrap_or_default();
-        let has = |v: &Vec<u8>| tags.contains(&v.as_slice());
+        // Scanned in place: a fetch checks every row it reads.
+        let raw = r.columns[col].as_deref().unwrap_or_default();
+        let has = |v: &Vec<u8>| !raw.is_empty() && raw.split(|&b| b == b':').any(|t| t == v);
         return match c.op {
             SetOp::All => c.values.iter().all(has),
             SetOp::Any => c.values.iter().any(has),
@@ -891,20 +890,21 @@ pub(crate) struct Fetched<E> {
     pub repairs: Vec<WritePlan>,
 }
 
-/// Decodes, checks and parses the page's rows.
+/// Decodes, checks and parses the page's rows (the members are the keys').
 pub(crate) fn finish_fetch<E: Entity>(
     ns: &Namespace,
     spec: &Spec,
-    members: &[String],
     keys: &[EntityKeys],
     records: Vec<Result<Option<Row>>>,
 ) -> Fetched<E> {
     let desc = E::DESC;
     let mut out = Fetched {
-        entities: Vec::with_capacity(members.len()),
+        entities: Vec::with_capacity(keys.len()),
         repairs: Vec::new(),
     };
-    for ((member, k), record) in members.iter().zip(keys).zip(records) {
+    let mut spelled = String::new();
+    for (k, record) in keys.iter().zip(records) {
+        let member = &k.member;
         let row = match record {
             Ok(row) => row,
             Err(e) => {
@@ -925,7 +925,7 @@ pub(crate) fn finish_fetch<E: Entity>(
                 continue;
             }
         }
-        let (Some(row), Some(pk)) = (row, parse_member::<E>(member)) else {
+        let (Some(row), Some(pk)) = (row, parse_member_with::<E>(member, &mut spelled)) else {
             out.repairs.push(repair_plan(desc, ns, member, &[], false));
             continue;
         };
@@ -937,19 +937,27 @@ pub(crate) fn finish_fetch<E: Entity>(
 
 /// Parses a member, accepting only the canonical spelling of a pk.
 pub fn parse_member<E: Entity>(member: &str) -> Option<E::Pk> {
-    let pk = E::read_member(member)?;
-    (E::member(&pk) == member).then_some(pk)
+    parse_member_with::<E>(member, &mut String::new())
 }
 
-/// The keys of the page's members.
+/// [`parse_member`] spelling the pk back into `buf`, which a page's
+/// members share.
+fn parse_member_with<E: Entity>(member: &str, buf: &mut String) -> Option<E::Pk> {
+    let pk = E::read_member(member)?;
+    buf.clear();
+    E::write_member(&pk, buf);
+    (buf == member).then_some(pk)
+}
+
+/// The keys of the page's members (which they take).
 pub(crate) fn member_keys(
     desc: &'static EntityDesc,
     ns: &Namespace,
-    members: &[String],
+    members: impl IntoIterator<Item = String>,
 ) -> Vec<EntityKeys> {
     members
-        .iter()
-        .map(|m| EntityKeys::new(desc, ns, m.clone()))
+        .into_iter()
+        .map(|m| EntityKeys::new(desc, ns, m))
         .collect()
 }
 
@@ -984,13 +992,8 @@ pub(crate) fn finish_unique<E: Entity>(
         }],
         ..Spec::default()
     };
-    let fetched = finish_fetch::<E>(
-        ns,
-        &spec,
-        &[member.to_owned()],
-        std::slice::from_ref(keys),
-        records,
-    );
+    debug_assert_eq!(keys.member, member);
+    let fetched = finish_fetch::<E>(ns, &spec, std::slice::from_ref(keys), records);
     Ok((
         fetched.entities.into_iter().next().transpose()?,
         fetched.repairs.into_iter().next(),
@@ -1341,7 +1344,7 @@ mod tests {
 
     #[test]
     fn the_page_read_names_each_member() {
-        let keys = member_keys(&ACCOUNT, &ns(), &["1".into(), "2".into()]);
+        let keys = member_keys(&ACCOUNT, &ns(), ["1".into(), "2".into()]);
         let bases: Vec<&str> = keys.iter().map(|k| k.base.as_str()).collect();
         assert_eq!(bases, ["t:account:1", "t:account:2"]);
     }

@@ -34,22 +34,16 @@ pub(crate) fn bytes(v: Value) -> Option<Vec<u8>> {
 }
 
 fn pairs(key: &str, v: Value) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    Ok(field_pairs(key, v)?.collect())
+}
+
+/// The fields of a hash reply (`HGETALL`: a flat array in RESP2, a map in
+/// RESP3), taken one by one out of the reply; non-string items are skipped.
+fn field_pairs(key: &str, v: Value) -> Result<FieldPairs> {
     match v {
-        Value::Array(items) => {
-            let mut out = Vec::with_capacity(items.len() / 2);
-            let mut it = items.into_iter();
-            while let (Some(k), Some(v)) = (it.next(), it.next()) {
-                if let (Some(k), Some(v)) = (bytes(k), bytes(v)) {
-                    out.push((k, v));
-                }
-            }
-            Ok(out)
-        }
-        Value::Map(items) => Ok(items
-            .into_iter()
-            .filter_map(|(k, v)| Some((bytes(k)?, bytes(v)?)))
-            .collect()),
-        Value::Nil => Ok(Vec::new()),
+        Value::Array(items) => Ok(FieldPairs::Flat(items.into_iter())),
+        Value::Map(items) => Ok(FieldPairs::Map(items.into_iter())),
+        Value::Nil => Ok(FieldPairs::Flat(Vec::new().into_iter())),
         Value::ServerError(e) => Err(Error::redis(key, e.into())),
         other => Err(Error::UnexpectedReply {
             key: key.to_owned(),
@@ -58,18 +52,43 @@ fn pairs(key: &str, v: Value) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
     }
 }
 
-/// A hash's fields as the columns of `desc`, in column order. Fields are
-/// usually in column order, so the guess `i` is checked first; a field
-/// under a column's old name (`alias`) is read when the current one is
-/// absent.
-fn hash_columns(desc: &EntityDesc, fields: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<Option<Vec<u8>>> {
-    // Move each stored value into its column; fields are usually in
-    // column order, so the guess `i` is checked first.
+/// See [`field_pairs`].
+enum FieldPairs {
+    Flat(std::vec::IntoIter<Value>),
+    Map(std::vec::IntoIter<(Value, Value)>),
+}
+
+impl Iterator for FieldPairs {
+    type Item = (Vec<u8>, Vec<u8>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (k, v) = match self {
+                FieldPairs::Flat(it) => (it.next()?, it.next()?),
+                FieldPairs::Map(it) => it.next()?,
+            };
+            if let (Some(k), Some(v)) = (bytes(k), bytes(v)) {
+                return Some((k, v));
+            }
+        }
+    }
+}
+
+/// A hash's fields as the columns of `desc`, in column order; `None` when
+/// the hash has no field (it does not exist). Fields are usually in column
+/// order, so the guess `i` is checked first; a field under a column's old
+/// name (`alias`) is read when the current one is absent.
+fn hash_columns(
+    desc: &EntityDesc,
+    fields: impl Iterator<Item = (Vec<u8>, Vec<u8>)>,
+) -> Option<Vec<Option<Vec<u8>>>> {
     let mut columns = vec![None; desc.columns.len()];
+    let mut seen = false;
     // Fields stored under a column's old name (`alias`): read when
     // the current name is absent.
     let mut aliased: Vec<(usize, Vec<u8>)> = Vec::new();
-    for (i, (k, v)) in fields.into_iter().enumerate() {
+    for (i, (k, v)) in fields.enumerate() {
+        seen = true;
         let hit = match desc.columns.get(i) {
             Some(c) if c.name.as_bytes() == k.as_slice() => Some(i),
             _ => desc
@@ -90,7 +109,7 @@ fn hash_columns(desc: &EntityDesc, fields: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<Optio
     for (c, v) in aliased {
         columns[c].get_or_insert(v);
     }
-    columns
+    seen.then_some(columns)
 }
 
 /// Decodes the replies of [`read`] into a row; `None` when the entity does not exist.
@@ -110,13 +129,10 @@ pub(crate) fn decode_read(
         map_replies.push(pairs(&keys.maps[i], v)?);
     }
     let columns = match desc.layout {
-        Layout::Hash => {
-            let fields = pairs(&keys.base, first)?;
-            if fields.is_empty() {
-                return Ok(None);
-            }
-            hash_columns(desc, fields)
-        }
+        Layout::Hash => match hash_columns(desc, field_pairs(&keys.base, first)?) {
+            Some(columns) => columns,
+            None => return Ok(None),
+        },
         Layout::Strings => {
             let values = match first {
                 Value::Array(items) => items,

@@ -23,6 +23,12 @@ pub trait Scalar: Sized {
     fn encode(&self, out: &mut Vec<u8>);
     /// Parses the stored form; the error says why it does not parse.
     fn decode(raw: &[u8]) -> Result<Self, String>;
+    /// [`decode`](Self::decode) of bytes handed over, as a read of a record
+    /// does: a type that keeps the bytes (`String`, `Vec<u8>`) takes them
+    /// instead of copying. An error gives them back with the reason.
+    fn decode_owned(raw: Vec<u8>) -> Result<Self, (String, Vec<u8>)> {
+        Self::decode(&raw).map_err(|e| (e, raw))
+    }
 }
 
 /// A number that Redis can increment in place (`HINCRBY`, `HINCRBYFLOAT`, `INCRBY`...).
@@ -113,6 +119,9 @@ impl Scalar for String {
     fn decode(raw: &[u8]) -> Result<Self, String> {
         String::from_utf8(raw.to_vec()).map_err(|e| e.to_string())
     }
+    fn decode_owned(raw: Vec<u8>) -> Result<Self, (String, Vec<u8>)> {
+        String::from_utf8(raw).map_err(|e| (e.utf8_error().to_string(), e.into_bytes()))
+    }
 }
 
 impl Scalar for char {
@@ -136,6 +145,9 @@ impl Scalar for Vec<u8> {
     }
     fn decode(raw: &[u8]) -> Result<Self, String> {
         Ok(raw.to_vec())
+    }
+    fn decode_owned(raw: Vec<u8>) -> Result<Self, (String, Vec<u8>)> {
+        Ok(raw)
     }
 }
 
@@ -258,6 +270,11 @@ pub trait FieldCodec<T>: sealed::Codec {
     fn encode(field: &'static str, value: &T) -> Result<Option<Vec<u8>>, crate::error::Error>;
     /// Rebuilds the value from what was stored (`None`: nothing was).
     fn decode(field: &'static str, raw: Option<&[u8]>) -> Result<T, FieldError>;
+    /// [`decode`](Self::decode) of bytes handed over (a record's columns,
+    /// which the read owns): text and bytes are taken, not copied.
+    fn decode_owned(field: &'static str, raw: Option<Vec<u8>>) -> Result<T, FieldError> {
+        Self::decode(field, raw.as_deref())
+    }
 }
 
 mod sealed {
@@ -296,6 +313,10 @@ impl<T: Scalar> FieldCodec<T> for Plain {
         let raw = raw.ok_or_else(|| FieldError::missing(field))?;
         T::decode(raw).map_err(|e| FieldError::parse(field, raw, e))
     }
+    fn decode_owned(field: &'static str, raw: Option<Vec<u8>>) -> Result<T, FieldError> {
+        let raw = raw.ok_or_else(|| FieldError::missing(field))?;
+        T::decode_owned(raw).map_err(|(e, raw)| FieldError::parse(field, &raw, e))
+    }
 }
 
 impl<T: Scalar> FieldCodec<Option<T>> for Optional {
@@ -307,6 +328,9 @@ impl<T: Scalar> FieldCodec<Option<T>> for Optional {
     }
     fn decode(field: &'static str, raw: Option<&[u8]>) -> Result<Option<T>, FieldError> {
         raw.map(|r| Plain::decode(field, Some(r))).transpose()
+    }
+    fn decode_owned(field: &'static str, raw: Option<Vec<u8>>) -> Result<Option<T>, FieldError> {
+        raw.map(|r| Plain::decode_owned(field, Some(r))).transpose()
     }
 }
 
@@ -362,6 +386,12 @@ impl<T: Default, C: FieldCodec<T>> FieldCodec<T> for Defaulted<C> {
         match raw {
             None => Ok(T::default()),
             r => C::decode(field, r),
+        }
+    }
+    fn decode_owned(field: &'static str, raw: Option<Vec<u8>>) -> Result<T, FieldError> {
+        match raw {
+            None => Ok(T::default()),
+            r => C::decode_owned(field, r),
         }
     }
 }
@@ -432,9 +462,16 @@ impl<C: TagCollection> FieldCodec<C> for TagList {
         let mut c = C::default();
         let Some(raw) = raw else { return Ok(c) };
         for part in raw.split(|&b| b == b':') {
-            let bytes = crate::schema::escape::unescape_bytes(part)
-                .ok_or_else(|| FieldError::parse(field, raw, "not an escaped tag list"))?;
-            let e = C::Elem::decode(&bytes).map_err(|e| FieldError::parse(field, raw, e))?;
+            // Most tags have nothing escaped: they decode in place.
+            let unescaped;
+            let bytes = if part.is_empty() || part.contains(&b'%') {
+                unescaped = crate::schema::escape::unescape_bytes(part)
+                    .ok_or_else(|| FieldError::parse(field, raw, "not an escaped tag list"))?;
+                &unescaped[..]
+            } else {
+                part
+            };
+            let e = C::Elem::decode(bytes).map_err(|e| FieldError::parse(field, raw, e))?;
             c.push(e);
         }
         Ok(c)
@@ -485,8 +522,8 @@ pub fn decode_map<M: MapField>(
 ) -> Result<M, FieldError> {
     let mut map = M::default();
     for (k, v) in pairs {
-        let key = M::Key::decode(&k).map_err(|e| FieldError::parse(field, &k, e))?;
-        let value = M::Value::decode(&v).map_err(|e| FieldError::parse(field, &v, e))?;
+        let key = M::Key::decode_owned(k).map_err(|(e, k)| FieldError::parse(field, &k, e))?;
+        let value = M::Value::decode_owned(v).map_err(|(e, v)| FieldError::parse(field, &v, e))?;
         map.insert_raw(key, value);
     }
     Ok(map)
@@ -529,6 +566,46 @@ mod tests {
     }
 
     #[test]
+    fn owned_bytes_decode_as_borrowed_ones_do() {
+        assert_eq!(
+            String::decode_owned(b"caf\xc3\xa9".to_vec()),
+            Ok("café".to_owned())
+        );
+        assert_eq!(Vec::<u8>::decode_owned(vec![0xff, 0]), Ok(vec![0xff, 0]));
+        assert_eq!(i64::decode_owned(b"-7".to_vec()), Ok(-7));
+        // An error says the same as `decode` and gives the bytes back.
+        let (why, back) = String::decode_owned(vec![b'a', 0xff]).unwrap_err();
+        assert_eq!(why, String::decode(&[b'a', 0xff]).unwrap_err());
+        assert_eq!(back, [b'a', 0xff]);
+        let (why, back) = u8::decode_owned(b"300".to_vec()).unwrap_err();
+        assert_eq!(
+            (why.as_str(), back.as_slice()),
+            ("out of the range of a u8", &b"300"[..])
+        );
+        // Through the codecs: the same value or the same error as `decode`.
+        for raw in [None, Some(&b"x"[..]), Some(&[0xc3][..])] {
+            assert_eq!(
+                <Plain as FieldCodec<String>>::decode_owned("f", raw.map(<[u8]>::to_vec)),
+                <Plain as FieldCodec<String>>::decode("f", raw)
+            );
+            assert_eq!(
+                <Optional as FieldCodec<Option<String>>>::decode_owned(
+                    "f",
+                    raw.map(<[u8]>::to_vec)
+                ),
+                <Optional as FieldCodec<Option<String>>>::decode("f", raw)
+            );
+            assert_eq!(
+                <Defaulted<Plain> as FieldCodec<String>>::decode_owned(
+                    "f",
+                    raw.map(<[u8]>::to_vec)
+                ),
+                <Defaulted<Plain> as FieldCodec<String>>::decode("f", raw)
+            );
+        }
+    }
+
+    #[test]
     fn tag_lists_round_trip_and_escape() {
         let tags: Vec<String> = vec!["a:b".into(), "".into(), "中".into()];
         let raw = <TagList as FieldCodec<Vec<String>>>::encode("t", &tags)
@@ -540,6 +617,12 @@ mod tests {
         let empty: Vec<String> = Vec::new();
         assert_eq!(TagList::encode("t", &empty).unwrap(), None);
         assert!(<TagList as FieldCodec<Vec<String>>>::decode("t", Some(b"a%zz")).is_err());
+        // Parts with nothing escaped decode in place; an empty part is no tag.
+        let plain: Vec<String> = TagList::decode("t", Some(b"x:y%3Az:w")).unwrap();
+        assert_eq!(plain, ["x", "y:z", "w"]);
+        for bad in [&b"a::b"[..], b":a", b"a:"] {
+            assert!(<TagList as FieldCodec<Vec<String>>>::decode("t", Some(bad)).is_err());
+        }
     }
 
     #[test]
@@ -588,6 +671,12 @@ mod decoders_never_panic {
         let _ = bool::decode(raw);
         let _ = char::decode(raw);
         let _ = String::decode(raw);
+        // The owned form agrees with the borrowed one, bytes and all.
+        match (String::decode_owned(raw.to_vec()), String::decode(raw)) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b),
+            (Err((a, back)), Err(b)) => assert_eq!((a, back.as_slice()), (b, raw)),
+            (a, b) => panic!("owned {a:?}, borrowed {b:?}"),
+        }
     }
 
     proptest! {

@@ -174,6 +174,15 @@ pub trait PaddedKeyPart: Sized {
     fn read_padded(segment: &str, width: usize) -> Option<Self>;
 }
 
+/// True when `text` is an integer as Rust's `Display` writes it: digits
+/// with no leading zero, a `-` before any but zero, no `+`. Checked in place
+/// (every member read back from a set or a scan goes through it).
+fn canonical_integer(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let all_digits = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    all_digits && (!digits.starts_with('0') || digits.len() == 1 && digits.len() == text.len())
+}
+
 macro_rules! int_parts {
     ($($t:ty),*) => {$(
         impl PaddedKeyPart for $t {
@@ -193,8 +202,7 @@ macro_rules! int_parts {
             }
             fn read_key(segment: &str, _: &str) -> Option<Self> {
                 // Only the canonical spelling, so that one key maps to one value.
-                let v: $t = segment.parse().ok()?;
-                (v.to_string() == segment).then_some(v)
+                canonical_integer(segment).then(|| segment.parse().ok()).flatten()
             }
         }
     )*};
@@ -501,6 +509,20 @@ mod tests {
         assert_eq!(unescape("%_"), Some(String::new()));
         assert_eq!(u64::read_key("007", ""), None);
         assert_eq!(u64::read_key("7", ""), Some(7));
+        // Integers: exactly the spellings `Display` writes (checked in place).
+        for (text, read) in [
+            ("0", Some(0)),
+            ("-0", None),
+            ("+5", None),
+            ("-12", Some(-12)),
+        ] {
+            assert_eq!(i64::read_key(text, ""), read, "{text}");
+        }
+        for bad in ["", "-", "00", "-05", "1e3", " 1", "9223372036854775808"] {
+            assert_eq!(i64::read_key(bad, ""), None, "{bad}");
+        }
+        assert_eq!(u8::read_key("255", ""), Some(255));
+        assert_eq!(u8::read_key("-1", ""), None);
         // Structure left raw, or an escape of a character kept as it is.
         for bad in ["{X}", "a:b", "a*", "%41", "%2a", "%E4", "a%", "%5F"] {
             assert_eq!(unescape(bad), None, "{bad}");

@@ -319,7 +319,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let Some(member) = member else {
             return Ok(None);
         };
-        let keys = query::member_keys(E::DESC, &self.ns, std::slice::from_ref(&member));
+        let keys = query::member_keys(E::DESC, &self.ns, [member.clone()]);
         let records = self.rows(E::DESC, &keys).await?;
         let (found, repair) =
             query::finish_unique::<E>(&self.ns, index, v, &member, &keys[0], records)?;
@@ -384,7 +384,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if answer.members.is_empty() {
             return Ok(Vec::new());
         }
-        let keys = query::member_keys(E::DESC, &self.ns, &answer.members);
+        let keys = query::member_keys(E::DESC, &self.ns, answer.members.iter().cloned());
         let records = self.rows(E::DESC, &keys).await?;
         let (top, repairs) = query::finish_top::<E>(&self.ns, answer, &keys, records);
         if clean && !repairs.is_empty() {
@@ -863,9 +863,9 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'s, E, Store<
         if members.is_empty() {
             return Ok(Vec::new());
         }
-        let keys = query::member_keys(E::DESC, &store.ns, &members);
+        let keys = query::member_keys(E::DESC, &store.ns, members);
         let records = store.rows(E::DESC, &keys).await?;
-        let fetched = query::finish_fetch::<E>(&store.ns, &self.spec, &members, &keys, records);
+        let fetched = query::finish_fetch::<E>(&store.ns, &self.spec, &keys, records);
         if !fetched.repairs.is_empty() {
             store.write_many(&fetched.repairs).await?;
         }

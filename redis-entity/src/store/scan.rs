@@ -267,7 +267,7 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
         if members.is_empty() {
             return Ok(Some(Vec::new()));
         }
-        let keys: Vec<EntityKeys> = query::member_keys(desc, &store.ns, &members);
+        let keys: Vec<EntityKeys> = query::member_keys(desc, &store.ns, members.iter().cloned());
         let records = store.rows(desc, &keys).await?;
         Ok(Some(self.page_of(&members, &keys, records)))
     }
