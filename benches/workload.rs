@@ -8,7 +8,8 @@
 //! callgrind, see `workload/instructions.rs`). Every wait of the bench is
 //! bounded ([`WAIT_LIMIT`]) and fails the run loudly; `scripts/test.sh` runs the quick form so that it cannot rot.
 //! For every step it prints ops/s, round trips per op, the server's CPU time
-//! per op (`INFO cpu`), the server time of each write call (`FCALL` against
+//! per op (`INFO cpu`), this process's CPU time per op while each side ran
+//! (the client's work), the server time of each write call (`FCALL` against
 //! `EXEC`, `INFO commandstats`) and Redis memory per entity for both, and
 //! the ratios (redis-entity / hand-written). Each step
 //! runs in 10 rounds that alternate which side goes first, so that a slow
@@ -313,6 +314,10 @@ struct Figures {
     bytes_per_entity: Option<f64>,
     /// The server's CPU time (user + system, `INFO cpu`) per operation.
     cpu_us_per_op: f64,
+    /// This process's CPU time per operation while the side ran: the
+    /// client's own work (both sides' clients run in this process, one at
+    /// a time).
+    client_us_per_op: f64,
     /// Per call of the write command (`FCALL`, or `EXEC` of a `MULTI`):
     /// microseconds of server time (`INFO commandstats`), if any was sent.
     write_us_per_call: Option<f64>,
@@ -323,7 +328,7 @@ async fn figures(
     side: &Side,
     ops: u64,
     entities: bool,
-    secs: f64,
+    (secs, client_secs): (f64, f64),
     mem_before: i64,
     cpu_before: f64,
 ) -> Figures {
@@ -335,6 +340,7 @@ async fn figures(
         trips_per_op: trips as f64 / ops as f64,
         bytes_per_entity: entities.then(|| (after - mem_before) as f64 / ops as f64),
         cpu_us_per_op: cpu * 1e6 / ops as f64,
+        client_us_per_op: client_secs * 1e6 / ops as f64,
         write_us_per_call: side.write_us_per_call().await,
     }
 }
@@ -403,23 +409,28 @@ where
     let cpu = (fw.cpu_s().await, hand.cpu_s().await);
     fw.trips.take();
     hand.trips.take();
-    let (mut tf, mut tg) = (0.0, 0.0);
+    // Wall time and this process's CPU time of each side.
+    let (mut tf, mut tg) = ((0.0, 0.0), (0.0, 0.0));
+    fn add((wall, cpu): &mut (f64, f64), t: Instant, c: f64) {
+        *wall += t.elapsed().as_secs_f64();
+        *cpu += process_cpu_s() - c;
+    }
     for r in 0..ROUNDS {
         let range = r * ops / ROUNDS..(r + 1) * ops / ROUNDS;
         if r % 2 == 0 {
-            let t = Instant::now();
+            let (t, c) = (Instant::now(), process_cpu_s());
             f(range.clone()).await;
-            tf += t.elapsed().as_secs_f64();
-            let t = Instant::now();
+            add(&mut tf, t, c);
+            let (t, c) = (Instant::now(), process_cpu_s());
             g(range).await;
-            tg += t.elapsed().as_secs_f64();
+            add(&mut tg, t, c);
         } else {
-            let t = Instant::now();
+            let (t, c) = (Instant::now(), process_cpu_s());
             g(range.clone()).await;
-            tg += t.elapsed().as_secs_f64();
-            let t = Instant::now();
+            add(&mut tg, t, c);
+            let (t, c) = (Instant::now(), process_cpu_s());
             f(range).await;
-            tf += t.elapsed().as_secs_f64();
+            add(&mut tf, t, c);
         }
     }
     let a = figures(fw, ops, entities, tf, mem.0, cpu.0).await;
@@ -427,10 +438,22 @@ where
     (a, b)
 }
 
+/// This process's CPU time so far, all threads (`CLOCK_PROCESS_CPUTIME_ID`).
+fn process_cpu_s() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec for the call to fill.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
 /// The header of a table of `report` rows.
 fn table_header() {
-    println!("| step | redis-entity ops/s | hand-written ops/s | ratio | trips (re) | trips (hand) | server CPU µs/op (re) | (hand) | write call µs (re) | (hand) | write ratio | bytes (re) | bytes (hand) | bytes ratio |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| step | redis-entity ops/s | hand-written ops/s | ratio | trips (re) | trips (hand) | server CPU µs/op (re) | (hand) | client CPU µs/op (re) | (hand) | write call µs (re) | (hand) | write ratio | bytes (re) | bytes (hand) | bytes ratio |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
 }
 
 fn report(step: &str, fw: &Figures, hand: &Figures) {
@@ -451,7 +474,7 @@ fn report(step: &str, fw: &Figures, hand: &Figures) {
         _ => "    -".into(),
     };
     println!(
-        "| {step:<40} | {:>9.0} | {:>9.0} | {:>5.2} | {:>4.2} | {:>4.2} | {:>6.1} | {:>6.1} | {} | {} | {} | {} | {} | {} |",
+        "| {step:<40} | {:>9.0} | {:>9.0} | {:>5.2} | {:>4.2} | {:>4.2} | {:>6.1} | {:>6.1} | {:>6.1} | {:>6.1} | {} | {} | {} | {} | {} | {} |",
         fw.ops_per_s,
         hand.ops_per_s,
         fw.ops_per_s / hand.ops_per_s,
@@ -459,6 +482,8 @@ fn report(step: &str, fw: &Figures, hand: &Figures) {
         hand.trips_per_op,
         fw.cpu_us_per_op,
         hand.cpu_us_per_op,
+        fw.client_us_per_op,
+        hand.client_us_per_op,
         write(fw),
         write(hand),
         write_ratio,
