@@ -401,6 +401,13 @@ fn lex(open: &[u8], value: &[u8], tail: &[u8]) -> Vec<u8> {
 /// Sorts a whole result the way the script sorts a page: numerically for
 /// integer pks (as Lua numbers, ties by text), by bytes otherwise.
 pub(crate) fn sort_members(desc: &'static EntityDesc, members: &mut [String]) {
+    // The usual ids (counters): below 10^15 every integer is exact as a
+    // Lua number, so number order is shorter first, then by text; nothing
+    // to parse.
+    if desc.numeric_pk && members.iter().all(|m| small_natural(m)) {
+        members.sort_unstable_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+        return;
+    }
     if desc.numeric_pk {
         // Parsed once each, and the strings moved rather than cloned.
         let mut keyed: Vec<(OrdF64, String)> = members
@@ -414,6 +421,13 @@ pub(crate) fn sort_members(desc: &'static EntityDesc, members: &mut [String]) {
     } else {
         members.sort_unstable();
     }
+}
+
+/// `m` is a whole number from 0 to 10^15 - 1 written without leading zeros.
+fn small_natural(m: &str) -> bool {
+    (1..=15).contains(&m.len())
+        && m.bytes().all(|b| b.is_ascii_digit())
+        && (m.len() == 1 || !m.starts_with('0'))
 }
 
 /// A total order on f64 (parsed members are never NaN; `total_cmp` anyway).
@@ -935,14 +949,19 @@ pub(crate) fn finish_fetch<E: Entity>(
     out
 }
 
-/// Parses a member, accepting only the canonical spelling of a pk.
-pub fn parse_member<E: Entity>(member: &str) -> Option<E::Pk> {
-    parse_member_with::<E>(member, &mut String::new())
+/// The pks of `members`, skipping text no pk spells (one buffer for the
+/// check of every spelling).
+pub(crate) fn parse_members<E: Entity>(members: &[String]) -> Vec<E::Pk> {
+    let mut buf = String::new();
+    members
+        .iter()
+        .filter_map(|m| parse_member_with::<E>(m, &mut buf))
+        .collect()
 }
 
-/// [`parse_member`] spelling the pk back into `buf`, which a page's
-/// members share.
-fn parse_member_with<E: Entity>(member: &str, buf: &mut String) -> Option<E::Pk> {
+/// Parses a member, accepting only the canonical spelling of a pk (spelled
+/// back into `buf`, which a page's members share).
+pub(crate) fn parse_member_with<E: Entity>(member: &str, buf: &mut String) -> Option<E::Pk> {
     let pk = E::read_member(member)?;
     buf.clear();
     E::write_member(&pk, buf);
@@ -1229,6 +1248,30 @@ mod tests {
         let mut m: Vec<String> = ["b", "10", "a", "9"].map(String::from).to_vec();
         sort_members(&SESSION, &mut m);
         assert_eq!(m, ["10", "9", "a", "b"]);
+    }
+
+    proptest::proptest! {
+        /// The shortcut for small natural numbers orders as the numbers do
+        /// (the general order: parsed as Lua numbers, ties by text).
+        #[test]
+        fn small_naturals_sort_as_numbers(
+            picks in proptest::collection::vec(
+                proptest::prop_oneof![0u64..1_000, 0u64..1_000_000_000_000_000, 999_999_999_999_990u64..1_000_000_000_000_010],
+                0..40,
+            ),
+            text in proptest::collection::vec("(-?[0-9]{1,17})|(0[0-9]{1,3})", 0..3),
+        ) {
+            let mut m: Vec<String> = picks.iter().map(u64::to_string).collect();
+            m.extend(text);
+            let mut general: Vec<(OrdF64, String)> = m
+                .iter()
+                .map(|s| (OrdF64(s.parse::<f64>().unwrap_or(0.0)), s.clone()))
+                .collect();
+            general.sort();
+            sort_members(&USER, &mut m);
+            let general: Vec<String> = general.into_iter().map(|(_, s)| s).collect();
+            proptest::prop_assert_eq!(m, general);
+        }
     }
 
     #[test]

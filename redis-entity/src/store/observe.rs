@@ -6,7 +6,9 @@
 use super::Store;
 use crate::error::Result;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::task::{Context, Poll};
 
 /// Counters of a store (and its clones) since it was made; see
 /// [`Store::metrics`].
@@ -83,14 +85,42 @@ pub(crate) enum Op<'a> {
     Query { entity: &'a str },
 }
 
-impl Op<'_> {
-    /// Runs `work` as this operation.
-    pub async fn run<T, W>(self, counters: &Counters, work: W) -> Result<T>
-    where
-        W: Future<Output = Result<T>>,
-    {
+/// The span of an operation (nothing without the `tracing` feature).
+#[cfg(feature = "tracing")]
+type OpSpan = tracing::Span;
+#[cfg(not(feature = "tracing"))]
+type OpSpan = ();
+
+/// The work of an operation, inside its span with the `tracing` feature.
+#[cfg(feature = "tracing")]
+type InSpan<W> = tracing::instrument::Instrumented<W>;
+#[cfg(not(feature = "tracing"))]
+type InSpan<W> = W;
+
+impl<'a> Op<'a> {
+    /// Runs `work` as this operation. The future polls `work` where it
+    /// lies: an `async fn` taking `work` would hold it twice (the argument,
+    /// then the future it awaits), and a store's futures are kilobytes that
+    /// every call would copy and carry.
+    pub fn run<'c, W>(self, counters: &'c Counters, work: W) -> Observed<'a, 'c, InSpan<W>> {
         #[cfg(feature = "tracing")]
-        let span = match &self {
+        let (work, span) = {
+            let span = self.span();
+            (tracing::Instrument::instrument(work, span.clone()), span)
+        };
+        #[cfg(not(feature = "tracing"))]
+        let span = ();
+        Observed {
+            op: self,
+            counters,
+            span,
+            work,
+        }
+    }
+
+    #[cfg(feature = "tracing")]
+    fn span(&self) -> tracing::Span {
+        match self {
             Op::Write {
                 entity,
                 operation,
@@ -124,15 +154,15 @@ impl Op<'_> {
                 round_trips = 1,
                 outcome = tracing::field::Empty,
             ),
-        };
-        #[cfg(feature = "tracing")]
-        let result = tracing::Instrument::instrument(work, span.clone()).await;
-        #[cfg(not(feature = "tracing"))]
-        let result = work.await;
-        match &self {
+        }
+    }
+
+    /// Counts the operation's outcome.
+    fn count<T>(&self, counters: &Counters, result: &Result<T>) {
+        match self {
             Op::Write { n, .. } | Op::Unit { n, .. } => {
                 counters.writes.fetch_add(*n as u64, Relaxed);
-                match &result {
+                match result {
                     Err(e) if e.is_connection() => {
                         counters.unknown_outcomes.fetch_add(1, Relaxed);
                     }
@@ -149,8 +179,30 @@ impl Op<'_> {
                 counters.queries.fetch_add(1, Relaxed);
             }
         }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// An operation under way (see [`Op::run`]): its work, then its count
+    /// and, with the `tracing` feature, its span's outcome.
+    pub(crate) struct Observed<'a, 'c, W> {
+        op: Op<'a>,
+        counters: &'c Counters,
+        span: OpSpan,
+        #[pin]
+        work: W,
+    }
+}
+
+impl<T, W: Future<Output = Result<T>>> Future for Observed<'_, '_, W> {
+    type Output = Result<T>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T>> {
+        let this = self.project();
+        let result = std::task::ready!(this.work.poll(cx));
+        this.op.count(this.counters, &result);
         #[cfg(feature = "tracing")]
-        span.record(
+        this.span.record(
             "outcome",
             match &result {
                 Ok(_) => "ok".to_owned(),
@@ -158,7 +210,7 @@ impl Op<'_> {
             }
             .as_str(),
         );
-        result
+        Poll::Ready(result)
     }
 }
 

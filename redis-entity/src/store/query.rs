@@ -960,10 +960,7 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'s, E, Store<
             .run_query::<E>(&self.spec, false, false)
             .await?
             .members;
-        Ok(members
-            .iter()
-            .filter_map(|m| query::parse_member::<E>(m))
-            .collect())
+        Ok(query::parse_members::<E>(&members))
     }
 
     /// How many entities match (ignores `limit`; one round trip).

@@ -348,10 +348,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .map_err(|e| Error::redis(key, e))?;
         let mut members = members;
         query::sort_members(E::DESC, &mut members);
-        Ok(members
-            .iter()
-            .filter_map(|m| query::parse_member::<E>(m))
-            .collect())
+        Ok(query::parse_members::<E>(&members))
     }
 }
 

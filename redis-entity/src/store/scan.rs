@@ -267,9 +267,9 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
         if members.is_empty() {
             return Ok(Some(Vec::new()));
         }
-        let keys: Vec<EntityKeys> = query::member_keys(desc, &store.ns, members.iter().cloned());
+        let keys: Vec<EntityKeys> = query::member_keys(desc, &store.ns, members);
         let records = store.rows(desc, &keys).await?;
-        Ok(Some(self.page_of(&members, &keys, records)))
+        Ok(Some(self.page_of(&keys, records)))
     }
 
     /// The namespace of the shard the walk is in.
@@ -348,14 +348,11 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
 
     /// The entities of a page's records: those gone since they were
     /// listed, and for a query those not matching it, left out.
-    fn page_of(
-        &self,
-        members: &[String],
-        keys: &[EntityKeys],
-        records: Vec<super::rows::Record>,
-    ) -> Vec<Result<E>> {
-        let mut page = Vec::with_capacity(members.len());
-        for ((member, k), record) in members.iter().zip(keys).zip(records) {
+    fn page_of(&self, keys: &[EntityKeys], records: Vec<super::rows::Record>) -> Vec<Result<E>> {
+        let mut page = Vec::with_capacity(keys.len());
+        let mut spelled = String::new();
+        for (k, record) in keys.iter().zip(records) {
+            let member = &k.member;
             let row = match record {
                 Ok(row) => row,
                 Err(e) => {
@@ -370,7 +367,9 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
             ) {
                 continue;
             }
-            if let (Some(row), Some(pk)) = (row, query::parse_member::<E>(member)) {
+            if let (Some(row), Some(pk)) =
+                (row, query::parse_member_with::<E>(member, &mut spelled))
+            {
                 page.push(crate::plan::read::entity_from_row(&pk, k, row));
             }
         }

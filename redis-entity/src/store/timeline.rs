@@ -227,10 +227,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let members: Vec<String> = self
             .read_cmd(redis::cmd("LRANGE").arg(&key).arg(offset).arg(last), &key)
             .await?;
-        Ok(members
-            .iter()
-            .filter_map(|m| query::parse_member::<P>(m))
-            .collect())
+        Ok(query::parse_members::<P>(&members))
     }
 
     /// A page of `owner`'s timeline with its posts, newest first: `LRANGE`,
