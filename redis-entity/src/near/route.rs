@@ -76,7 +76,9 @@ impl Route {
     pub async fn to(&self, key: &str) -> Result<Arc<Tracking>> {
         match self {
             Route::One(t) => Ok(t.clone()),
-            Route::Cluster(nodes) => nodes.to(key).await,
+            // Boxed: the slot map's load (a connection and `CLUSTER SLOTS`)
+            // would otherwise be part of every one-server read's future.
+            Route::Cluster(nodes) => Box::pin(nodes.to(key)).await,
         }
     }
 
@@ -88,7 +90,7 @@ impl Route {
             Route::One(_) => Ok(()),
             Route::Cluster(nodes) => {
                 nodes.shared.drop_all();
-                nodes.load().await
+                Box::pin(nodes.load()).await
             }
         }
     }

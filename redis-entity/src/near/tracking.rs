@@ -114,6 +114,13 @@ impl Tracking {
         if let Some(c) = self.in_use() {
             return Ok(c);
         }
+        // Boxed: connecting is rare, and its future (kilobytes, redis-rs's
+        // connect) would otherwise be part of every read's and write's.
+        Box::pin(self.connect()).await
+    }
+
+    /// [`connection`](Self::connection) when there is none in use.
+    async fn connect(&self) -> Result<MultiplexedConnection> {
         let _one = self.connecting.lock().await;
         if let Some(c) = self.in_use() {
             return Ok(c);

@@ -284,12 +284,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.mark_layout().await?;
         self.schema_write_check(plan.desc).await?;
         // Unique values with owner keys on a cluster (`unique`): a few
-        // steps, not retried as one write.
+        // steps, not retried as one write. (Boxed, as are the other rare
+        // paths of the common operations: their futures would otherwise
+        // be part of every write's.)
         if unique::claims_for(plan, &self.ns) {
-            return self.write_claimed(plan).await;
+            return Box::pin(self.write_claimed(plan)).await;
         }
         if plan.op == WriteOp::Delete && crate::keyspace::needs_claims(plan.desc, &self.ns) {
-            return self.delete_claimed(plan).await;
+            return Box::pin(self.delete_claimed(plan)).await;
         }
         if self.write_retries == 0 {
             return self.write_once(plan).await;
@@ -337,7 +339,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .as_ref()
             .filter(|n| n.shared.caches(plan.desc.type_name))
         {
-            return self.write_through(near, plan).await;
+            return Box::pin(self.write_through(near, plan)).await;
         }
         let reply =
             script::invoke::<Value, _>(&mut self.conn.clone(), &self.sent, &plan.call()).await;

@@ -324,7 +324,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let (found, repair) =
             query::finish_unique::<E>(&self.ns, index, v, &member, &keys[0], records)?;
         if let Some(plan) = repair {
-            self.write(&plan).await?;
+            Box::pin(self.write(&plan)).await?;
         }
         Ok(found)
     }
@@ -388,7 +388,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let records = self.rows(E::DESC, &keys).await?;
         let (top, repairs) = query::finish_top::<E>(&self.ns, answer, &keys, records);
         if clean && !repairs.is_empty() {
-            self.write_many(&repairs).await?;
+            Box::pin(self.write_many(&repairs)).await?;
         }
         Ok(top)
     }
@@ -602,8 +602,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let grouped = if native {
             None
         } else {
-            self.query_across::<E>(&spaces, &shard_spec, count_only, scored)
-                .await?
+            // Boxed out of the one-server query's future.
+            Box::pin(self.query_across::<E>(&spaces, &shard_spec, count_only, scored)).await?
         };
         let mut answers = match grouped {
             Some(answers) => answers,
@@ -622,7 +622,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             cleans.extend(self.drop_foreign::<E>(shard, space, spec, answer));
         }
         if !cleans.is_empty() {
-            self.write_many(&cleans).await?;
+            Box::pin(self.write_many(&cleans)).await?;
         }
         Ok(query::merge_shards(E::DESC, spec, with_scores, answers))
     }
@@ -708,7 +708,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let mut answer = query::parse_reply(E::DESC, spec, with_scores, reply)?;
         let sweeps = self.ghost_sweeps::<E>(ns, &mut answer);
         if !sweeps.is_empty() {
-            self.write_many(&sweeps).await?;
+            Box::pin(self.write_many(&sweeps)).await?;
         }
         Ok(answer)
     }
@@ -867,7 +867,8 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'s, E, Store<
         let records = store.rows(E::DESC, &keys).await?;
         let fetched = query::finish_fetch::<E>(&store.ns, &self.spec, &keys, records);
         if !fetched.repairs.is_empty() {
-            store.write_many(&fetched.repairs).await?;
+            // Rare (stale entries met): boxed out of every fetch's future.
+            Box::pin(store.write_many(&fetched.repairs)).await?;
         }
         Ok(fetched.entities)
     }

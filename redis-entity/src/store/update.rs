@@ -288,24 +288,25 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
         // The json layout keeps one document: read it, change it, and write it
         // back only if nobody changed it meanwhile.
         let base = keys.base.clone();
-        store
-            .json_cas(&base, |read| {
-                let read = read.ok_or_else(|| Error::NotFound { key: base.clone() })?;
-                json::check_conditions(E::DESC, &base, &read, &self.conditions)?;
-                let doc = json::apply_json_ops(E::DESC, &base, &read, &self.ops)?;
-                let mut plan = write::json_cas(
-                    E::DESC,
-                    &store.ns,
-                    keys.clone(),
-                    read,
-                    doc,
-                    &self.ops,
-                    self.ttl,
-                );
-                plan.remove_ttl = self.persist;
-                Ok(Some(plan))
-            })
-            .await
-            .map(drop)
+        // Boxed: the json layout's loop would otherwise make every
+        // update's future its size.
+        Box::pin(store.json_cas(&base, |read| {
+            let read = read.ok_or_else(|| Error::NotFound { key: base.clone() })?;
+            json::check_conditions(E::DESC, &base, &read, &self.conditions)?;
+            let doc = json::apply_json_ops(E::DESC, &base, &read, &self.ops)?;
+            let mut plan = write::json_cas(
+                E::DESC,
+                &store.ns,
+                keys.clone(),
+                read,
+                doc,
+                &self.ops,
+                self.ttl,
+            );
+            plan.remove_ttl = self.persist;
+            Ok(Some(plan))
+        }))
+        .await
+        .map(drop)
     }
 }

@@ -307,7 +307,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             Some(Err(words)) => return Err(refusal(desc, &words)),
             None => {}
         }
-        let known = self.announce(desc, Adopt::New).await?.1;
+        // Once per type and heartbeat: boxed out of every write's future.
+        let known = Box::pin(self.announce(desc, Adopt::New)).await?.1;
         match &known.refused {
             Some(words) => Err(refusal(desc, words)),
             None => Ok(()),
