@@ -227,7 +227,8 @@ pub(crate) fn entity_key(desc: &EntityDesc, ns: &Namespace, member: &str) -> Str
         return entity_key(desc, &entity_space(desc, ns, member), member);
     }
     // `owner_head` + member + `owner_tail`, spelled out so that a read of
-    // many entities allocates each key once.
+    // many entities allocates each key once (in its space, for a sharded
+    // type: the call above).
     let tag = tagged(ns);
     let mut k = String::with_capacity(
         ns.as_str().len() + desc.key_head.len() + member.len() + desc.key_tail.len() + 2,

@@ -34,7 +34,11 @@ pub(crate) fn bytes(v: Value) -> Option<Vec<u8>> {
 }
 
 fn pairs(key: &str, v: Value) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    Ok(field_pairs(key, v)?.collect())
+    let fields = field_pairs(key, v)?;
+    // Reserved for every item being a string, as they are.
+    let mut out = Vec::with_capacity(fields.size_hint().1.unwrap_or(0));
+    out.extend(fields);
+    Ok(out)
 }
 
 /// The fields of a hash reply (`HGETALL`: a flat array in RESP2, a map in
@@ -70,6 +74,14 @@ impl Iterator for FieldPairs {
             if let (Some(k), Some(v)) = (bytes(k), bytes(v)) {
                 return Some((k, v));
             }
+        }
+    }
+
+    /// At most one field per pair of items (what `pairs` reserves).
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            FieldPairs::Flat(it) => (0, Some(it.len() / 2)),
+            FieldPairs::Map(it) => (0, Some(it.len())),
         }
     }
 }

@@ -185,6 +185,7 @@ impl<'a> Op<'a> {
 pin_project_lite::pin_project! {
     /// An operation under way (see [`Op::run`]): its work, then its count
     /// and, with the `tracing` feature, its span's outcome.
+    #[must_use = "an operation does nothing unless awaited"]
     pub(crate) struct Observed<'a, 'c, W> {
         op: Op<'a>,
         counters: &'c Counters,
