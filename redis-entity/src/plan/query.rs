@@ -423,11 +423,9 @@ pub(crate) fn sort_members(desc: &'static EntityDesc, members: &mut [String]) {
     }
 }
 
-/// `m` is a whole number from 0 to 10^15 - 1 written without leading zeros.
+/// `m` is a whole number from 0 to 10^15 - 1 as a pk writes it.
 fn small_natural(m: &str) -> bool {
-    (1..=15).contains(&m.len())
-        && m.bytes().all(|b| b.is_ascii_digit())
-        && (m.len() == 1 || !m.starts_with('0'))
+    m.len() <= 15 && !m.starts_with('-') && crate::schema::escape::canonical_integer(m)
 }
 
 /// A total order on f64 (parsed members are never NaN; `total_cmp` anyway).
@@ -999,7 +997,6 @@ pub(crate) fn finish_unique<E: Entity>(
     ns: &Namespace,
     index: usize,
     value: Vec<u8>,
-    member: &str,
     keys: &EntityKeys,
     records: Vec<Result<Option<Row>>>,
 ) -> Result<(Option<E>, Option<WritePlan>)> {
@@ -1011,7 +1008,6 @@ pub(crate) fn finish_unique<E: Entity>(
         }],
         ..Spec::default()
     };
-    debug_assert_eq!(keys.member, member);
     let fetched = finish_fetch::<E>(ns, &spec, std::slice::from_ref(keys), records);
     Ok((
         fetched.entities.into_iter().next().transpose()?,

@@ -462,16 +462,9 @@ impl<C: TagCollection> FieldCodec<C> for TagList {
         let mut c = C::default();
         let Some(raw) = raw else { return Ok(c) };
         for part in raw.split(|&b| b == b':') {
-            // Most tags have nothing escaped: they decode in place.
-            let unescaped;
-            let bytes = if part.is_empty() || part.contains(&b'%') {
-                unescaped = crate::schema::escape::unescape_bytes(part)
-                    .ok_or_else(|| FieldError::parse(field, raw, "not an escaped tag list"))?;
-                &unescaped[..]
-            } else {
-                part
-            };
-            let e = C::Elem::decode(bytes).map_err(|e| FieldError::parse(field, raw, e))?;
+            let bytes = crate::schema::escape::unescape_bytes(part)
+                .ok_or_else(|| FieldError::parse(field, raw, "not an escaped tag list"))?;
+            let e = C::Elem::decode(&bytes).map_err(|e| FieldError::parse(field, raw, e))?;
             c.push(e);
         }
         Ok(c)
@@ -617,7 +610,7 @@ mod tests {
         let empty: Vec<String> = Vec::new();
         assert_eq!(TagList::encode("t", &empty).unwrap(), None);
         assert!(<TagList as FieldCodec<Vec<String>>>::decode("t", Some(b"a%zz")).is_err());
-        // Parts with nothing escaped decode in place; an empty part is no tag.
+        // Parts with nothing escaped and escaped ones mix; an empty part is no tag.
         let plain: Vec<String> = TagList::decode("t", Some(b"x:y%3Az:w")).unwrap();
         assert_eq!(plain, ["x", "y:z", "w"]);
         for bad in [&b"a::b"[..], b":a", b"a:"] {

@@ -55,13 +55,17 @@ pub fn escape_bytes_into(out: &mut Vec<u8>, value: &[u8]) {
     }
 }
 
-/// The inverse of [`escape_bytes_into`].
-pub fn unescape_bytes(segment: &[u8]) -> Option<Vec<u8>> {
+/// The inverse of [`escape_bytes_into`]; the segment itself when nothing
+/// in it is escaped (most values: no copy).
+pub fn unescape_bytes(segment: &[u8]) -> Option<std::borrow::Cow<'_, [u8]>> {
     if segment == EMPTY.as_bytes() {
-        return Some(Vec::new());
+        return Some(Vec::new().into());
     }
     if segment.is_empty() {
         return None;
+    }
+    if !segment.contains(&b'%') {
+        return Some(segment.into());
     }
     let mut out = Vec::with_capacity(segment.len());
     let mut i = 0;
@@ -82,7 +86,7 @@ pub fn unescape_bytes(segment: &[u8]) -> Option<Vec<u8>> {
             i += 1;
         }
     }
-    Some(out)
+    Some(out.into())
 }
 
 /// `value` escaped, as a new string.
@@ -177,10 +181,10 @@ pub trait PaddedKeyPart: Sized {
 /// True when `text` is an integer as Rust's `Display` writes it: digits
 /// with no leading zero, a `-` before any but zero, no `+`. Checked in place
 /// (every member read back from a set or a scan goes through it).
-fn canonical_integer(text: &str) -> bool {
+pub(crate) fn canonical_integer(text: &str) -> bool {
     let digits = text.strip_prefix('-').unwrap_or(text);
     let all_digits = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
-    all_digits && (!digits.starts_with('0') || digits.len() == 1 && digits.len() == text.len())
+    all_digits && (!digits.starts_with('0') || text == "0")
 }
 
 macro_rules! int_parts {
@@ -509,6 +513,12 @@ mod tests {
         assert_eq!(unescape("%_"), Some(String::new()));
         assert_eq!(u64::read_key("007", ""), None);
         assert_eq!(u64::read_key("7", ""), Some(7));
+        // Bytes: nothing escaped is the segment itself, not a copy.
+        let plain = unescape_bytes(b"ab").unwrap();
+        assert!(matches!(plain, std::borrow::Cow::Borrowed(b"ab")));
+        assert_eq!(unescape_bytes(b"a%3Ab").unwrap().as_ref(), b"a:b");
+        assert_eq!(unescape_bytes(b"%_").unwrap().as_ref(), b"");
+        assert_eq!(unescape_bytes(b""), None);
         // Integers: exactly the spellings `Display` writes (checked in place).
         for (text, read) in [
             ("0", Some(0)),

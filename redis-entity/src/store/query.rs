@@ -319,10 +319,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let Some(member) = member else {
             return Ok(None);
         };
-        let keys = query::member_keys(E::DESC, &self.ns, [member.clone()]);
+        let keys = query::member_keys(E::DESC, &self.ns, [member]);
         let records = self.rows(E::DESC, &keys).await?;
-        let (found, repair) =
-            query::finish_unique::<E>(&self.ns, index, v, &member, &keys[0], records)?;
+        let (found, repair) = query::finish_unique::<E>(&self.ns, index, v, &keys[0], records)?;
         if let Some(plan) = repair {
             Box::pin(self.write(&plan)).await?;
         }
