@@ -26,7 +26,8 @@ if [ "${1:-}" = "--cluster" ]; then
     fi
   done
   echo "testing $((${#targets[@]} / 2)) integration test files on a 3-master Redis Cluster" >&2
-  REDIS_ENTITY_TEST_CLUSTER=1 cargo test --all-features "${targets[@]}"
+  # --workspace as below, so that features unify alike and the build is reused.
+  REDIS_ENTITY_TEST_CLUSTER=1 cargo test --workspace --all-features "${targets[@]}"
   exit 0
 fi
 if [ "${1:-}" = "--valkey" ]; then
