@@ -1109,7 +1109,7 @@ mod tests {
         };
         let call = script_call(&USER, &ns(), &spec, false, true);
         assert_eq!(
-            texts(call.keys()),
+            texts(&call.keys().to_vecs()),
             [
                 "t:user:@rating",
                 "t:user:@country:DE",
@@ -1146,7 +1146,7 @@ mod tests {
             ..Spec::default()
         };
         let call = script_call(&USER, &Namespace::none(), &spec, true, false);
-        assert_eq!(texts(call.keys()), ["user:@email", "user:@ids"]);
+        assert_eq!(texts(&call.keys().to_vecs()), ["user:@email", "user:@ids"]);
         assert!(call.args().iter().any(|a| a == b"-"));
         assert!(call.args().iter().any(|a| a == b"+"));
         assert!(!call.args().iter().any(|a| a.starts_with(b"[%_")));
@@ -1155,8 +1155,11 @@ mod tests {
     #[test]
     fn the_rank_call_names_the_sorted_set_and_the_expiry_set() {
         let call = rank_call(&USER, &ns(), RATING_IDX, "9");
-        assert_eq!(texts(call.keys()), ["t:user:@rating", "t:user:@expiry"]);
-        assert_eq!(texts(call.args()), ["9", "t:user:", ""]);
+        assert_eq!(
+            texts(&call.keys().to_vecs()),
+            ["t:user:@rating", "t:user:@expiry"]
+        );
+        assert_eq!(texts(&call.args().to_vecs()), ["9", "t:user:", ""]);
     }
 
     #[test]

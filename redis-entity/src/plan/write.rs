@@ -15,8 +15,10 @@ use crate::schema::entity::{EntityDesc, IndexKind, IndexSource, Layout, Row};
 use crate::schema::escape::escape_bytes_into;
 use crate::schema::escape::Namespace;
 pub(crate) use crate::schema::update_op::UpdateOp;
-use crate::script::args::{ConditionArg, FastWrite, IndexArg, Write, WriteCommand, WriteTtl};
-use crate::script::{self, fast, write::WriteOp, Call};
+use crate::script::args::{
+    ConditionArg, EntityPart, FastWrite, IndexArg, Write, WriteCommand, WriteTtl,
+};
+use crate::script::{self, fast, write::WriteOp, Call, Words};
 use redis::Value;
 use std::time::Duration;
 
@@ -55,7 +57,7 @@ type ColumnOp<'a> = (&'a [u8], u8, Option<&'a [u8]>);
 type ColumnCalls<'a> = (Vec<u8>, Vec<Option<&'a [u8]>>, Vec<WriteCommand<'a>>);
 
 /// A call's keys and arguments, encoded.
-type KeysAndArgs = (Vec<Vec<u8>>, Vec<Vec<u8>>);
+type KeysAndArgs = (Words, Words);
 
 /// One write of one entity.
 #[derive(Debug, Clone)]
@@ -289,7 +291,7 @@ impl WritePlan {
 
     /// The script's arguments (see `script/lua/write_prelude.lua`).
     #[cfg(test)]
-    pub(crate) fn args(&self) -> Vec<Vec<u8>> {
+    pub(crate) fn args(&self) -> Words {
         self.write_args().args()
     }
 
@@ -297,7 +299,9 @@ impl WritePlan {
     /// takes them (those of the type's write function for one entity).
     pub(crate) fn unit_parts(&self) -> KeysAndArgs {
         let w = self.write_args();
-        (w.key_args(), w.args())
+        let mut args = Words::new();
+        w.push_args(&mut args);
+        (w.key_args(), args)
     }
 
     /// The plan's keys and arguments as a unit of work's straight-line
@@ -305,7 +309,7 @@ impl WritePlan {
     /// the plan have one (as for [`Self::call`]).
     pub(crate) fn unit_fast_parts(&self) -> Option<KeysAndArgs> {
         let (_, w) = self.fast_write(false)?;
-        Some((w.keys(), w.args()))
+        Some(w.parts())
     }
 
     /// The call of the type's write script for this plan: its straight-line
@@ -323,6 +327,14 @@ impl WritePlan {
     /// version, condition, claim or stale entry, and sets, removes or
     /// increments each column of the entity hash at most once.
     fn fast_write(&self, batch: bool) -> Option<(&'static script::Script, FastWrite<'_>)> {
+        let function = script::write::fast_script(self.desc, self.ns.layout(), self.op, batch)?;
+        Some((function, self.fast_args()?))
+    }
+
+    /// The straight-line call's arguments for this plan (see
+    /// [`Self::fast_write`]), for a type and operation that have the
+    /// function.
+    fn fast_args(&self) -> Option<FastWrite<'_>> {
         let plain = self.token.is_none()
             && self.ttl.is_none()
             && !self.remove_ttl
@@ -334,7 +346,6 @@ impl WritePlan {
         if !plain {
             return None;
         }
-        let function = script::write::fast_script(self.desc, self.ns.layout(), self.op, batch)?;
         let (ops, values, tail) = self.column_ops()?;
         // The function takes an unsent index's value from its column's
         // operation: it must be the value the plan gives it.
@@ -361,7 +372,7 @@ impl WritePlan {
                 return None;
             }
         }
-        let write = FastWrite {
+        Some(FastWrite {
             keys: &self.keys,
             namespace: self.ns.as_str(),
             member: &self.keys.member,
@@ -369,8 +380,7 @@ impl WritePlan {
             ops,
             values: values.into_iter().flatten().collect(),
             tail,
-        };
-        Some((function, write))
+        })
     }
 
     /// The plan's data commands as the straight-line call takes them: one
@@ -409,8 +419,16 @@ impl WritePlan {
                 _ => return None,
             }
         }
+        // A save names the columns in their order: each search starts
+        // where the last one matched.
+        let mut from = 0;
         for (name, op, value) in column_ops {
-            let j = columns.iter().position(|c| c.name.as_bytes() == name)?;
+            let named = |c: &crate::schema::entity::ColumnDesc| c.name.as_bytes() == name;
+            let j = match columns[from..].iter().position(named) {
+                Some(k) => from + k,
+                None => columns[..from].iter().position(named)?,
+            };
+            from = j + 1;
             if ops[j] != fast::OP_KEEP {
                 return None;
             }
@@ -527,18 +545,23 @@ pub(crate) fn batch_call(plans: &[WritePlan]) -> Call<'static> {
     for p in plans {
         debug_assert!(std::ptr::eq(p.desc, first.desc) && p.op == first.op);
     }
-    // The straight-line function when every plan can take it.
-    let fast: Option<Vec<_>> = plans.iter().map(|p| p.fast_write(true)).collect();
-    if let Some(fast) = fast {
-        let function = fast[0].0;
-        return script::args::write_batch(function, fast.iter().map(|(_, w)| (w.keys(), w.args())));
+    // The straight-line function when every plan can take it (looked up
+    // once: the plans share their type and operation).
+    let fast =
+        script::write::fast_script(first.desc, first.ns.layout(), first.op, true).and_then(|f| {
+            Some((
+                f,
+                plans
+                    .iter()
+                    .map(WritePlan::fast_args)
+                    .collect::<Option<Vec<_>>>()?,
+            ))
+        });
+    if let Some((function, fast)) = fast {
+        return script::args::write_batch(function, fast.iter());
     }
     let function = script::write::script(first.desc, first.ns.layout(), first.op, true);
-    let parts = plans.iter().map(|p| {
-        let w = p.write_args();
-        (w.key_args(), w.args())
-    });
-    script::args::write_batch(function, parts)
+    script::args::write_batch(function, plans.iter().map(|p| p.write_args()))
 }
 
 /// Refuses a row whose sorted index value has no score (NaN), before anything
@@ -589,7 +612,7 @@ pub(crate) fn save(
     desc: &'static EntityDesc,
     ns: &Namespace,
     keys: EntityKeys,
-    row: &Row,
+    mut row: Row,
     insert: bool,
     ttl: Option<Duration>,
 ) -> WritePlan {
@@ -600,24 +623,17 @@ pub(crate) fn save(
     };
     let mut p = WritePlan::new(op, desc, ns, keys);
     p.ttl = ttl;
-    let bumped;
-    let row = match desc
+    if let Some((c, raw)) = desc
         .version
         .and_then(|c| Some((c, row.columns[c].as_deref()?)))
     {
-        Some((c, raw)) => {
-            let current: i128 = std::str::from_utf8(raw)
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0);
-            p.version_expected = Some(current.to_string());
-            let mut next = row.clone();
-            next.columns[c] = Some(current.saturating_add(1).to_string().into_bytes());
-            bumped = next;
-            &bumped
-        }
-        None => row,
-    };
+        let current: i128 = std::str::from_utf8(raw)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        p.version_expected = Some(current.to_string());
+        row.columns[c] = Some(current.saturating_add(1).to_string().into_bytes());
+    }
     write_row(p, desc, row)
 }
 
@@ -628,7 +644,7 @@ pub(crate) fn copy(
     desc: &'static EntityDesc,
     ns: &Namespace,
     keys: EntityKeys,
-    row: &Row,
+    row: Row,
     ttl: Option<Duration>,
 ) -> WritePlan {
     let mut p = WritePlan::new(WriteOp::Save, desc, ns, keys);
@@ -638,17 +654,18 @@ pub(crate) fn copy(
 
 /// The data commands of a save of `row` (columns set or removed, maps
 /// replaced), with the index moves they imply.
-fn write_row(mut p: WritePlan, desc: &'static EntityDesc, row: &Row) -> WritePlan {
+/// (The row is taken: its values move into the commands.)
+fn write_row(mut p: WritePlan, desc: &'static EntityDesc, row: Row) -> WritePlan {
     match desc.layout {
         Layout::Hash => {
-            let mut set = Vec::new();
+            let mut set = Vec::with_capacity(2 * desc.columns.len());
             let mut del = Vec::new();
-            for (i, (c, v)) in desc.columns.iter().zip(&row.columns).enumerate() {
-                p.index_column(i, v);
+            for (i, (c, v)) in desc.columns.iter().zip(row.columns).enumerate() {
+                p.index_column(i, &v);
                 match v {
                     Some(v) => {
                         set.push(c.name.as_bytes().to_vec());
-                        set.push(v.clone());
+                        set.push(v);
                     }
                     None => del.push(c.name.as_bytes().to_vec()),
                 }
@@ -661,15 +678,15 @@ fn write_row(mut p: WritePlan, desc: &'static EntityDesc, row: &Row) -> WritePla
             }
         }
         Layout::Strings => {
-            for (i, v) in row.columns.iter().enumerate() {
-                p.set_column(i, v.clone());
+            for (i, v) in row.columns.into_iter().enumerate() {
+                p.set_column(i, v);
             }
         }
         Layout::Json => {
             for (i, v) in row.columns.iter().enumerate() {
                 p.index_column(i, v);
             }
-            let doc = json_document(desc, row);
+            let doc = json_document(desc, &row);
             p.command("SET", 0, vec![doc, b"0".to_vec()]);
         }
     }
@@ -846,7 +863,7 @@ mod tests {
             &USER,
             &crate::schema::escape::Namespace::none(),
             keys(&USER, "9"),
-            &user_row(None, Some("3")),
+            user_row(None, Some("3")),
             false,
             None,
         );
@@ -894,7 +911,7 @@ mod tests {
             &USER,
             &crate::schema::escape::Namespace::none(),
             keys(&USER, "9"),
-            &user_row(Some("ann@x"), Some("3")),
+            user_row(Some("ann@x"), Some("3")),
             ttl,
         );
         assert_eq!(plan.op, WriteOp::Save);
@@ -921,7 +938,7 @@ mod tests {
             &USER,
             &crate::schema::escape::Namespace::none(),
             keys(&USER, "9"),
-            &user_row(Some("ann@x"), None),
+            user_row(Some("ann@x"), None),
             false,
             None,
         );
@@ -941,7 +958,7 @@ mod tests {
             &USER,
             &crate::schema::escape::Namespace::trusted_prefix("t").unwrap(),
             keys(&USER, "9"),
-            &row,
+            row.clone(),
             true,
             ttl,
         );
@@ -949,7 +966,7 @@ mod tests {
             &USER,
             &crate::schema::escape::Namespace::trusted_prefix("t").unwrap(),
             keys(&USER, "9"),
-            &row,
+            row.clone(),
             false,
             ttl,
         );
@@ -968,7 +985,7 @@ mod tests {
             &USER,
             &crate::schema::escape::Namespace::none(),
             keys(&USER, "9"),
-            &row,
+            row.clone(),
             false,
             None,
         );
@@ -982,7 +999,7 @@ mod tests {
             &SESSION,
             &crate::schema::escape::Namespace::none(),
             k.clone(),
-            &row(&[Some("ann"), None, Some("3"), Some("1")], &[]),
+            row(&[Some("ann"), None, Some("3"), Some("1")], &[]),
             false,
             None,
         );
@@ -1013,7 +1030,7 @@ mod tests {
             &SESSION,
             &crate::schema::escape::Namespace::none(),
             k,
-            &row(&[Some("ann"), Some("x"), Some("3"), None], &[]),
+            row(&[Some("ann"), Some("x"), Some("3"), None], &[]),
             false,
             None,
         );
@@ -1028,7 +1045,7 @@ mod tests {
             &DOC,
             &crate::schema::escape::Namespace::none(),
             keys(&DOC, "d1"),
-            &row(&[Some("\"Hi\""), None], &[&[("n1", "first")]]),
+            row(&[Some("\"Hi\""), None], &[&[("n1", "first")]]),
             false,
             None,
         );
@@ -1295,7 +1312,7 @@ mod tests {
             &ORDER,
             &crate::schema::escape::Namespace::none(),
             keys(&ORDER, "acme_8"),
-            &row(&[Some("paid")], &[]),
+            row(&[Some("paid")], &[]),
             false,
             None,
         );
@@ -1349,7 +1366,7 @@ mod tests {
     }
 
     /// The keys and the arguments of one entity of a batch.
-    type Frame = (Vec<Vec<u8>>, Vec<Vec<u8>>);
+    type Frame = (Words, Words);
 
     /// Splits a batch call into its entities.
     fn frames(call: &Call<'_>) -> Vec<Frame> {
@@ -1358,8 +1375,8 @@ mod tests {
         while j < call.args().len() {
             let (nk, na) = (number(&call.args()[j]), number(&call.args()[j + 1]));
             out.push((
-                call.keys()[k..k + nk].to_vec(),
-                call.args()[j + 2..j + 2 + na].to_vec(),
+                call.keys().slice(k..k + nk),
+                call.args().slice(j + 2..j + 2 + na),
             ));
             k += nk;
             j += 2 + na;
@@ -1368,8 +1385,8 @@ mod tests {
         out
     }
 
-    fn key_bytes(plan: &WritePlan) -> Vec<Vec<u8>> {
-        plan.keys.all().map(|k| b(k)).collect()
+    fn key_bytes(plan: &WritePlan) -> Words {
+        plan.keys.all().collect()
     }
 
     #[test]
@@ -1379,7 +1396,7 @@ mod tests {
                 &SESSION,
                 &crate::schema::escape::Namespace::none(),
                 keys(&SESSION, "s1"),
-                &row(&[Some("ann"), None, Some("1"), None], &[]),
+                row(&[Some("ann"), None, Some("1"), None], &[]),
                 false,
                 None,
             ),
@@ -1387,7 +1404,7 @@ mod tests {
                 &SESSION,
                 &crate::schema::escape::Namespace::none(),
                 keys(&SESSION, "s2"),
-                &row(&[Some("bob"), Some("c"), Some("2"), Some("7")], &[]),
+                row(&[Some("bob"), Some("c"), Some("2"), Some("7")], &[]),
                 false,
                 Some(Duration::from_secs(1)),
             ),
@@ -1401,8 +1418,8 @@ mod tests {
         }
         // The single call carries the same keys and arguments.
         let single = plans[1].call();
-        assert_eq!(single.keys(), key_bytes(&plans[1]));
-        assert_eq!(single.args(), plans[1].args());
+        assert_eq!(single.keys(), &key_bytes(&plans[1]));
+        assert_eq!(single.args(), &plans[1].args());
     }
 
     #[test]
@@ -1438,7 +1455,7 @@ mod tests {
         .iter()
         .map(|s| b(s))
         .collect();
-        assert_eq!(plan.args(), expected);
+        assert_eq!(plan.args().to_vecs(), expected);
 
         let mut plan = lifecycle(
             &ACCOUNT,
@@ -1448,7 +1465,7 @@ mod tests {
             None,
         );
         assert_eq!(
-            plan.args(),
+            plan.args().to_vecs(),
             [
                 b(""),
                 b(""),
@@ -1465,7 +1482,7 @@ mod tests {
         plan.ttl = Some(Duration::from_micros(10));
         assert_eq!(plan.args()[3], b("1"));
         plan.index_values = vec![IndexValue::Unchanged, IndexValue::Unknown];
-        assert_eq!(plan.args()[7..], [b("u"), b("")]);
+        assert_eq!(plan.args().to_vecs()[7..], [b("u"), b("")]);
         plan.token = Some("t1".into());
         assert_eq!(plan.args()[0], b("t1"));
     }

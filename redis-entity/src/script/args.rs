@@ -8,7 +8,8 @@
 //! keyspace); a struct only lays them out.
 
 use super::{
-    Call, Script, BOARD, CACHE, CLAIM, QUERY, RANK, RELATION, RENAME, REPAIR, SCHEMA, TIMELINE,
+    Call, Script, Words, BOARD, CACHE, CLAIM, QUERY, RANK, RELATION, RENAME, REPAIR, SCHEMA,
+    TIMELINE,
 };
 use crate::keyspace::{self, EntityKeys};
 
@@ -746,15 +747,15 @@ pub(crate) enum IndexArg<'a> {
 }
 
 impl IndexArg<'_> {
-    fn encode(&self) -> Vec<u8> {
+    fn push(&self, args: &mut Words) {
         match *self {
-            IndexArg::Unknown => Vec::new(),
-            IndexArg::Unchanged => b"u".to_vec(),
-            IndexArg::Absent { keep_unique } => if keep_unique { b"m" } else { b"n" }.to_vec(),
+            IndexArg::Unknown => args.push(b""),
+            IndexArg::Unchanged => args.push(b"u"),
+            IndexArg::Absent { keep_unique } => args.push(if keep_unique { b"m" } else { b"n" }),
             IndexArg::Value {
                 stored,
                 keep_unique,
-            } => [if keep_unique { b"w" } else { b"v" }, stored].concat(),
+            } => args.push_concat(&[if keep_unique { b"w" } else { b"v" }, stored]),
         }
     }
 }
@@ -778,17 +779,17 @@ pub(crate) struct ConditionArg<'a> {
 }
 
 impl ConditionArg<'_> {
-    fn encode(&self, args: &mut Vec<Vec<u8>>) {
-        args.push((self.key + 1).to_string().into_bytes());
-        args.push(self.field.as_bytes().to_vec());
-        args.push(self.test.as_bytes().to_vec());
+    fn push(&self, args: &mut Words) {
+        args.push_number(self.key + 1);
+        args.push(self.field);
+        args.push(self.test);
         let equality = self.test == "eq" || self.test == "ne";
-        args.push(match (equality, self.operand) {
-            (true, Some(v)) => [b"v", v].concat(),
-            (true, None) => b"n".to_vec(),
-            (false, v) => v.unwrap_or_default().to_vec(),
-        });
-        args.push(self.delta.unwrap_or_default().to_vec());
+        match (equality, self.operand) {
+            (true, Some(v)) => args.push_concat(&[b"v", v]),
+            (true, None) => args.push(b"n"),
+            (false, v) => args.push(v.unwrap_or_default()),
+        }
+        args.push(self.delta.unwrap_or_default());
     }
 }
 
@@ -835,59 +836,73 @@ pub(crate) struct Write<'a> {
 
 impl Write<'_> {
     /// The entity's arguments, in the order write_prelude.lua reads them.
-    pub(crate) fn args(&self) -> Vec<Vec<u8>> {
-        let mut args = Vec::with_capacity(6 + self.index_values.len() + 3 * self.commands.len());
-        args.push(self.token.as_bytes().to_vec());
-        args.push(self.namespace.as_bytes().to_vec());
-        args.push(self.member.as_bytes().to_vec());
-        args.push(match self.ttl {
-            WriteTtl::Set(ms) => ms.to_string().into_bytes(),
-            WriteTtl::Remove => b"0".to_vec(),
-            WriteTtl::Keep => b"-1".to_vec(),
-        });
-        args.push(self.cas.to_vec());
-        args.push(self.version_expected.as_bytes().to_vec());
-        args.push(self.conditions.len().to_string().into_bytes());
-        for c in &self.conditions {
-            c.encode(&mut args);
-        }
-        self.push_values_and_commands(&mut args);
+    #[cfg(test)]
+    pub(crate) fn args(&self) -> Words {
+        let mut args = Words::new();
+        self.push_args(&mut args);
         args
     }
 
-    /// The index values, the data commands and clean's stale entries.
-    fn push_values_and_commands(&self, args: &mut Vec<Vec<u8>>) {
-        args.extend(self.index_values.iter().map(IndexArg::encode));
-        push_commands(args, &self.commands);
-        for (i, v) in self.stale {
-            args.push((i + 1).to_string().into_bytes());
-            args.push(v.clone());
-        }
-    }
-
     /// `KEYS`: the entity's keys, in the order of the type header's roles.
-    pub(crate) fn key_args(&self) -> Vec<Vec<u8>> {
-        self.keys.all().map(|k| k.as_bytes().to_vec()).collect()
+    pub(crate) fn key_args(&self) -> Words {
+        let mut keys = Words::new();
+        self.push_keys(&mut keys);
+        keys
     }
 
     /// The call of `function` (the type's write function of one entity)
     /// for this write.
     pub(crate) fn call(&self, function: &'static Script) -> Call<'static> {
         let mut call = function.call();
-        call.keys = self.key_args();
-        call.args = self.args();
+        self.push_keys(&mut call.keys);
+        self.push_args(&mut call.args);
         call
+    }
+}
+
+impl EntityPart for Write<'_> {
+    fn push_keys(&self, keys: &mut Words) {
+        for k in self.keys.all() {
+            keys.push(k);
+        }
+    }
+
+    fn push_args(&self, args: &mut Words) {
+        args.push(self.token);
+        args.push(self.namespace);
+        args.push(self.member);
+        match self.ttl {
+            WriteTtl::Set(ms) => args.push(ms.to_string()),
+            WriteTtl::Remove => args.push(b"0"),
+            WriteTtl::Keep => args.push(b"-1"),
+        }
+        args.push(self.cas);
+        args.push(self.version_expected);
+        args.push_number(self.conditions.len());
+        for c in &self.conditions {
+            c.push(args);
+        }
+        for v in &self.index_values {
+            v.push(args);
+        }
+        push_commands(args, &self.commands);
+        for (i, v) in self.stale {
+            args.push_number(i + 1);
+            args.push(v);
+        }
     }
 }
 
 /// Per data command: its name, its 1-based key position, its argument
 /// count, its arguments.
-fn push_commands(args: &mut Vec<Vec<u8>>, commands: &[WriteCommand<'_>]) {
+fn push_commands(args: &mut Words, commands: &[WriteCommand<'_>]) {
     for c in commands {
-        args.push(c.name.as_bytes().to_vec());
-        args.push((c.key + 1).to_string().into_bytes());
-        args.push(c.args.len().to_string().into_bytes());
-        args.extend(c.args.iter().cloned());
+        args.push(c.name);
+        args.push_number(c.key + 1);
+        args.push_number(c.args.len());
+        for a in c.args {
+            args.push(a);
+        }
     }
 }
 
@@ -916,34 +931,61 @@ pub(crate) struct FastWrite<'a> {
 }
 
 impl FastWrite<'_> {
-    /// `KEYS`.
-    pub(crate) fn keys(&self) -> Vec<Vec<u8>> {
-        let n = self.keys.all().count() - usize::from(self.keys.shadow.is_some());
-        self.keys
-            .all()
-            .take(n)
-            .map(|k| k.as_bytes().to_vec())
-            .collect()
-    }
-
-    /// `ARGV`.
-    pub(crate) fn args(&self) -> Vec<Vec<u8>> {
-        let mut args = Vec::with_capacity(3 + self.sent.len() + self.values.len());
-        args.push(self.namespace.as_bytes().to_vec());
-        args.push(self.member.as_bytes().to_vec());
-        args.extend(self.sent.iter().map(IndexArg::encode));
-        args.push(self.ops.clone());
-        args.extend(self.values.iter().map(|v| v.to_vec()));
-        push_commands(&mut args, &self.tail);
-        args
+    /// `KEYS` and `ARGV`, as an operation of a unit of work takes them.
+    pub(crate) fn parts(&self) -> (Words, Words) {
+        let (mut keys, mut args) = (Words::new(), Words::new());
+        self.push_keys(&mut keys);
+        self.push_args(&mut args);
+        (keys, args)
     }
 
     /// The call of `function` (the type's straight-line function).
     pub(crate) fn call(&self, function: &'static Script) -> Call<'static> {
         let mut call = function.call();
-        call.keys = self.keys();
-        call.args = self.args();
+        self.push_keys(&mut call.keys);
+        self.push_args(&mut call.args);
         call
+    }
+}
+
+impl EntityPart for FastWrite<'_> {
+    fn push_keys(&self, keys: &mut Words) {
+        let n = self.keys.all().count() - usize::from(self.keys.shadow.is_some());
+        for k in self.keys.all().take(n) {
+            keys.push(k);
+        }
+    }
+
+    fn push_args(&self, args: &mut Words) {
+        args.push(self.namespace);
+        args.push(self.member);
+        for v in &self.sent {
+            v.push(args);
+        }
+        args.push(&self.ops);
+        for v in &self.values {
+            args.push(v);
+        }
+        push_commands(args, &self.tail);
+    }
+}
+
+/// One entity's keys and arguments, as a call of its type's write function
+/// takes them (alone, or as a part of a batch or a unit of work).
+pub(crate) trait EntityPart {
+    /// Adds its keys.
+    fn push_keys(&self, keys: &mut Words);
+    /// Adds its arguments.
+    fn push_args(&self, args: &mut Words);
+}
+
+impl<P: EntityPart> EntityPart for &P {
+    fn push_keys(&self, keys: &mut Words) {
+        (**self).push_keys(keys);
+    }
+
+    fn push_args(&self, args: &mut Words) {
+        (**self).push_args(args);
     }
 }
 
@@ -952,14 +994,20 @@ impl FastWrite<'_> {
 /// per entity, its key count, its argument count and its arguments.
 pub(crate) fn write_batch(
     function: &'static Script,
-    parts: impl IntoIterator<Item = (Vec<Vec<u8>>, Vec<Vec<u8>>)>,
+    parts: impl IntoIterator<Item = impl EntityPart>,
 ) -> Call<'static> {
     let mut call = function.call();
-    for (keys, args) in parts {
-        call.args.push(keys.len().to_string().into_bytes());
-        call.args.push(args.len().to_string().into_bytes());
-        call.keys.extend(keys);
-        call.args.extend(args);
+    // Each part's arguments follow their count: they are laid out here
+    // first (one buffer for the whole batch), then copied after it.
+    let mut part_args = Words::new();
+    for part in parts {
+        let keys_before = call.keys.len();
+        part.push_keys(&mut call.keys);
+        part_args.clear();
+        part.push_args(&mut part_args);
+        call.args.push_number(call.keys.len() - keys_before);
+        call.args.push_number(part_args.len());
+        call.args.extend_from(&part_args);
     }
     call
 }
@@ -972,8 +1020,8 @@ pub(crate) fn write_batch(
 pub(crate) struct UnitOp<'a> {
     pub kind: &'static str,
     pub type_number: usize,
-    pub keys: &'a [Vec<u8>],
-    pub args: &'a [Vec<u8>],
+    pub keys: &'a Words,
+    pub args: &'a Words,
 }
 
 /// The byte naming each kind of unit operation in the unit call's header
@@ -1018,8 +1066,8 @@ pub(crate) fn unit_call(function: &'static Script, ops: &[UnitOp<'_>]) -> Call<'
     }
     call.args.push(header);
     for op in ops {
-        call.keys.extend(op.keys.iter().cloned());
-        call.args.extend(op.args.iter().cloned());
+        call.keys.extend_from(op.keys);
+        call.args.extend_from(op.args);
     }
     call
 }
@@ -1030,7 +1078,7 @@ mod tests {
 
     /// A call's `KEYS` and `ARGV`, as text.
     fn encoded(call: &Call<'_>) -> (Vec<String>, Vec<String>) {
-        let text = |v: &Vec<Vec<u8>>| {
+        let text = |v: &Words| {
             v.iter()
                 .map(|b| String::from_utf8_lossy(b).into_owned())
                 .collect()
@@ -1377,12 +1425,12 @@ mod tests {
             ttl: WriteTtl::Keep,
             ..write.clone()
         };
-        assert_eq!(kept.args()[3], b"-1");
+        assert_eq!(&kept.args()[3], b"-1");
         let removed = Write {
             ttl: WriteTtl::Remove,
             ..write
         };
-        assert_eq!(removed.args()[3], b"0");
+        assert_eq!(&removed.args()[3], b"0");
     }
 
     #[test]
@@ -1401,13 +1449,7 @@ mod tests {
             commands: vec![],
             stale: &[],
         };
-        let call = write_batch(
-            &BOARD,
-            [&one, &two].map(|p| {
-                let w = write(p);
-                (w.key_args(), w.args())
-            }),
-        );
+        let call = write_batch(&BOARD, [&one, &two].map(write));
         let keys = ["u:1", "u:1:m", "u:1:@shadow", "u:2", "u:2:m", "u:2:@shadow"];
         let entity = ["", "", "m", "-1", "", "", "0"];
         let args: Vec<&str> = [&["3", "7"][..], &entity, &["3", "7"], &entity].concat();
@@ -1416,8 +1458,14 @@ mod tests {
 
     #[test]
     fn a_unit_heads_its_arguments_with_each_operations_kind_type_and_counts() {
-        let (k1, a1) = (vec![b"u:1".to_vec()], vec![b"x".to_vec(), b"y".to_vec()]);
-        let (k2, a2) = (vec![b"b:1".to_vec(), b"b:2".to_vec()], vec![b"z".to_vec()]);
+        let (k1, a1): (Words, Words) = (
+            ["u:1"].into_iter().collect(),
+            ["x", "y"].into_iter().collect(),
+        );
+        let (k2, a2): (Words, Words) = (
+            ["b:1", "b:2"].into_iter().collect(),
+            ["z"].into_iter().collect(),
+        );
         let ops = [
             UnitOp {
                 kind: "save",
@@ -1435,7 +1483,7 @@ mod tests {
         let call = unit_call(&BOARD, &ops);
         assert_eq!(
             call.args[0],
-            [b's', 0, 1, 0, 0, 1, 0, 0, 2, b'b', 0, 0, 0, 0, 2, 0, 0, 1]
+            [b's', 0, 1, 0, 0, 1, 0, 0, 2, b'b', 0, 0, 0, 0, 2, 0, 0, 1][..]
         );
         let (keys, args) = encoded(&call);
         assert_eq!(keys, strings(&["u:1", "b:1", "b:2"]));

@@ -18,12 +18,14 @@
 pub(crate) mod args;
 pub(crate) mod fast;
 pub(crate) mod reply;
+pub(crate) mod words;
 pub(crate) mod write;
 
 use redis::aio::ConnectionLike;
 use redis::{FromRedisValue, RedisResult, Value};
 use std::collections::HashSet;
 use std::sync::LazyLock;
+pub(crate) use words::Words;
 
 /// Lua code the server runs: a script sent with `EVALSHA` / `EVAL`, or a
 /// function of a library loaded with `FUNCTION LOAD` and called with
@@ -131,8 +133,8 @@ impl Script {
     fn call(&self) -> Call<'_> {
         Call {
             script: self,
-            keys: Vec::new(),
-            args: Vec::new(),
+            keys: Words::new(),
+            args: Words::new(),
         }
     }
 }
@@ -171,22 +173,16 @@ fn across_slots(text: &str) -> String {
 /// `calls` (calls of the script it was made from, each in one slot, all
 /// served by one node); its reply lists theirs in order.
 pub(crate) fn across_call(across: &'static Script, calls: &[Call<'_>]) -> Call<'static> {
-    let mut call = across.call().arg(calls.len().to_string());
+    let mut call = across.call();
+    call.args.push_number(calls.len());
     if let Some(first) = calls.first() {
-        for k in &first.keys {
-            call = call.key(k);
-        }
+        call.keys.extend_from(&first.keys);
     }
     for c in calls {
-        call = call
-            .arg(c.keys.len().to_string())
-            .arg(c.args.len().to_string());
-        for k in &c.keys {
-            call = call.arg(k);
-        }
-        for a in &c.args {
-            call = call.arg(a);
-        }
+        call.args.push_number(c.keys.len());
+        call.args.push_number(c.args.len());
+        call.args.extend_from(&c.keys);
+        call.args.extend_from(&c.args);
     }
     call
 }
@@ -238,9 +234,9 @@ pub(crate) static CACHE: LazyLock<Script> =
 pub(crate) struct Call<'s> {
     script: &'s Script,
     /// `KEYS`.
-    keys: Vec<Vec<u8>>,
+    keys: Words,
     /// `ARGV`.
-    args: Vec<Vec<u8>>,
+    args: Words,
 }
 
 impl Call<'_> {
@@ -252,31 +248,31 @@ impl Call<'_> {
     }
 
     /// `KEYS`.
-    pub(crate) fn keys(&self) -> &[Vec<u8>] {
+    pub(crate) fn keys(&self) -> &Words {
         &self.keys
     }
 
     /// `ARGV`.
     #[cfg(test)]
-    pub(crate) fn args(&self) -> &[Vec<u8>] {
+    pub(crate) fn args(&self) -> &Words {
         &self.args
     }
 
     /// Its keys and arguments, to be sent as a part of another call (an
     /// operation of a unit of work).
-    pub(crate) fn into_parts(self) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    pub(crate) fn into_parts(self) -> (Words, Words) {
         (self.keys, self.args)
     }
 
     /// Adds a key.
     fn key(mut self, k: impl AsRef<[u8]>) -> Self {
-        self.keys.push(k.as_ref().to_vec());
+        self.keys.push(k);
         self
     }
 
     /// Adds an argument.
     fn arg(mut self, a: impl AsRef<[u8]>) -> Self {
-        self.args.push(a.as_ref().to_vec());
+        self.args.push(a);
         self
     }
 
@@ -284,29 +280,22 @@ impl Call<'_> {
     /// (`EVAL`; a function is always called by name).
     fn command(&self, by_name: bool) -> redis::Cmd {
         let ro = self.script.read_only;
-        let mut c = match &self.script.kind {
-            Kind::Eval { sha, .. } if by_name => {
-                let mut c = redis::cmd(if ro { "EVALSHA_RO" } else { "EVALSHA" });
-                c.arg(sha);
-                c
-            }
-            Kind::Eval { text, .. } => {
-                let mut c = redis::cmd(if ro { "EVAL_RO" } else { "EVAL" });
-                c.arg(text);
-                c
-            }
-            Kind::Function { name, .. } => {
-                let mut c = redis::cmd(if ro { "FCALL_RO" } else { "FCALL" });
-                c.arg(name);
-                c
-            }
+        let (name, first): (&str, &str) = match &self.script.kind {
+            Kind::Eval { sha, .. } if by_name => (if ro { "EVALSHA_RO" } else { "EVALSHA" }, sha),
+            Kind::Eval { text, .. } => (if ro { "EVAL_RO" } else { "EVAL" }, text),
+            Kind::Function { name, .. } => (if ro { "FCALL_RO" } else { "FCALL" }, name),
         };
-        c.arg(self.keys.len());
-        for k in &self.keys {
-            c.arg(k.as_slice());
+        // Sized once: a batch's call holds thousands of words.
+        let words = 3 + self.keys.len() + self.args.len();
+        let bytes =
+            name.len() + first.len() + 20 + self.keys.total_bytes() + self.args.total_bytes();
+        let mut c = redis::Cmd::with_capacity(words, bytes);
+        c.arg(name).arg(first).arg(self.keys.len());
+        for k in self.keys.iter() {
+            c.arg(k);
         }
-        for a in &self.args {
-            c.arg(a.as_slice());
+        for a in self.args.iter() {
+            c.arg(a);
         }
         c
     }
@@ -524,7 +513,7 @@ mod tests {
         let a = RANK.call().key("{p:1}:z").key("{p:1}:e").arg("m").arg("h");
         let b = RANK.call().key("{p:5}:z").arg("x");
         let across = across_call(&RANK_ACROSS, &[a, b]);
-        let words = |v: &[Vec<u8>]| -> Vec<String> {
+        let words = |v: &Words| -> Vec<String> {
             v.iter()
                 .map(|w| String::from_utf8_lossy(w).into_owned())
                 .collect()

@@ -201,7 +201,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                         }
                     };
                     let keys = EntityKeys::of_entity(&self.ns, &e);
-                    plans.push(write::save(E::DESC, &self.ns, keys, &row, false, None));
+                    plans.push(write::save(E::DESC, &self.ns, keys, row, false, None));
                     sources.push(k);
                 }
                 Ok(None) => progress.skipped += 1,

@@ -403,12 +403,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             return Ok(Vec::new());
         }
         self.mark_layout().await?;
-        // Each type of the batch once.
-        let mut checked: Vec<usize> = Vec::new();
+        // Each type of the batch once (by address: a type seen at two
+        // addresses is only checked twice).
+        let mut checked: Vec<&'static crate::schema::entity::EntityDesc> = Vec::new();
         for p in plans {
-            let id = desc_id(p.desc);
-            if !checked.contains(&id) {
-                checked.push(id);
+            if !checked.iter().any(|d| std::ptr::eq(*d, p.desc)) {
+                checked.push(p.desc);
                 self.schema_write_check(p.desc).await?;
             }
         }
@@ -517,7 +517,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             E::DESC,
             &self.ns,
             keys,
-            &valid_row(e)?,
+            valid_row(e)?,
             insert,
             ttl,
         ))
@@ -558,7 +558,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                     E::DESC,
                     &self.ns,
                     keys,
-                    &valid_row(e)?,
+                    valid_row(e)?,
                     false,
                     None,
                 ))

@@ -17,7 +17,7 @@ use crate::schema::condition::Condition;
 use crate::schema::entity::{Entity, EntityDesc, Layout};
 use crate::schema::escape::{KeyLayout, Namespace};
 use crate::schema::pk::IntoPk;
-use crate::script::{self, args::UnitOp, reply, write::WriteOp, Call};
+use crate::script::{self, args::UnitOp, reply, write::WriteOp, Call, Words};
 use redis::aio::ConnectionLike;
 use redis::Value;
 use std::time::SystemTime;
@@ -38,8 +38,8 @@ pub(crate) struct Planned {
     /// spells keys in (the unit's library holds its description); `None`
     /// for relations, timelines and boards.
     desc: Option<(&'static EntityDesc, KeyLayout)>,
-    keys: Vec<Vec<u8>>,
-    args: Vec<Vec<u8>>,
+    keys: Words,
+    args: Words,
     /// The key that names the operation in errors.
     subject: String,
     /// Why the operation cannot be part of a unit on a Redis Cluster.
@@ -216,7 +216,7 @@ impl<'s, S> Transaction<'s, S> {
             member,
             Box::new(move |ns| {
                 let keys = EntityKeys::new(E::DESC, ns, m);
-                let plan = write::save(E::DESC, ns, keys, &row, insert, None);
+                let plan = write::save(E::DESC, ns, keys, row.clone(), insert, None);
                 Ok(Planned::of_plan(kind, plan))
             }),
         )
@@ -582,7 +582,7 @@ fn one_slot(planned: &[Planned]) -> Result<()> {
                 reason: reason.clone(),
             });
         }
-        for key in &p.keys {
+        for key in p.keys.iter() {
             let key = String::from_utf8_lossy(key);
             let slot = keyspace::nodes::slot_of(keyspace::slot_tag(&key));
             match &first {

@@ -114,7 +114,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 }
             }
             let keys = EntityKeys::of::<E>(&to.ns, pk);
-            plans.push(write::copy(E::DESC, &to.ns, keys, &here.row, here.ttl));
+            plans.push(write::copy(E::DESC, &to.ns, keys, here.row, here.ttl));
         }
         for (plan, r) in plans.iter().zip(to.write_many(&plans).await?) {
             tally(r, Some(plan.key()), &mut out.migrated, &mut out.failed);
