@@ -16,10 +16,11 @@ use crate::schema::escape::escape_bytes_into;
 use crate::schema::escape::Namespace;
 pub(crate) use crate::schema::update_op::UpdateOp;
 use crate::script::args::{
-    ConditionArg, EntityPart, FastWrite, IndexArg, Write, WriteCommand, WriteTtl,
+    CommandArg, ConditionArg, EntityPart, FastWrite, IndexArg, Write, WriteCommand, WriteTtl,
 };
 use crate::script::{self, fast, write::WriteOp, Call, Words};
 use redis::Value;
+use std::borrow::Cow;
 use std::time::Duration;
 
 /// The value a write gives one indexed field.
@@ -45,7 +46,7 @@ pub(crate) struct DataCommand {
     /// The key's position in [`EntityKeys::all`].
     pub key: usize,
     /// The command's arguments after the key.
-    pub args: Vec<Vec<u8>>,
+    pub args: Vec<CommandArg>,
 }
 
 /// One operation of a straight-line write on a column of the entity hash:
@@ -143,7 +144,7 @@ impl WritePlan {
         }
     }
 
-    fn command(&mut self, name: &'static str, key: usize, args: Vec<Vec<u8>>) {
+    fn command(&mut self, name: &'static str, key: usize, args: Vec<CommandArg>) {
         self.commands.push(DataCommand { name, key, args });
     }
 
@@ -177,14 +178,15 @@ impl WritePlan {
     fn set_column(&mut self, col: usize, value: Option<Vec<u8>>) {
         self.index_column(col, &value);
         let c = &self.desc.columns[col];
-        let name = c.name.as_bytes().to_vec();
-        let own_ttl_ms = (c.ttl.unwrap_or(0) * 1000).to_string().into_bytes();
+        let name = Cow::Borrowed(c.name.as_bytes());
         match (self.desc.layout, value) {
             (Layout::Strings, Some(v)) => {
-                self.command("SET", self.column_key(col), vec![v, own_ttl_ms])
+                let own_ttl_ms = (c.ttl.unwrap_or(0) * 1000).to_string().into_bytes();
+                let args = vec![v.into(), own_ttl_ms.into()];
+                self.command("SET", self.column_key(col), args)
             }
             (Layout::Strings, None) => self.command("DEL", self.column_key(col), vec![]),
-            (_, Some(v)) => self.command("HSET", 0, vec![name, v]),
+            (_, Some(v)) => self.command("HSET", 0, vec![name, v.into()]),
             (_, None) => self.command("HDEL", 0, vec![name]),
         }
     }
@@ -192,7 +194,7 @@ impl WritePlan {
     fn replace_map(&mut self, map: usize, entries: &[(Vec<u8>, Vec<u8>)]) {
         let args = entries
             .iter()
-            .flat_map(|(k, v)| [k.clone(), v.clone()])
+            .flat_map(|(k, v)| [k.clone().into(), v.clone().into()])
             .collect();
         self.command("HREPLACE", self.map_key(map), args);
     }
@@ -201,10 +203,11 @@ impl WritePlan {
         match op {
             UpdateOp::MapReplace { map, entries } => self.replace_map(*map, entries),
             UpdateOp::MapSet { map, key, value } => {
-                self.command("HSET", self.map_key(*map), vec![key.clone(), value.clone()])
+                let args = vec![key.clone().into(), value.clone().into()];
+                self.command("HSET", self.map_key(*map), args)
             }
             UpdateOp::MapDel { map, key } => {
-                self.command("HDEL", self.map_key(*map), vec![key.clone()])
+                self.command("HDEL", self.map_key(*map), vec![key.clone().into()])
             }
             UpdateOp::Set { .. } | UpdateOp::Incr { .. } => {}
         }
@@ -664,10 +667,10 @@ fn write_row(mut p: WritePlan, desc: &'static EntityDesc, row: Row) -> WritePlan
                 p.index_column(i, &v);
                 match v {
                     Some(v) => {
-                        set.push(c.name.as_bytes().to_vec());
-                        set.push(v);
+                        set.push(Cow::Borrowed(c.name.as_bytes()));
+                        set.push(Cow::Owned(v));
                     }
-                    None => del.push(c.name.as_bytes().to_vec()),
+                    None => del.push(Cow::Borrowed(c.name.as_bytes())),
                 }
             }
             if !set.is_empty() {
@@ -687,7 +690,7 @@ fn write_row(mut p: WritePlan, desc: &'static EntityDesc, row: Row) -> WritePlan
                 p.index_column(i, v);
             }
             let doc = json_document(desc, &row);
-            p.command("SET", 0, vec![doc, b"0".to_vec()]);
+            p.command("SET", 0, vec![doc.into(), Cow::Borrowed(b"0")]);
         }
     }
     for (i, entries) in row.maps.iter().enumerate() {
@@ -760,14 +763,13 @@ pub(crate) fn update(
         match op {
             UpdateOp::Set { col, value } => p.set_column(*col, value.clone()),
             UpdateOp::Incr { col, delta, float } => {
-                let name = desc.columns[*col].name.as_bytes().to_vec();
+                let name = Cow::Borrowed(desc.columns[*col].name.as_bytes());
+                let delta = Cow::Owned(delta.clone());
                 let (cmd, key, args) = match (desc.layout, float) {
-                    (Layout::Strings, false) => ("INCRBY", p.column_key(*col), vec![delta.clone()]),
-                    (Layout::Strings, true) => {
-                        ("INCRBYFLOAT", p.column_key(*col), vec![delta.clone()])
-                    }
-                    (_, false) => ("HINCRBY", 0, vec![name, delta.clone()]),
-                    (_, true) => ("HINCRBYFLOAT", 0, vec![name, delta.clone()]),
+                    (Layout::Strings, false) => ("INCRBY", p.column_key(*col), vec![delta]),
+                    (Layout::Strings, true) => ("INCRBYFLOAT", p.column_key(*col), vec![delta]),
+                    (_, false) => ("HINCRBY", 0, vec![name, delta]),
+                    (_, true) => ("HINCRBYFLOAT", 0, vec![name, delta]),
                 };
                 p.command(cmd, key, args);
             }
@@ -803,7 +805,7 @@ pub(crate) fn json_cas(
     let mut p = WritePlan::new(WriteOp::Cas, desc, ns, keys);
     p.ttl = ttl;
     p.cas = Some(read);
-    p.command("SET", 0, vec![doc, b"0".to_vec()]);
+    p.command("SET", 0, vec![doc.into(), Cow::Borrowed(b"0")]);
     for op in ops {
         p.map_op(op);
     }
@@ -834,7 +836,7 @@ mod tests {
         DataCommand {
             name,
             key,
-            args: args.iter().map(|a| b(a)).collect(),
+            args: args.iter().map(|a| b(a).into()).collect(),
         }
     }
 
@@ -944,9 +946,9 @@ mod tests {
         );
         assert_eq!(plan.version_expected, None);
         assert_eq!(plan.commands[0].name, "HSET");
-        assert!(!plan.commands[0].args.contains(&b("version")));
+        assert!(!plan.commands[0].args.iter().any(|a| a[..] == b"version"[..]));
         assert_eq!(plan.commands[1].name, "HDEL");
-        assert_eq!(plan.commands[1].args, [b("version")]);
+        assert_eq!(plan.commands[1].args, [&b"version"[..]]);
         assert_eq!(plan.index_values[3], IndexValue::Value(b("ann@x")));
     }
 

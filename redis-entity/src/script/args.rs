@@ -793,6 +793,10 @@ impl ConditionArg<'_> {
     }
 }
 
+/// An argument of a data command: a column's name is borrowed from the
+/// type's description, a value owned (a save copies no name per entity).
+pub(crate) type CommandArg = std::borrow::Cow<'static, [u8]>;
+
 /// One data command a write function runs on one of the entity's keys.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct WriteCommand<'a> {
@@ -801,7 +805,7 @@ pub(crate) struct WriteCommand<'a> {
     /// The key's 0-based position in the entity's keys (sent 1-based).
     pub key: usize,
     /// Its arguments after the key (sent after their count).
-    pub args: &'a [Vec<u8>],
+    pub args: &'a [CommandArg],
 }
 
 /// One entity's part of a call of a write function (write_prelude.lua's
@@ -1372,7 +1376,8 @@ mod tests {
     #[test]
     fn a_write_is_the_prelude_then_commands_then_stale_entries() {
         let keys = entity_keys("9");
-        let (set, stale) = ([b"email".to_vec(), b"a@x".to_vec()], [(1, b"DE".to_vec())]);
+        let set: [CommandArg; 2] = [b"email"[..].into(), b"a@x".to_vec().into()];
+        let stale = [(1, b"DE".to_vec())];
         let write = Write {
             keys: &keys,
             token: "t1",
