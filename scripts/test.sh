@@ -43,9 +43,10 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --quie
 cargo test --workspace --all-features
 # The benchmark workload in its quick form (about 10 s), so that it cannot rot:
 # every wait in it fails the run after 10 s, and `timeout` bounds the whole.
-# Built in the dev profile, which reuses what `cargo test` just built (the
+# Built in the dev profile with --workspace (the features unify as for
+# `cargo test --workspace`), which reuses what `cargo test` just built (the
 # optimized build of the dependency tree would add minutes); the figures in
 # docs/benchmarks.md come from `cargo bench --bench workload` proper.
-timeout 300 cargo bench --profile dev --all-features --bench workload -- --quick
+timeout 300 cargo bench --workspace --profile dev --all-features --bench workload -- --quick
 # The scale curves in their quick form (10k entities, about 10 s), likewise.
-timeout 300 cargo bench --profile dev --all-features --bench scale -- --quick
+timeout 300 cargo bench --workspace --profile dev --all-features --bench scale -- --quick

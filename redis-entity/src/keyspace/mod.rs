@@ -360,7 +360,14 @@ pub(crate) fn index_prefix(desc: &EntityDesc, ns: &Namespace, field: &str) -> St
 
 /// The key of an equality, tag or unique index for an escaped value.
 pub(crate) fn index_key(desc: &EntityDesc, ns: &Namespace, field: &str, escaped: &[u8]) -> Vec<u8> {
-    let mut k = index_prefix(desc, ns, field).into_bytes();
+    // Spelled into one buffer of the right size: every query and write
+    // names a few of these.
+    let (ns, prefix, mark) = (ns.as_str(), desc.prefix, family_mark(ns));
+    let mut k =
+        Vec::with_capacity(ns.len() + prefix.len() + mark.len() + field.len() + 2 + escaped.len());
+    for part in [ns, prefix, ":", mark, field, ":"] {
+        k.extend_from_slice(part.as_bytes());
+    }
     k.extend_from_slice(escaped);
     k
 }

@@ -946,7 +946,10 @@ mod tests {
         );
         assert_eq!(plan.version_expected, None);
         assert_eq!(plan.commands[0].name, "HSET");
-        assert!(!plan.commands[0].args.iter().any(|a| a[..] == b"version"[..]));
+        assert!(!plan.commands[0]
+            .args
+            .iter()
+            .any(|a| a[..] == b"version"[..]));
         assert_eq!(plan.commands[1].name, "HDEL");
         assert_eq!(plan.commands[1].args, [&b"version"[..]]);
         assert_eq!(plan.index_values[3], IndexValue::Value(b("ann@x")));
