@@ -5,7 +5,9 @@
 //! the groups of one op go out together, so an op costs one wave of
 //! calls); relations whose sides live in two slots and unique values
 //! with owner keys (a type of 16 shards), which take more calls there; then
-//! how a query's cost grows with the number of index shards.
+//! how the scatter-gather reads (`count` of an equality condition, `top 10`
+//! and `rank` of a sorted index) cost with the number of index shards, each
+//! against the same type on one server.
 //!
 //! Run: `cargo bench --bench cluster` (add `-- --quick` for a smaller run).
 //! On 2 shared cores the four servers compete with the client: read the
@@ -52,6 +54,8 @@ macro_rules! sharded {
             id: u64,
             #[index]
             country: String,
+            #[index(sorted)]
+            score: f64,
         }
     };
 }
@@ -537,33 +541,90 @@ async fn main() {
         }
     );
     println!();
-    println!("query cost by index shards on the cluster (count eq over {n_players} entities)");
-    println!("{:<10} {:>10} {:>12}", "shards", "ops/s", "calls/query");
+    println!(
+        "read cost by index shards ({n_players} entities; ratio: cluster / one server, same type)"
+    );
+    println!(
+        "{:<7} {:>10} {:>7} {:>6} {:>10} {:>7} {:>6} {:>10} {:>7} {:>6}",
+        "shards",
+        "count eq",
+        "ratio",
+        "calls",
+        "top 10",
+        "ratio",
+        "calls",
+        "rank",
+        "ratio",
+        "calls"
+    );
+    // Each read of one type, on one server and on the cluster: (one server
+    // ops/s, cluster ops/s, cluster calls per read).
     macro_rules! by_shards {
         ($t:ident, $n:literal) => {{
             let rows: Vec<$t> = (0..n_players)
                 .map(|id| $t {
                     id,
                     country: COUNTRIES[(id % 10) as usize].into(),
+                    score: ((id * 7919) % 1000) as f64,
                 })
                 .collect();
             for chunk in rows.chunks(500) {
+                one.save_all(chunk).await.unwrap();
                 cl.save_all(chunk).await.unwrap();
             }
-            let (ops, calls) = measure(100 * scale, &cl_trips, |i| {
-                let cl = &cl;
-                async move {
-                    let n = cl
-                        .query::<$t>()
-                        .eq($t::COUNTRY, COUNTRIES[(i % 10) as usize])
-                        .count()
-                        .await
-                        .unwrap();
-                    assert_eq!(n, n_players / 10);
+            // One read `read` of the type `n` times on one side: (ops/s,
+            // calls per read).
+            macro_rules! reads {
+                ($s:expr, $trips:expr, $read:expr) => {{
+                    let s = &$s;
+                    measure(100 * scale, &$trips, |i| async move {
+                        match $read {
+                            0 => {
+                                let n = s
+                                    .query::<$t>()
+                                    .eq($t::COUNTRY, COUNTRIES[(i % 10) as usize])
+                                    .count()
+                                    .await
+                                    .unwrap();
+                                assert_eq!(n, n_players / 10);
+                            }
+                            1 => {
+                                let top = s.board($t::SCORE).top(10).await.unwrap();
+                                assert_eq!(top.len(), 10);
+                            }
+                            _ => {
+                                let r = s.board($t::SCORE).rank(i % n_players).await.unwrap();
+                                assert!(r.is_some());
+                            }
+                        }
+                    })
+                    .await
+                }};
+            }
+            let mut cells = Vec::new();
+            for read in 0..3 {
+                // Both sides twice, alternating which goes first.
+                let (mut one_ops, mut cl_ops, mut calls) = (0.0, 0.0, 0.0);
+                for round in 0..2 {
+                    let (a, b) = if round == 0 {
+                        let a = reads!(one, one_trips, read);
+                        (a, reads!(cl, cl_trips, read))
+                    } else {
+                        let b = reads!(cl, cl_trips, read);
+                        (reads!(one, one_trips, read), b)
+                    };
+                    one_ops += a.0 / 2.0;
+                    cl_ops += b.0 / 2.0;
+                    calls = b.1;
                 }
-            })
-            .await;
-            println!("{:<10} {:>10.0} {:>12.1}", $n, ops, calls);
+                cells.push(format!(
+                    "{:>10.0} {:>7.2} {:>6.1}",
+                    cl_ops,
+                    cl_ops / one_ops,
+                    calls
+                ));
+            }
+            println!("{:<7} {}", $n, cells.join(" "));
         }};
     }
     by_shards!(P1, 1);

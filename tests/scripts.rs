@@ -524,6 +524,61 @@ async fn a_new_store_loads_the_library_in_the_first_round_trip() {
     );
 }
 
+/// `FUNCTION LOAD` calls the server has run (`INFO commandstats`).
+fn function_loads(server: &RedisServer) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut server.conn())
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_function|load:calls="))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+#[tokio::test]
+async fn a_library_is_sent_once_whichever_operations_use_it() {
+    // Every operation of a type (save, update, delete, their batch forms)
+    // finds the library its first call sent: the type's description has
+    // one address wherever the program names it, and the runtime knows the
+    // library by that address.
+    let server = RedisServer::start();
+    let store = Store::new(
+        server
+            .client()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap(),
+    );
+    store.save(&user(1, "lisi", "DE", &[])).await.unwrap();
+    assert_eq!(
+        function_loads(&server),
+        1,
+        "the first save sends the library"
+    );
+    store
+        .update::<User>(&1)
+        .set(User::COUNTRY, "FR")
+        .exec()
+        .await
+        .unwrap();
+    store
+        .save_all(&[user(2, "wang", "CN", &["a"]), user(3, "zhao", "CN", &[])])
+        .await
+        .unwrap();
+    store.delete::<User>(&2).await.unwrap();
+    assert_eq!(
+        function_loads(&server),
+        1,
+        "update, batch save and delete call the library already sent"
+    );
+    store.save(&player(1, 5)).await.unwrap();
+    assert_eq!(function_loads(&server), 2, "a second type, its own library");
+    assert_eq!(
+        store.get::<User>(&1).await.unwrap(),
+        Some(user(1, "lisi", "FR", &[]))
+    );
+}
+
 #[tokio::test]
 async fn scripts_survive_script_flush_for_reads() {
     let server = RedisServer::start();

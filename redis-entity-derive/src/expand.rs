@@ -113,7 +113,15 @@ fn impl_entity(e: &Entity, re: &TokenStream) -> TokenStream {
         impl #re::Entity for #ident {
             type Pk = #pk_type;
 
-            const DESC: &'static #re::EntityDesc = &#desc;
+            // One static, so that every use of the type sees one address:
+            // the runtime keys what it built and sent for a type (its write
+            // library, its schema check) by the description's address, and
+            // a promoted `&constant` may get a new address in every crate
+            // and codegen unit that names it.
+            const DESC: &'static #re::EntityDesc = {
+                static DESC: #re::EntityDesc = #desc;
+                &DESC
+            };
 
             const SCHEMA: u64 = #re::fingerprint(Self::DESC);
 

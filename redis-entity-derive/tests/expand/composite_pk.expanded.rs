@@ -25,45 +25,48 @@ const _: () = {
     impl ::re::__private::Derived for RedPackage {}
     impl ::re::__private::Entity for RedPackage {
         type Pk = (u64, u64, String);
-        const DESC: &'static ::re::__private::EntityDesc = &::re::__private::EntityDesc {
-            type_name: "RedPackage",
-            prefix: "red_package",
-            layout: ::re::__private::Layout::Hash,
-            key_pattern: "red_package:{<program_id>_<task_id>_<uid>}",
-            key_head: "red_package:",
-            key_tail: "",
-            pk_fields: &["program_id", "task_id", "uid"],
-            numeric_pk: false,
-            columns: &[
-                ::re::__private::ColumnDesc {
-                    name: "status",
-                    rust_type: "u8",
-                    optional: false,
-                    ttl: ::re::__private::core::option::Option::None,
-                    form: ::re::__private::ColumnForm::Text,
-                    alias: ::re::__private::core::option::Option::None,
-                },
-            ],
-            maps: &[],
-            indexes: &[
-                ::re::__private::IndexDesc {
-                    field: "program_id",
-                    source: ::re::__private::IndexSource::Pk,
-                    kind: ::re::__private::IndexKind::Equality,
-                    score: ::re::__private::core::option::Option::None,
-                },
-                ::re::__private::IndexDesc {
-                    field: "uid",
-                    source: ::re::__private::IndexSource::Pk,
-                    kind: ::re::__private::IndexKind::Equality,
-                    score: ::re::__private::core::option::Option::None,
-                },
-            ],
-            version: ::re::__private::core::option::Option::None,
-            pk_index_value: __pk_index_value,
-            ttl: ::re::__private::core::option::Option::None,
-            shards: ::re::__private::DEFAULT_SHARDS,
-            group: ::re::__private::core::option::Option::None,
+        const DESC: &'static ::re::__private::EntityDesc = {
+            static DESC: ::re::__private::EntityDesc = ::re::__private::EntityDesc {
+                type_name: "RedPackage",
+                prefix: "red_package",
+                layout: ::re::__private::Layout::Hash,
+                key_pattern: "red_package:{<program_id>_<task_id>_<uid>}",
+                key_head: "red_package:",
+                key_tail: "",
+                pk_fields: &["program_id", "task_id", "uid"],
+                numeric_pk: false,
+                columns: &[
+                    ::re::__private::ColumnDesc {
+                        name: "status",
+                        rust_type: "u8",
+                        optional: false,
+                        ttl: ::re::__private::core::option::Option::None,
+                        form: ::re::__private::ColumnForm::Text,
+                        alias: ::re::__private::core::option::Option::None,
+                    },
+                ],
+                maps: &[],
+                indexes: &[
+                    ::re::__private::IndexDesc {
+                        field: "program_id",
+                        source: ::re::__private::IndexSource::Pk,
+                        kind: ::re::__private::IndexKind::Equality,
+                        score: ::re::__private::core::option::Option::None,
+                    },
+                    ::re::__private::IndexDesc {
+                        field: "uid",
+                        source: ::re::__private::IndexSource::Pk,
+                        kind: ::re::__private::IndexKind::Equality,
+                        score: ::re::__private::core::option::Option::None,
+                    },
+                ],
+                version: ::re::__private::core::option::Option::None,
+                pk_index_value: __pk_index_value,
+                ttl: ::re::__private::core::option::Option::None,
+                shards: ::re::__private::DEFAULT_SHARDS,
+                group: ::re::__private::core::option::Option::None,
+            };
+            &DESC
         };
         const SCHEMA: u64 = ::re::__private::fingerprint(Self::DESC);
         fn write_member(pk: &Self::Pk, out: &mut ::re::__private::String) {

@@ -17,56 +17,59 @@ const _: () = {
     impl ::redis_entity::__private::Derived for Document {}
     impl ::redis_entity::__private::Entity for Document {
         type Pk = String;
-        const DESC: &'static ::redis_entity::__private::EntityDesc = &::redis_entity::__private::EntityDesc {
-            type_name: "Document",
-            prefix: "doc",
-            layout: ::redis_entity::__private::Layout::Json,
-            key_pattern: "doc:{<id>}",
-            key_head: "doc:",
-            key_tail: "",
-            pk_fields: &["id"],
-            numeric_pk: false,
-            columns: &[
-                ::redis_entity::__private::ColumnDesc {
-                    name: "title",
-                    rust_type: "String",
-                    optional: false,
-                    ttl: ::redis_entity::__private::core::option::Option::None,
-                    form: ::redis_entity::__private::ColumnForm::Json,
-                    alias: ::redis_entity::__private::core::option::Option::None,
-                },
-                ::redis_entity::__private::ColumnDesc {
-                    name: "body",
-                    rust_type: "Option<String>",
-                    optional: true,
-                    ttl: ::redis_entity::__private::core::option::Option::None,
-                    form: ::redis_entity::__private::ColumnForm::Json,
-                    alias: ::redis_entity::__private::core::option::Option::None,
-                },
-                ::redis_entity::__private::ColumnDesc {
-                    name: "tags",
-                    rust_type: "Vec<String>",
-                    optional: false,
-                    ttl: ::redis_entity::__private::core::option::Option::None,
-                    form: ::redis_entity::__private::ColumnForm::Json,
-                    alias: ::redis_entity::__private::core::option::Option::None,
-                },
-                ::redis_entity::__private::ColumnDesc {
-                    name: "meta",
-                    rust_type: "BTreeMap<String, u32>",
-                    optional: false,
-                    ttl: ::redis_entity::__private::core::option::Option::None,
-                    form: ::redis_entity::__private::ColumnForm::Json,
-                    alias: ::redis_entity::__private::core::option::Option::None,
-                },
-            ],
-            maps: &[],
-            indexes: &[],
-            version: ::redis_entity::__private::core::option::Option::None,
-            pk_index_value: __pk_index_value,
-            ttl: ::redis_entity::__private::core::option::Option::None,
-            shards: ::redis_entity::__private::DEFAULT_SHARDS,
-            group: ::redis_entity::__private::core::option::Option::None,
+        const DESC: &'static ::redis_entity::__private::EntityDesc = {
+            static DESC: ::redis_entity::__private::EntityDesc = ::redis_entity::__private::EntityDesc {
+                type_name: "Document",
+                prefix: "doc",
+                layout: ::redis_entity::__private::Layout::Json,
+                key_pattern: "doc:{<id>}",
+                key_head: "doc:",
+                key_tail: "",
+                pk_fields: &["id"],
+                numeric_pk: false,
+                columns: &[
+                    ::redis_entity::__private::ColumnDesc {
+                        name: "title",
+                        rust_type: "String",
+                        optional: false,
+                        ttl: ::redis_entity::__private::core::option::Option::None,
+                        form: ::redis_entity::__private::ColumnForm::Json,
+                        alias: ::redis_entity::__private::core::option::Option::None,
+                    },
+                    ::redis_entity::__private::ColumnDesc {
+                        name: "body",
+                        rust_type: "Option<String>",
+                        optional: true,
+                        ttl: ::redis_entity::__private::core::option::Option::None,
+                        form: ::redis_entity::__private::ColumnForm::Json,
+                        alias: ::redis_entity::__private::core::option::Option::None,
+                    },
+                    ::redis_entity::__private::ColumnDesc {
+                        name: "tags",
+                        rust_type: "Vec<String>",
+                        optional: false,
+                        ttl: ::redis_entity::__private::core::option::Option::None,
+                        form: ::redis_entity::__private::ColumnForm::Json,
+                        alias: ::redis_entity::__private::core::option::Option::None,
+                    },
+                    ::redis_entity::__private::ColumnDesc {
+                        name: "meta",
+                        rust_type: "BTreeMap<String, u32>",
+                        optional: false,
+                        ttl: ::redis_entity::__private::core::option::Option::None,
+                        form: ::redis_entity::__private::ColumnForm::Json,
+                        alias: ::redis_entity::__private::core::option::Option::None,
+                    },
+                ],
+                maps: &[],
+                indexes: &[],
+                version: ::redis_entity::__private::core::option::Option::None,
+                pk_index_value: __pk_index_value,
+                ttl: ::redis_entity::__private::core::option::Option::None,
+                shards: ::redis_entity::__private::DEFAULT_SHARDS,
+                group: ::redis_entity::__private::core::option::Option::None,
+            };
+            &DESC
         };
         const SCHEMA: u64 = ::redis_entity::__private::fingerprint(Self::DESC);
         fn write_member(pk: &Self::Pk, out: &mut ::redis_entity::__private::String) {

@@ -17,45 +17,50 @@ const _: () = {
     impl ::redis_entity::__private::Derived for Session {}
     impl ::redis_entity::__private::Entity for Session {
         type Pk = u32;
-        const DESC: &'static ::redis_entity::__private::EntityDesc = &::redis_entity::__private::EntityDesc {
-            type_name: "Session",
-            prefix: "session",
-            layout: ::redis_entity::__private::Layout::Strings,
-            key_pattern: "session:id:{<id>}",
-            key_head: "session:id:",
-            key_tail: "",
-            pk_fields: &["id"],
-            numeric_pk: true,
-            columns: &[
-                ::redis_entity::__private::ColumnDesc {
-                    name: "user",
-                    rust_type: "String",
-                    optional: false,
-                    ttl: ::redis_entity::__private::core::option::Option::None,
-                    form: ::redis_entity::__private::ColumnForm::Text,
-                    alias: ::redis_entity::__private::core::option::Option::None,
-                },
-                ::redis_entity::__private::ColumnDesc {
-                    name: "code",
-                    rust_type: "Option<String>",
-                    optional: true,
-                    ttl: ::redis_entity::__private::core::option::Option::Some(60u64),
-                    form: ::redis_entity::__private::ColumnForm::Text,
-                    alias: ::redis_entity::__private::core::option::Option::None,
-                },
-            ],
-            maps: &[
-                ::redis_entity::__private::MapDesc {
-                    name: "flags",
-                    rust_type: "HashMap<String, String>",
-                },
-            ],
-            indexes: &[],
-            version: ::redis_entity::__private::core::option::Option::None,
-            pk_index_value: __pk_index_value,
-            ttl: ::redis_entity::__private::core::option::Option::Some(3600u64),
-            shards: ::redis_entity::__private::DEFAULT_SHARDS,
-            group: ::redis_entity::__private::core::option::Option::None,
+        const DESC: &'static ::redis_entity::__private::EntityDesc = {
+            static DESC: ::redis_entity::__private::EntityDesc = ::redis_entity::__private::EntityDesc {
+                type_name: "Session",
+                prefix: "session",
+                layout: ::redis_entity::__private::Layout::Strings,
+                key_pattern: "session:id:{<id>}",
+                key_head: "session:id:",
+                key_tail: "",
+                pk_fields: &["id"],
+                numeric_pk: true,
+                columns: &[
+                    ::redis_entity::__private::ColumnDesc {
+                        name: "user",
+                        rust_type: "String",
+                        optional: false,
+                        ttl: ::redis_entity::__private::core::option::Option::None,
+                        form: ::redis_entity::__private::ColumnForm::Text,
+                        alias: ::redis_entity::__private::core::option::Option::None,
+                    },
+                    ::redis_entity::__private::ColumnDesc {
+                        name: "code",
+                        rust_type: "Option<String>",
+                        optional: true,
+                        ttl: ::redis_entity::__private::core::option::Option::Some(
+                            60u64,
+                        ),
+                        form: ::redis_entity::__private::ColumnForm::Text,
+                        alias: ::redis_entity::__private::core::option::Option::None,
+                    },
+                ],
+                maps: &[
+                    ::redis_entity::__private::MapDesc {
+                        name: "flags",
+                        rust_type: "HashMap<String, String>",
+                    },
+                ],
+                indexes: &[],
+                version: ::redis_entity::__private::core::option::Option::None,
+                pk_index_value: __pk_index_value,
+                ttl: ::redis_entity::__private::core::option::Option::Some(3600u64),
+                shards: ::redis_entity::__private::DEFAULT_SHARDS,
+                group: ::redis_entity::__private::core::option::Option::None,
+            };
+            &DESC
         };
         const SCHEMA: u64 = ::redis_entity::__private::fingerprint(Self::DESC);
         fn write_member(pk: &Self::Pk, out: &mut ::redis_entity::__private::String) {

@@ -17,40 +17,43 @@ const _: () = {
     impl ::redis_entity::__private::Derived for Account {}
     impl ::redis_entity::__private::Entity for Account {
         type Pk = u64;
-        const DESC: &'static ::redis_entity::__private::EntityDesc = &::redis_entity::__private::EntityDesc {
-            type_name: "Account",
-            prefix: "account",
-            layout: ::redis_entity::__private::Layout::Hash,
-            key_pattern: "account:{<id>}",
-            key_head: "account:",
-            key_tail: "",
-            pk_fields: &["id"],
-            numeric_pk: true,
-            columns: &[
-                ::redis_entity::__private::ColumnDesc {
-                    name: "balance",
-                    rust_type: "i64",
-                    optional: false,
-                    ttl: ::redis_entity::__private::core::option::Option::None,
-                    form: ::redis_entity::__private::ColumnForm::Text,
-                    alias: ::redis_entity::__private::core::option::Option::None,
-                },
-                ::redis_entity::__private::ColumnDesc {
-                    name: "version",
-                    rust_type: "u64",
-                    optional: false,
-                    ttl: ::redis_entity::__private::core::option::Option::None,
-                    form: ::redis_entity::__private::ColumnForm::Text,
-                    alias: ::redis_entity::__private::core::option::Option::None,
-                },
-            ],
-            maps: &[],
-            indexes: &[],
-            version: ::redis_entity::__private::core::option::Option::Some(1usize),
-            pk_index_value: __pk_index_value,
-            ttl: ::redis_entity::__private::core::option::Option::None,
-            shards: ::redis_entity::__private::DEFAULT_SHARDS,
-            group: ::redis_entity::__private::core::option::Option::None,
+        const DESC: &'static ::redis_entity::__private::EntityDesc = {
+            static DESC: ::redis_entity::__private::EntityDesc = ::redis_entity::__private::EntityDesc {
+                type_name: "Account",
+                prefix: "account",
+                layout: ::redis_entity::__private::Layout::Hash,
+                key_pattern: "account:{<id>}",
+                key_head: "account:",
+                key_tail: "",
+                pk_fields: &["id"],
+                numeric_pk: true,
+                columns: &[
+                    ::redis_entity::__private::ColumnDesc {
+                        name: "balance",
+                        rust_type: "i64",
+                        optional: false,
+                        ttl: ::redis_entity::__private::core::option::Option::None,
+                        form: ::redis_entity::__private::ColumnForm::Text,
+                        alias: ::redis_entity::__private::core::option::Option::None,
+                    },
+                    ::redis_entity::__private::ColumnDesc {
+                        name: "version",
+                        rust_type: "u64",
+                        optional: false,
+                        ttl: ::redis_entity::__private::core::option::Option::None,
+                        form: ::redis_entity::__private::ColumnForm::Text,
+                        alias: ::redis_entity::__private::core::option::Option::None,
+                    },
+                ],
+                maps: &[],
+                indexes: &[],
+                version: ::redis_entity::__private::core::option::Option::Some(1usize),
+                pk_index_value: __pk_index_value,
+                ttl: ::redis_entity::__private::core::option::Option::None,
+                shards: ::redis_entity::__private::DEFAULT_SHARDS,
+                group: ::redis_entity::__private::core::option::Option::None,
+            };
+            &DESC
         };
         const SCHEMA: u64 = ::redis_entity::__private::fingerprint(Self::DESC);
         fn write_member(pk: &Self::Pk, out: &mut ::redis_entity::__private::String) {

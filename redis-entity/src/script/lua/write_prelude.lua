@@ -529,9 +529,13 @@ end
 -- and, where this script reaches them, the other sides' sets and registers.
 local function check_relation_types(w)
   if w.member == '' then return nil end
-  local err = wrong_type(w.rel_key, 'hash')
-  if err then return err end
-  local flat = redis.call('HGETALL', w.rel_key)
+  -- The register read and its type checked in one command: a register of
+  -- another type fails the read, and only then is it named.
+  local flat = redis.pcall('HGETALL', w.rel_key)
+  if flat.err then
+    return wrong_type(w.rel_key, 'hash') or redis.error_reply(flat.err)
+  end
+  local err
   for j = 1, #flat, 2 do
     local head, tail, other = string.match(flat[j + 1], '^(.-)\n(.-)\n([^\n]*)')
     if head and head ~= '@list' then
