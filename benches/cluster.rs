@@ -3,11 +3,13 @@
 //! `Store::connect`. Prints ops/s per step for both, the ratio, and the
 //! calls per op a cluster needs (each slot group of a batch is one call;
 //! the groups of one op go out together, so an op costs one wave of
-//! calls); relations whose sides live in two slots and unique values
-//! with owner keys (a type of 16 shards), which take more calls there; then
-//! how the scatter-gather reads (`count` of an equality condition, `top 10`
-//! and `rank` of a sorted index) cost with the number of index shards, each
-//! against the same type on one server.
+//! calls); the scatter-gather reads (`count` of an equality condition,
+//! `top 10` and `rank` of a sorted index) beside the same reads written by
+//! hand, one call per shard and one pipeline per master; relations whose
+//! sides live in two slots and unique values with owner keys (a type of 16
+//! shards), which take more calls there; then how the scatter-gather reads
+//! cost with the number of index shards, each against the same type on one
+//! server.
 //!
 //! Run: `cargo bench --bench cluster` (add `-- --quick` for a smaller run).
 //! On 2 shared cores the four servers compete with the client: read the
@@ -218,6 +220,190 @@ impl<C: redis::aio::ConnectionLike + Clone + Send + Sync> Hand<C> {
     }
 }
 
+/// A count of calls sent, taken (and reset) per measurement.
+trait Calls {
+    fn take_calls(&self) -> u64;
+}
+
+impl Calls for RoundTrips {
+    fn take_calls(&self) -> u64 {
+        self.take()
+    }
+}
+
+impl<T: Calls> Calls for &T {
+    fn take_calls(&self) -> u64 {
+        (**self).take_calls()
+    }
+}
+
+impl Calls for std::sync::atomic::AtomicU64 {
+    fn take_calls(&self) -> u64 {
+        self.swap(0, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// The same hand-written reads, each master sent one pipeline holding the
+/// commands of every slot it serves (`route_pipeline` to one of its
+/// slots: the cluster client refuses a pipeline across slots otherwise):
+/// the floor for the library's reads grouped by master.
+struct ByMaster {
+    conn: redis::cluster_async::ClusterConnection,
+    /// Per shard prefix (`{player:<s>}:`, the hash tag of every key of
+    /// the shard): its slot and the master serving it.
+    shards: std::collections::HashMap<String, (u16, usize)>,
+    hand: Hand<CountingConnection<redis::cluster_async::ClusterConnection>>,
+    /// Pipelines sent.
+    calls: std::sync::atomic::AtomicU64,
+}
+
+impl ByMaster {
+    async fn of(
+        hand: Hand<CountingConnection<redis::cluster_async::ClusterConnection>>,
+        cluster: &RedisCluster,
+    ) -> Self {
+        let mut conn = redis::cluster::ClusterClient::new(cluster.urls())
+            .unwrap()
+            .get_async_connection()
+            .await
+            .unwrap();
+        let ranges: Vec<(u16, u16, redis::Value)> = redis::cmd("CLUSTER")
+            .arg("SLOTS")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let mut shards = std::collections::HashMap::new();
+        for s in &hand.shards {
+            let slot: u16 = redis::cmd("CLUSTER")
+                .arg("KEYSLOT")
+                .arg(s)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            let master = ranges
+                .iter()
+                .position(|&(lo, hi, _)| (lo..=hi).contains(&slot))
+                .unwrap();
+            shards.insert(s.clone(), (slot, master));
+        }
+        ByMaster {
+            conn,
+            shards,
+            hand,
+            calls: Default::default(),
+        }
+    }
+
+    /// `cmds` (each with the shard prefix of its key) sent as one pipeline
+    /// per master, together; the replies in order.
+    async fn send(&self, cmds: Vec<(&str, redis::Cmd)>) -> Vec<redis::Value> {
+        use redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
+        let mut groups: std::collections::BTreeMap<usize, (u16, Vec<usize>)> = Default::default();
+        for (i, (shard, _)) in cmds.iter().enumerate() {
+            let (slot, master) = self.shards[*shard];
+            groups.entry(master).or_insert((slot, Vec::new())).1.push(i);
+        }
+        self.calls
+            .fetch_add(groups.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        let replies = futures_util::future::join_all(groups.values().map(|(slot, at)| {
+            let mut pipe = redis::pipe();
+            for &i in at {
+                pipe.add_command(cmds[i].1.clone());
+            }
+            let mut conn = self.conn.clone();
+            let route = SingleNodeRoutingInfo::SpecificNode(Route::new(*slot, SlotAddr::Master));
+            async move { conn.route_pipeline(pipe, 0, at.len(), route).await.unwrap() }
+        }))
+        .await;
+        let mut out = vec![redis::Value::Nil; cmds.len()];
+        for ((_, at), values) in groups.values().zip(replies) {
+            for (&i, v) in at.iter().zip(values) {
+                out[i] = v;
+            }
+        }
+        out
+    }
+
+    /// The command `cmd` makes for each shard prefix, sent by master; the
+    /// replies as `T`.
+    async fn every_shard<T: redis::FromRedisValue>(
+        &self,
+        cmd: impl Fn(&str) -> redis::Cmd,
+    ) -> Vec<T> {
+        let cmds = self
+            .hand
+            .shards
+            .iter()
+            .map(|s| (s.as_str(), cmd(s)))
+            .collect();
+        self.send(cmds)
+            .await
+            .into_iter()
+            .map(|v| redis::from_redis_value(v).unwrap())
+            .collect()
+    }
+
+    async fn count(&self, country: &str) -> u64 {
+        let counts: Vec<u64> = self
+            .every_shard(|s| {
+                let mut cmd = redis::cmd("SCARD");
+                cmd.arg(format!("{s}player:@country:{country}"));
+                cmd
+            })
+            .await;
+        counts.into_iter().sum()
+    }
+
+    async fn top(&self, n: usize) -> usize {
+        let pages: Vec<Vec<(String, f64)>> = self
+            .every_shard(|s| {
+                let mut cmd = redis::cmd("ZRANGE");
+                cmd.arg(format!("{s}player:@score"))
+                    .arg(0)
+                    .arg(n - 1)
+                    .arg("REV")
+                    .arg("WITHSCORES");
+                cmd
+            })
+            .await;
+        let mut all: Vec<(String, f64)> = pages.into_iter().flatten().collect();
+        all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+        all.truncate(n);
+        let cmds = all
+            .iter()
+            .map(|(m, _)| {
+                let id = m.parse::<u64>().unwrap();
+                let mut cmd = redis::cmd("HGETALL");
+                cmd.arg(&self.hand.keys[id as usize]);
+                (self.hand.shard_of(id), cmd)
+            })
+            .collect();
+        self.send(cmds).await.len()
+    }
+
+    async fn rank(&self, id: u64) -> u64 {
+        let own = format!("{}player:@score", self.hand.shard_of(id));
+        self.calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let score: f64 = redis::cmd("ZSCORE")
+            .arg(own)
+            .arg(id)
+            .query_async(&mut self.conn.clone())
+            .await
+            .unwrap();
+        let counts: Vec<u64> = self
+            .every_shard(|s| {
+                let mut cmd = redis::cmd("ZCOUNT");
+                cmd.arg(format!("{s}player:@score"))
+                    .arg(format!("({score}"))
+                    .arg("+inf");
+                cmd
+            })
+            .await;
+        counts.into_iter().sum()
+    }
+}
+
 /// Per side (one server, cluster) and per step: the next fresh number, so
 /// that a stateful step (inserts, deletes, renames) does fresh work in
 /// each of its rounds.
@@ -229,18 +415,18 @@ fn fresh(layout: redis_entity::KeyLayout, step: usize) -> u64 {
 }
 
 /// Runs `op` `n` times; ops/s and calls per op.
-async fn measure<F, Fut>(n: u64, trips: &RoundTrips, mut op: F) -> (f64, f64)
+async fn measure<F, Fut>(n: u64, trips: &impl Calls, mut op: F) -> (f64, f64)
 where
     F: FnMut(u64) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    trips.take();
+    trips.take_calls();
     let start = Instant::now();
     for i in 0..n {
         op(i).await;
     }
     let secs = start.elapsed().as_secs_f64();
-    (n as f64 / secs, trips.take() as f64 / n as f64)
+    (n as f64 / secs, trips.take_calls() as f64 / n as f64)
 }
 
 /// One step on both sides, in alternating order; prints one row.
@@ -428,8 +614,10 @@ async fn main() {
         assert!(s.board(Player::SCORE).rank(i).await.unwrap().is_some());
     });
     // The floor: the same three reads hand-written with redis-rs on the
-    // same servers (no liveness checks), one call per shard on the cluster
-    // (its connection refuses a pipeline across slots).
+    // same servers (no liveness checks): first as one writes them with
+    // the cluster connection's plain API, one call per shard (it refuses a
+    // pipeline across slots); then one pipeline per master, routed to it
+    // (`route_pipeline`), as the library reads.
     let one_hand = Hand::of(&one, n_players);
     let cl_hand = Hand::of(&cl, n_players);
     step!(
@@ -461,6 +649,41 @@ async fn main() {
         one_trips,
         cl_hand,
         cl_trips,
+        |h, i| {
+            h.rank(i).await;
+        }
+    );
+    let by_master = ByMaster::of(Hand::of(&cl, n_players), &cluster).await;
+    let bm_calls = &by_master.calls;
+    step!(
+        "hand-written by master: count eq",
+        200 * scale,
+        one_hand,
+        one_trips,
+        by_master,
+        bm_calls,
+        |h, i| {
+            assert_eq!(h.count(COUNTRIES[(i % 10) as usize]).await, n_players / 10);
+        }
+    );
+    step!(
+        "hand-written by master: top 10",
+        100 * scale,
+        one_hand,
+        one_trips,
+        by_master,
+        bm_calls,
+        |h, _i| {
+            assert_eq!(h.top(10).await, 10);
+        }
+    );
+    step!(
+        "hand-written by master: rank",
+        100 * scale,
+        one_hand,
+        one_trips,
+        by_master,
+        bm_calls,
         |h, i| {
             h.rank(i).await;
         }

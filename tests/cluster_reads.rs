@@ -142,15 +142,29 @@ async fn sharded_reads_answer_as_one_server_and_scripts_go_once_to_each_master()
     store.save_all(&all).await.unwrap();
     let (_server, one) = reference(&all).await;
 
-    // Nothing can expire: plain commands, one pipeline per shard.
+    // Nothing can expire: plain commands, the shards a master serves in
+    // one pipeline to it.
     same_answers(&store, &one).await;
     trips.take();
     count_de(&store).await;
     assert_eq!(
         trips.take(),
-        16,
-        "a count while nothing can expire: SCARD per shard"
+        3,
+        "a count while nothing can expire: SCARD of every shard, one pipeline per master"
     );
+    store.board(Player::SCORE).top(10).await.unwrap();
+    let top_calls = trips.take();
+    // A page of each shard, one pipeline per master; then the 10 records,
+    // one pipeline per master serving one of them.
+    assert!(top_calls <= 3 + 3, "top 10 sent {top_calls} calls");
+    store.board(Player::SCORE).rank(&7).await.unwrap();
+    let rank_calls = trips.take();
+    // The member's score in its own shard, then the counts ahead of it,
+    // one pipeline per master.
+    assert_eq!(rank_calls, 1 + 3, "rank sent {rank_calls} calls");
+    let ids: Vec<u64> = (0..50).collect();
+    store.get_many::<Player>(&ids).await.unwrap();
+    assert_eq!(trips.take(), 3, "get_many of 50: one pipeline per master");
 
     // One player gets a TTL (far off): the type's reads now take the
     // scripts, which skip expired entities, one call per master.
@@ -174,8 +188,8 @@ async fn sharded_reads_answer_as_one_server_and_scripts_go_once_to_each_master()
     assert!(count_calls <= 3, "count sent {count_calls} calls");
     store.board(Player::SCORE).top(10).await.unwrap();
     let top_calls = trips.take();
-    // One query call per master, then the records, one pipeline per slot.
-    assert!(top_calls <= 3 + 10, "top 10 sent {top_calls} calls");
+    // One query call per master, then the records, one pipeline per master.
+    assert!(top_calls <= 3 + 3, "top 10 sent {top_calls} calls");
     store.board(Player::SCORE).rank(&7).await.unwrap();
     let rank_calls = trips.take();
     // The member's own shard (the script and its score), then one call per master.

@@ -220,7 +220,7 @@ async fn the_cluster_layout_tags_every_key_of_an_entity() {
     assert!(
         plan.notes
             .iter()
-            .any(|n| n.contains("one call per index shard (4)")),
+            .any(|n| n.contains("reads every index shard (4)")),
         "{plan}"
     );
     assert_eq!(store.find(Player::COUNTRY, "DE").await.unwrap(), vec![p]);

@@ -49,7 +49,7 @@ impl RoundTrips {
         self.0.swap(0, Ordering::SeqCst)
     }
 
-    fn add(&self) {
+    pub(crate) fn add(&self) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
@@ -66,6 +66,13 @@ impl<C> CountingConnection<C> {
     /// The counter (shared with clones of this connection).
     pub fn counter(&self) -> RoundTrips {
         self.trips.clone()
+    }
+
+    /// The wrapped connection and its counter, for a request sent to the
+    /// wrapped connection by other means than `ConnectionLike` (a pipeline
+    /// routed to one cluster node), which must count it.
+    pub(crate) fn parts(&self) -> (&C, &RoundTrips) {
+        (&self.inner, &self.trips)
     }
 }
 

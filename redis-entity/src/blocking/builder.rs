@@ -59,7 +59,7 @@ macro_rules! settings {
     )*};
 }
 
-impl<C: ConnectionLike + Clone + Send + Sync> StoreBuilder<C> {
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> StoreBuilder<C> {
     settings! {
         namespace(ns: Namespace);
         key_layout(layout: KeyLayout);

@@ -64,9 +64,10 @@ pub(crate) fn query(desc: &'static EntityDesc, ns: &Namespace, spec: &Spec) -> E
     }
     if spaces.len() > 1 {
         notes.push(format!(
-            "on the cluster, the first round trip is one call per index shard ({}), sent \
-             together; the answers are merged (sums, unions, ordered pages by score) and \
-             the records read one pipeline per shard",
+            "on the cluster, the first round trip reads every index shard ({}): one \
+             pipeline per master serving them, sent together (one per shard where the \
+             connection cannot route a pipeline to a node); the answers are merged (sums, \
+             unions, ordered pages by score) and the records read one pipeline per master",
             spaces.len()
         ));
     }

@@ -78,7 +78,7 @@ impl<C> std::fmt::Debug for StoreBuilder<C> {
     }
 }
 
-impl<C: ConnectionLike + Clone + Send + Sync> StoreBuilder<C> {
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> StoreBuilder<C> {
     /// Every key under `ns` (a tenant prefix). Default: none.
     pub fn namespace(mut self, ns: Namespace) -> Self {
         self.namespace = ns;

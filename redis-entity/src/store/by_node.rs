@@ -12,6 +12,14 @@
 //! stay one pipeline per slot, sent together: measured, a command costs
 //! less on its own than called from Lua (`docs/benchmarks.md`).
 //!
+//! Plain reads of several slots go the same way where the connection lets
+//! a pipeline be routed (a cluster connection, directly, in an
+//! [`crate::AnyConnection`] or counted): the pipelines of the slots one
+//! master serves are one pipeline to it (`route_pipeline`), since the
+//! cluster client refuses a pipeline whose keys are in several slots. A
+//! master then reads, say, 5 index shards for one request instead of 5:
+//! on 3 masters a read of 16 shards is 3 requests, sent together.
+//!
 //! The map can be stale (a resharding, a failover): a node then refuses a
 //! key it does not serve ("non local key"). That makes the caller forget
 //! the map and ask again one slot at a time, as before, where the cluster
@@ -23,8 +31,45 @@ use crate::keyspace::{self, nodes};
 use crate::schema::escape::KeyLayout;
 use crate::script::{self, Call, Script};
 use redis::aio::ConnectionLike;
-use redis::Value;
+use redis::cluster_async::ClusterConnection;
+use redis::{Pipeline, RedisResult, Value};
+use std::any::Any;
 use std::sync::{Arc, RwLock};
+
+/// The cluster connection under a store's connection, and the counter to
+/// count a request on, if the connection is counted.
+pub(crate) type ClusterOf<C> =
+    fn(&C) -> Option<(ClusterConnection, Option<crate::conn::RoundTrips>)>;
+
+/// [`ClusterOf`] for any connection type: a `ClusterConnection`, an
+/// `AnyConnection` to a cluster, or either counted. Other connections
+/// (one server, a wrapper of the application's) read one slot per
+/// pipeline, as before.
+pub(crate) fn cluster_of<C: 'static>(
+    conn: &C,
+) -> Option<(ClusterConnection, Option<crate::conn::RoundTrips>)> {
+    fn inner(conn: &dyn Any) -> Option<ClusterConnection> {
+        if let Some(c) = conn.downcast_ref::<ClusterConnection>() {
+            return Some(c.clone());
+        }
+        match conn.downcast_ref::<crate::any::AnyConnection>() {
+            Some(crate::any::AnyConnection::Cluster(c)) => Some(c.clone()),
+            _ => None,
+        }
+    }
+    let conn: &dyn Any = conn;
+    if let Some(c) = conn.downcast_ref::<crate::conn::CountingConnection<ClusterConnection>>() {
+        let (c, trips) = c.parts();
+        return Some((c.clone(), Some(trips.clone())));
+    }
+    if let Some(c) =
+        conn.downcast_ref::<crate::conn::CountingConnection<crate::any::AnyConnection>>()
+    {
+        let (c, trips) = c.parts();
+        return inner(c).map(|c| (c, Some(trips.clone())));
+    }
+    inner(conn).map(|c| (c, None))
+}
 
 /// Which master serves which slots: `(first slot, last slot, master)`.
 type Ranges = Arc<Vec<(u16, u16, usize)>>;
@@ -99,6 +144,92 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .flat_map(|(m, ranges)| ranges.into_iter().map(move |(lo, hi)| (lo, hi, m)))
             .collect();
         Some(Arc::new(ranges))
+    }
+
+    /// The replies of `reads`: pipelines of plain read commands, each
+    /// naming a key of the one slot it reads; one result per pipeline,
+    /// what `query_async` gives for it (`ignore_errors`: error replies
+    /// kept in their places, as the pipelines were built; otherwise an
+    /// error reply fails its pipeline).
+    ///
+    /// The pipelines of the slots one master serves are sent to it as one
+    /// (see the module's text) when the store's connection can route a
+    /// pipeline and the slot map is known; a failure of a grouped request
+    /// or an error reply in it sends the pipelines again one per slot,
+    /// which names the error as before (a stale map is read again).
+    pub(crate) async fn read_slots(
+        &self,
+        reads: &[(&str, Pipeline)],
+        ignore_errors: bool,
+    ) -> Vec<RedisResult<Vec<Value>>> {
+        if let Some(replies) = self.read_by_node(reads, ignore_errors).await {
+            return replies.into_iter().map(Ok).collect();
+        }
+        futures_util::future::join_all(
+            reads
+                .iter()
+                .map(|(_, pipe)| async move { pipe.query_async(&mut self.reader()).await }),
+        )
+        .await
+    }
+
+    /// [`read_slots`](Self::read_slots) grouped by node; `None` where it
+    /// cannot be or any part fails.
+    async fn read_by_node(
+        &self,
+        reads: &[(&str, Pipeline)],
+        ignore_errors: bool,
+    ) -> Option<Vec<Vec<Value>>> {
+        if reads.len() < 2 {
+            return None;
+        }
+        let (conn, trips) = (self.cluster_of)(&self.reader())?;
+        let keys: Vec<&str> = reads.iter().map(|(k, _)| *k).collect();
+        let groups = self.by_node(&keys).await?;
+        if groups.len() == reads.len() {
+            return None;
+        }
+        use redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
+        let replies = futures_util::future::join_all(groups.iter().map(|g| {
+            let mut merged = redis::pipe();
+            for &i in g {
+                for cmd in reads[i].1.cmd_iter() {
+                    merged.add_command(cmd.clone());
+                }
+            }
+            let n = merged.len();
+            // As the cluster connection routes a read-only command: to a
+            // replica if it was built to read from replicas, else the master.
+            let route = Route::with_key(keys[g[0]], SlotAddr::ReplicaOptional);
+            let mut conn = conn.clone();
+            if let Some(t) = &trips {
+                t.add();
+            }
+            async move {
+                conn.route_pipeline(merged, 0, n, SingleNodeRoutingInfo::SpecificNode(route))
+                    .await
+            }
+        }))
+        .await;
+        let mut out: Vec<Vec<Value>> = vec![Vec::new(); reads.len()];
+        for (g, reply) in groups.iter().zip(replies) {
+            let Ok(values) = reply else {
+                // A refusal of a key the node does not serve: the map is
+                // stale (or the node is gone); read it again next time.
+                self.forget_nodes();
+                return None;
+            };
+            let mut values = values.into_iter();
+            for &i in g {
+                let part: Vec<Value> = values.by_ref().take(reads[i].1.len()).collect();
+                let failed = part.iter().any(|v| matches!(v, Value::ServerError(_)));
+                if part.len() != reads[i].1.len() || (failed && !ignore_errors) {
+                    return None;
+                }
+                out[i] = part;
+            }
+        }
+        Some(out)
     }
 
     /// Forgets the slot map (a node refused a key): the next grouped read

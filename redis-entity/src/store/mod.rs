@@ -91,6 +91,10 @@ pub struct Store<C = ConnectionManager> {
     schema: Option<schema::Tracking>,
     /// Which cluster master serves which slots, for reads grouped by node.
     nodes: std::sync::Arc<by_node::NodeMap>,
+    /// The cluster connection under `C`, if it is one (directly, in an
+    /// [`crate::AnyConnection`] or counted): reads of several slots one
+    /// master serves go to it as one pipeline.
+    cluster_of: by_node::ClusterOf<C>,
 }
 
 /// The entity types a store has seen with entities that have a TTL: their
@@ -128,7 +132,7 @@ impl<C> std::fmt::Debug for Store<C> {
     }
 }
 
-impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
     /// A store over any async connection (a `ConnectionManager`, a
     /// `MultiplexedConnection`, or a wrapper such as
     /// [`crate::CountingConnection`]) with no setting: no namespace, the
@@ -148,9 +152,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             layout_marked: None,
             schema: None,
             nodes: Default::default(),
+            cluster_of: by_node::cluster_of::<C>,
         }
     }
+}
 
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// The settings of a store (namespace, key layout, read replica, near
     /// cache, write retries, timeouts), then how it connects: see
     /// [`StoreBuilder`].

@@ -401,15 +401,25 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             return Ok(None);
         };
         self.schema_read_check(E::DESC, [index]).await?;
-        if keyspace::sharded(E::DESC, &self.ns) {
+        // A type of one index shard ranks in its one space, as on one
+        // server: one call.
+        let sharded = keyspace::sharded(E::DESC, &self.ns);
+        if sharded && E::DESC.shards > 1 {
             return self.rank_across_shards::<E>(index, &member).await;
         }
-        let call = query::rank_call(E::DESC, &self.ns, index, &member);
+        let own;
+        let space = if sharded {
+            own = keyspace::entity_space(E::DESC, &self.ns, &member);
+            &own
+        } else {
+            &self.ns
+        };
+        let call = query::rank_call(E::DESC, space, index, &member);
         let reply: Option<u64> = script::invoke(&mut self.reader(), self.reader_sent(), &call)
             .await
             .map_err(|e| {
                 Error::redis(
-                    &keyspace::index_zset(E::DESC, &self.ns, E::DESC.indexes[index].field),
+                    &keyspace::index_zset(E::DESC, space, E::DESC.indexes[index].field),
                     e,
                 )
             })?;
@@ -540,17 +550,24 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if self.may_expire(E::DESC) {
             return Ok(None);
         }
-        let counts = futures_util::future::try_join_all(spaces.iter().map(|space| async move {
-            let mut pipe = redis::pipe();
-            query::rank_ahead_reads(E::DESC, space, index, text, &mut pipe);
-            let zset = keyspace::index_zset(E::DESC, space, E::DESC.indexes[index].field);
-            let values: Vec<Value> = pipe
-                .query_async(&mut self.reader())
-                .await
-                .map_err(|e| Error::redis(&zset, e))?;
-            Ok::<_, Error>(query::rank_ahead_native(member, &mut values.into_iter()))
-        }))
-        .await?;
+        let zsets: Vec<String> = spaces
+            .iter()
+            .map(|space| keyspace::index_zset(E::DESC, space, E::DESC.indexes[index].field))
+            .collect();
+        let reads: Vec<(&str, redis::Pipeline)> = spaces
+            .iter()
+            .zip(&zsets)
+            .map(|(space, zset)| {
+                let mut pipe = redis::pipe();
+                query::rank_ahead_reads(E::DESC, space, index, text, &mut pipe);
+                (zset.as_str(), pipe)
+            })
+            .collect();
+        let mut counts = Vec::with_capacity(spaces.len());
+        for (reply, zset) in self.read_slots(&reads, false).await.into_iter().zip(&zsets) {
+            let values = reply.map_err(|e| Error::redis(zset, e))?;
+            counts.push(query::rank_ahead_native(member, &mut values.into_iter()));
+        }
         let counts: Option<Vec<u64>> = counts.into_iter().collect();
         if counts.is_none() {
             self.expiring.insert(super::desc_id(E::DESC));
@@ -592,14 +609,15 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         // pages merged by score (exactly one server's answer).
         let shard_spec = query::shard_spec(spec);
         let scored = with_scores || spec.order.is_some();
-        // The query script of every shard a master serves in one call to
-        // it; native reads (cheaper one by one than inside a script), or
-        // scripts that could not be grouped, one pipeline per shard.
+        // Native reads of every shard a master serves in one pipeline to
+        // it, the query script of every shard a master serves in one call
+        // to it (reads cheaper one by one than inside a script); what
+        // could not be grouped, one pipeline per shard.
         let native = self
             .native_query::<E>(&self.ns, &shard_spec, count_only, scored)
             .is_some();
         let grouped = if native {
-            None
+            Box::pin(self.native_across::<E>(&spaces, &shard_spec, count_only, scored)).await
         } else {
             // Boxed out of the one-server query's future.
             Box::pin(self.query_across::<E>(&spaces, &shard_spec, count_only, scored)).await?
@@ -624,6 +642,40 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             Box::pin(self.write_many(&cleans)).await?;
         }
         Ok(query::merge_shards(E::DESC, spec, with_scores, answers))
+    }
+
+    /// The native query of every shard in `spaces`, each with the `ZCARD`
+    /// of its expiry set, in one pipeline per master (see
+    /// [`Store::read_slots`]); `None` when a shard holds expiring entities
+    /// or a reply is not what was asked (each shard's query then says why,
+    /// or takes the script).
+    async fn native_across<E: Entity>(
+        &self,
+        spaces: &[crate::schema::escape::Namespace],
+        spec: &query::Spec,
+        count_only: bool,
+        with_scores: bool,
+    ) -> Option<Vec<query::Answer>> {
+        let expiry: Vec<String> = spaces
+            .iter()
+            .map(|space| keyspace::expiry_key(E::DESC, space))
+            .collect();
+        let mut reads = Vec::with_capacity(spaces.len());
+        for (space, expiry) in spaces.iter().zip(&expiry) {
+            let mut pipe = redis::pipe();
+            pipe.cmd("ZCARD")
+                .arg(expiry)
+                .add_command(self.native_query::<E>(space, spec, count_only, with_scores)?);
+            reads.push((expiry.as_str(), pipe));
+        }
+        let mut answers = Vec::with_capacity(spaces.len());
+        for reply in self.read_slots(&reads, false).await {
+            let [Value::Int(0), reply]: [Value; 2] = reply.ok()?.try_into().ok()? else {
+                return None;
+            };
+            answers.push(Self::native_answer::<E>(count_only, with_scores, reply)?);
+        }
+        Some(answers)
     }
 
     /// Takes out of a shard's answer the members that belong to another

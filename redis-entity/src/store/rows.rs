@@ -39,6 +39,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if self.namespace().layout() != crate::schema::escape::KeyLayout::Cluster {
             return self.rows_on_one_slot(desc, keys).await;
         }
+        let cached = self
+            .near
+            .as_ref()
+            .is_some_and(|n| n.shared.caches(desc.type_name));
+        if !cached {
+            return self.rows_by_slot(desc, keys).await;
+        }
         // One pipeline reads one slot on a cluster.
         self.per_slot(
             keys,
@@ -108,6 +115,48 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let mut it = replies.into_iter();
         for (&i, ticket) in missing.iter().zip(tickets) {
             out[i] = Some(keep(near, desc, &keys[i], ticket, sent, &mut it));
+        }
+        Ok(out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect())
+    }
+
+    /// The records of `keys` (in any slots of a cluster), read over the
+    /// store's connection: one pipeline per slot, those of the slots one
+    /// master serves sent to it as one (see [`Store::read_slots`]).
+    async fn rows_by_slot(
+        &self,
+        desc: &'static EntityDesc,
+        keys: &[EntityKeys],
+    ) -> Result<Vec<Record>> {
+        let mut slots: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+        for (i, k) in keys.iter().enumerate() {
+            slots
+                .entry(crate::keyspace::slot_tag(&k.base))
+                .or_default()
+                .push(i);
+        }
+        if slots.len() < 2 {
+            return self.rows_uncached(desc, keys).await;
+        }
+        let slots: Vec<Vec<usize>> = slots.into_values().collect();
+        let reads: Vec<(&str, redis::Pipeline)> = slots
+            .iter()
+            .map(|slot| {
+                let mut pipe = redis::pipe();
+                pipe.ignore_errors();
+                for &i in slot {
+                    read::read(desc, &keys[i], &mut pipe);
+                }
+                (keys[slot[0]].base.as_str(), pipe)
+            })
+            .collect();
+        let replies = self.read_slots(&reads, true).await;
+        let mut out: Vec<Option<Record>> = (0..keys.len()).map(|_| None).collect();
+        for (slot, reply) in slots.iter().zip(replies) {
+            let first = &keys[slot[0]].base;
+            let mut it = reply.map_err(|e| Error::redis(first, e))?.into_iter();
+            for &i in slot {
+                out[i] = Some(read::decode_read(desc, &keys[i], &mut it));
+            }
         }
         Ok(out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect())
     }
