@@ -285,3 +285,73 @@ async fn a_stale_slot_map_after_resharding_still_gives_the_right_answers() {
     count_de(&store).await;
     assert!(trips.take() <= 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_reads_grouped_by_master_survive_a_stale_slot_map() {
+    let cluster = RedisCluster::start(3);
+    let (store, trips) = counted_cluster(&cluster).await;
+    let all = players(300);
+    store.save_all(&all).await.unwrap();
+    let (_server, one) = reference(&all).await;
+    // Nothing expires: the count is one pipeline of SCARDs per master, and
+    // the store learns the slot map with it.
+    assert_eq!(count_de(&store).await, 100);
+    let ports: Vec<u16> = cluster.nodes().iter().map(|n| n.port()).collect();
+    cluster.reshard(ports[0], ports[1], 3000);
+    // The first master no longer serves some of the slots its pipeline
+    // names: the grouped read fails, the shards are asked one by one.
+    trips.take();
+    assert_eq!(count_de(&store).await, 100);
+    assert!(
+        trips.take() > 3,
+        "the stale map's calls, then one per shard"
+    );
+    let ids: Vec<u64> = (0..300).collect();
+    assert_eq!(
+        store.get_many::<Player>(&ids).await.unwrap(),
+        one.get_many::<Player>(&ids).await.unwrap()
+    );
+    for id in [3u64, 42, 299] {
+        assert_eq!(
+            store.board(Player::SCORE).rank(&id).await.unwrap(),
+            one.board(Player::SCORE).rank(&id).await.unwrap()
+        );
+    }
+    // The map read again: one pipeline per master again.
+    trips.take();
+    assert_eq!(count_de(&store).await, 100);
+    assert_eq!(trips.take(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_any_connection_to_a_cluster_reads_one_pipeline_per_master() {
+    let cluster = RedisCluster::start(3);
+    let conn = redis::cluster::ClusterClient::new(cluster.urls())
+        .unwrap()
+        .get_async_connection()
+        .await
+        .unwrap();
+    let conn = CountingConnection::new(redis_entity::AnyConnection::Cluster(conn));
+    let trips = conn.counter();
+    let store = Store::builder()
+        .key_layout(KeyLayout::Cluster)
+        .layout_check(false)
+        .build(conn);
+    let all = players(300);
+    store.save_all(&all).await.unwrap();
+    // The first grouped read also reads the slot map (`CLUSTER SLOTS`).
+    trips.take();
+    assert_eq!(count_de(&store).await, 100);
+    assert_eq!(trips.take(), 1 + 3);
+    assert_eq!(count_de(&store).await, 100);
+    assert_eq!(
+        trips.take(),
+        3,
+        "SCARD of 16 shards, one pipeline per master"
+    );
+    let ids: Vec<u64> = (0..50).collect();
+    let got = store.get_many::<Player>(&ids).await.unwrap();
+    assert_eq!(got.len(), 50);
+    assert!(got.iter().zip(&all).all(|(g, p)| g.as_ref() == Some(p)));
+    assert_eq!(trips.take(), 3, "get_many of 50: one pipeline per master");
+}
