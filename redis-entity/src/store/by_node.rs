@@ -157,9 +157,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// pipeline and the slot map is known; a failure of a grouped request
     /// or an error reply in it sends the pipelines again one per slot,
     /// which names the error as before (a stale map is read again).
-    pub(crate) async fn read_slots(
+    pub(crate) async fn read_slots<K: AsRef<str> + Sync>(
         &self,
-        reads: &[(&str, Pipeline)],
+        reads: &[(K, Pipeline)],
         ignore_errors: bool,
     ) -> Vec<RedisResult<Vec<Value>>> {
         if let Some(replies) = self.read_by_node(reads, ignore_errors).await {
@@ -175,16 +175,16 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// [`read_slots`](Self::read_slots) grouped by node; `None` where it
     /// cannot be or any part fails.
-    async fn read_by_node(
+    async fn read_by_node<K: AsRef<str> + Sync>(
         &self,
-        reads: &[(&str, Pipeline)],
+        reads: &[(K, Pipeline)],
         ignore_errors: bool,
     ) -> Option<Vec<Vec<Value>>> {
         if reads.len() < 2 {
             return None;
         }
         let (conn, trips) = (self.cluster_of)(&self.reader())?;
-        let keys: Vec<&str> = reads.iter().map(|(k, _)| *k).collect();
+        let keys: Vec<&str> = reads.iter().map(|(k, _)| k.as_ref()).collect();
         let groups = self.by_node(&keys).await?;
         if groups.len() == reads.len() {
             return None;

@@ -97,6 +97,19 @@ pub struct Store<C = ConnectionManager> {
     cluster_of: by_node::ClusterOf<C>,
 }
 
+/// The indexes of `items` grouped by the cluster slot of each one's key
+/// (its hash tag), in tag order.
+pub(crate) fn slot_groups<T>(items: &[T], key: impl Fn(&T) -> &str) -> Vec<Vec<usize>> {
+    let mut groups: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+    for (i, item) in items.iter().enumerate() {
+        groups
+            .entry(crate::keyspace::slot_tag(key(item)))
+            .or_default()
+            .push(i);
+    }
+    groups.into_values().collect()
+}
+
 /// The entity types a store has seen with entities that have a TTL: their
 /// queries go to the query script, which skips expired entities, instead of
 /// trying a native set command first.
@@ -379,17 +392,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if items.len() < 2 || self.ns.layout() != KeyLayout::Cluster {
             return f(items.to_vec()).await;
         }
-        let mut groups: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
-        for (i, item) in items.iter().enumerate() {
-            groups
-                .entry(crate::keyspace::slot_tag(key(item)))
-                .or_default()
-                .push(i);
-        }
+        let groups = slot_groups(items, key);
         if groups.len() == 1 {
             return f(items.to_vec()).await;
         }
-        let groups: Vec<Vec<usize>> = groups.into_values().collect();
         let replies = futures_util::future::try_join_all(
             groups
                 .iter()

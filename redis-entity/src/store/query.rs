@@ -616,12 +616,18 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let native = self
             .native_query::<E>(&self.ns, &shard_spec, count_only, scored)
             .is_some();
-        let grouped = if native {
-            Box::pin(self.native_across::<E>(&spaces, &shard_spec, count_only, scored)).await
-        } else {
+        let mut grouped = None;
+        if native {
+            grouped =
+                Box::pin(self.native_across::<E>(&spaces, &shard_spec, count_only, scored)).await;
+        }
+        // The scripts, grouped, also where the native read just found a
+        // shard with expiring entities (it marked the type).
+        if grouped.is_none() && (!native || self.may_expire(E::DESC)) {
             // Boxed out of the one-server query's future.
-            Box::pin(self.query_across::<E>(&spaces, &shard_spec, count_only, scored)).await?
-        };
+            grouped =
+                Box::pin(self.query_across::<E>(&spaces, &shard_spec, count_only, scored)).await?;
+        }
         let mut answers = match grouped {
             Some(answers) => answers,
             None => {
@@ -644,6 +650,23 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok(query::merge_shards(E::DESC, spec, with_scores, answers))
     }
 
+    /// The native read of a query in `ns`: the `ZCARD` of the type's expiry
+    /// set there and the native command, in one pipeline (one slot), with
+    /// the expiry set's key; `None` when no native command answers.
+    fn native_read<E: Entity>(
+        &self,
+        ns: &crate::schema::escape::Namespace,
+        spec: &query::Spec,
+        count_only: bool,
+        with_scores: bool,
+    ) -> Option<(String, redis::Pipeline)> {
+        let native = self.native_query::<E>(ns, spec, count_only, with_scores)?;
+        let expiry = keyspace::expiry_key(E::DESC, ns);
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZCARD").arg(&expiry).add_command(native);
+        Some((expiry, pipe))
+    }
+
     /// The native query of every shard in `spaces`, each with the `ZCARD`
     /// of its expiry set, in one pipeline per master (see
     /// [`Store::read_slots`]); `None` when a shard holds expiring entities
@@ -656,24 +679,24 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         count_only: bool,
         with_scores: bool,
     ) -> Option<Vec<query::Answer>> {
-        let expiry: Vec<String> = spaces
+        let reads: Vec<(String, redis::Pipeline)> = spaces
             .iter()
-            .map(|space| keyspace::expiry_key(E::DESC, space))
-            .collect();
-        let mut reads = Vec::with_capacity(spaces.len());
-        for (space, expiry) in spaces.iter().zip(&expiry) {
-            let mut pipe = redis::pipe();
-            pipe.cmd("ZCARD")
-                .arg(expiry)
-                .add_command(self.native_query::<E>(space, spec, count_only, with_scores)?);
-            reads.push((expiry.as_str(), pipe));
-        }
+            .map(|space| self.native_read::<E>(space, spec, count_only, with_scores))
+            .collect::<Option<_>>()?;
         let mut answers = Vec::with_capacity(spaces.len());
         for reply in self.read_slots(&reads, false).await {
-            let [Value::Int(0), reply]: [Value; 2] = reply.ok()?.try_into().ok()? else {
-                return None;
-            };
-            answers.push(Self::native_answer::<E>(count_only, with_scores, reply)?);
+            let pair: [Value; 2] = reply.ok()?.try_into().ok()?;
+            match pair {
+                [Value::Int(0), reply] => {
+                    answers.push(Self::native_answer::<E>(count_only, with_scores, reply)?)
+                }
+                // As `query_in` does: the type's reads take the scripts.
+                [Value::Int(_), _] => {
+                    self.expiring.insert(super::desc_id(E::DESC));
+                    return None;
+                }
+                _ => return None,
+            }
         }
         Some(answers)
     }
@@ -729,10 +752,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         // The common shapes run as one native set command, when nothing of
         // the type can have expired (checked in the same round trip); the
         // script otherwise.
-        if let Some(native) = self.native_query::<E>(ns, spec, count_only, with_scores) {
-            let expiry = keyspace::expiry_key(E::DESC, ns);
-            let mut pipe = redis::pipe();
-            pipe.cmd("ZCARD").arg(&expiry).add_command(native);
+        if let Some((expiry, pipe)) = self.native_read::<E>(ns, spec, count_only, with_scores) {
             let reply: redis::RedisResult<(u64, Value)> =
                 pipe.query_async(&mut self.reader()).await;
             match reply {

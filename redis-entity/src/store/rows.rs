@@ -127,17 +127,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         desc: &'static EntityDesc,
         keys: &[EntityKeys],
     ) -> Result<Vec<Record>> {
-        let mut slots: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
-        for (i, k) in keys.iter().enumerate() {
-            slots
-                .entry(crate::keyspace::slot_tag(&k.base))
-                .or_default()
-                .push(i);
-        }
+        let slots = super::slot_groups(keys, |k| k.base.as_str());
         if slots.len() < 2 {
             return self.rows_uncached(desc, keys).await;
         }
-        let slots: Vec<Vec<usize>> = slots.into_values().collect();
         let reads: Vec<(&str, redis::Pipeline)> = slots
             .iter()
             .map(|slot| {
