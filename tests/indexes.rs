@@ -3,9 +3,12 @@
 //! one server, and with `REDIS_ENTITY_TEST_CLUSTER` set on a 3-master
 //! cluster, where `User` (a unique index, so one shard) keeps every key in
 //! its shard's space, `{user:0}:user:9`, `{user:0}:user:@country:DE`.
-//! `index_maintenance_costs_no_extra_round_trip` and
-//! `queries_stay_at_two_round_trips_when_entities_expire` stay on one server:
-//! they count round trips with `counted_store`.
+//! `index_maintenance_costs_no_extra_round_trip`,
+//! `queries_stay_at_two_round_trips_when_entities_expire` and
+//! `find_unique_reads_the_owner_and_its_record_in_one_round_trip` stay on one
+//! server: they count round trips with `counted_store`;
+//! `a_user_without_scripts_finds_unique_values_with_plain_reads` makes an ACL
+//! user on its own server.
 
 use redis::Commands;
 use redis_entity::{AnyConnection, Error, RedisEntity, Store};
@@ -346,11 +349,91 @@ async fn index_maintenance_costs_no_extra_round_trip() {
         .await
         .unwrap()
         .unwrap();
-    assert!(trips.take() <= 2, "find_unique");
+    assert_eq!(trips.take(), 1, "find_unique (the owner and its hash)");
     assert_eq!(store.find(User::COUNTRY, "CN").await.unwrap().len(), 100);
     assert_eq!(trips.take(), 2, "query + fetch of 100");
     store.delete::<User>(&1).await.unwrap();
     assert_eq!(trips.take(), 1, "delete with indexes");
+}
+
+/// On one server a unique lookup reads the owner key and the owner's hash
+/// in one call, and checks what it read as the two-step lookup does: a
+/// missing value, an owner key naming an entity that no longer holds the
+/// value (repaired), keys of the wrong type (typed errors, nothing lost).
+#[tokio::test]
+async fn find_unique_reads_the_owner_and_its_record_in_one_round_trip() {
+    let server = RedisServer::start();
+    let (store, trips) = support::counted_store(&server).await;
+    store.save(&user(1, "lisi", "DE")).await.unwrap();
+    store.save(&user(2, "wang", "CN")).await.unwrap();
+    trips.take();
+    assert_eq!(
+        store.find_unique(User::USERNAME, "lisi").await.unwrap(),
+        Some(user(1, "lisi", "DE"))
+    );
+    assert_eq!(trips.take(), 1, "a value with an owner");
+    assert_eq!(
+        store.find_unique(User::USERNAME, "nobody").await.unwrap(),
+        None
+    );
+    assert_eq!(trips.take(), 1, "a value without one");
+
+    // An owner key left naming an entity that holds another value: not
+    // that entity, and the key goes (the entity's own stays).
+    let mut raw = server.conn();
+    let _: () = raw.set("user:@username:ghost", "2").unwrap();
+    assert_eq!(
+        store.find_unique(User::USERNAME, "ghost").await.unwrap(),
+        None
+    );
+    let ghost: bool = raw.exists("user:@username:ghost").unwrap();
+    assert!(!ghost, "the stale owner key is repaired");
+    assert_eq!(
+        store
+            .find_unique(User::USERNAME, "wang")
+            .await
+            .unwrap()
+            .map(|u| u.id),
+        Some(2)
+    );
+    // An owner key naming an entity that is gone.
+    let _: () = raw.set("user:@username:gone", "9").unwrap();
+    assert_eq!(
+        store.find_unique(User::USERNAME, "gone").await.unwrap(),
+        None
+    );
+
+    // Keys of the wrong type: the owner key, then the owner's record.
+    let _: () = raw.rpush("user:@username:listed", "1").unwrap();
+    let e = store
+        .find_unique(User::USERNAME, "listed")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("user:@username:listed"), "{e}");
+    let _: () = raw.set("user:@username:texted", "7").unwrap();
+    let _: () = raw.set("user:7", "not a hash").unwrap();
+    let e = store
+        .find_unique(User::USERNAME, "texted")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("user:7"), "{e}");
+    let kept: String = raw.get("user:7").unwrap();
+    assert_eq!(kept, "not a hash", "a failed lookup changes nothing");
+}
+
+/// A user allowed read commands only (no scripts) still finds by a unique
+/// value: refused the one-call lookup, the store reads the owner key and
+/// then the entity, from then on.
+#[tokio::test]
+async fn a_user_without_scripts_finds_unique_values_with_plain_reads() {
+    let server = RedisServer::start();
+    let writer = Store::connect(&server.url()).await.unwrap();
+    writer.save(&user(1, "lisi", "DE")).await.unwrap();
+    let reader = Store::connect(&server.read_only_url()).await.unwrap();
+    for name in ["lisi", "lisi", "nobody"] {
+        let found = reader.find_unique(User::USERNAME, name).await.unwrap();
+        assert_eq!(found.map(|u| u.id), (name == "lisi").then_some(1), "{name}");
+    }
 }
 
 #[tokio::test]

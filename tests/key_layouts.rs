@@ -332,22 +332,7 @@ async fn a_tenant_limited_to_its_prefix_connects_reads_and_writes() {
 async fn a_read_only_user_checks_the_marker_without_writing_it() {
     let server = RedisServer::start();
     // Read commands only.
-    let _: () = redis::cmd("ACL")
-        .arg(
-            &[
-                "SETUSER",
-                "reader",
-                "on",
-                ">pw",
-                "~*",
-                "+@read",
-                "+@connection",
-            ][..],
-        )
-        .query(&mut server.conn())
-        .unwrap();
-    let url = server.url().replace("redis://", "redis://reader:pw@");
-    let reader = Store::connect(&url).await.unwrap();
+    let reader = Store::connect(&server.read_only_url()).await.unwrap();
     reader.keys().check_layout().await.unwrap();
     assert_eq!(reader.get::<User>(9).await.unwrap(), None);
     assert_eq!(marker(&server).await, None, "a reader records nothing");

@@ -181,6 +181,26 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}/", self.port)
     }
 
+    /// The URL of a user `reader` made on this server that may run read
+    /// commands only (`+@read +@connection`: no scripts, no writes).
+    pub fn read_only_url(&self) -> String {
+        let _: () = redis::cmd("ACL")
+            .arg(
+                &[
+                    "SETUSER",
+                    "reader",
+                    "on",
+                    ">pw",
+                    "~*",
+                    "+@read",
+                    "+@connection",
+                ][..],
+            )
+            .query(&mut self.conn())
+            .expect("ACL SETUSER");
+        self.url().replace("redis://", "redis://reader:pw@")
+    }
+
     /// A client for this server.
     pub fn client(&self) -> redis::Client {
         redis::Client::open(self.url()).expect("valid url")

@@ -966,7 +966,8 @@ pub(crate) fn parse_member_with<E: Entity>(member: &str, buf: &mut String) -> Op
     (buf == member).then_some(pk)
 }
 
-/// The keys of the page's members (which they take).
+/// The keys of the page's members (which they take), for reading their
+/// records (no index shadow: a repair spells its own keys).
 pub(crate) fn member_keys(
     desc: &'static EntityDesc,
     ns: &Namespace,
@@ -974,7 +975,7 @@ pub(crate) fn member_keys(
 ) -> Vec<EntityKeys> {
     members
         .into_iter()
-        .map(|m| EntityKeys::new(desc, ns, m))
+        .map(|m| EntityKeys::for_record(desc, ns, m))
         .collect()
 }
 

@@ -8,8 +8,8 @@
 //! keyspace); a struct only lays them out.
 
 use super::{
-    Call, Script, Words, BOARD, CACHE, CLAIM, QUERY, RANK, RELATION, RENAME, REPAIR, SCHEMA,
-    TIMELINE,
+    Call, Script, Words, BOARD, CACHE, CLAIM, FIND_UNIQUE, QUERY, RANK, RELATION, RENAME, REPAIR,
+    SCHEMA, TIMELINE,
 };
 use crate::keyspace::{self, EntityKeys};
 
@@ -202,6 +202,27 @@ impl Claim<'_> {
             ClaimMode::Takeover { found_owner } => call.arg(found_owner),
             _ => call,
         }
+    }
+}
+
+/// The arguments of find_unique.lua: a unique key and how the type spells
+/// an entity key around a member.
+pub(crate) struct FindUnique<'a> {
+    /// `KEYS[1]`: the unique key.
+    pub unique_key: &'a str,
+    /// `ARGV[1]`: what every entity key of the type starts with.
+    pub head: &'a str,
+    /// `ARGV[2]`: what every entity key of the type ends with.
+    pub tail: &'a str,
+}
+
+impl FindUnique<'_> {
+    pub(crate) fn call(&self) -> Call<'static> {
+        FIND_UNIQUE
+            .call()
+            .key(self.unique_key)
+            .arg(self.head)
+            .arg(self.tail)
     }
 }
 

@@ -146,6 +146,10 @@ pub(crate) static QUERY: LazyLock<Script> =
 pub(crate) static RANK: LazyLock<Script> =
     LazyLock::new(|| Script::read_only(naming_calls(include_str!("lua/rank.lua"))));
 
+/// A unique lookup and the owner's record in one call (one server).
+pub(crate) static FIND_UNIQUE: LazyLock<Script> =
+    LazyLock::new(|| Script::read_only(naming_calls(include_str!("lua/find_unique.lua"))));
+
 /// The query script over several shards of one cluster node: one call
 /// per node instead of one per shard (see [`across_slots`]).
 pub(crate) static QUERY_ACROSS: LazyLock<Script> =

@@ -13,6 +13,7 @@ pub mod cache;
 pub(crate) mod connect;
 mod expiry;
 mod keys;
+mod lookup;
 pub(crate) mod maintenance;
 pub mod migrate;
 pub mod observe;
@@ -95,6 +96,10 @@ pub struct Store<C = ConnectionManager> {
     /// [`crate::AnyConnection`] or counted): reads of several slots one
     /// master serves go to it as one pipeline.
     cluster_of: by_node::ClusterOf<C>,
+    /// Set once the reading connection was refused a read-only script
+    /// (an ACL user with read commands only): unique lookups then take two
+    /// plain reads (see `lookup`).
+    scripts_refused: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The indexes of `items` grouped by the cluster slot of each one's key
@@ -166,6 +171,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
             schema: None,
             nodes: Default::default(),
             cluster_of: by_node::cluster_of::<C>,
+            scripts_refused: Default::default(),
         }
     }
 }

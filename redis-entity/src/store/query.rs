@@ -277,8 +277,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Box::pin(self.query::<E>().eq(field, value).fetch())
     }
 
-    /// The `E` whose unique `field` holds `value`, if any (two round trips:
-    /// the unique key, then the entity, which is checked to still hold it).
+    /// The `E` whose unique `field` holds `value`, if any; the entity read
+    /// is checked to still hold it. One round trip on one server (a script
+    /// reads the unique key and the owner's hash), two otherwise (the
+    /// unique key, then the entity: in a cluster, or for a type with
+    /// `#[hash]` maps, another layout or in the near cache).
     pub fn find_unique<E: Entity, T, Co, K: UniqueIndex<N>, N>(
         &self,
         field: Field<E, T, Co, K, N>,
@@ -309,6 +312,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.schema_read_check(E::DESC, [index]).await?;
         let member: Option<String> = if keyspace::needs_claims(E::DESC, &self.ns) {
             self.owner_named(E::DESC, index, &v).await?
+        } else if let Some(found) = match self.looks_up_in_one_call(E::DESC) {
+            true => {
+                self.find_unique_in_one_call::<E>(index, &key, v.clone())
+                    .await
+            }
+            false => None,
+        } {
+            return found;
         } else {
             redis::cmd("GET")
                 .arg(&key)

@@ -1,0 +1,15 @@
+#!lua flags=no-writes
+-- redis-entity: a unique lookup in one call, where the entity key can be
+-- spelled from its member (one server, a hash-layout type without #[hash]
+-- maps): the member the unique key names and that entity's hash, read
+-- together, so that the lookup is one round trip instead of two.
+--
+-- KEYS[1]: the unique key (a string: the owner's member).
+-- ARGV[1], ARGV[2]: the head and tail of the type's entity keys (the owner's
+--   key is head .. member .. tail).
+-- Returns: {} when no entity owns the value; otherwise { member, fields },
+--   fields as HGETALL answers them. A key of another type fails the call
+--   naming that key (`call`).
+local owner = call('GET', KEYS[1])
+if not owner then return {} end
+return { owner, call('HGETALL', ARGV[1] .. owner .. ARGV[2]) }

@@ -1,0 +1,112 @@
+//! `find_unique` in one round trip where the store can: the owner the
+//! unique key names and the owner's hash read by one read-only script
+//! (lua/find_unique.lua) instead of a `GET` and then an `HGETALL`. The
+//! record is checked as the two-step lookup checks it (it must still hold
+//! the value; a stale owner key is repaired).
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::keyspace;
+use crate::plan::{query, read};
+use crate::schema::entity::{Entity, EntityDesc, Layout};
+use crate::schema::escape::KeyLayout;
+use crate::script;
+use redis::aio::ConnectionLike;
+use redis::Value;
+use std::sync::atomic::Ordering::Relaxed;
+
+impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
+    /// Whether a unique lookup of `desc` reads the owner and its record in
+    /// one call: on one server (the script spells the owner's key, which
+    /// in a cluster may be in another slot), for a hash without `#[hash]`
+    /// maps (one `HGETALL` is the whole record), of a type the near cache
+    /// does not hold (its record may be in memory: the owner alone is read).
+    pub(super) fn looks_up_in_one_call(&self, desc: &'static EntityDesc) -> bool {
+        !self.scripts_refused.load(Relaxed)
+            && self.namespace().layout() != KeyLayout::Cluster
+            && !keyspace::sharded(desc, self.namespace())
+            && desc.layout == Layout::Hash
+            && desc.maps.is_empty()
+            && !self.near().is_some_and(|n| n.shared.caches(desc.type_name))
+    }
+
+    /// The entity whose unique index `index` holds `value` (its unique key
+    /// `key`), read with its owner in one call; `None` when the server
+    /// refuses the script to this user (`NOPERM`): the caller reads the two
+    /// keys, as it does from then on.
+    pub(super) async fn find_unique_in_one_call<E: Entity>(
+        &self,
+        index: usize,
+        key: &str,
+        value: Vec<u8>,
+    ) -> Option<Result<Option<E>>> {
+        let desc = E::DESC;
+        let reply = match self.owner_and_record(desc, key).await {
+            Err(Error::Redis { source, .. }) if source.code() == Some("NOPERM") => {
+                self.scripts_refused.store(true, Relaxed);
+                return None;
+            }
+            reply => reply,
+        };
+        Some(self.checked_lookup::<E>(index, key, value, reply).await)
+    }
+
+    /// The reply of find_unique.lua for unique key `key`.
+    async fn owner_and_record(&self, desc: &'static EntityDesc, key: &str) -> Result<Value> {
+        let (head, tail) = (
+            keyspace::owner_head(desc, self.namespace()),
+            keyspace::owner_tail(desc, self.namespace()),
+        );
+        let call = script::args::FindUnique {
+            unique_key: key,
+            head: &head,
+            tail: &tail,
+        }
+        .call();
+        let op = super::observe::Op::Read {
+            entity: desc.type_name,
+            n: 1,
+        };
+        op.run(&self.counters, async {
+            script::invoke(&mut self.reader(), self.reader_sent(), &call)
+                .await
+                .map_err(|e| Error::redis(key, e))
+        })
+        .await
+    }
+
+    /// The entity a lookup found (`reply`), checked: it must still hold
+    /// the value; an owner key naming an entity that does not is repaired.
+    async fn checked_lookup<E: Entity>(
+        &self,
+        index: usize,
+        key: &str,
+        value: Vec<u8>,
+        reply: Result<Value>,
+    ) -> Result<Option<E>> {
+        let desc = E::DESC;
+        let unexpected = |detail: &str| Error::UnexpectedReply {
+            key: key.to_owned(),
+            detail: detail.into(),
+        };
+        let Value::Array(parts) = reply? else {
+            return Err(unexpected("not the reply of a unique lookup"));
+        };
+        let mut parts = parts.into_iter();
+        let member = match parts.next() {
+            None => return Ok(None),
+            Some(Value::BulkString(m)) => {
+                String::from_utf8(m).map_err(|_| unexpected("an owner that is not text"))?
+            }
+            Some(_) => return Err(unexpected("an owner that is not a string")),
+        };
+        let keys = query::member_keys(desc, self.namespace(), [member]);
+        let records = vec![read::decode_read(desc, &keys[0], &mut parts)];
+        let (found, repair) =
+            query::finish_unique::<E>(self.namespace(), index, value, &keys[0], records)?;
+        if let Some(plan) = repair {
+            Box::pin(self.write(&plan)).await?;
+        }
+        Ok(found)
+    }
+}
