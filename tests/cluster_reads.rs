@@ -32,6 +32,22 @@ async fn count_de<C: redis::aio::ConnectionLike + Clone + Send + Sync>(store: &S
         .unwrap()
 }
 
+/// Lets `store` learn the slot map (a count of `DE`: 100 players), moves
+/// 3,000 of the first master's slots (and their keys) to the second, and
+/// counts again (still 100): the calls of that count.
+async fn count_across_a_resharding(
+    cluster: &RedisCluster,
+    store: &Counted<redis::cluster_async::ClusterConnection>,
+    trips: &RoundTrips,
+) -> u64 {
+    assert_eq!(count_de(store).await, 100);
+    let ports: Vec<u16> = cluster.nodes().iter().map(|n| n.port()).collect();
+    cluster.reshard(ports[0], ports[1], 3000);
+    trips.take();
+    assert_eq!(count_de(store).await, 100);
+    trips.take()
+}
+
 async fn counted_cluster(
     cluster: &RedisCluster,
 ) -> (Counted<redis::cluster_async::ClusterConnection>, RoundTrips) {
@@ -251,16 +267,9 @@ async fn a_stale_slot_map_after_resharding_still_gives_the_right_answers() {
         .await
         .unwrap();
     let (_server, one) = reference(&all).await;
-    // The store learns the map, then a third of the first master's slots
-    // (and their keys) move to the second.
-    assert_eq!(count_de(&store).await, 100);
-    let ports: Vec<u16> = cluster.nodes().iter().map(|n| n.port()).collect();
-    cluster.reshard(ports[0], ports[1], 3000);
-    trips.take();
     // The first master refuses the keys it gave away: the count is asked
     // again shard by shard, and right.
-    assert_eq!(count_de(&store).await, 100);
-    let refused = trips.take();
+    let refused = count_across_a_resharding(&cluster, &store, &trips).await;
     assert!(
         refused > 3,
         "the stale map's calls, then one per shard: {refused}"
@@ -293,18 +302,13 @@ async fn plain_reads_grouped_by_master_survive_a_stale_slot_map() {
     let all = players(300);
     store.save_all(&all).await.unwrap();
     let (_server, one) = reference(&all).await;
-    // Nothing expires: the count is one pipeline of SCARDs per master, and
-    // the store learns the slot map with it.
-    assert_eq!(count_de(&store).await, 100);
-    let ports: Vec<u16> = cluster.nodes().iter().map(|n| n.port()).collect();
-    cluster.reshard(ports[0], ports[1], 3000);
-    // The first master no longer serves some of the slots its pipeline
-    // names: the grouped read fails, the shards are asked one by one.
-    trips.take();
-    assert_eq!(count_de(&store).await, 100);
+    // Nothing expires: the count is one pipeline of SCARDs per master. The
+    // first master no longer serves some of the slots its pipeline names:
+    // the grouped read fails, the shards are asked one by one.
+    let refused = count_across_a_resharding(&cluster, &store, &trips).await;
     assert!(
-        trips.take() > 3,
-        "the stale map's calls, then one per shard"
+        refused > 3,
+        "the stale map's calls, then one per shard: {refused}"
     );
     let ids: Vec<u64> = (0..300).collect();
     assert_eq!(

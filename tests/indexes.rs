@@ -434,6 +434,23 @@ async fn a_user_without_scripts_finds_unique_values_with_plain_reads() {
         let found = reader.find_unique(User::USERNAME, name).await.unwrap();
         assert_eq!(found.map(|u| u.id), (name == "lisi").then_some(1), "{name}");
     }
+    // The server refused the script once (its ACL log counts the denials):
+    // the store remembered it.
+    let log: Vec<std::collections::HashMap<String, redis::Value>> = redis::cmd("ACL")
+        .arg("LOG")
+        .query(&mut server.conn())
+        .unwrap();
+    let refused: i64 = log
+        .iter()
+        .filter(|e| {
+            matches!(e.get("object"), Some(redis::Value::BulkString(o)) if o.starts_with(b"eval"))
+        })
+        .map(|e| match e.get("count") {
+            Some(redis::Value::Int(n)) => *n,
+            other => panic!("an ACL log entry's count: {other:?}"),
+        })
+        .sum();
+    assert_eq!(refused, 1, "{log:?}");
 }
 
 #[tokio::test]

@@ -1,14 +1,15 @@
 //! `find_unique` in one round trip where the store can: the owner the
 //! unique key names and the owner's hash read by one read-only script
-//! (lua/find_unique.lua) instead of a `GET` and then an `HGETALL`. The
-//! record is checked as the two-step lookup checks it (it must still hold
-//! the value; a stale owner key is repaired).
+//! (lua/find_unique.lua) instead of a `GET` and then an `HGETALL`. What it
+//! reads is checked where the two-step lookup's reads are (`find_unique_at`:
+//! the record must still hold the value; a stale owner key is repaired).
 
+use super::rows::Record;
 use super::Store;
 use crate::error::{Error, Result};
-use crate::keyspace;
+use crate::keyspace::{self, EntityKeys};
 use crate::plan::{query, read};
-use crate::schema::entity::{Entity, EntityDesc, Layout};
+use crate::schema::entity::{EntityDesc, Layout};
 use crate::schema::escape::KeyLayout;
 use crate::script;
 use redis::aio::ConnectionLike;
@@ -30,29 +31,27 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             && !self.near().is_some_and(|n| n.shared.caches(desc.type_name))
     }
 
-    /// The entity whose unique index `index` holds `value` (its unique key
-    /// `key`), read with its owner in one call; `None` when the server
-    /// refuses the script to this user (`NOPERM`): the caller reads the two
-    /// keys, as it does from then on.
-    pub(super) async fn find_unique_in_one_call<E: Entity>(
+    /// The owner unique key `key` names and the owner's record, read in
+    /// one call (`Ok(None)`: no entity owns the value); `None` when the
+    /// server refuses the script to this user (`NOPERM`): the caller reads
+    /// the two keys, as it does from then on.
+    pub(super) async fn owner_and_record(
         &self,
-        index: usize,
+        desc: &'static EntityDesc,
         key: &str,
-        value: Vec<u8>,
-    ) -> Option<Result<Option<E>>> {
-        let desc = E::DESC;
-        let reply = match self.owner_and_record(desc, key).await {
+    ) -> Option<Result<Option<(Vec<EntityKeys>, Vec<Record>)>>> {
+        let reply = match self.find_unique_call(desc, key).await {
             Err(Error::Redis { source, .. }) if source.code() == Some("NOPERM") => {
                 self.scripts_refused.store(true, Relaxed);
                 return None;
             }
             reply => reply,
         };
-        Some(self.checked_lookup::<E>(index, key, value, reply).await)
+        Some(reply.and_then(|reply| self.decode_lookup(desc, key, reply)))
     }
 
     /// The reply of find_unique.lua for unique key `key`.
-    async fn owner_and_record(&self, desc: &'static EntityDesc, key: &str) -> Result<Value> {
+    async fn find_unique_call(&self, desc: &'static EntityDesc, key: &str) -> Result<Value> {
         let (head, tail) = (
             keyspace::owner_head(desc, self.namespace()),
             keyspace::owner_tail(desc, self.namespace()),
@@ -75,21 +74,19 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         .await
     }
 
-    /// The entity a lookup found (`reply`), checked: it must still hold
-    /// the value; an owner key naming an entity that does not is repaired.
-    async fn checked_lookup<E: Entity>(
+    /// The owner's keys and record in a reply of find_unique.lua, as the
+    /// two-step lookup has them after its reads.
+    fn decode_lookup(
         &self,
-        index: usize,
+        desc: &'static EntityDesc,
         key: &str,
-        value: Vec<u8>,
-        reply: Result<Value>,
-    ) -> Result<Option<E>> {
-        let desc = E::DESC;
+        reply: Value,
+    ) -> Result<Option<(Vec<EntityKeys>, Vec<Record>)>> {
         let unexpected = |detail: &str| Error::UnexpectedReply {
             key: key.to_owned(),
             detail: detail.into(),
         };
-        let Value::Array(parts) = reply? else {
+        let Value::Array(parts) = reply else {
             return Err(unexpected("not the reply of a unique lookup"));
         };
         let mut parts = parts.into_iter();
@@ -102,11 +99,6 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         };
         let keys = query::member_keys(desc, self.namespace(), [member]);
         let records = vec![read::decode_read(desc, &keys[0], &mut parts)];
-        let (found, repair) =
-            query::finish_unique::<E>(self.namespace(), index, value, &keys[0], records)?;
-        if let Some(plan) = repair {
-            Box::pin(self.write(&plan)).await?;
-        }
-        Ok(found)
+        Ok(Some((keys, records)))
     }
 }

@@ -310,28 +310,36 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             return Ok(None);
         };
         self.schema_read_check(E::DESC, [index]).await?;
-        let member: Option<String> = if keyspace::needs_claims(E::DESC, &self.ns) {
-            self.owner_named(E::DESC, index, &v).await?
-        } else if let Some(found) = match self.looks_up_in_one_call(E::DESC) {
-            true => {
-                self.find_unique_in_one_call::<E>(index, &key, v.clone())
-                    .await
-            }
-            false => None,
-        } {
-            return found;
+        let claims = keyspace::needs_claims(E::DESC, &self.ns);
+        // `None`: the two plain reads below (or the claims' owner key).
+        let one_call = if !claims && self.looks_up_in_one_call(E::DESC) {
+            self.owner_and_record(E::DESC, &key).await
         } else {
-            redis::cmd("GET")
-                .arg(&key)
-                .query_async(&mut self.reader())
-                .await
-                .map_err(|e| Error::redis(&key, e))?
+            None
         };
-        let Some(member) = member else {
-            return Ok(None);
+        let (keys, records) = match one_call {
+            Some(read) => match read? {
+                Some(read) => read,
+                None => return Ok(None),
+            },
+            None => {
+                let member: Option<String> = if claims {
+                    self.owner_named(E::DESC, index, &v).await?
+                } else {
+                    redis::cmd("GET")
+                        .arg(&key)
+                        .query_async(&mut self.reader())
+                        .await
+                        .map_err(|e| Error::redis(&key, e))?
+                };
+                let Some(member) = member else {
+                    return Ok(None);
+                };
+                let keys = query::member_keys(E::DESC, &self.ns, [member]);
+                let records = self.rows(E::DESC, &keys).await?;
+                (keys, records)
+            }
         };
-        let keys = query::member_keys(E::DESC, &self.ns, [member]);
-        let records = self.rows(E::DESC, &keys).await?;
         let (found, repair) = query::finish_unique::<E>(&self.ns, index, v, &keys[0], records)?;
         if let Some(plan) = repair {
             Box::pin(self.write(&plan)).await?;
