@@ -410,6 +410,16 @@ pub trait TagCollection: Default {
     fn elems(&self) -> Vec<&Self::Elem>;
     /// Adds an element read back from Redis.
     fn push(&mut self, e: Self::Elem);
+    /// The collection of the elements read back from Redis, in stored
+    /// order (a set builds itself from all of them at once, which costs
+    /// less than adding them one by one).
+    fn from_elems(elems: Vec<Self::Elem>) -> Self {
+        let mut c = Self::default();
+        for e in elems {
+            c.push(e);
+        }
+        c
+    }
 }
 
 impl<T: Scalar> TagCollection for Vec<T> {
@@ -420,6 +430,9 @@ impl<T: Scalar> TagCollection for Vec<T> {
     fn push(&mut self, e: T) {
         Vec::push(self, e)
     }
+    fn from_elems(elems: Vec<T>) -> Self {
+        elems
+    }
 }
 
 impl<T: Scalar + Ord> TagCollection for std::collections::BTreeSet<T> {
@@ -429,6 +442,10 @@ impl<T: Scalar + Ord> TagCollection for std::collections::BTreeSet<T> {
     }
     fn push(&mut self, e: T) {
         self.insert(e);
+    }
+    fn from_elems(elems: Vec<T>) -> Self {
+        // Sorted, then built in one pass.
+        elems.into_iter().collect()
     }
 }
 
@@ -459,15 +476,22 @@ impl<C: TagCollection> FieldCodec<C> for TagList {
     }
 
     fn decode(field: &'static str, raw: Option<&[u8]>) -> Result<C, FieldError> {
-        let mut c = C::default();
-        let Some(raw) = raw else { return Ok(c) };
+        let Some(raw) = raw else {
+            return Ok(C::default());
+        };
+        let mut elems = Vec::with_capacity(raw.iter().filter(|&&b| b == b':').count() + 1);
         for part in raw.split(|&b| b == b':') {
             let bytes = crate::schema::escape::unescape_bytes(part)
                 .ok_or_else(|| FieldError::parse(field, raw, "not an escaped tag list"))?;
-            let e = C::Elem::decode(&bytes).map_err(|e| FieldError::parse(field, raw, e))?;
-            c.push(e);
+            let e = match bytes {
+                // Unescaped: the element takes the copy.
+                std::borrow::Cow::Owned(b) => C::Elem::decode_owned(b).map_err(|(e, _)| e),
+                std::borrow::Cow::Borrowed(b) => C::Elem::decode(b),
+            }
+            .map_err(|e| FieldError::parse(field, raw, e))?;
+            elems.push(e);
         }
-        Ok(c)
+        Ok(C::from_elems(elems))
     }
 }
 
@@ -616,6 +640,26 @@ mod tests {
         for bad in [&b"a::b"[..], b":a", b"a:"] {
             assert!(<TagList as FieldCodec<Vec<String>>>::decode("t", Some(bad)).is_err());
         }
+    }
+
+    /// Sets are built from all their elements at once (`from_elems`): the
+    /// same elements as one by one, escaped parts and repeats included.
+    #[test]
+    fn tag_sets_decode_every_element() {
+        use std::collections::{BTreeSet, HashSet};
+        let raw = b"y:x%3Az:y:%_";
+        let tree: BTreeSet<String> = TagList::decode("t", Some(raw)).unwrap();
+        assert_eq!(
+            tree,
+            BTreeSet::from(["x:z".into(), "y".into(), String::new()])
+        );
+        let hash: HashSet<String> = TagList::decode("t", Some(raw)).unwrap();
+        assert_eq!(hash, tree.iter().cloned().collect());
+        let numbers: BTreeSet<u32> = TagList::decode("t", Some(b"3:1:2")).unwrap();
+        assert_eq!(numbers.into_iter().collect::<Vec<_>>(), [1, 2, 3]);
+        // A part that is not UTF-8 is an error naming the field.
+        let err = <TagList as FieldCodec<BTreeSet<String>>>::decode("t", Some(b"a:\xFF"));
+        assert_eq!(err.unwrap_err().field, "t");
     }
 
     #[test]

@@ -176,6 +176,62 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .collect())
     }
 
+    /// Whether [`Store::rows_each`] reads the records of `desc`: a hash
+    /// without `#[hash]` maps (one `HGETALL` per record), on one server,
+    /// of a type the near cache does not hold.
+    pub(crate) fn reads_rows_each(&self, desc: &'static EntityDesc) -> bool {
+        desc.layout == crate::schema::entity::Layout::Hash
+            && desc.maps.is_empty()
+            && self.namespace().layout() != crate::schema::escape::KeyLayout::Cluster
+            && !self
+                .near
+                .as_ref()
+                .is_some_and(|n| n.shared.caches(desc.type_name))
+    }
+
+    /// The records of `members` (a type [`Store::reads_rows_each`] reads),
+    /// in one pipelined round trip, handed to `each` one by one in their
+    /// order with the record's keys. [`Store::rows`] returns every
+    /// record's keys and row at once; a page of thousands of records spent
+    /// a tenth of the client's time on those two arrays (allocated, paged
+    /// in and given back on every query: docs/benchmarks.md, *The
+    /// client's work per record*).
+    pub(crate) async fn rows_each(
+        &self,
+        desc: &'static EntityDesc,
+        members: Vec<String>,
+        mut each: impl FnMut(EntityKeys, Record),
+    ) -> Result<()> {
+        let Some(first) = members.first() else {
+            return Ok(());
+        };
+        let first = crate::keyspace::entity_key(desc, &self.ns, first);
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for m in &members {
+            pipe.cmd("HGETALL")
+                .arg(crate::keyspace::entity_key(desc, &self.ns, m));
+        }
+        let op = super::observe::Op::Read {
+            entity: desc.type_name,
+            n: members.len(),
+        };
+        let read = async {
+            let mut reader = self.reader();
+            pipe.query_async::<Vec<Value>>(&mut reader)
+                .await
+                .map_err(|e| Error::redis(&first, e))
+        };
+        let replies = op.run(&self.counters, read).await?;
+        let mut it = replies.into_iter();
+        for m in members {
+            let keys = EntityKeys::for_record(desc, &self.ns, m);
+            let record = read::decode_read(desc, &keys, &mut it);
+            each(keys, record);
+        }
+        Ok(())
+    }
+
     /// A write of an entity of a type the near cache holds: sent over the
     /// cache's connection, with a read of the entity after it in the same
     /// round trip, so that the record is kept fresh (tracked again) instead
