@@ -248,6 +248,59 @@ async fn an_increment_of_a_field_that_is_not_a_number_changes_nothing() {
     assert_eq!(server.snapshot(), before, "nothing was written");
 }
 
+/// One increment with an index move: the straight-line write moves the
+/// `kind` entry before it increments, so a refused increment (text in the
+/// counter, or an overflow) must put the entry back.
+#[tokio::test]
+async fn a_refused_increment_puts_back_the_index_entry_it_moved() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    for (id, hits) in [(1, 1), (2, i64::MAX)] {
+        let c = Counter {
+            id,
+            kind: "a".into(),
+            hits,
+            ratio: 0.5,
+        };
+        store.save(&c).await.unwrap();
+    }
+    let () = redis::cmd("HSET")
+        .arg("counter:1")
+        .arg("hits")
+        .arg("n/a")
+        .query(&mut server.conn())
+        .unwrap();
+    let before = server.snapshot();
+    let err = store
+        .update::<Counter>(&1)
+        .set(Counter::KIND, "b".to_string())
+        .incr(Counter::HITS, 1)
+        .exec()
+        .await
+        .unwrap_err();
+    match &err {
+        Error::Decode { key, field, .. } => {
+            assert_eq!((key.as_str(), *field), ("counter:1", "hits"))
+        }
+        other => panic!("expected Decode naming counter:1 hits, got {other:?}"),
+    }
+    assert_eq!(server.snapshot(), before, "nothing was written");
+    let err = store
+        .update::<Counter>(&2)
+        .set(Counter::KIND, "b".to_string())
+        .incr(Counter::HITS, 1)
+        .exec()
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("overflow"), "{err}");
+    assert_eq!(server.snapshot(), before, "nothing was written");
+    let kind_a: Vec<String> = redis::cmd("SMEMBERS")
+        .arg("counter:@kind:a")
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(kind_a.len(), 2, "{kind_a:?}");
+}
+
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(prefix = "runner")]
 struct Runner {

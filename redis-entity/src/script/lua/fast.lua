@@ -37,10 +37,10 @@ end
 
 -- Before the first write, the increments `inc` of the entity hash (field,
 -- delta, command triples) from the triple at `from`: each stored value must
--- be a number of its kind. A single write starts at the second (4), and
--- has none (a write of several goes to the general code): its one
--- increment is the entity's first write, which fast_incr runs catching its
--- error (the set entries written before it are then put back).
+-- be a number of its kind. A unit's first operation starts at the second
+-- (4): its first increment is the entity's first write, which fast_incr
+-- runs catching its error. (The single write has at most one increment,
+-- run the same way in its own code, and calls neither.)
 local function fast_check_incr(K, inc, from)
   for t = from, #inc, 3 do
     local v = redis.call('HGET', K[1], inc[t])
@@ -52,19 +52,22 @@ end
 -- Runs the increments `inc`, each reply (the new value) kept in place of
 -- its delta; nil, or the error reply of the first (then nothing was
 -- written to the entity).
+-- The error reply of the increment `inc` (its first) that failed with `r`:
+-- for a stored value that is not a number, the typed error; anything else
+-- (a wrong type, an overflow) as Redis gave it.
+local function fast_incr_error(K, inc, r)
+  local v = redis.pcall('HGET', K[1], inc[1])
+  if type(v) == 'string' and not accepts_increment(inc[3], v) then
+    return not_a_number(1, inc[1], v)
+  end
+  return r
+end
+
 local function fast_incr(K, inc)
   for t = 1, #inc, 3 do
     if t == 1 then
       local r = redis.pcall(inc[3], K[1], inc[1], inc[2])
-      if type(r) == 'table' and r.err then
-        -- Not a number: the typed error; anything else (a wrong type, an
-        -- overflow) as Redis gave it.
-        local v = redis.pcall('HGET', K[1], inc[1])
-        if type(v) == 'string' and not accepts_increment(inc[3], v) then
-          return not_a_number(1, inc[1], v)
-        end
-        return r
-      end
+      if type(r) == 'table' and r.err then return fast_incr_error(K, inc, r) end
       inc[2] = r
     else
       inc[t + 1] = redis.call(inc[t + 2], K[1], inc[t], inc[t + 1])
@@ -77,14 +80,17 @@ end
 -- HINCRBYFLOAT answers the stored text; HINCRBY an integer, which Lua
 -- holds as a number and `tostring` would cut to 14 digits
 -- (1.2345678901234e+14): it is written out in full.
+local function fast_stored(v)
+  if type(v) == 'number' then return string.format('%d', v) end
+  return v
+end
+
+-- The value the increment of `field` among `inc` gave it (after
+-- fast_incr), as stored; nil if none of them is of `field`.
 local function fast_incremented(inc, field)
   if not inc then return nil end
   for t = 1, #inc, 3 do
-    if inc[t] == field then
-      local v = inc[t + 1]
-      if type(v) == 'number' then return string.format('%d', v) end
-      return v
-    end
+    if inc[t] == field then return fast_stored(inc[t + 1]) end
   end
   return nil
 end

@@ -54,10 +54,6 @@ local function fast_change(K, A, f, last, mode)
   if op1 == 46 then n2 = o2
   elseif op1 == 115 then n2 = val1 end
   local err
-  if inc then
-    err = fast_check_incr(K, inc, 4)
-    if err then return err end
-  end
   local ko1, kn1 = false, false
   if n1 ~= o1 then
     if o1 then
@@ -127,8 +123,9 @@ local function fast_change(K, A, f, last, mode)
     rcall('HSET', K[1], "status", A[x - 1])
   else
     if inc then
-      err = fast_incr(K, inc)
-      if err then fast_undo(undo, m); return err end
+      r = rpcall(inc[3], K[1], inc[1], inc[2])
+      if type(r) == 'table' and r.err then fast_undo(undo, m); return fast_incr_error(K, inc, r) end
+      inc[2] = r
     end
     if hs and #hs == 2 then rcall('HSET', K[1], hs[1], hs[2])
     elseif hs then rcall('HSET', K[1], unpack(hs)) end

@@ -113,10 +113,6 @@ local function fast_change(K, A, f, last, mode)
   if op6 == 46 then n5 = o5
   elseif op6 == 115 then n5 = val6 end
   local err
-  if inc then
-    err = fast_check_incr(K, inc, 4)
-    if err then return err end
-  end
   err = wrong_type(K[2], 'hash')
   if err then return err end
   local ko1, kn1, ow1, nw1 = false, false, false, false
@@ -205,8 +201,9 @@ local function fast_change(K, A, f, last, mode)
     rcall('HSET', K[1], "username", A[x - 6], "country", A[x - 5], "rating", A[x - 4], "email", A[x - 3], "version", A[x - 2], "tags", A[x - 1])
   else
     if inc then
-      err = fast_incr(K, inc)
-      if err then fast_undo(undo, m); return err end
+      r = rpcall(inc[3], K[1], inc[1], inc[2])
+      if type(r) == 'table' and r.err then fast_undo(undo, m); return fast_incr_error(K, inc, r) end
+      inc[2] = r
     end
     if hs and #hs == 2 then rcall('HSET', K[1], hs[1], hs[2])
     elseif hs then rcall('HSET', K[1], unpack(hs)) end
@@ -218,7 +215,7 @@ local function fast_change(K, A, f, last, mode)
     if n1 then rcall('SET', kn1, m) end
   end
   if a3 == '' then
-    n3 = fast_incremented(inc, "rating") or rcall('HGET', K[1], "rating")
+    n3 = inc and inc[1] == "rating" and fast_stored(inc[2]) or rcall('HGET', K[1], "rating")
   end
   if n3 ~= o3 then
     if n3 then
@@ -226,7 +223,7 @@ local function fast_change(K, A, f, last, mode)
     elseif o3 then rcall('ZREM', p3, m) end
   end
   if (op4 == 105 or op4 == 102) then
-    n4 = fast_incremented(inc, "email") or rcall('HGET', K[1], "email")
+    n4 = inc and inc[1] == "email" and fast_stored(inc[2]) or rcall('HGET', K[1], "email")
   end
   if n4 ~= o4 then
     if o4 then rcall('ZREM', p4, esc(o4) .. ':' .. m) end
