@@ -4,10 +4,35 @@
 //! Shared by the clones of a store.
 
 use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Seen(Arc<Mutex<HashSet<usize>>>);
+pub(crate) struct Seen(Arc<Mutex<HashSet<usize, BuildHasherDefault<AddressHasher>>>>);
+
+/// Hashes an address by one multiplication (Fibonacci hashing: the high
+/// bits, which the table reads, depend on every bit of the address). A
+/// write asks the set once or twice; SipHash cost it more than the rest of
+/// the lookup.
+#[derive(Default)]
+pub(crate) struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `usize`s are hashed here; anything else still hashes.
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
 
 impl Seen {
     /// The name of `item`: its address.

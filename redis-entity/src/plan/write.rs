@@ -275,21 +275,25 @@ impl WritePlan {
     /// Per index, the value this write gives it; a unique value the client
     /// holds no claim on yet is marked to be kept (`keep_unique`).
     fn index_args(&self) -> Vec<IndexArg<'_>> {
-        let args = self.index_values.iter().zip(self.desc.indexes);
-        args.map(|(v, idx)| {
-            let keep_unique =
-                self.keep_unique && idx.kind == IndexKind::Unique && idx.source != IndexSource::Pk;
-            match v {
-                IndexValue::Unknown => IndexArg::Unknown,
-                IndexValue::Unchanged => IndexArg::Unchanged,
-                IndexValue::Absent => IndexArg::Absent { keep_unique },
-                IndexValue::Value(stored) => IndexArg::Value {
-                    stored,
-                    keep_unique,
-                },
-            }
-        })
-        .collect()
+        (0..self.index_values.len())
+            .map(|i| self.index_arg(i))
+            .collect()
+    }
+
+    /// What the call says of index `i`'s value.
+    fn index_arg(&self, i: usize) -> IndexArg<'_> {
+        let idx = &self.desc.indexes[i];
+        let keep_unique =
+            self.keep_unique && idx.kind == IndexKind::Unique && idx.source != IndexSource::Pk;
+        match &self.index_values[i] {
+            IndexValue::Unknown => IndexArg::Unknown,
+            IndexValue::Unchanged => IndexArg::Unchanged,
+            IndexValue::Absent => IndexArg::Absent { keep_unique },
+            IndexValue::Value(stored) => IndexArg::Value {
+                stored,
+                keep_unique,
+            },
+        }
     }
 
     /// The script's arguments (see `script/lua/write_prelude.lua`).
@@ -353,15 +357,9 @@ impl WritePlan {
         // The function takes an unsent index's value from its column's
         // operation: it must be the value the plan gives it.
         let mut sent = Vec::new();
-        for ((idx, value), arg) in self
-            .desc
-            .indexes
-            .iter()
-            .zip(&self.index_values)
-            .zip(self.index_args())
-        {
+        for (i, (idx, value)) in self.desc.indexes.iter().zip(&self.index_values).enumerate() {
             if fast::sends_value(idx) {
-                sent.push(arg);
+                sent.push(self.index_arg(i));
                 continue;
             }
             let j = idx.column()?;
@@ -381,7 +379,7 @@ impl WritePlan {
             member: &self.keys.member,
             sent,
             ops,
-            values: values.into_iter().flatten().collect(),
+            values,
             tail,
         })
     }
@@ -395,8 +393,10 @@ impl WritePlan {
         let mut ops = vec![fast::OP_KEEP; columns.len()];
         let mut values: Vec<Option<&[u8]>> = vec![None; columns.len()];
         let mut tail = Vec::new();
-        // Each column operation of the entity hash: (field, code, value).
-        let mut column_ops: Vec<ColumnOp<'_>> = Vec::new();
+        // A save names the columns in their order: each search starts
+        // where the last one matched.
+        let mut from = 0;
+        let mut place = |op| place_column(columns, &mut ops, &mut values, &mut from, op);
         for c in &self.commands {
             if c.key != 0 {
                 tail.push(WriteCommand {
@@ -406,37 +406,18 @@ impl WritePlan {
                 });
                 continue;
             }
-            match (c.name, &c.args[..]) {
-                ("HSET", pairs) if pairs.len() % 2 == 0 => column_ops.extend(
-                    pairs
-                        .chunks(2)
-                        .map(|p| (&p[0][..], fast::OP_SET, Some(&p[1][..]))),
-                ),
-                ("HDEL", names) => {
-                    column_ops.extend(names.iter().map(|n| (&n[..], fast::OP_DEL, None)))
-                }
-                ("HINCRBY", [name, delta]) => column_ops.push((name, fast::OP_INCR, Some(delta))),
-                ("HINCRBYFLOAT", [name, delta]) => {
-                    column_ops.push((name, fast::OP_INCR_FLOAT, Some(delta)))
-                }
-                _ => return None,
-            }
-        }
-        // A save names the columns in their order: each search starts
-        // where the last one matched.
-        let mut from = 0;
-        for (name, op, value) in column_ops {
-            let named = |c: &crate::schema::entity::ColumnDesc| c.name.as_bytes() == name;
-            let j = match columns[from..].iter().position(named) {
-                Some(k) => from + k,
-                None => columns[..from].iter().position(named)?,
+            let placed = match (c.name, &c.args[..]) {
+                ("HSET", pairs) if pairs.len() % 2 == 0 => pairs
+                    .chunks(2)
+                    .all(|p| place((&p[0][..], fast::OP_SET, Some(&p[1][..])))),
+                ("HDEL", names) => names.iter().all(|n| place((&n[..], fast::OP_DEL, None))),
+                ("HINCRBY", [name, delta]) => place((name, fast::OP_INCR, Some(delta))),
+                ("HINCRBYFLOAT", [name, delta]) => place((name, fast::OP_INCR_FLOAT, Some(delta))),
+                _ => false,
             };
-            from = j + 1;
-            if ops[j] != fast::OP_KEEP {
+            if !placed {
                 return None;
             }
-            ops[j] = op;
-            values[j] = value;
         }
         Some((ops, values, tail))
     }
@@ -735,57 +716,52 @@ pub(crate) fn update(
     desc: &'static EntityDesc,
     ns: &Namespace,
     keys: EntityKeys,
-    ops: &[UpdateOp],
+    mut ops: Vec<UpdateOp>,
     ttl: Option<Duration>,
     expected_version: Option<String>,
 ) -> WritePlan {
     let mut p = WritePlan::new(WriteOp::Update, desc, ns, keys);
     p.ttl = ttl;
     p.version_expected = expected_version;
-    let bump = desc.version.filter(|c| {
-        !ops.iter().any(
-            |op| matches!(op, UpdateOp::Set { col, .. } | UpdateOp::Incr { col, .. } if col == c),
+    let touches = |ops: &[UpdateOp], col: usize| {
+        ops.iter().any(
+            |op| matches!(op, UpdateOp::Set { col: c, .. } | UpdateOp::Incr { col: c, .. } if *c == col),
         )
-    });
-    let bump_op = bump.map(|col| UpdateOp::Incr {
-        col,
-        delta: b"1".to_vec(),
-        float: false,
-    });
-    let ops: Vec<UpdateOp> = ops.iter().cloned().chain(bump_op).collect();
+    };
+    if let Some(col) = desc.version.filter(|&c| !touches(&ops, c)) {
+        ops.push(UpdateOp::Incr {
+            col,
+            delta: b"1".to_vec(),
+            float: false,
+        });
+    }
+    // Indexed columns no operation touches keep their entries: the script
+    // neither reads them again nor moves anything.
+    for (i, idx) in desc.indexes.iter().enumerate() {
+        if idx.column().is_some_and(|c| !touches(&ops, c)) {
+            p.index_values[i] = IndexValue::Unchanged;
+        }
+    }
     // Increments go first: they are the only operations that can fail on the
     // stored data (a value that is not a number), and a script that fails
-    // before its first write changes nothing.
-    let (incrs, others): (Vec<&UpdateOp>, Vec<&UpdateOp>) = ops
-        .iter()
-        .partition(|op| matches!(op, UpdateOp::Incr { .. }));
-    for op in incrs.into_iter().chain(others) {
+    // before its first write changes nothing. (A stable sort: the others
+    // keep their order. An update's few operations are sorted in place.)
+    ops.sort_by_key(|op| !matches!(op, UpdateOp::Incr { .. }));
+    for op in ops {
         match op {
-            UpdateOp::Set { col, value } => p.set_column(*col, value.clone()),
+            UpdateOp::Set { col, value } => p.set_column(col, value),
             UpdateOp::Incr { col, delta, float } => {
-                let name = Cow::Borrowed(desc.columns[*col].name.as_bytes());
-                let delta = Cow::Owned(delta.clone());
+                let name = Cow::Borrowed(desc.columns[col].name.as_bytes());
+                let delta = Cow::Owned(delta);
                 let (cmd, key, args) = match (desc.layout, float) {
-                    (Layout::Strings, false) => ("INCRBY", p.column_key(*col), vec![delta]),
-                    (Layout::Strings, true) => ("INCRBYFLOAT", p.column_key(*col), vec![delta]),
+                    (Layout::Strings, false) => ("INCRBY", p.column_key(col), vec![delta]),
+                    (Layout::Strings, true) => ("INCRBYFLOAT", p.column_key(col), vec![delta]),
                     (_, false) => ("HINCRBY", 0, vec![name, delta]),
                     (_, true) => ("HINCRBYFLOAT", 0, vec![name, delta]),
                 };
                 p.command(cmd, key, args);
             }
-            other => p.map_op(other),
-        }
-    }
-    // Indexed columns no operation touches keep their entries: the script
-    // neither reads them again nor moves anything.
-    let touched = |col: usize| {
-        ops.iter().any(
-            |op| matches!(op, UpdateOp::Set { col: c, .. } | UpdateOp::Incr { col: c, .. } if *c == col),
-        )
-    };
-    for (i, idx) in desc.indexes.iter().enumerate() {
-        if idx.column().is_some_and(|c| !touched(c)) {
-            p.index_values[i] = IndexValue::Unchanged;
+            other => p.map_op(&other),
         }
     }
     p
@@ -824,6 +800,33 @@ pub(crate) fn cas_backoff(attempt: usize) -> Duration {
     h.write_usize(attempt);
     let cap = (attempt as u64 * 500).min(20_000);
     Duration::from_micros(h.finish() % cap)
+}
+
+/// Puts one column operation of the entity hash (field, code, value) in
+/// its column's place in `ops` and `values`, searching from `from` first;
+/// false if the field is no column of the type or already has one.
+fn place_column<'a>(
+    columns: &[crate::schema::entity::ColumnDesc],
+    ops: &mut [u8],
+    values: &mut [Option<&'a [u8]>],
+    from: &mut usize,
+    (name, op, value): ColumnOp<'a>,
+) -> bool {
+    let named = |c: &crate::schema::entity::ColumnDesc| c.name.as_bytes() == name;
+    let j = match columns[*from..].iter().position(named) {
+        Some(k) => *from + k,
+        None => match columns[..*from].iter().position(named) {
+            Some(j) => j,
+            None => return false,
+        },
+    };
+    *from = j + 1;
+    if ops[j] != fast::OP_KEEP {
+        return false;
+    }
+    ops[j] = op;
+    values[j] = value;
+    true
 }
 
 #[cfg(test)]
@@ -1095,7 +1098,7 @@ mod tests {
             &USER,
             &crate::schema::escape::Namespace::none(),
             keys(&USER, "9"),
-            &ops,
+            ops.to_vec(),
             None,
             Some("4".into()),
         );
@@ -1136,7 +1139,7 @@ mod tests {
             &USER,
             &crate::schema::escape::Namespace::none(),
             keys(&USER, "9"),
-            &set,
+            set.to_vec(),
             None,
             None,
         );
@@ -1152,7 +1155,7 @@ mod tests {
             &USER,
             &crate::schema::escape::Namespace::none(),
             keys(&USER, "9"),
-            &incr,
+            incr.to_vec(),
             None,
             None,
         );
@@ -1181,7 +1184,7 @@ mod tests {
             &SESSION,
             &crate::schema::escape::Namespace::none(),
             keys(&SESSION, "s1"),
-            &ops,
+            ops.to_vec(),
             ttl,
             None,
         );
@@ -1216,7 +1219,7 @@ mod tests {
             &SESSION,
             &crate::schema::escape::Namespace::none(),
             keys(&SESSION, "s1"),
-            &float,
+            float.to_vec(),
             None,
             None,
         );
@@ -1498,7 +1501,7 @@ mod tests {
             &USER,
             &crate::schema::escape::Namespace::none(),
             keys(&USER, "9"),
-            &[UpdateOp::Set {
+            vec![UpdateOp::Set {
                 col: USERNAME,
                 value: Some(b("ann")),
             }],

@@ -201,8 +201,7 @@ macro_rules! int_parts {
         }
         impl KeyPart for $t {
             fn write_key(&self, out: &mut String, _: &str) {
-                use std::fmt::Write;
-                let _ = write!(out, "{}", self);
+                out.push_str(itoa::Buffer::new().format(*self));
             }
             fn read_key(segment: &str, _: &str) -> Option<Self> {
                 // Only the canonical spelling, so that one key maps to one value.

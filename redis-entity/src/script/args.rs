@@ -948,9 +948,9 @@ pub(crate) struct FastWrite<'a> {
     pub sent: Vec<IndexArg<'a>>,
     /// One `fast::OP_*` code per column.
     pub ops: Vec<u8>,
-    /// The value (set) or delta (increments) of each column that has one,
-    /// in column order.
-    pub values: Vec<&'a [u8]>,
+    /// Per column, in column order: the value (set) or delta (increments),
+    /// if it has one (only those are sent).
+    pub values: Vec<Option<&'a [u8]>>,
     /// The data commands of the maps.
     pub tail: Vec<WriteCommand<'a>>,
 }
@@ -967,6 +967,19 @@ impl FastWrite<'_> {
     /// The call of `function` (the type's straight-line function).
     pub(crate) fn call(&self, function: &'static Script) -> Call<'static> {
         let mut call = function.call();
+        // Sized once: every single write builds one (growing the two
+        // buffers from empty cost more than filling them).
+        let key_bytes: usize = self.keys.all().map(|k| k.len()).sum();
+        call.keys = Words::with_capacity(1 + self.keys.maps.len(), key_bytes);
+        let value_bytes: usize = self.values.iter().flatten().map(|v| v.len()).sum();
+        call.args = Words::with_capacity(
+            3 + self.sent.len() + self.values.len() + 4 * self.tail.len(),
+            self.namespace.len()
+                + self.member.len()
+                + self.ops.len()
+                + value_bytes
+                + 24 * (self.sent.len() + self.tail.len()),
+        );
         self.push_keys(&mut call.keys);
         self.push_args(&mut call.args);
         call
@@ -988,7 +1001,7 @@ impl EntityPart for FastWrite<'_> {
             v.push(args);
         }
         args.push(&self.ops);
-        for v in &self.values {
+        for v in self.values.iter().flatten() {
             args.push(v);
         }
         push_commands(args, &self.tail);

@@ -23,6 +23,14 @@ impl Words {
         Self::default()
     }
 
+    /// No words, with room for `words` words of `bytes` bytes in all.
+    pub(crate) fn with_capacity(words: usize, bytes: usize) -> Self {
+        Words {
+            bytes: Vec::with_capacity(bytes),
+            ends: Vec::with_capacity(words),
+        }
+    }
+
     /// Adds one word.
     pub(crate) fn push(&mut self, word: impl AsRef<[u8]>) {
         self.bytes.extend_from_slice(word.as_ref());

@@ -133,36 +133,53 @@ fn function(
     layout: KeyLayout,
     which: (WriteOp, bool, bool),
 ) -> &'static Script {
-    type Functions = HashMap<(WriteOp, bool, bool), &'static Script>;
-    type Registry = HashMap<(usize, KeyLayout), Functions>;
-    static LIBRARIES: LazyLock<Mutex<Registry>> = LazyLock::new(Default::default);
+    /// One library's functions, at [`slot`].
+    type Functions = [Option<&'static Script>; SLOTS];
+    const SLOTS: usize = WriteOp::ALL.len() * 4;
+    /// The place of (operation, batch, straight-line) in [`Functions`].
+    fn slot((op, batch, fast): (WriteOp, bool, bool)) -> usize {
+        op as usize * 4 + usize::from(batch) * 2 + usize::from(fast)
+    }
+    // Every write looks its function up (once or twice): a short list of
+    // the types seen, searched by the description's address, and the
+    // function by its place, cost less than two hashed maps did (SipHash
+    // of each key: about 500 instructions per write).
+    static LIBRARIES: Mutex<Vec<(usize, KeyLayout, &'static Functions)>> = Mutex::new(Vec::new());
     // Keyed by the description's address: two descriptions at one address
     // are the same, and one type seen at two addresses just builds the same
     // library twice.
+    let address = desc as *const EntityDesc as usize;
     let mut libraries = LIBRARIES.lock().unwrap_or_else(|e| e.into_inner());
-    let functions = libraries
-        .entry((desc as *const EntityDesc as usize, layout))
-        .or_insert_with(|| {
+    let found = libraries
+        .iter()
+        .find(|(a, l, _)| *a == address && *l == layout)
+        .map(|(_, _, f)| *f);
+    let functions = match found {
+        Some(f) => f,
+        None => {
             let (library, name) = Library::new(&code(desc, layout));
             let library: &'static Library = Box::leak(Box::new(library));
-            let mut functions = Functions::new();
+            let mut functions: Functions = [None; SLOTS];
             for op in WriteOp::ALL {
                 for batch in [false, true] {
                     let f = Script::function(library, function_name(&name, op, batch));
-                    functions.insert((op, batch, false), &*Box::leak(Box::new(f)));
+                    functions[slot((op, batch, false))] = Some(&*Box::leak(Box::new(f)));
                 }
             }
             if super::fast::covers(desc) {
                 for op in FAST_OPS {
                     for batch in [false, true] {
                         let f = Script::function(library, fast_function_name(&name, op, batch));
-                        functions.insert((op, batch, true), &*Box::leak(Box::new(f)));
+                        functions[slot((op, batch, true))] = Some(&*Box::leak(Box::new(f)));
                     }
                 }
             }
+            let functions: &'static Functions = Box::leak(Box::new(functions));
+            libraries.push((address, layout, functions));
             functions
-        });
-    functions[&which]
+        }
+    };
+    functions[slot(which)].expect("every write function of the library is registered")
 }
 
 fn function_name(library: &str, op: WriteOp, batch: bool) -> String {

@@ -266,7 +266,7 @@ impl<'s, S> Transaction<'s, S> {
             Box::new(move |ns| {
                 let keys = EntityKeys::new(E::DESC, ns, update.member);
                 let mut plan =
-                    write::update(E::DESC, ns, keys, &update.ops, update.ttl, update.version);
+                    write::update(E::DESC, ns, keys, update.ops, update.ttl, update.version);
                 plan.remove_ttl = update.persist;
                 plan.conditions = update.conditions;
                 Ok(Planned::of_plan("update", plan))

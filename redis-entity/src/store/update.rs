@@ -236,17 +236,18 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
 impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>> {
     /// The in-place write of the `hash` and `strings` layouts.
-    fn plan(&self, keys: EntityKeys) -> write::WritePlan {
+    fn into_plan(self) -> write::WritePlan {
+        let keys = EntityKeys::new(E::DESC, &self.store.ns, self.member);
         let mut plan = write::update(
             E::DESC,
             &self.store.ns,
             keys,
-            &self.ops,
+            self.ops,
             self.ttl,
-            self.version.clone(),
+            self.version,
         );
         plan.remove_ttl = self.persist;
-        plan.conditions = self.conditions.clone();
+        plan.conditions = self.conditions;
         plan
     }
 
@@ -258,8 +259,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
             return Err(e);
         }
         write::check_update_scores(E::DESC, &self.ops)?;
-        let keys = EntityKeys::new(E::DESC, &self.store.ns, self.member.clone());
-        let mut explained = crate::plan::explain::write(&self.plan(keys));
+        let mut explained = crate::plan::explain::write(&self.into_plan());
         if E::DESC.layout == Layout::Json {
             explained.notes.push(
                 "json layout: a GET of the document comes first, then a compare-and-set \
@@ -281,10 +281,10 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
             store.expiring.insert(super::desc_id(E::DESC));
         }
         write::check_update_scores(E::DESC, &self.ops)?;
-        let keys = EntityKeys::new(E::DESC, &store.ns, self.member.clone());
         if E::DESC.layout != Layout::Json {
-            return store.write(&self.plan(keys)).await.map(drop);
+            return store.write(&self.into_plan()).await.map(drop);
         }
+        let keys = EntityKeys::new(E::DESC, &store.ns, self.member.clone());
         // The json layout keeps one document: read it, change it, and write it
         // back only if nobody changed it meanwhile.
         let base = keys.base.clone();
