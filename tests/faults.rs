@@ -207,24 +207,33 @@ struct Counter {
     ratio: f64,
 }
 
+/// A counter of kind `a` with `hits`.
+fn counter(id: u64, hits: i64) -> Counter {
+    Counter {
+        id,
+        kind: "a".into(),
+        hits,
+        ratio: 0.5,
+    }
+}
+
+/// Another program's text in `field` of `key` (not a number).
+fn write_text(server: &RedisServer, key: &str, field: &str) {
+    let () = redis::cmd("HSET")
+        .arg(key)
+        .arg(field)
+        .arg("n/a")
+        .query(&mut server.conn())
+        .unwrap();
+}
+
 #[tokio::test]
 async fn an_increment_of_a_field_that_is_not_a_number_changes_nothing() {
     let server = RedisServer::start();
     let store = Store::connect(&server.url()).await.unwrap();
-    let c = Counter {
-        id: 1,
-        kind: "a".into(),
-        hits: 1,
-        ratio: 0.5,
-    };
-    store.save(&c).await.unwrap();
+    store.save(&counter(1, 1)).await.unwrap();
     // Another program wrote text into the counter.
-    let () = redis::cmd("HSET")
-        .arg("counter:1")
-        .arg("ratio")
-        .arg("n/a")
-        .query(&mut server.conn())
-        .unwrap();
+    write_text(&server, "counter:1", "ratio");
     let before = server.snapshot();
     // The first increment alone would succeed; the second cannot.
     let err = store
@@ -256,20 +265,9 @@ async fn a_refused_increment_puts_back_the_index_entry_it_moved() {
     let server = RedisServer::start();
     let store = Store::connect(&server.url()).await.unwrap();
     for (id, hits) in [(1, 1), (2, i64::MAX)] {
-        let c = Counter {
-            id,
-            kind: "a".into(),
-            hits,
-            ratio: 0.5,
-        };
-        store.save(&c).await.unwrap();
+        store.save(&counter(id, hits)).await.unwrap();
     }
-    let () = redis::cmd("HSET")
-        .arg("counter:1")
-        .arg("hits")
-        .arg("n/a")
-        .query(&mut server.conn())
-        .unwrap();
+    write_text(&server, "counter:1", "hits");
     let before = server.snapshot();
     let err = store
         .update::<Counter>(&1)
