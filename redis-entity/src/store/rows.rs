@@ -191,11 +191,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// The records of `members` (a type [`Store::reads_rows_each`] reads),
     /// in one pipelined round trip, handed to `each` one by one in their
-    /// order with the record's keys. [`Store::rows`] returns every
-    /// record's keys and row at once; a page of thousands of records spent
-    /// a tenth of the client's time on those two arrays (allocated, paged
-    /// in and given back on every query: docs/benchmarks.md, *The
-    /// client's work per record*).
+    /// order with the record's keys (a query's page, `get_many`).
+    /// [`Store::rows`] returns every record's keys and row at once; a page
+    /// of thousands of records spent a tenth of the client's time on those
+    /// two arrays (allocated, paged in and given back on every query:
+    /// docs/benchmarks.md, *The client's work per record and per write*).
     pub(crate) async fn rows_each(
         &self,
         desc: &'static EntityDesc,
