@@ -10,16 +10,17 @@ use std::sync::{Arc, Mutex};
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Seen(Arc<Mutex<HashSet<usize, BuildHasherDefault<AddressHasher>>>>);
 
-/// Hashes an address by one multiplication (Fibonacci hashing: the high
-/// bits, which the table reads, depend on every bit of the address). A
-/// write asks the set once or twice; SipHash cost it more than the rest of
-/// the lookup.
+/// Hashes an address by one multiplication (Fibonacci hashing), its high
+/// half folded into the low: the table picks the bucket from the low bits
+/// and a tag from the top 7, and an aligned address's low bits are zeros
+/// that a product alone would keep. A write asks the set once or twice;
+/// SipHash cost it more than the rest of the lookup.
 #[derive(Default)]
 pub(crate) struct AddressHasher(u64);
 
 impl Hasher for AddressHasher {
     fn finish(&self) -> u64 {
-        self.0
+        self.0 ^ (self.0 >> 32)
     }
 
     fn write(&mut self, bytes: &[u8]) {

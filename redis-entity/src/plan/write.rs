@@ -745,7 +745,7 @@ pub(crate) fn update(
     // Increments go first: they are the only operations that can fail on the
     // stored data (a value that is not a number), and a script that fails
     // before its first write changes nothing. (A stable sort: the others
-    // keep their order. An update's few operations are sorted in place.)
+    // keep their order.)
     ops.sort_by_key(|op| !matches!(op, UpdateOp::Incr { .. }));
     for op in ops {
         match op {

@@ -969,7 +969,7 @@ impl FastWrite<'_> {
         let mut call = function.call();
         // Sized once: every single write builds one (growing the two
         // buffers from empty cost more than filling them).
-        let key_bytes: usize = self.keys.all().map(|k| k.len()).sum();
+        let key_bytes: usize = self.keys.read_keys().map(str::len).sum();
         call.keys = Words::with_capacity(1 + self.keys.maps.len(), key_bytes);
         let value_bytes: usize = self.values.iter().flatten().map(|v| v.len()).sum();
         call.args = Words::with_capacity(

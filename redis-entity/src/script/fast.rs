@@ -477,9 +477,10 @@ fn entity_state(w: &mut String, t: &Type<'_>, form: Form) {
     let desc = t.desc;
     let idx = &t.idx;
     if form == Form::Single {
-        // Only the first increment runs catching its error (fast_incr): a
-        // later one that fails (an overflow) would raise after the sets
-        // were written, so a write of several goes to the general code.
+        // Its one increment runs catching its error (in line, in
+        // data_writes): a later one that fails (an overflow) would raise
+        // after the sets were written, so a write of several goes to the
+        // general code.
         emit!(w, "  if inc and #inc > 3 then return nil end");
     }
     for i in idx {

@@ -136,9 +136,12 @@ fn function(
     /// One library's functions, at [`slot`].
     type Functions = [Option<&'static Script>; SLOTS];
     const SLOTS: usize = WriteOp::ALL.len() * 4;
-    /// The place of (operation, batch, straight-line) in [`Functions`].
-    fn slot((op, batch, fast): (WriteOp, bool, bool)) -> usize {
-        op as usize * 4 + usize::from(batch) * 2 + usize::from(fast)
+    /// The place of (operation, batch, straight-line) in [`Functions`]:
+    /// by the operation's place in `WriteOp::ALL`, which the library
+    /// registers (an operation missing there has no function).
+    fn slot((op, batch, fast): (WriteOp, bool, bool)) -> Option<usize> {
+        let at = WriteOp::ALL.iter().position(|o| *o == op)?;
+        Some(at * 4 + usize::from(batch) * 2 + usize::from(fast))
     }
     // Every write looks its function up (once or twice): a short list of
     // the types seen, searched by the description's address, and the
@@ -163,14 +166,18 @@ fn function(
             for op in WriteOp::ALL {
                 for batch in [false, true] {
                     let f = Script::function(library, function_name(&name, op, batch));
-                    functions[slot((op, batch, false))] = Some(&*Box::leak(Box::new(f)));
+                    if let Some(at) = slot((op, batch, false)) {
+                        functions[at] = Some(&*Box::leak(Box::new(f)));
+                    }
                 }
             }
             if super::fast::covers(desc) {
                 for op in FAST_OPS {
                     for batch in [false, true] {
                         let f = Script::function(library, fast_function_name(&name, op, batch));
-                        functions[slot((op, batch, true))] = Some(&*Box::leak(Box::new(f)));
+                        if let Some(at) = slot((op, batch, true)) {
+                            functions[at] = Some(&*Box::leak(Box::new(f)));
+                        }
                     }
                 }
             }
@@ -179,7 +186,9 @@ fn function(
             functions
         }
     };
-    functions[slot(which)].expect("every write function of the library is registered")
+    slot(which)
+        .and_then(|at| functions[at])
+        .expect("every write function of the library is registered")
 }
 
 fn function_name(library: &str, op: WriteOp, batch: bool) -> String {

@@ -49,10 +49,7 @@ local function fast_check_incr(K, inc, from)
   return nil
 end
 
--- Runs the increments `inc`, each reply (the new value) kept in place of
--- its delta; nil, or the error reply of the first (then nothing was
--- written to the entity).
--- The error reply of the increment `inc` (its first) that failed with `r`:
+-- The error reply of the first increment of `inc`, which failed with `r`:
 -- for a stored value that is not a number, the typed error; anything else
 -- (a wrong type, an overflow) as Redis gave it.
 local function fast_incr_error(K, inc, r)
@@ -63,6 +60,9 @@ local function fast_incr_error(K, inc, r)
   return r
 end
 
+-- Runs the increments `inc`, each reply (the new value) kept in place of
+-- its delta; nil, or the error reply of the first (then nothing was
+-- written to the entity).
 local function fast_incr(K, inc)
   for t = 1, #inc, 3 do
     if t == 1 then
@@ -76,10 +76,10 @@ local function fast_incr(K, inc)
   return nil
 end
 
--- The value an increment of `field` gave it (after fast_incr), as stored.
--- HINCRBYFLOAT answers the stored text; HINCRBY an integer, which Lua
--- holds as a number and `tostring` would cut to 14 digits
--- (1.2345678901234e+14): it is written out in full.
+-- An increment's reply `v` as the value stored. HINCRBYFLOAT answers the
+-- stored text; HINCRBY an integer, which Lua holds as a number and
+-- `tostring` would cut to 14 digits (1.2345678901234e+14): it is written
+-- out in full.
 local function fast_stored(v)
   if type(v) == 'number' then return string.format('%d', v) end
   return v
