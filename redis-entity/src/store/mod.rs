@@ -639,36 +639,20 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if pks.is_empty() {
             return Ok(Vec::new());
         }
-        if self.reads_rows_each(E::DESC) {
-            // Each record decoded as it is read (see `rows_each`).
-            let members = pks.iter().map(|pk| E::member(pk)).collect();
-            let mut out = Vec::with_capacity(pks.len());
-            let mut pks = pks.iter();
-            self.rows_each(E::DESC, members, |keys, record| {
-                let Some(pk) = pks.next() else { return };
-                out.push(match record {
-                    Err(e) => Err(e),
-                    Ok(None) => Ok(None),
-                    Ok(Some(row)) => read::entity_from_row(pk, &keys, row).map(Some),
-                });
-            })
-            .await?;
-            return Ok(out);
-        }
-        let keys: Vec<EntityKeys> = pks
-            .iter()
-            .map(|pk| EntityKeys::of::<E>(&self.ns, pk))
-            .collect();
-        let records = self.rows(E::DESC, &keys).await?;
-        Ok(pks
-            .iter()
-            .zip(&keys)
-            .zip(records)
-            .map(|((pk, k), record)| match record? {
-                None => Ok(None),
-                Some(row) => read::entity_from_row(pk, k, row).map(Some),
-            })
-            .collect())
+        // Each record decoded as it is taken (see `rows_each`).
+        let members = pks.iter().map(|pk| E::member(pk)).collect();
+        let mut out = Vec::with_capacity(pks.len());
+        let mut pks = pks.iter();
+        self.rows_each(E::DESC, members, |keys, record| {
+            let Some(pk) = pks.next() else { return };
+            out.push(match record {
+                Err(e) => Err(e),
+                Ok(None) => Ok(None),
+                Ok(Some(row)) => read::entity_from_row(pk, &keys, row).map(Some),
+            });
+        })
+        .await?;
+        Ok(out)
     }
 
     /// True when an entity with `pk` is stored (one `EXISTS`).

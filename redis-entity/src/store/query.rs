@@ -953,21 +953,14 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'s, E, Store<
         if members.is_empty() {
             return Ok(Vec::new());
         }
-        let fetched = if store.reads_rows_each(E::DESC) {
-            // Each record taken as it is decoded (see `rows_each`).
-            let mut fetched = query::Fetched::with_capacity(members.len());
-            let mut spelled = String::new();
-            store
-                .rows_each(E::DESC, members, |keys, record| {
-                    fetched.take(&store.ns, &self.spec, &keys, record, &mut spelled)
-                })
-                .await?;
-            fetched
-        } else {
-            let keys = query::member_keys(E::DESC, &store.ns, members);
-            let records = store.rows(E::DESC, &keys).await?;
-            query::finish_fetch::<E>(&store.ns, &self.spec, &keys, records)
-        };
+        // Each record taken as it is decoded (see `rows_each`).
+        let mut fetched = query::Fetched::with_capacity(members.len());
+        let mut spelled = String::new();
+        store
+            .rows_each(E::DESC, members, |keys, record| {
+                fetched.take(&store.ns, &self.spec, &keys, record, &mut spelled)
+            })
+            .await?;
         if !fetched.repairs.is_empty() {
             // Rare (stale entries met): boxed out of every fetch's future.
             Box::pin(store.write_many(&fetched.repairs)).await?;

@@ -176,10 +176,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .collect())
     }
 
-    /// Whether [`Store::rows_each`] reads the records of `desc`: a hash
-    /// without `#[hash]` maps (one `HGETALL` per record), on one server,
-    /// of a type the near cache does not hold.
-    pub(crate) fn reads_rows_each(&self, desc: &'static EntityDesc) -> bool {
+    /// Whether [`Store::rows_each`] reads the records of `desc` one by one
+    /// as they are decoded: a hash without `#[hash]` maps (one `HGETALL`
+    /// per record), on one server, of a type the near cache does not hold.
+    fn reads_each_in_place(&self, desc: &'static EntityDesc) -> bool {
         desc.layout == crate::schema::entity::Layout::Hash
             && desc.maps.is_empty()
             && self.namespace().layout() != crate::schema::escape::KeyLayout::Cluster
@@ -189,19 +189,29 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 .is_some_and(|n| n.shared.caches(desc.type_name))
     }
 
-    /// The records of `members` (a type [`Store::reads_rows_each`] reads),
-    /// in one pipelined round trip, handed to `each` one by one in their
-    /// order with the record's keys (a query's page, `get_many`).
-    /// [`Store::rows`] returns every record's keys and row at once; a page
-    /// of thousands of records spent a tenth of the client's time on those
-    /// two arrays (allocated, paged in and given back on every query:
+    /// The records of `members`, in one round trip where the store can
+    /// (as [`Store::rows`]), handed to `each` in their order with the
+    /// record's keys (a query's page, `get_many`). Where the reads allow it
+    /// (`reads_each_in_place`), each record is decoded as it is taken and
+    /// neither every record's keys nor every row is held at once: a page of
+    /// thousands of records spent a tenth of the client's time on those two
+    /// arrays (allocated, paged in and given back on every query:
     /// docs/benchmarks.md, *The client's work per record and per write*).
+    /// Elsewhere (cluster slots, the near cache, other layouts), `rows`.
     pub(crate) async fn rows_each(
         &self,
         desc: &'static EntityDesc,
         members: Vec<String>,
         mut each: impl FnMut(EntityKeys, Record),
     ) -> Result<()> {
+        if !self.reads_each_in_place(desc) {
+            let keys = crate::plan::query::member_keys(desc, &self.ns, members);
+            let records = self.rows(desc, &keys).await?;
+            for (k, record) in keys.into_iter().zip(records) {
+                each(k, record);
+            }
+            return Ok(());
+        }
         let Some(first) = members.first() else {
             return Ok(());
         };
