@@ -193,6 +193,12 @@ async fn ids_count_and_limit_in_a_stable_order() {
     assert_eq!(q().limit(9, 3).ids().await.unwrap(), [10, 11, 12]);
     assert_eq!(ids(&q().limit(23, 10).fetch().await.unwrap()), [24, 25]);
     assert_eq!(q().ids().await.unwrap().len(), 25, "no hidden page size");
+    // A whole result is ordered by the client: by number, 9 before 10.
+    assert_eq!(
+        ids(&q().fetch().await.unwrap()),
+        (1..=25).collect::<Vec<u64>>(),
+        "a whole result in numeric order"
+    );
     let page1 = q().limit(5, 5).ids().await.unwrap();
     assert_eq!(
         page1,
