@@ -372,3 +372,142 @@ fn layout_lists_both_layouts() {
     assert_eq!(plain.keys[0].pattern, "user:userid:{<userid>}");
     assert!(Player::layout().to_string().contains("(4 shards)"));
 }
+
+/// The same writes through a store without a namespace and through a
+/// tenant's leave the same keys and values, the tenant's under its prefix:
+/// the straight-line code reads the namespace from its call (where it
+/// follows the column operations), in every form: a save of every column,
+/// a change of an indexed field, an increment of a sorted one, a batch, a
+/// unit of work, and the general code an entity with a TTL falls back to.
+#[tokio::test]
+async fn a_tenant_s_writes_are_the_plain_store_s_under_its_prefix() {
+    use std::time::Duration;
+    let server = RedisServer::start();
+    let plain = Store::connect(&server.url()).await.unwrap();
+    let tenant = Store::builder()
+        .namespace(redis_entity::Namespace::tenant("a"))
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let user = |id: u64, name: &str, country: &str| User {
+        id,
+        username: name.into(),
+        country: country.into(),
+        score: id as f64,
+        settings: BTreeMap::new(),
+    };
+    for store in [&plain, &tenant] {
+        store.save(&lisi()).await.unwrap();
+        store.save(&user(2, "zhang", "CN")).await.unwrap();
+        store
+            .update::<User>(&9)
+            .set(User::COUNTRY, "FR")
+            .exec()
+            .await
+            .unwrap();
+        store
+            .update::<User>(&9)
+            .incr(User::SCORE, 2.5)
+            .exec()
+            .await
+            .unwrap();
+        store
+            .update::<User>(&2)
+            .set(User::USERNAME, "zhang2")
+            .exec()
+            .await
+            .unwrap();
+        store
+            .save_all(&[user(3, "wang", "CN"), user(4, "li", "DE")])
+            .await
+            .unwrap();
+        store
+            .transaction()
+            .update::<User>(&3, |u| u.incr(User::SCORE, 1.0))
+            .save(&user(5, "zhao", "FR"))
+            .exec()
+            .await
+            .unwrap();
+        // An entity with a TTL: the straight-line call hands the write to
+        // the general code, which reads the namespace from that call.
+        store
+            .update::<User>(&4)
+            .ttl(Duration::from_secs(600))
+            .exec()
+            .await
+            .unwrap();
+        store
+            .update::<User>(&4)
+            .incr(User::SCORE, 0.5)
+            .set(User::COUNTRY, "CN")
+            .exec()
+            .await
+            .unwrap();
+        // A refused increment, in both.
+        let err = store
+            .update::<User>(&77)
+            .incr(User::SCORE, 1.0)
+            .exec()
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::NotFound { .. }), "{err:?}");
+        store.delete::<User>(&5).await.unwrap();
+    }
+    let snapshot = server.snapshot();
+    let (ours, theirs): (Vec<_>, Vec<_>) = snapshot
+        .iter()
+        .partition(|(k, _)| k.starts_with("tenant:a:"));
+    let ours: Vec<_> = ours
+        .into_iter()
+        .map(|(k, v)| (k.strip_prefix("tenant:a:").unwrap().to_owned(), v))
+        .collect();
+    let theirs: Vec<_> = theirs.into_iter().map(|(k, v)| (k.clone(), v)).collect();
+    assert!(
+        theirs.iter().any(|(k, _)| k == "user:@country:CN"),
+        "{theirs:?}"
+    );
+    assert!(
+        theirs.iter().any(|(k, _)| k == "user:4:@shadow"),
+        "{theirs:?}"
+    );
+    let names = |kv: &[(String, _)]| kv.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&ours), names(&theirs));
+    for ((k, a), (_, b)) in ours.iter().zip(&theirs) {
+        if k == "user:@expiry" {
+            // Its scores are the times the TTLs end, a few ms apart.
+            let mut c = server.conn();
+            let mut members = |key: &str| -> Vec<String> {
+                redis::cmd("ZRANGE")
+                    .arg(key)
+                    .arg(0)
+                    .arg(-1)
+                    .query(&mut c)
+                    .unwrap()
+            };
+            assert_eq!(members("tenant:a:user:@expiry"), ["4"]);
+            assert_eq!(members("user:@expiry"), ["4"]);
+            continue;
+        }
+        assert_eq!(a, b, "{k}");
+    }
+    assert_eq!(
+        tenant
+            .get::<User>(9)
+            .await
+            .unwrap()
+            .map(|u| (u.country, u.score)),
+        Some(("FR".to_owned(), 4.0))
+    );
+    assert!(tenant
+        .maintenance::<User>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
+    assert!(plain
+        .maintenance::<User>()
+        .verify()
+        .await
+        .unwrap()
+        .is_clean());
+}

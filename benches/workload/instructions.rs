@@ -14,10 +14,10 @@
 //! work asked of the server, the time rows are what it cost on the day.
 //!
 //! Needs `valgrind` (`apt-get install -y valgrind`); says so and stops
-//! without it.
+//! without it. `KEEP_CALLGRIND=1` keeps the dumps.
 
 use super::{
-    hand_fn_save, hand_fn_save_batch, user, Player, User, COUNTRIES, HAND_CHANGE_FN,
+    hand_fn_save, hand_fn_save_batch, user, Player, User, COUNTRIES, HAND_CHANGE_FN, HAND_LEVEL_FN,
     HAND_SAVE_BATCH_FN, HAND_SAVE_FN, HAND_SCORE_FN,
 };
 use redis::aio::MultiplexedConnection;
@@ -45,9 +45,12 @@ pub async fn run() {
     let out = std::env::temp_dir().join(format!("redis-entity-callgrind-{}", std::process::id()));
     std::fs::create_dir_all(&out).unwrap();
     let server = start_under_callgrind(&out);
+    // No response timeout: under callgrind the first call of a library
+    // (its load, valgrind translating the new code) can take seconds.
+    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
     let mut conn = server
         .client()
-        .get_multiplexed_async_connection()
+        .get_multiplexed_async_connection_with_config(&config)
         .await
         .unwrap();
     let pid: String = redis::cmd("INFO")
@@ -74,7 +77,8 @@ pub async fn run() {
     let batch_fn = redis::Script::new(HAND_SAVE_BATCH_FN);
     let change_fn = redis::Script::new(HAND_CHANGE_FN);
     let score_fn = redis::Script::new(HAND_SCORE_FN);
-    for s in [&save_fn, &batch_fn, &change_fn, &score_fn] {
+    let level_fn = redis::Script::new(HAND_LEVEL_FN);
+    for s in [&save_fn, &batch_fn, &change_fn, &score_fn, &level_fn] {
         let _: String = s.prepare_invoke().load_async(&mut conn).await.unwrap();
     }
     let idle = counter.idle_per_second().await;
@@ -125,6 +129,25 @@ pub async fn run() {
         .count(idle, hand_each(&change_fn, &conn, "user", next))
         .await;
     print_row("change of an indexed field", ours, hand);
+    // The 32-task mix's level increment (an unindexed counter), against
+    // the function with the same checks (the user exists, the level is a
+    // number).
+    let ours = counter
+        .count(idle, async {
+            for id in 0..USERS {
+                store
+                    .update::<User>(&id)
+                    .incr(User::LEVEL, 1)
+                    .exec()
+                    .await
+                    .unwrap();
+            }
+        })
+        .await;
+    let hand = counter
+        .count(idle, hand_each(&level_fn, &conn, "user", |_| 1))
+        .await;
+    print_row("level increment (unindexed counter)", ours, hand);
     // Each player's score incremented (a sorted index): the players are
     // stored first, each side its own (the hand-written function's keys
     // are `player:{id}` and `player:score`).
@@ -183,7 +206,13 @@ pub async fn run() {
         .await;
     print_row("save in batches of 100, per entity", ours, hand);
     drop(server);
-    let _ = std::fs::remove_dir_all(&counter.out);
+    // `KEEP_CALLGRIND=1`: the dumps stay, one per step in the order above,
+    // for `callgrind_annotate` (where a step's instructions go).
+    if std::env::var_os("KEEP_CALLGRIND").is_some() {
+        println!("\ncallgrind dumps kept in {}", counter.out.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&counter.out);
+    }
 }
 
 /// The hand-written function `f` called once per id: key `<head>:{id}`,

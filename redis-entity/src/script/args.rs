@@ -973,7 +973,7 @@ impl FastWrite<'_> {
         call.keys = Words::with_capacity(1 + self.keys.maps.len(), key_bytes);
         let value_bytes: usize = self.values.iter().flatten().map(|v| v.len()).sum();
         call.args = Words::with_capacity(
-            3 + self.sent.len() + self.values.len() + 4 * self.tail.len(),
+            2 + self.sent.len() + self.values.len() + 4 * self.tail.len(),
             self.namespace.len()
                 + self.member.len()
                 + self.ops.len()
@@ -995,12 +995,12 @@ impl EntityPart for FastWrite<'_> {
     }
 
     fn push_args(&self, args: &mut Words) {
-        args.push(self.namespace);
         args.push(self.member);
         for v in &self.sent {
             v.push(args);
         }
-        args.push(&self.ops);
+        // The namespace rides in the operations' word (script/fast.rs).
+        args.push_concat(&[&self.ops, self.namespace.as_bytes()]);
         for v in self.values.iter().flatten() {
             args.push(v);
         }

@@ -1,6 +1,7 @@
--- The straight-line functions' entry (the call's keys and arguments:
--- script/fast.rs); a write the generated code does not cover runs the
--- general code.
+-- The straight-line functions' fallback and batch loop (the call's keys
+-- and arguments: script/fast.rs); a write the generated code does not
+-- cover runs the general code. A single call's function (registered in
+-- script/write.rs) calls fast_change, then fast_fallback if it returned nil.
 
 -- The general code, for a write fast_change returned nil for (before it
 -- wrote anything).
@@ -10,19 +11,13 @@ local function fast_fallback(keys, args, first, last, mode)
   return save(K, A, 1, #A, mode == 'insert')
 end
 
-local function fast_entry(keys, args, first, last, mode)
-  local done = fast_change(keys, args, first, last, mode)
-  if done ~= nil then return done end
-  return fast_fallback(keys, args, first, last, mode)
-end
-
 -- The batch form (save_all and the like on the straight-line path):
 -- batch_each's arguments and results (per entity its key count, argument
 -- count and arguments; its own result or error). Measured with
 -- `cargo bench --bench workload -- --instructions`: reusing one table of
 -- keys for every entity (fast_change keeps none of it, fast_general copies
 -- it) and calling fast_change here rather than through batch_each's `each`
--- and fast_entry save about 2,500 of 76,500 server instructions per entity
+-- and a helper save about 2,500 of 76,500 server instructions per entity
 -- (docs/benchmarks.md, *Server instructions per write*).
 local function fast_batch(keys, args, mode)
   local out, k, j, n, own = {}, 0, 1, #args, {}

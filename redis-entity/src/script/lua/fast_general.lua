@@ -6,12 +6,13 @@ local function fast_general(keys, args, first, last)
   local K = {}
   for i = 1, #keys do K[i] = keys[i] end
   if FAST_SHADOW then K[#K + 1] = keys[1] .. FAST_SHADOW end
-  local A = { '', args[first], args[first + 1], '-1', '', '', '0' }
-  local x = first + 2
+  local x = first + 1
   local sent = {}
   for _, n in ipairs(FAST_SENT) do sent[n] = args[x]; x = x + 1 end
+  -- The column operations, then the namespace, in one word.
   local ops = args[x]
   x = x + 1
+  local A = { '', string.sub(ops, #FAST_COLUMNS + 1), args[first], '-1', '', '', '0' }
   -- Each column's operation and value.
   local value = {}
   for j = 1, #FAST_COLUMNS do

@@ -5,13 +5,14 @@ local FAST_INDEX_COLUMN = { false, 1 }
 local FAST_SHADOW = ":@shadow"
 local function fast_change(K, A, f, last, mode)
   local rcall, rpcall = redis.call, redis.pcall
-  local ns, m = A[f], A[f + 1]
+  local m = A[f]
+  local a1 = A[f + 1]
+  local ops = A[f + 2]
+  local x = f + 3
+  local ns = #ops > 1 and string.sub(ops, 2) or ''
   local ids = ns == '' and "order:@ids" or ns .. "order:@ids"
-  local a1 = A[f + 2]
-  local ops = A[f + 3]
-  local x = f + 4
-  local all = ops == "s"
-  local hs, hd, inc, cmd
+  local all = ops == "s" or ns ~= '' and string.sub(ops, 1, 1) == "s"
+  local hs, hd, incf, incv, cmd
   local op1, val1 = 115, false
   if all then
     val1 = A[x + 0]
@@ -22,10 +23,9 @@ local function fast_change(K, A, f, last, mode)
     elseif op1 == 100 then if hd then hd[#hd + 1] = "status" else hd = { "status" } end
     elseif op1 ~= 46 then
       cmd = op1 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
-      if inc then inc[#inc + 1] = "status"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "status", A[x], cmd } end; x = x + 1
+      if incf then return nil end; incf, incv = "status", A[x]; x = x + 1
     end
   end
-  if inc and #inc > 3 then return nil end
   if (op1 == 105 or op1 == 102) then return nil end
   if x <= last and not fast_tail_ok(A, x, last) then return nil end
   local pttl = rcall('PTTL', K[1])
@@ -122,10 +122,10 @@ local function fast_change(K, A, f, last, mode)
   if all then
     rcall('HSET', K[1], "status", A[x - 1])
   else
-    if inc then
-      r = rpcall(inc[3], K[1], inc[1], inc[2])
-      if type(r) == 'table' and r.err then fast_undo(undo, m); return fast_incr_error(K, inc, r) end
-      inc[2] = r
+    if incf then
+      r = rpcall(cmd, K[1], incf, incv)
+      if type(r) == 'table' and r.err then fast_undo(undo, m); return fast_incr_error(K, { incf, incv, cmd }, r) end
+      incv = r
     end
     if hs and #hs == 2 then rcall('HSET', K[1], hs[1], hs[2])
     elseif hs then rcall('HSET', K[1], unpack(hs)) end

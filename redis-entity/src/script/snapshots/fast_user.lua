@@ -5,13 +5,14 @@ local FAST_INDEX_COLUMN = { 1, 2, false, 4, 6 }
 local FAST_SHADOW = ":@shadow"
 local function fast_change(K, A, f, last, mode)
   local rcall, rpcall = redis.call, redis.pcall
-  local ns, m = A[f], A[f + 1]
+  local m = A[f]
+  local a3 = A[f + 1]
+  local ops = A[f + 2]
+  local x = f + 3
+  local ns = #ops > 6 and string.sub(ops, 7) or ''
   local ids = ns == '' and "user:@ids" or ns .. "user:@ids"
-  local a3 = A[f + 2]
-  local ops = A[f + 3]
-  local x = f + 4
-  local all = ops == "ssssss"
-  local hs, hd, inc, cmd
+  local all = ops == "ssssss" or ns ~= '' and string.sub(ops, 1, 6) == "ssssss"
+  local hs, hd, incf, incv, cmd
   local op1, val1 = 115, false
   local op2, val2 = 115, false
   local op4, val4 = 115, false
@@ -29,40 +30,39 @@ local function fast_change(K, A, f, last, mode)
     elseif op1 == 100 then if hd then hd[#hd + 1] = "username" else hd = { "username" } end
     elseif op1 ~= 46 then
       cmd = op1 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
-      if inc then inc[#inc + 1] = "username"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "username", A[x], cmd } end; x = x + 1
+      if incf then return nil end; incf, incv = "username", A[x]; x = x + 1
     end
     if op2 == 115 then val2 = A[x]; if hs then hs[#hs + 1] = "country"; hs[#hs + 1] = val2 else hs = { "country", val2 } end; x = x + 1
     elseif op2 == 100 then if hd then hd[#hd + 1] = "country" else hd = { "country" } end
     elseif op2 ~= 46 then
       cmd = op2 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
-      if inc then inc[#inc + 1] = "country"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "country", A[x], cmd } end; x = x + 1
+      if incf then return nil end; incf, incv = "country", A[x]; x = x + 1
     end
     if b3 == 115 then if hs then hs[#hs + 1] = "rating"; hs[#hs + 1] = A[x] else hs = { "rating", A[x] } end; x = x + 1
     elseif b3 == 100 then if hd then hd[#hd + 1] = "rating" else hd = { "rating" } end
     elseif b3 ~= 46 then
       cmd = b3 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
-      if inc then inc[#inc + 1] = "rating"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "rating", A[x], cmd } end; x = x + 1
+      if incf then return nil end; incf, incv = "rating", A[x]; x = x + 1
     end
     if op4 == 115 then val4 = A[x]; if hs then hs[#hs + 1] = "email"; hs[#hs + 1] = val4 else hs = { "email", val4 } end; x = x + 1
     elseif op4 == 100 then if hd then hd[#hd + 1] = "email" else hd = { "email" } end
     elseif op4 ~= 46 then
       cmd = op4 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
-      if inc then inc[#inc + 1] = "email"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "email", A[x], cmd } end; x = x + 1
+      if incf then return nil end; incf, incv = "email", A[x]; x = x + 1
     end
     if b5 == 115 then if hs then hs[#hs + 1] = "version"; hs[#hs + 1] = A[x] else hs = { "version", A[x] } end; x = x + 1
     elseif b5 == 100 then if hd then hd[#hd + 1] = "version" else hd = { "version" } end
     elseif b5 ~= 46 then
       cmd = b5 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
-      if inc then inc[#inc + 1] = "version"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "version", A[x], cmd } end; x = x + 1
+      if incf then return nil end; incf, incv = "version", A[x]; x = x + 1
     end
     if op6 == 115 then val6 = A[x]; if hs then hs[#hs + 1] = "tags"; hs[#hs + 1] = val6 else hs = { "tags", val6 } end; x = x + 1
     elseif op6 == 100 then if hd then hd[#hd + 1] = "tags" else hd = { "tags" } end
     elseif op6 ~= 46 then
       cmd = op6 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
-      if inc then inc[#inc + 1] = "tags"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "tags", A[x], cmd } end; x = x + 1
+      if incf then return nil end; incf, incv = "tags", A[x]; x = x + 1
     end
   end
-  if inc and #inc > 3 then return nil end
   if (op1 == 105 or op1 == 102) then return nil end
   if (op2 == 105 or op2 == 102) then return nil end
   if (op6 == 105 or op6 == 102) then return nil end
@@ -200,10 +200,10 @@ local function fast_change(K, A, f, last, mode)
   if all then
     rcall('HSET', K[1], "username", A[x - 6], "country", A[x - 5], "rating", A[x - 4], "email", A[x - 3], "version", A[x - 2], "tags", A[x - 1])
   else
-    if inc then
-      r = rpcall(inc[3], K[1], inc[1], inc[2])
-      if type(r) == 'table' and r.err then fast_undo(undo, m); return fast_incr_error(K, inc, r) end
-      inc[2] = r
+    if incf then
+      r = rpcall(cmd, K[1], incf, incv)
+      if type(r) == 'table' and r.err then fast_undo(undo, m); return fast_incr_error(K, { incf, incv, cmd }, r) end
+      incv = r
     end
     if hs and #hs == 2 then rcall('HSET', K[1], hs[1], hs[2])
     elseif hs then rcall('HSET', K[1], unpack(hs)) end
@@ -215,7 +215,7 @@ local function fast_change(K, A, f, last, mode)
     if n1 then rcall('SET', kn1, m) end
   end
   if a3 == '' then
-    n3 = inc and inc[1] == "rating" and fast_stored(inc[2]) or rcall('HGET', K[1], "rating")
+    n3 = incf == "rating" and fast_stored(incv) or rcall('HGET', K[1], "rating")
   end
   if n3 ~= o3 then
     if n3 then
@@ -223,7 +223,7 @@ local function fast_change(K, A, f, last, mode)
     elseif o3 then rcall('ZREM', p3, m) end
   end
   if (op4 == 105 or op4 == 102) then
-    n4 = inc and inc[1] == "email" and fast_stored(inc[2]) or rcall('HGET', K[1], "email")
+    n4 = incf == "email" and fast_stored(incv) or rcall('HGET', K[1], "email")
   end
   if n4 ~= o4 then
     if o4 then rcall('ZREM', p4, esc(o4) .. ':' .. m) end

@@ -5,12 +5,13 @@ local FAST_INDEX_COLUMN = { 1, 2, false, 4, 6 }
 local FAST_SHADOW = ":@shadow"
 local function fast_unit(K, A, f, last, mode, u, first)
   local rcall, rpcall = redis.call, redis.pcall
-  local ns, m = A[f], A[f + 1]
+  local m = A[f]
+  local a3 = A[f + 1]
+  local ops = A[f + 2]
+  local x = f + 3
+  local ns = #ops > 6 and string.sub(ops, 7) or ''
   local ids = ns == '' and "user:@ids" or ns .. "user:@ids"
-  local a3 = A[f + 2]
-  local ops = A[f + 3]
-  local x = f + 4
-  local all = ops == "ssssss"
+  local all = ops == "ssssss" or ns ~= '' and string.sub(ops, 1, 6) == "ssssss"
   local hs, hd, inc, cmd
   local op1, val1 = 115, false
   local op2, val2 = 115, false
