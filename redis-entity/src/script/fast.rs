@@ -318,6 +318,18 @@ impl Type<'_> {
     fn owns(&self, j: usize) -> bool {
         self.idx.iter().any(|i| i.col == Some(j))
     }
+
+    /// Whether column `j`'s value names an index key (an equality, unique
+    /// or tag index's).
+    fn keyed_by(&self, j: usize) -> bool {
+        self.idx.iter().any(|i| {
+            i.col == Some(j)
+                && matches!(
+                    i.kind,
+                    IndexKind::Equality | IndexKind::Unique | IndexKind::Tags
+                )
+        })
+    }
 }
 
 /// The type's tables the fallback reads (`fast_entry.lua`).
@@ -455,28 +467,37 @@ fn columns(w: &mut String, t: &Type<'_>, form: Form) {
         } else {
             append("hs", &[&name, "A[x]"])
         };
-        emit!(w, "    if {op} == {OP_SET} then {set}; x = x + 1");
+        // A kept column (the most common operation) costs one comparison.
+        emit!(w, "    if {op} ~= {OP_KEEP} then");
+        emit!(w, "      if {op} == {OP_SET} then {set}; x = x + 1");
         emit!(
             w,
-            "    elseif {op} == {OP_DEL} then {}",
+            "      elseif {op} == {OP_DEL} then {}",
             append("hd", &[&name])
         );
-        emit!(w, "    elseif {op} ~= {OP_KEEP} then");
-        emit!(
-            w,
-            "      cmd = {op} == {OP_INCR} and 'HINCRBY' or 'HINCRBYFLOAT'"
-        );
-        match form {
-            Form::Single => emit!(
+        emit!(w, "      else");
+        if t.keyed_by(j) {
+            // Its new value, known only once the increment ran, names an
+            // index key: the general code probes that key first.
+            emit!(w, "        return nil");
+        } else {
+            emit!(
                 w,
-                "      if incf then return nil end; incf, incv = {name}, A[x]; x = x + 1"
-            ),
-            Form::Unit => emit!(
-                w,
-                "      {}; x = x + 1",
-                append("inc", &[&name, "A[x]", "cmd"])
-            ),
+                "        cmd = {op} == {OP_INCR} and 'HINCRBY' or 'HINCRBYFLOAT'"
+            );
+            match form {
+                Form::Single => emit!(
+                    w,
+                    "        if incf then return nil end; incf, incv = {name}, A[x]; x = x + 1"
+                ),
+                Form::Unit => emit!(
+                    w,
+                    "        {}; x = x + 1",
+                    append("inc", &[&name, "A[x]", "cmd"])
+                ),
+            }
         }
+        emit!(w, "      end");
         emit!(w, "    end");
     }
     emit!(w, "  end");
@@ -501,23 +522,11 @@ fn append(list: &str, items: &[&str]) -> String {
 /// the entity is stored (and has no TTL).
 fn entity_state(w: &mut String, t: &Type<'_>) {
     let desc = t.desc;
-    let idx = &t.idx;
     // (The single write's one increment runs catching its error, in line
     // in `data`: a later one that fails, an overflow, would raise after the
     // sets were written, so a write of several went to the general code
-    // while its operations were read, in `columns`.)
-    for i in idx {
-        // Known only once the increment ran, and then its key: the
-        // general code probes it.
-        if i.field.is_some()
-            && matches!(
-                i.kind,
-                IndexKind::Equality | IndexKind::Unique | IndexKind::Tags
-            )
-        {
-            emit!(w, "  if {} then return nil end", i.unknown());
-        }
-    }
+    // while its operations were read, in `columns`, as did an increment of
+    // a column whose value names an index key.)
     emit!(
         w,
         "  if x <= last and not fast_tail_ok(A, x, last) then return nil end"

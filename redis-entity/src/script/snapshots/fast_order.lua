@@ -19,14 +19,14 @@ local function fast_change(K, A, f, last, mode)
     x = x + 1
   else
     op1 = string.byte(ops, 1, 1)
-    if op1 == 115 then val1 = A[x]; if hs then hs[#hs + 1] = "status"; hs[#hs + 1] = val1 else hs = { "status", val1 } end; x = x + 1
-    elseif op1 == 100 then if hd then hd[#hd + 1] = "status" else hd = { "status" } end
-    elseif op1 ~= 46 then
-      cmd = op1 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
-      if incf then return nil end; incf, incv = "status", A[x]; x = x + 1
+    if op1 ~= 46 then
+      if op1 == 115 then val1 = A[x]; if hs then hs[#hs + 1] = "status"; hs[#hs + 1] = val1 else hs = { "status", val1 } end; x = x + 1
+      elseif op1 == 100 then if hd then hd[#hd + 1] = "status" else hd = { "status" } end
+      else
+        return nil
+      end
     end
   end
-  if (op1 == 105 or op1 == 102) then return nil end
   if x <= last and not fast_tail_ok(A, x, last) then return nil end
   local pttl = rcall('PTTL', K[1])
   -- An entity with a TTL keeps a shadow: the general code.

@@ -26,46 +26,52 @@ local function fast_unit(K, A, f, last, mode, u, first)
   else
     local b3, b5
     op1, op2, b3, op4, b5, op6 = string.byte(ops, 1, 6)
-    if op1 == 115 then val1 = A[x]; if hs then hs[#hs + 1] = "username"; hs[#hs + 1] = val1 else hs = { "username", val1 } end; x = x + 1
-    elseif op1 == 100 then if hd then hd[#hd + 1] = "username" else hd = { "username" } end
-    elseif op1 ~= 46 then
-      cmd = op1 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
-      if inc then inc[#inc + 1] = "username"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "username", A[x], cmd } end; x = x + 1
+    if op1 ~= 46 then
+      if op1 == 115 then val1 = A[x]; if hs then hs[#hs + 1] = "username"; hs[#hs + 1] = val1 else hs = { "username", val1 } end; x = x + 1
+      elseif op1 == 100 then if hd then hd[#hd + 1] = "username" else hd = { "username" } end
+      else
+        return nil
+      end
     end
-    if op2 == 115 then val2 = A[x]; if hs then hs[#hs + 1] = "country"; hs[#hs + 1] = val2 else hs = { "country", val2 } end; x = x + 1
-    elseif op2 == 100 then if hd then hd[#hd + 1] = "country" else hd = { "country" } end
-    elseif op2 ~= 46 then
-      cmd = op2 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
-      if inc then inc[#inc + 1] = "country"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "country", A[x], cmd } end; x = x + 1
+    if op2 ~= 46 then
+      if op2 == 115 then val2 = A[x]; if hs then hs[#hs + 1] = "country"; hs[#hs + 1] = val2 else hs = { "country", val2 } end; x = x + 1
+      elseif op2 == 100 then if hd then hd[#hd + 1] = "country" else hd = { "country" } end
+      else
+        return nil
+      end
     end
-    if b3 == 115 then if hs then hs[#hs + 1] = "rating"; hs[#hs + 1] = A[x] else hs = { "rating", A[x] } end; x = x + 1
-    elseif b3 == 100 then if hd then hd[#hd + 1] = "rating" else hd = { "rating" } end
-    elseif b3 ~= 46 then
-      cmd = b3 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
-      if inc then inc[#inc + 1] = "rating"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "rating", A[x], cmd } end; x = x + 1
+    if b3 ~= 46 then
+      if b3 == 115 then if hs then hs[#hs + 1] = "rating"; hs[#hs + 1] = A[x] else hs = { "rating", A[x] } end; x = x + 1
+      elseif b3 == 100 then if hd then hd[#hd + 1] = "rating" else hd = { "rating" } end
+      else
+        cmd = b3 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
+        if inc then inc[#inc + 1] = "rating"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "rating", A[x], cmd } end; x = x + 1
+      end
     end
-    if op4 == 115 then val4 = A[x]; if hs then hs[#hs + 1] = "email"; hs[#hs + 1] = val4 else hs = { "email", val4 } end; x = x + 1
-    elseif op4 == 100 then if hd then hd[#hd + 1] = "email" else hd = { "email" } end
-    elseif op4 ~= 46 then
-      cmd = op4 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
-      if inc then inc[#inc + 1] = "email"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "email", A[x], cmd } end; x = x + 1
+    if op4 ~= 46 then
+      if op4 == 115 then val4 = A[x]; if hs then hs[#hs + 1] = "email"; hs[#hs + 1] = val4 else hs = { "email", val4 } end; x = x + 1
+      elseif op4 == 100 then if hd then hd[#hd + 1] = "email" else hd = { "email" } end
+      else
+        cmd = op4 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
+        if inc then inc[#inc + 1] = "email"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "email", A[x], cmd } end; x = x + 1
+      end
     end
-    if b5 == 115 then if hs then hs[#hs + 1] = "version"; hs[#hs + 1] = A[x] else hs = { "version", A[x] } end; x = x + 1
-    elseif b5 == 100 then if hd then hd[#hd + 1] = "version" else hd = { "version" } end
-    elseif b5 ~= 46 then
-      cmd = b5 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
-      if inc then inc[#inc + 1] = "version"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "version", A[x], cmd } end; x = x + 1
+    if b5 ~= 46 then
+      if b5 == 115 then if hs then hs[#hs + 1] = "version"; hs[#hs + 1] = A[x] else hs = { "version", A[x] } end; x = x + 1
+      elseif b5 == 100 then if hd then hd[#hd + 1] = "version" else hd = { "version" } end
+      else
+        cmd = b5 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
+        if inc then inc[#inc + 1] = "version"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "version", A[x], cmd } end; x = x + 1
+      end
     end
-    if op6 == 115 then val6 = A[x]; if hs then hs[#hs + 1] = "tags"; hs[#hs + 1] = val6 else hs = { "tags", val6 } end; x = x + 1
-    elseif op6 == 100 then if hd then hd[#hd + 1] = "tags" else hd = { "tags" } end
-    elseif op6 ~= 46 then
-      cmd = op6 == 105 and 'HINCRBY' or 'HINCRBYFLOAT'
-      if inc then inc[#inc + 1] = "tags"; inc[#inc + 1] = A[x]; inc[#inc + 1] = cmd else inc = { "tags", A[x], cmd } end; x = x + 1
+    if op6 ~= 46 then
+      if op6 == 115 then val6 = A[x]; if hs then hs[#hs + 1] = "tags"; hs[#hs + 1] = val6 else hs = { "tags", val6 } end; x = x + 1
+      elseif op6 == 100 then if hd then hd[#hd + 1] = "tags" else hd = { "tags" } end
+      else
+        return nil
+      end
     end
   end
-  if (op1 == 105 or op1 == 102) then return nil end
-  if (op2 == 105 or op2 == 102) then return nil end
-  if (op6 == 105 or op6 == 102) then return nil end
   if x <= last and not fast_tail_ok(A, x, last) then return nil end
   local pttl = rcall('PTTL', K[1])
   -- An entity with a TTL keeps a shadow: the general code.
