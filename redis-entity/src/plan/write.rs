@@ -325,8 +325,21 @@ impl WritePlan {
         if let Some((f, w)) = self.fast_write(false) {
             return w.call(f);
         }
+        self.general_call()
+    }
+
+    /// The call of the type's general write function for this plan.
+    pub(crate) fn general_call(&self) -> Call<'static> {
         let function = script::write::script(self.desc, self.ns.layout(), self.op, false);
         self.write_args().call(function)
+    }
+
+    /// The type's straight-line function and its call for this plan as the
+    /// command it sends, built in one pass ([`FastWrite::command`]), if the
+    /// plan has one (as for [`Self::call`]; else [`Self::general_call`]).
+    pub(crate) fn fast_command(&self) -> Option<(&'static script::Script, redis::Cmd)> {
+        let (f, w) = self.fast_write(false)?;
+        Some((f, w.command(f)))
     }
 
     /// The type's straight-line function and its call for this plan, if

@@ -8,8 +8,8 @@
 //! keyspace); a struct only lays them out.
 
 use super::{
-    Call, Script, Words, BOARD, CACHE, CLAIM, FIND_UNIQUE, QUERY, RANK, RELATION, RENAME, REPAIR,
-    SCHEMA, TIMELINE,
+    words::Sink, Call, Script, Words, BOARD, CACHE, CLAIM, FIND_UNIQUE, QUERY, RANK, RELATION,
+    RENAME, REPAIR, SCHEMA, TIMELINE,
 };
 use crate::keyspace::{self, EntityKeys};
 
@@ -768,15 +768,15 @@ pub(crate) enum IndexArg<'a> {
 }
 
 impl IndexArg<'_> {
-    fn push(&self, args: &mut Words) {
+    fn push(&self, args: &mut impl Sink) {
         match *self {
-            IndexArg::Unknown => args.push(b""),
-            IndexArg::Unchanged => args.push(b"u"),
-            IndexArg::Absent { keep_unique } => args.push(if keep_unique { b"m" } else { b"n" }),
+            IndexArg::Unknown => args.word(b""),
+            IndexArg::Unchanged => args.word(b"u"),
+            IndexArg::Absent { keep_unique } => args.word(if keep_unique { b"m" } else { b"n" }),
             IndexArg::Value {
                 stored,
                 keep_unique,
-            } => args.push_concat(&[if keep_unique { b"w" } else { b"v" }, stored]),
+            } => args.word_of(&[if keep_unique { b"w" } else { b"v" }, stored]),
         }
     }
 }
@@ -920,13 +920,13 @@ impl EntityPart for Write<'_> {
 
 /// Per data command: its name, its 1-based key position, its argument
 /// count, its arguments.
-fn push_commands(args: &mut Words, commands: &[WriteCommand<'_>]) {
+fn push_commands(args: &mut impl Sink, commands: &[WriteCommand<'_>]) {
     for c in commands {
-        args.push(c.name);
-        args.push_number(c.key + 1);
-        args.push_number(c.args.len());
+        args.word(c.name.as_bytes());
+        args.word(itoa::Buffer::new().format(c.key + 1).as_bytes());
+        args.word(itoa::Buffer::new().format(c.args.len()).as_bytes());
         for a in c.args {
-            args.push(a);
+            args.word(a);
         }
     }
 }
@@ -964,47 +964,73 @@ impl FastWrite<'_> {
         (keys, args)
     }
 
-    /// The call of `function` (the type's straight-line function).
+    /// The call of `function` (the type's straight-line function), for
+    /// `explain`.
     pub(crate) fn call(&self, function: &'static Script) -> Call<'static> {
         let mut call = function.call();
-        // Sized once: every single write builds one (growing the two
-        // buffers from empty cost more than filling them).
-        let key_bytes: usize = self.keys.read_keys().map(str::len).sum();
-        call.keys = Words::with_capacity(1 + self.keys.maps.len(), key_bytes);
-        let value_bytes: usize = self.values.iter().flatten().map(|v| v.len()).sum();
-        call.args = Words::with_capacity(
-            2 + self.sent.len() + self.values.len() + 4 * self.tail.len(),
-            self.namespace.len()
-                + self.member.len()
-                + self.ops.len()
-                + value_bytes
-                + 24 * (self.sent.len() + self.tail.len()),
-        );
         self.push_keys(&mut call.keys);
         self.push_args(&mut call.args);
         call
+    }
+
+    /// The call of `function` built as the command it sends, in one pass:
+    /// a single write's words go straight into the command, not into a
+    /// call's buffers first (which cost about 1,000 client instructions per
+    /// write more: docs/benchmarks.md).
+    pub(crate) fn command(&self, function: &'static Script) -> redis::Cmd {
+        let keys = self.key_count();
+        let key_bytes: usize = self.keys.read_keys().map(str::len).sum();
+        let value_bytes: usize = self.values.iter().flatten().map(|v| v.len()).sum();
+        let words = keys + 2 + self.sent.len() + self.values.len() + 4 * self.tail.len();
+        let bytes = key_bytes
+            + self.namespace.len()
+            + self.member.len()
+            + self.ops.len()
+            + value_bytes
+            + 24 * (self.sent.len() + self.tail.len());
+        match function.fcall(keys, words, bytes) {
+            Some(mut cmd) => {
+                self.keys_to(&mut cmd);
+                self.args_to(&mut cmd);
+                cmd
+            }
+            // (A write function is a function: not reached.)
+            None => self.call(function).command(true),
+        }
+    }
+
+    /// The entity's keys the call sends: all but the index shadow.
+    fn key_count(&self) -> usize {
+        self.keys.all().count() - usize::from(self.keys.shadow.is_some())
+    }
+
+    fn keys_to(&self, keys: &mut impl Sink) {
+        for k in self.keys.all().take(self.key_count()) {
+            keys.word(k.as_bytes());
+        }
+    }
+
+    fn args_to(&self, args: &mut impl Sink) {
+        args.word(self.member.as_bytes());
+        for v in &self.sent {
+            v.push(args);
+        }
+        // The namespace rides in the operations' word (script/fast.rs).
+        args.word_of(&[&self.ops, self.namespace.as_bytes()]);
+        for v in self.values.iter().flatten() {
+            args.word(v);
+        }
+        push_commands(args, &self.tail);
     }
 }
 
 impl EntityPart for FastWrite<'_> {
     fn push_keys(&self, keys: &mut Words) {
-        let n = self.keys.all().count() - usize::from(self.keys.shadow.is_some());
-        for k in self.keys.all().take(n) {
-            keys.push(k);
-        }
+        self.keys_to(keys);
     }
 
     fn push_args(&self, args: &mut Words) {
-        args.push(self.member);
-        for v in &self.sent {
-            v.push(args);
-        }
-        // The namespace rides in the operations' word (script/fast.rs).
-        args.push_concat(&[&self.ops, self.namespace.as_bytes()]);
-        for v in self.values.iter().flatten() {
-            args.push(v);
-        }
-        push_commands(args, &self.tail);
+        self.args_to(args);
     }
 }
 

@@ -128,6 +128,21 @@ impl Script {
         }
     }
 
+    /// The start of this function's call as the command it sends (`FCALL
+    /// name numkeys`), with room for `words` more words of `bytes` bytes in
+    /// all; `None` for a script (its command depends on whether the server
+    /// has it: [`invoke`]).
+    pub(crate) fn fcall(&self, numkeys: usize, words: usize, bytes: usize) -> Option<redis::Cmd> {
+        let Kind::Function { name, .. } = &self.kind else {
+            return None;
+        };
+        let mut c = redis::Cmd::with_capacity(3 + words, name.len() + 30 + bytes);
+        c.arg(if self.read_only { "FCALL_RO" } else { "FCALL" })
+            .arg(name.as_str())
+            .arg(numkeys);
+        Some(c)
+    }
+
     /// A call of this script, its keys and arguments still to add: only
     /// `args` adds them, each script's in its own typed struct.
     fn call(&self) -> Call<'_> {
@@ -355,6 +370,10 @@ pub(crate) async fn invoke<T: FromRedisValue, C: ConnectionLike>(
     sent: &Sent,
     call: &Call<'_>,
 ) -> RedisResult<T> {
+    if let Kind::Function { .. } = call.script.kind {
+        // A function is called by name every time: one command serves.
+        return invoke_function(conn, sent, call.script, &call.command(true)).await;
+    }
     let known = sent.contains(call.script.unit());
     if known {
         match call.command(true).query_async(conn).await {
@@ -362,19 +381,40 @@ pub(crate) async fn invoke<T: FromRedisValue, C: ConnectionLike>(
             other => return other,
         }
     }
-    let reply = match call.script.load() {
-        None => call.command(false).query_async(conn).await,
+    // `EVAL` with the text: the server caches it.
+    let reply = call.command(false).query_async(conn).await;
+    sent.insert(call.script.unit());
+    reply
+}
+
+/// Sends `cmd`, a call of `function` (as [`Script::fcall`] begins it); its
+/// library goes with it the first time and whenever the server has lost it.
+pub(crate) async fn invoke_function<T: FromRedisValue, C: ConnectionLike>(
+    conn: &mut C,
+    sent: &Sent,
+    function: &Script,
+    cmd: &redis::Cmd,
+) -> RedisResult<T> {
+    let unit = function.unit();
+    if sent.contains(unit) {
+        match cmd.query_async(conn).await {
+            Err(e) if is_missing(&e) => {}
+            other => return other,
+        }
+    }
+    let reply = match function.load() {
+        None => cmd.query_async(conn).await,
         Some(load) => {
             // The load fails harmlessly when the library is there already.
             let mut pipe = redis::pipe();
             pipe.ignore_errors()
                 .add_command(load)
-                .add_command(call.command(true));
+                .add_command(cmd.clone());
             let (_, reply): (Value, Value) = pipe.query_async(conn).await?;
             T::from_redis_value(reply).map_err(Into::into)
         }
     };
-    sent.insert(call.script.unit());
+    sent.insert(unit);
     reply
 }
 

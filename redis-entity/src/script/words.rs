@@ -23,14 +23,6 @@ impl Words {
         Self::default()
     }
 
-    /// No words, with room for `words` words of `bytes` bytes in all.
-    pub(crate) fn with_capacity(words: usize, bytes: usize) -> Self {
-        Words {
-            bytes: Vec::with_capacity(bytes),
-            ends: Vec::with_capacity(words),
-        }
-    }
-
     /// Adds one word.
     pub(crate) fn push(&mut self, word: impl AsRef<[u8]>) {
         self.bytes.extend_from_slice(word.as_ref());
@@ -118,6 +110,42 @@ impl Words {
             out.push(self.get(i).expect("a word in range"));
         }
         out
+    }
+}
+
+/// Where a call's words go: a buffer of their own ([`Words`]), or straight
+/// into the command that sends them (`redis::Cmd`), when the command can be
+/// begun before them (a function call whose key count is known first).
+pub(crate) trait Sink {
+    /// Adds one word.
+    fn word(&mut self, word: &[u8]);
+    /// Adds one word made of `parts`.
+    fn word_of(&mut self, parts: &[&[u8]]);
+}
+
+impl Sink for Words {
+    fn word(&mut self, word: &[u8]) {
+        self.push(word);
+    }
+
+    fn word_of(&mut self, parts: &[&[u8]]) {
+        self.push_concat(parts);
+    }
+}
+
+impl Sink for redis::Cmd {
+    fn word(&mut self, word: &[u8]) {
+        self.arg(word);
+    }
+
+    fn word_of(&mut self, parts: &[&[u8]]) {
+        use redis::RedisWrite;
+        use std::io::Write;
+        let mut w = self.writer_for_next_arg();
+        for p in parts {
+            // Writing into the command's buffer (a Vec) cannot fail.
+            let _ = w.write_all(p);
+        }
     }
 }
 

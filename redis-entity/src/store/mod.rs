@@ -367,8 +367,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         {
             return Box::pin(self.write_through(near, plan)).await;
         }
-        let reply =
-            script::invoke::<Value, _>(&mut self.conn.clone(), &self.sent, &plan.call()).await;
+        let mut conn = self.conn.clone();
+        let reply = match plan.fast_command() {
+            Some((f, cmd)) => {
+                script::invoke_function::<Value, _>(&mut conn, &self.sent, f, &cmd).await
+            }
+            None => script::invoke::<Value, _>(&mut conn, &self.sent, &plan.general_call()).await,
+        };
         self.forget([plan]);
         match reply {
             Ok(v) => {
