@@ -57,7 +57,8 @@ macro_rules! integers {
     ($($t:ty),*) => {$(
         impl Scalar for $t {
             fn encode(&self, out: &mut Vec<u8>) {
-                out.extend_from_slice(self.to_string().as_bytes());
+                // Spelled in place (no String made and dropped per value).
+                out.extend_from_slice(itoa::Buffer::new().format(*self).as_bytes());
             }
             fn decode(raw: &[u8]) -> Result<Self, String> {
                 let text = std::str::from_utf8(raw).map_err(|e| e.to_string())?;
@@ -80,7 +81,10 @@ macro_rules! floats {
                 if self.is_infinite() {
                     out.extend_from_slice(if *self > 0.0 { b"inf" } else { b"-inf" });
                 } else {
-                    out.extend_from_slice(self.to_string().as_bytes());
+                    // Written into `out` (no String made and dropped per
+                    // value); writing into a Vec cannot fail.
+                    use std::io::Write;
+                    let _ = write!(out, "{self}");
                 }
             }
             fn decode(raw: &[u8]) -> Result<Self, String> {

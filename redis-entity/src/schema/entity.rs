@@ -253,7 +253,8 @@ pub trait Entity: Derived + Sized + Send + Sync + 'static {
     #[doc(hidden)]
     /// The member of `pk` (see [`Entity::write_member`]).
     fn member(pk: &Self::Pk) -> String {
-        let mut s = String::new();
+        // Room for any integer pk: written without growing.
+        let mut s = String::with_capacity(24);
         Self::write_member(pk, &mut s);
         s
     }
