@@ -528,3 +528,59 @@ async fn verify_reports_a_field_that_does_not_decode_with_its_key() {
         "{repaired}"
     );
 }
+
+/// An update that moves no index entry (a counter's increment, with a field
+/// no index reads set beside it) takes the straight-line code's short path:
+/// refused with a typed error and nothing written when the counter holds
+/// text or would overflow, or the entity is missing; and on an entity with
+/// a TTL it goes to the general code, which keeps the TTL.
+#[tokio::test]
+async fn an_update_that_moves_no_index_entry_refuses_and_writes_as_the_rest() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    for (id, hits) in [(1, 1), (2, i64::MAX), (3, 5), (4, 7)] {
+        store.save(&counter(id, hits)).await.unwrap();
+    }
+    write_text(&server, "counter:1", "hits");
+    let before = server.snapshot();
+    let bump = |id: u64| {
+        store
+            .update::<Counter>(&id)
+            .incr(Counter::HITS, 1)
+            .set(Counter::RATIO, 2.5)
+            .exec()
+    };
+    match bump(1).await.unwrap_err() {
+        Error::Decode { key, field, .. } => {
+            assert_eq!((key.as_str(), field), ("counter:1", "hits"))
+        }
+        other => panic!("expected Decode naming counter:1 hits, got {other:?}"),
+    }
+    let err = bump(2).await.unwrap_err();
+    assert!(err.to_string().contains("overflow"), "{err}");
+    let err = bump(9).await.unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err:?}");
+    assert_eq!(server.snapshot(), before, "nothing was written");
+    bump(3).await.unwrap();
+    let c = store.get::<Counter>(&3).await.unwrap().unwrap();
+    assert_eq!((c.hits, c.ratio, c.kind.as_str()), (6, 2.5, "a"));
+    // With a TTL: the general code, the TTL kept.
+    store
+        .update::<Counter>(&4)
+        .ttl(std::time::Duration::from_secs(600))
+        .exec()
+        .await
+        .unwrap();
+    bump(4).await.unwrap();
+    let c = store.get::<Counter>(&4).await.unwrap().unwrap();
+    assert_eq!((c.hits, c.ratio), (8, 2.5));
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg("counter:4")
+        .query(&mut server.conn())
+        .unwrap();
+    assert!(ttl > 500_000, "{ttl}");
+    // Only the text another program wrote is out of place.
+    let report = store.maintenance::<Counter>().verify().await.unwrap();
+    assert_eq!(report.violations.len(), 1, "{report:?}");
+    assert!(format!("{report:?}").contains("counter:1"), "{report:?}");
+}

@@ -175,6 +175,9 @@ fn generate(desc: &EntityDesc, layout: KeyLayout, form: Form) -> String {
     tables(w, &t);
     arguments(w, &t, form);
     columns(w, &t, form);
+    if form == Form::Single {
+        plain_update(w, &t);
+    }
     entity_state(w, &t);
     old_and_new(w, &t.idx);
     key_checks(w, &t, form);
@@ -516,6 +519,53 @@ fn append(list: &str, items: &[&str]) -> String {
         pushes.join("; "),
         items.join(", ")
     )
+}
+
+/// An update that changes no indexed value and no map (a counter's
+/// increment, a field no index reads): the entity's existence, its maps'
+/// types, then the data, and nothing of the indexes. It writes what the
+/// rest of the function would (no index entry moves), with far less code
+/// run: about 2,000 server instructions fewer per increment, and a smaller
+/// share of the function's code read (docs/benchmarks.md).
+fn plain_update(w: &mut String, t: &Type<'_>) {
+    let mut kept = vec!["mode == 'update'".to_owned(), "x > last".to_owned()];
+    for i in &t.idx {
+        match (i.col, i.field) {
+            (Some(_), _) => kept.push(i.unchanged()),
+            // A sorted index's score, sent.
+            (None, Some(_)) => kept.push(format!("a{} == 'u'", i.n)),
+            // The pk's: it never changes.
+            (None, None) => {}
+        }
+    }
+    emit!(w, "  if {} then", kept.join(" and "));
+    emit!(w, "    local pttl = rcall('PTTL', K[1])");
+    emit!(
+        w,
+        "    if pttl == -2 then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end"
+    );
+    emit!(
+        w,
+        "    -- An entity with a TTL keeps a shadow: the general code."
+    );
+    emit!(w, "    if pttl >= 0 then return nil end");
+    emit!(w, "    local err, r");
+    for k in 2..2 + t.desc.maps.len() {
+        emit!(w, "    err = wrong_type(K[{k}], 'hash')");
+        emit!(w, "    if err then return err end");
+    }
+    emit!(w, "    if incf then");
+    emit!(w, "      r = rpcall(cmd, K[1], incf, incv)");
+    emit!(w, "      if type(r) == 'table' and r.err then return fast_incr_error(K, {{ incf, incv, cmd }}, r) end");
+    emit!(w, "    end");
+    emit!(
+        w,
+        "    if hs and #hs == 2 then rcall('HSET', K[1], hs[1], hs[2])"
+    );
+    emit!(w, "    elseif hs then rcall('HSET', K[1], unpack(hs)) end");
+    emit!(w, "    if hd then rcall('HDEL', K[1], unpack(hd)) end");
+    emit!(w, "    return 0");
+    emit!(w, "  end");
 }
 
 /// The writes the generated code leaves to the general code, and whether

@@ -72,6 +72,23 @@ local function fast_change(K, A, f, last, mode)
       end
     end
   end
+  if mode == 'update' and x > last and op1 == 46 and op2 == 46 and a3 == 'u' and op4 == 46 and op6 == 46 then
+    local pttl = rcall('PTTL', K[1])
+    if pttl == -2 then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end
+    -- An entity with a TTL keeps a shadow: the general code.
+    if pttl >= 0 then return nil end
+    local err, r
+    err = wrong_type(K[2], 'hash')
+    if err then return err end
+    if incf then
+      r = rpcall(cmd, K[1], incf, incv)
+      if type(r) == 'table' and r.err then return fast_incr_error(K, { incf, incv, cmd }, r) end
+    end
+    if hs and #hs == 2 then rcall('HSET', K[1], hs[1], hs[2])
+    elseif hs then rcall('HSET', K[1], unpack(hs)) end
+    if hd then rcall('HDEL', K[1], unpack(hd)) end
+    return 0
+  end
   if x <= last and not fast_tail_ok(A, x, last) then return nil end
   local pttl = rcall('PTTL', K[1])
   -- An entity with a TTL keeps a shadow: the general code.
