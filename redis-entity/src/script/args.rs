@@ -964,8 +964,10 @@ impl FastWrite<'_> {
         (keys, args)
     }
 
-    /// The call of `function` (the type's straight-line function), for
-    /// `explain`.
+    /// The call of `function` (the type's straight-line function), as
+    /// `explain` shows it and the paths that send it with other commands
+    /// (the near cache's write-through, a write with claims) take it; a
+    /// single write alone sends [`Self::command`].
     pub(crate) fn call(&self, function: &'static Script) -> Call<'static> {
         let mut call = function.call();
         self.push_keys(&mut call.keys);
