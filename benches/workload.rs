@@ -22,6 +22,8 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use support::RedisServer;
 
+#[path = "workload/floors.rs"]
+mod floors;
 #[path = "workload/instructions.rs"]
 mod instructions;
 
@@ -1103,6 +1105,7 @@ async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let near_only = std::env::args().any(|a| a == "--near-cache");
     let schema_only = std::env::args().any(|a| a == "--schema");
+    let floors_only = std::env::args().any(|a| a == "--floors");
     if std::env::args().any(|a| a == "--instructions") {
         instructions::run().await;
         return;
@@ -1115,6 +1118,11 @@ async fn main() {
     let n_incr = 50_000 / scale;
     let n_top = 1_000 / scale;
 
+    if floors_only {
+        table_header();
+        floors::floor_steps(n_users, n_changes, n_incr).await;
+        return;
+    }
     let fw = Side::start().await;
     let hand = Side::start().await;
     let store = Store::new(fw.conn.clone());
@@ -1851,6 +1859,8 @@ async fn main() {
     report("score increment (vs hand-written function)", &a, &b);
     floors.set("score increment (sorted index)", 0, a.write_us_per_call);
     floors.set("score increment (sorted index)", 1, b.write_us_per_call);
+    // The floors of the rows above, each in rounds of its own.
+    floors::floor_steps(n_users, n_changes, n_incr).await;
     let best_fw = std::cell::RefCell::new(Vec::new());
     let best_hand = std::cell::RefCell::new(Vec::new());
     let (bf, bh) = (&best_fw, &best_hand);

@@ -1,0 +1,171 @@
+//! The floor of a checked single write, measured in the same rounds: the
+//! hand-written function with redis-entity's checks (`HAND_SAVE_FN`,
+//! `HAND_CHANGE_FN`, `HAND_SCORE_FN`) against the minimal `MULTI`/`EXEC` of
+//! the same write, each on a fresh server of its own holding the same users
+//! and players (`cargo bench --bench workload -- --floors` runs this step
+//! alone; a whole run ends its single writes with it).
+//!
+//! The client target for single writes is 0.9x the minimal `EXEC`.
+//! Where the function with the same checks is itself below that, the
+//! target is above what a checked write allows, and redis-entity's ratio to
+//! the function (its own rows, "vs hand-written function") is the one that
+//! counts. Before this step the floor was read across two rows, whose rounds
+//! ran at different moments of the machine (up to 20% apart on the VM).
+
+use super::{
+    hand_country_change, hand_fn_save, hand_save_players, hand_save_user, hand_user_commands, pair,
+    report, user, Player, Side, HAND_CHANGE_FN, HAND_SAVE_FN, HAND_SCORE_FN,
+};
+
+/// The three floors: save of a new user, change of its country (an equality
+/// index), increment of a player's score (a sorted index).
+pub async fn floor_steps(n_users: u64, n_changes: u64, n_incr: u64) {
+    let (func, exec) = (Side::start().await, Side::start().await);
+    // The same users and players on both servers, in the hand-written
+    // layout (the functions and the `EXEC`s share it).
+    for side in [&func, &exec] {
+        let mut c = side.conn.clone();
+        for chunk in (0..n_users).collect::<Vec<_>>().chunks(500) {
+            let mut p = redis::pipe();
+            for &id in chunk {
+                hand_user_commands(&mut p, &user(id));
+            }
+            let _: () = p.query_async(&mut c).await.unwrap();
+        }
+        let players: Vec<Player> = (0..n_users)
+            .map(|id| Player {
+                id,
+                name: format!("player{id}"),
+                score: 0.0,
+            })
+            .collect();
+        for chunk in players.chunks(500) {
+            hand_save_players(&mut c, chunk).await;
+        }
+    }
+    let (fc, ec) = (&func.conn, &exec.conn);
+
+    let save_fn = redis::Script::new(HAND_SAVE_FN);
+    let (a, b) = pair(
+        &func,
+        &exec,
+        n_users,
+        false,
+        |r| {
+            let (mut c, f) = (fc.clone(), &save_fn);
+            async move {
+                for id in r {
+                    hand_fn_save(f, &mut c, &user(id + n_users)).await;
+                }
+            }
+        },
+        |r| {
+            let mut c = ec.clone();
+            async move {
+                for id in r {
+                    hand_save_user(&mut c, &user(id + n_users)).await;
+                }
+            }
+        },
+    )
+    .await;
+    report("floor: save user, hand-written function vs EXEC", &a, &b);
+
+    // Each user's country moves one place along, generation by generation
+    // (`user` gives generation 0); the `EXEC` is told the old one.
+    let country = |id: u64, gen: u64| super::COUNTRIES[((id + gen) % 20) as usize];
+    let change_fn = redis::Script::new(HAND_CHANGE_FN);
+    let (a, b) = pair(
+        &func,
+        &exec,
+        n_changes,
+        false,
+        |r| {
+            let (mut c, f) = (fc.clone(), &change_fn);
+            async move {
+                for i in r {
+                    let id = i % n_users;
+                    let _: i64 = f
+                        .key(format!("user:{{{id}}}"))
+                        .arg(id)
+                        .arg(country(id, i / n_users + 1))
+                        .invoke_async(&mut c)
+                        .await
+                        .unwrap();
+                }
+            }
+        },
+        |r| {
+            let mut c = ec.clone();
+            async move {
+                for i in r {
+                    let id = i % n_users;
+                    let (old, new) = (country(id, i / n_users), country(id, i / n_users + 1));
+                    let mut p = redis::pipe();
+                    p.cmd("MULTI").ignore();
+                    hand_country_change(&mut p, id, old, new);
+                    p.cmd("EXEC").ignore();
+                    let _: () = p.query_async(&mut c).await.unwrap();
+                }
+            }
+        },
+    )
+    .await;
+    report(
+        "floor: change country, hand-written function vs EXEC",
+        &a,
+        &b,
+    );
+
+    let score_fn = redis::Script::new(HAND_SCORE_FN);
+    let delta = |i: u64| (i % 1000) as f64 / 10.0;
+    let (a, b) = pair(
+        &func,
+        &exec,
+        n_incr,
+        false,
+        |r| {
+            let (mut c, f) = (fc.clone(), &score_fn);
+            async move {
+                for i in r {
+                    let id = i % n_users;
+                    let _: i64 = f
+                        .key(format!("player:{{{id}}}"))
+                        .arg(id)
+                        .arg(delta(i))
+                        .invoke_async(&mut c)
+                        .await
+                        .unwrap();
+                }
+            }
+        },
+        |r| {
+            let mut c = ec.clone();
+            async move {
+                for i in r {
+                    let id = i % n_users;
+                    let mut p = redis::pipe();
+                    p.cmd("MULTI").ignore();
+                    p.cmd("HINCRBYFLOAT")
+                        .arg(format!("player:{{{id}}}"))
+                        .arg("score")
+                        .arg(delta(i))
+                        .ignore();
+                    p.cmd("ZINCRBY")
+                        .arg("player:score")
+                        .arg(delta(i))
+                        .arg(id)
+                        .ignore();
+                    p.cmd("EXEC").ignore();
+                    let _: () = p.query_async(&mut c).await.unwrap();
+                }
+            }
+        },
+    )
+    .await;
+    report(
+        "floor: score increment, hand-written function vs EXEC",
+        &a,
+        &b,
+    );
+}
