@@ -88,6 +88,17 @@ const COUNTRIES: [&str; 20] = [
     "AR", "CA", "AU", "ZA",
 ];
 
+/// Players `0..n`, each at score 0.
+fn players(n: u64) -> Vec<Player> {
+    (0..n)
+        .map(|id| Player {
+            id,
+            name: format!("player{id}"),
+            score: 0.0,
+        })
+        .collect()
+}
+
 fn user(id: u64) -> User {
     User {
         id,
@@ -781,6 +792,47 @@ impl Floors {
             );
         }
     }
+}
+
+/// A change of `id`'s country from `old` to `new` in one minimal
+/// `MULTI`/`EXEC` (the hand-written side is told the old value).
+async fn hand_exec_country(
+    c: &mut CountingConnection<MultiplexedConnection>,
+    id: u64,
+    old: &str,
+    new: &str,
+) {
+    let mut p = redis::pipe();
+    p.cmd("MULTI").ignore();
+    hand_country_change(&mut p, id, old, new);
+    p.cmd("EXEC").ignore();
+    let _: () = p.query_async(c).await.unwrap();
+}
+
+/// A score increment of player `id` by `d` in one minimal `MULTI`/`EXEC`.
+async fn hand_exec_score(c: &mut CountingConnection<MultiplexedConnection>, id: u64, d: f64) {
+    let mut p = redis::pipe();
+    p.cmd("MULTI").ignore();
+    p.cmd("HINCRBYFLOAT")
+        .arg(format!("player:{{{id}}}"))
+        .arg("score")
+        .arg(d)
+        .ignore();
+    p.cmd("ZINCRBY").arg("player:score").arg(d).arg(id).ignore();
+    p.cmd("EXEC").ignore();
+    let _: () = p.query_async(c).await.unwrap();
+}
+
+/// One call of a hand-written function `f` with key `key` and arguments
+/// `id`, `arg` (the change and score functions' calls).
+async fn hand_fn_call<C: redis::aio::ConnectionLike + Send>(
+    f: &redis::Script,
+    c: &mut C,
+    key: String,
+    id: u64,
+    arg: impl redis::ToRedisArgs,
+) {
+    let _: i64 = f.key(key).arg(id).arg(arg).invoke_async(c).await.unwrap();
 }
 
 async fn hand_save_user(c: &mut CountingConnection<MultiplexedConnection>, u: &User) {
@@ -1486,11 +1538,7 @@ async fn main() {
                 // The hand-written side knows the old value (no read), the
                 // most favourable case for it.
                 let (old, new) = (country(id, i / n_users), country(id, i / n_users + 1));
-                let mut p = redis::pipe();
-                p.cmd("MULTI").ignore();
-                hand_country_change(&mut p, id, old, new);
-                p.cmd("EXEC").ignore();
-                let _: () = p.query_async(&mut c).await.unwrap();
+                hand_exec_country(&mut c, id, old, new).await;
             }
         },
     )
@@ -1677,13 +1725,8 @@ async fn main() {
             async move {
                 for i in r {
                     let id = i % n_users;
-                    let _: i64 = f
-                        .key(format!("user:{{{id}}}"))
-                        .arg(id)
-                        .arg(country(id, i / n_users + 81))
-                        .invoke_async(&mut c)
-                        .await
-                        .unwrap();
+                    let new = country(id, i / n_users + 81);
+                    hand_fn_call(f, &mut c, format!("user:{{{id}}}"), id, new).await;
                 }
             }
         },
@@ -1787,13 +1830,7 @@ async fn main() {
 
     // 8. Leaderboard: score increments (hash and sorted set together), then
     //    top 10 with profiles.
-    let players: Vec<Player> = (0..n_users)
-        .map(|id| Player {
-            id,
-            name: format!("player{id}"),
-            score: 0.0,
-        })
-        .collect();
+    let players = players(n_users);
     for chunk in players.chunks(500) {
         store.save_all(chunk).await.unwrap();
         hand_save_players(&mut hc.clone(), chunk).await;
@@ -1815,16 +1852,7 @@ async fn main() {
             let mut c = hc.clone();
             for i in r {
                 let (id, d) = deltas[i as usize];
-                let mut p = redis::pipe();
-                p.cmd("MULTI").ignore();
-                p.cmd("HINCRBYFLOAT")
-                    .arg(format!("player:{{{id}}}"))
-                    .arg("score")
-                    .arg(d)
-                    .ignore();
-                p.cmd("ZINCRBY").arg("player:score").arg(d).arg(id).ignore();
-                p.cmd("EXEC").ignore();
-                let _: () = p.query_async(&mut c).await.unwrap();
+                hand_exec_score(&mut c, id, d).await;
             }
         },
     )
@@ -1844,13 +1872,7 @@ async fn main() {
             async move {
                 for i in r {
                     let (id, d) = deltas[i as usize];
-                    let _: i64 = f
-                        .key(format!("player:{{{id}}}"))
-                        .arg(id)
-                        .arg(d)
-                        .invoke_async(&mut c)
-                        .await
-                        .unwrap();
+                    hand_fn_call(f, &mut c, format!("player:{{{id}}}"), id, d).await;
                 }
             }
         },

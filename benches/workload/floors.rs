@@ -13,8 +13,9 @@
 //! ran at different moments of the machine (up to 20% apart on the VM).
 
 use super::{
-    hand_country_change, hand_fn_save, hand_save_players, hand_save_user, hand_user_commands, pair,
-    report, user, Player, Side, HAND_CHANGE_FN, HAND_SAVE_FN, HAND_SCORE_FN,
+    hand_exec_country, hand_exec_score, hand_fn_call, hand_fn_save, hand_save_players,
+    hand_save_user, hand_user_commands, pair, players, report, user, Side, HAND_CHANGE_FN,
+    HAND_SAVE_FN, HAND_SCORE_FN,
 };
 
 /// The three floors: save of a new user, change of its country (an equality
@@ -32,14 +33,7 @@ pub async fn floor_steps(n_users: u64, n_changes: u64, n_incr: u64) {
             }
             let _: () = p.query_async(&mut c).await.unwrap();
         }
-        let players: Vec<Player> = (0..n_users)
-            .map(|id| Player {
-                id,
-                name: format!("player{id}"),
-                score: 0.0,
-            })
-            .collect();
-        for chunk in players.chunks(500) {
+        for chunk in players(n_users).chunks(500) {
             hand_save_players(&mut c, chunk).await;
         }
     }
@@ -85,13 +79,8 @@ pub async fn floor_steps(n_users: u64, n_changes: u64, n_incr: u64) {
             async move {
                 for i in r {
                     let id = i % n_users;
-                    let _: i64 = f
-                        .key(format!("user:{{{id}}}"))
-                        .arg(id)
-                        .arg(country(id, i / n_users + 1))
-                        .invoke_async(&mut c)
-                        .await
-                        .unwrap();
+                    let new = country(id, i / n_users + 1);
+                    hand_fn_call(f, &mut c, format!("user:{{{id}}}"), id, new).await;
                 }
             }
         },
@@ -101,11 +90,7 @@ pub async fn floor_steps(n_users: u64, n_changes: u64, n_incr: u64) {
                 for i in r {
                     let id = i % n_users;
                     let (old, new) = (country(id, i / n_users), country(id, i / n_users + 1));
-                    let mut p = redis::pipe();
-                    p.cmd("MULTI").ignore();
-                    hand_country_change(&mut p, id, old, new);
-                    p.cmd("EXEC").ignore();
-                    let _: () = p.query_async(&mut c).await.unwrap();
+                    hand_exec_country(&mut c, id, old, new).await;
                 }
             }
         },
@@ -129,13 +114,7 @@ pub async fn floor_steps(n_users: u64, n_changes: u64, n_incr: u64) {
             async move {
                 for i in r {
                     let id = i % n_users;
-                    let _: i64 = f
-                        .key(format!("player:{{{id}}}"))
-                        .arg(id)
-                        .arg(delta(i))
-                        .invoke_async(&mut c)
-                        .await
-                        .unwrap();
+                    hand_fn_call(f, &mut c, format!("player:{{{id}}}"), id, delta(i)).await;
                 }
             }
         },
@@ -143,21 +122,7 @@ pub async fn floor_steps(n_users: u64, n_changes: u64, n_incr: u64) {
             let mut c = ec.clone();
             async move {
                 for i in r {
-                    let id = i % n_users;
-                    let mut p = redis::pipe();
-                    p.cmd("MULTI").ignore();
-                    p.cmd("HINCRBYFLOAT")
-                        .arg(format!("player:{{{id}}}"))
-                        .arg("score")
-                        .arg(delta(i))
-                        .ignore();
-                    p.cmd("ZINCRBY")
-                        .arg("player:score")
-                        .arg(delta(i))
-                        .arg(id)
-                        .ignore();
-                    p.cmd("EXEC").ignore();
-                    let _: () = p.query_async(&mut c).await.unwrap();
+                    hand_exec_score(&mut c, i % n_users, delta(i)).await;
                 }
             }
         },

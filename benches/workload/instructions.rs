@@ -17,8 +17,8 @@
 //! without it. `KEEP_CALLGRIND=1` keeps the dumps.
 
 use super::{
-    hand_fn_save, hand_fn_save_batch, user, Player, User, COUNTRIES, HAND_CHANGE_FN, HAND_LEVEL_FN,
-    HAND_SAVE_BATCH_FN, HAND_SAVE_FN, HAND_SCORE_FN,
+    hand_fn_call, hand_fn_save, hand_fn_save_batch, user, Player, User, COUNTRIES, HAND_CHANGE_FN,
+    HAND_LEVEL_FN, HAND_SAVE_BATCH_FN, HAND_SAVE_FN, HAND_SCORE_FN,
 };
 use redis::aio::MultiplexedConnection;
 use redis_entity::Store;
@@ -225,13 +225,7 @@ async fn hand_each<A: redis::ToRedisArgs>(
 ) {
     let mut c = conn.clone();
     for id in 0..USERS {
-        let _: i64 = f
-            .key(format!("{head}:{{{id}}}"))
-            .arg(id)
-            .arg(arg(id))
-            .invoke_async(&mut c)
-            .await
-            .unwrap();
+        hand_fn_call(f, &mut c, format!("{head}:{{{id}}}"), id, arg(id)).await;
     }
 }
 
