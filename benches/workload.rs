@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use support::RedisServer;
 
 #[path = "workload/floors.rs"]
-mod floors;
+mod floor_rows;
 #[path = "workload/instructions.rs"]
 mod instructions;
 
@@ -1172,7 +1172,7 @@ async fn main() {
 
     if floors_only {
         table_header();
-        floors::floor_steps(n_users, n_changes, n_incr).await;
+        floor_rows::floor_steps(n_users, n_changes, n_incr).await;
         return;
     }
     let fw = Side::start().await;
@@ -1882,7 +1882,7 @@ async fn main() {
     floors.set("score increment (sorted index)", 0, a.write_us_per_call);
     floors.set("score increment (sorted index)", 1, b.write_us_per_call);
     // The floors of the rows above, each in rounds of its own.
-    floors::floor_steps(n_users, n_changes, n_incr).await;
+    floor_rows::floor_steps(n_users, n_changes, n_incr).await;
     let best_fw = std::cell::RefCell::new(Vec::new());
     let best_hand = std::cell::RefCell::new(Vec::new());
     let (bf, bh) = (&best_fw, &best_hand);

@@ -584,3 +584,47 @@ async fn an_update_that_moves_no_index_entry_refuses_and_writes_as_the_rest() {
     assert_eq!(report.violations.len(), 1, "{report:?}");
     assert!(format!("{report:?}").contains("counter:1"), "{report:?}");
 }
+
+/// A counter beside a `#[hash]` map.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "tally")]
+struct Tally {
+    #[pk]
+    id: u64,
+    #[index]
+    kind: String,
+    hits: i64,
+    #[hash]
+    notes: BTreeMap<String, String>,
+}
+
+/// The short path of an update that moves no index entry still refuses an
+/// entity whose map key another program made a string, as the rest of the
+/// straight-line code does: a typed error naming the entity, nothing
+/// written.
+#[tokio::test]
+async fn an_update_that_moves_no_index_entry_refuses_a_map_of_the_wrong_type() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let tally = Tally {
+        id: 1,
+        kind: "a".into(),
+        hits: 1,
+        notes: [("k".to_owned(), "v".to_owned())].into(),
+    };
+    store.save(&tally).await.unwrap();
+    let () = redis::cmd("SET")
+        .arg("tally:1:notes")
+        .arg("not a hash")
+        .query(&mut server.conn())
+        .unwrap();
+    let before = server.snapshot();
+    let err = store
+        .update::<Tally>(&1)
+        .incr(Tally::HITS, 1)
+        .exec()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
+    assert_eq!(server.snapshot(), before, "nothing was written");
+}

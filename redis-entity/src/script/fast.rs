@@ -554,18 +554,32 @@ fn plain_update(w: &mut String, t: &Type<'_>) {
         emit!(w, "    err = wrong_type(K[{k}], 'hash')");
         emit!(w, "    if err then return err end");
     }
+    // Nothing written before the increment: nothing to put back.
+    single_increment(w, "");
+    sets_and_removals(w);
+    emit!(w, "    return 0");
+    emit!(w, "  end");
+}
+
+/// The single write's one increment, in line, catching its error (after
+/// `put_back`, Lua that undoes the writes before it); its reply, the value
+/// stored, kept in place of the delta.
+fn single_increment(w: &mut String, put_back: &str) {
     emit!(w, "    if incf then");
     emit!(w, "      r = rpcall(cmd, K[1], incf, incv)");
-    emit!(w, "      if type(r) == 'table' and r.err then return fast_incr_error(K, {{ incf, incv, cmd }}, r) end");
+    emit!(w, "      if type(r) == 'table' and r.err then {put_back}return fast_incr_error(K, {{ incf, incv, cmd }}, r) end");
+    emit!(w, "      incv = r");
     emit!(w, "    end");
+}
+
+/// The fields set and removed (`hs`, `hd`), after the increments.
+fn sets_and_removals(w: &mut String) {
     emit!(
         w,
         "    if hs and #hs == 2 then rcall('HSET', K[1], hs[1], hs[2])"
     );
     emit!(w, "    elseif hs then rcall('HSET', K[1], unpack(hs)) end");
     emit!(w, "    if hd then rcall('HDEL', K[1], unpack(hd)) end");
-    emit!(w, "    return 0");
-    emit!(w, "  end");
 }
 
 /// The writes the generated code leaves to the general code, and whether
@@ -769,27 +783,16 @@ fn data(w: &mut String, t: &Type<'_>, form: Form) {
     emit!(w, "    rcall('HSET', K[1], {})", literal.join(", "));
     emit!(w, "  else");
     match form {
-        // Its one increment, in line (its reply, the value stored, kept in
-        // place of the delta).
-        Form::Single => {
-            emit!(w, "    if incf then");
-            emit!(w, "      r = rpcall(cmd, K[1], incf, incv)");
-            emit!(w, "      if type(r) == 'table' and r.err then fast_undo(undo, m); return fast_incr_error(K, {{ incf, incv, cmd }}, r) end");
-            emit!(w, "      incv = r");
-        }
+        // The set entries written before it are put back if it fails.
+        Form::Single => single_increment(w, "fast_undo(undo, m); "),
         Form::Unit => {
             emit!(w, "    if inc then");
             emit!(w, "      err = fast_incr(K, inc)");
             emit!(w, "      if err then return err end");
+            emit!(w, "    end");
         }
     }
-    emit!(w, "    end");
-    emit!(
-        w,
-        "    if hs and #hs == 2 then rcall('HSET', K[1], hs[1], hs[2])"
-    );
-    emit!(w, "    elseif hs then rcall('HSET', K[1], unpack(hs)) end");
-    emit!(w, "    if hd then rcall('HDEL', K[1], unpack(hd)) end");
+    sets_and_removals(w);
     emit!(w, "  end");
 }
 

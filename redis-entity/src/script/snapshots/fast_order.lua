@@ -36,6 +36,7 @@ local function fast_change(K, A, f, last, mode)
     if incf then
       r = rpcall(cmd, K[1], incf, incv)
       if type(r) == 'table' and r.err then return fast_incr_error(K, { incf, incv, cmd }, r) end
+      incv = r
     end
     if hs and #hs == 2 then rcall('HSET', K[1], hs[1], hs[2])
     elseif hs then rcall('HSET', K[1], unpack(hs)) end
