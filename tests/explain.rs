@@ -124,3 +124,60 @@ async fn a_write_plan_is_one_function_call_on_the_entity_keys() {
         .explain()
         .is_err());
 }
+
+/// The `FCALL`s the server ran since the last `SLOWLOG RESET` (a server
+/// that logs every command), oldest first, each as its words.
+fn fcalls_logged(server: &RedisServer) -> Vec<String> {
+    let entries: Vec<redis::Value> = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(100)
+        .query(&mut server.conn())
+        .unwrap();
+    let mut calls = Vec::new();
+    for entry in entries.iter().rev() {
+        let redis::Value::Array(fields) = entry else {
+            panic!("a slowlog entry: {entry:?}")
+        };
+        let words: Vec<String> = redis::from_redis_value_ref(&fields[3]).unwrap();
+        if words[0] == "FCALL" {
+            calls.push(words.join(" "));
+        }
+    }
+    calls
+}
+
+#[tokio::test]
+async fn an_update_sends_the_call_its_explain_shows() {
+    // Every command logged, with its arguments (all short here).
+    let server = RedisServer::start_with(&["--slowlog-log-slower-than", "0"]);
+    let store = redis_entity::Store::connect(&server.url()).await.unwrap();
+    store.save(&book(7, &["rust"])).await.unwrap();
+    // `explain()` shows the plan's call; `exec()` sends that call.
+    macro_rules! sends_what_it_shows {
+        ($update:expr) => {{
+            let shown = $update.explain().unwrap().round_trips[0][0].clone();
+            redis::cmd("SLOWLOG")
+                .arg("RESET")
+                .exec(&mut server.conn())
+                .unwrap();
+            $update.exec().await.unwrap();
+            assert_eq!(fcalls_logged(&server), [shown]);
+        }};
+    }
+    // Plain updates: each sent as its straight-line call built without a
+    // plan (of a sorted field: an increment, a set; of tags).
+    sends_what_it_shows!(store.update::<Book>(&7).incr(Book::PRICE, 2.5));
+    sends_what_it_shows!(store.update::<Book>(&7).set(Book::TITLE, "Rust".to_owned()));
+    sends_what_it_shows!(store
+        .update::<Book>(&7)
+        .set(Book::TAGS, BTreeSet::from(["go".to_owned()]))
+        .set(Book::PRICE, 4.0));
+    // Not plain (a TTL): the plan's call.
+    sends_what_it_shows!(store
+        .update::<Book>(&7)
+        .incr(Book::PRICE, 1.0)
+        .ttl(std::time::Duration::from_secs(60)));
+    let stored = store.get::<Book>(&7).await.unwrap().unwrap();
+    assert_eq!((stored.price, stored.title.as_str()), (5.0, "Rust"));
+    assert_eq!(stored.tags, ["go".to_owned()].into());
+}

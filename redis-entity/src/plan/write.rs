@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
 use crate::plan::json::json_document;
 use crate::schema::condition::{self, Spec, Test};
-use crate::schema::entity::{EntityDesc, IndexKind, IndexSource, Layout, Row};
+use crate::schema::entity::{EntityDesc, IndexDesc, IndexKind, IndexSource, Layout, Row};
 use crate::schema::escape::escape_bytes_into;
 use crate::schema::escape::Namespace;
 pub(crate) use crate::schema::update_op::UpdateOp;
@@ -20,6 +20,7 @@ use crate::script::args::{
 };
 use crate::script::{self, fast, write::WriteOp, Call, Words};
 use redis::Value;
+use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::time::Duration;
 
@@ -55,7 +56,11 @@ type ColumnOp<'a> = (&'a [u8], u8, Option<&'a [u8]>);
 
 /// A straight-line call's data: the `fast::OP_*` code and the value of each
 /// column, and the maps' commands.
-type ColumnCalls<'a> = (Vec<u8>, Vec<Option<&'a [u8]>>, Vec<WriteCommand<'a>>);
+type ColumnCalls<'a> = (
+    SmallVec<[u8; 16]>,
+    SmallVec<[Option<&'a [u8]>; 16]>,
+    Vec<WriteCommand<'a>>,
+);
 
 /// A call's keys and arguments, encoded.
 type KeysAndArgs = (Words, Words);
@@ -114,14 +119,7 @@ impl WritePlan {
             .indexes
             .iter()
             .map(|i| match i.source {
-                IndexSource::Pk => match (desc.pk_index_value)(&keys.member, i.field) {
-                    Some(raw) => {
-                        let mut v = Vec::new();
-                        escape_bytes_into(&mut v, &raw);
-                        IndexValue::Value(v)
-                    }
-                    None => IndexValue::Absent,
-                },
+                IndexSource::Pk => pk_index_value(desc, i, &keys.member),
                 IndexSource::Column(_) => IndexValue::Unknown,
             })
             .collect();
@@ -162,16 +160,7 @@ impl WritePlan {
             if idx.column() != Some(col) {
                 continue;
             }
-            self.index_values[i] = match (value, idx.score) {
-                (None, _) => IndexValue::Absent,
-                // A sorted index is given the score, not the stored text (a
-                // timestamp is stored as text and scored in milliseconds).
-                (Some(v), Some(score)) => match score(v) {
-                    Some(s) => IndexValue::Value(crate::schema::codec::score_text(s).into_bytes()),
-                    None => IndexValue::Absent,
-                },
-                (Some(v), None) => IndexValue::Value(v.clone()),
-            };
+            self.index_values[i] = column_index_value(idx, value.as_deref());
         }
     }
 
@@ -285,15 +274,7 @@ impl WritePlan {
         let idx = &self.desc.indexes[i];
         let keep_unique =
             self.keep_unique && idx.kind == IndexKind::Unique && idx.source != IndexSource::Pk;
-        match &self.index_values[i] {
-            IndexValue::Unknown => IndexArg::Unknown,
-            IndexValue::Unchanged => IndexArg::Unchanged,
-            IndexValue::Absent => IndexArg::Absent { keep_unique },
-            IndexValue::Value(stored) => IndexArg::Value {
-                stored,
-                keep_unique,
-            },
-        }
+        self.index_values[i].arg(keep_unique)
     }
 
     /// The script's arguments (see `script/lua/write_prelude.lua`).
@@ -369,7 +350,7 @@ impl WritePlan {
         let (ops, values, tail) = self.column_ops()?;
         // The function takes an unsent index's value from its column's
         // operation: it must be the value the plan gives it.
-        let mut sent = Vec::new();
+        let mut sent = SmallVec::new();
         for (i, (idx, value)) in self.desc.indexes.iter().zip(&self.index_values).enumerate() {
             if fast::sends_value(idx) {
                 sent.push(self.index_arg(i));
@@ -403,8 +384,8 @@ impl WritePlan {
     /// is named twice.
     fn column_ops(&self) -> Option<ColumnCalls<'_>> {
         let columns = self.desc.columns;
-        let mut ops = vec![fast::OP_KEEP; columns.len()];
-        let mut values: Vec<Option<&[u8]>> = vec![None; columns.len()];
+        let mut ops = smallvec::smallvec![fast::OP_KEEP; columns.len()];
+        let mut values: SmallVec<[Option<&[u8]>; 16]> = smallvec::smallvec![None; columns.len()];
         let mut tail = Vec::new();
         // A save names the columns in their order: each search starts
         // where the last one matched.
@@ -443,19 +424,7 @@ impl WritePlan {
     /// Turns the script's reply into the call's outcome: `Ok(true)` when the
     /// entity was created (save / insert) or existed (delete).
     pub(crate) fn outcome(&self, reply: Value) -> Result<bool> {
-        match reply {
-            Value::Int(n) => Ok(n == 1),
-            // A delete or sweep that left other sides to the client
-            // (`store::across`): its number first.
-            Value::Array(items) if matches!(items.first(), Some(Value::Int(_))) => {
-                Ok(matches!(items.first(), Some(Value::Int(1))))
-            }
-            Value::ServerError(e) => Err(self.server_error(e.into())),
-            other => Err(Error::UnexpectedReply {
-                key: self.key().to_owned(),
-                detail: format!("{other:?}"),
-            }),
-        }
+        outcome(reply, self.key(), |e| self.server_error(e))
     }
 
     /// Maps an error reply of the script to the typed error.
@@ -532,6 +501,73 @@ impl WritePlan {
     /// True for the compare-and-set reply that asks the caller to read again.
     pub(crate) fn is_cas_retry(e: &redis::RedisError) -> bool {
         e.code() == Some("ENTITY_CHANGED")
+    }
+}
+
+impl IndexValue {
+    /// What a call says of this value; `keep_unique`: a unique value the
+    /// client holds no claim on (refused if the stored one would change).
+    pub(crate) fn arg(&self, keep_unique: bool) -> IndexArg<'_> {
+        match self {
+            IndexValue::Unknown => IndexArg::Unknown,
+            IndexValue::Unchanged => IndexArg::Unchanged,
+            IndexValue::Absent => IndexArg::Absent { keep_unique },
+            IndexValue::Value(stored) => IndexArg::Value {
+                stored,
+                keep_unique,
+            },
+        }
+    }
+}
+
+/// The value of index `idx` (of an indexed pk field) for the entity with
+/// `member`: the field's escaped value, parsed back from the member.
+pub(crate) fn pk_index_value(desc: &EntityDesc, idx: &IndexDesc, member: &str) -> IndexValue {
+    match (desc.pk_index_value)(member, idx.field) {
+        Some(raw) => {
+            let mut v = Vec::new();
+            escape_bytes_into(&mut v, &raw);
+            IndexValue::Value(v)
+        }
+        None => IndexValue::Absent,
+    }
+}
+
+/// The value a write that sets its column to `value` (encoded; `None`
+/// removes it) gives index `idx`.
+pub(crate) fn column_index_value(idx: &IndexDesc, value: Option<&[u8]>) -> IndexValue {
+    match (value, idx.score) {
+        (None, _) => IndexValue::Absent,
+        // A sorted index is given the score, not the stored text (a
+        // timestamp is stored as text and scored in milliseconds).
+        (Some(v), Some(score)) => match score(v) {
+            Some(s) => IndexValue::Value(crate::schema::codec::score_text(s).into_bytes()),
+            None => IndexValue::Absent,
+        },
+        (Some(v), None) => IndexValue::Value(v.to_vec()),
+    }
+}
+
+/// A single write's reply as its outcome: `Ok(true)` when the entity was
+/// created (save / insert) or existed (delete); an error reply mapped by
+/// `refused` (the write's typed errors), anything else unexpected at `key`.
+pub(crate) fn outcome(
+    reply: Value,
+    key: &str,
+    refused: impl FnOnce(redis::RedisError) -> Error,
+) -> Result<bool> {
+    match reply {
+        Value::Int(n) => Ok(n == 1),
+        // A delete or sweep that left other sides to the client
+        // (`store::across`): its number first.
+        Value::Array(items) if matches!(items.first(), Some(Value::Int(_))) => {
+            Ok(matches!(items.first(), Some(Value::Int(1))))
+        }
+        Value::ServerError(e) => Err(refused(e.into())),
+        other => Err(Error::UnexpectedReply {
+            key: key.to_owned(),
+            detail: format!("{other:?}"),
+        }),
     }
 }
 

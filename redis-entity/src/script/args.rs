@@ -12,6 +12,7 @@ use super::{
     RENAME, REPAIR, SCHEMA, TIMELINE,
 };
 use crate::keyspace::{self, EntityKeys};
+use smallvec::SmallVec;
 
 /// `'1'` or `'0'`, as the scripts read a flag.
 fn flag(on: bool) -> &'static str {
@@ -945,12 +946,12 @@ pub(crate) struct FastWrite<'a> {
     /// The entity's member.
     pub member: &'a str,
     /// The value of each index `fast::sends_value` names, in index order.
-    pub sent: Vec<IndexArg<'a>>,
+    pub sent: SmallVec<[IndexArg<'a>; 4]>,
     /// One `fast::OP_*` code per column.
-    pub ops: Vec<u8>,
+    pub ops: SmallVec<[u8; 16]>,
     /// Per column, in column order: the value (set) or delta (increments),
     /// if it has one (only those are sent).
-    pub values: Vec<Option<&'a [u8]>>,
+    pub values: SmallVec<[Option<&'a [u8]>; 16]>,
     /// The data commands of the maps.
     pub tail: Vec<WriteCommand<'a>>,
 }

@@ -375,14 +375,64 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             None => script::invoke::<Value, _>(&mut conn, &self.sent, &plan.general_call()).await,
         };
         self.forget([plan]);
+        self.single_outcome(&plan.keys, reply, |e| plan.server_error(e))
+            .await
+    }
+
+    /// A single write's reply as its outcome ([`write::outcome`]), once
+    /// the unlinks it left to the client are done; `refused` maps an error.
+    async fn single_outcome(
+        &self,
+        keys: &EntityKeys,
+        reply: redis::RedisResult<Value>,
+        refused: impl FnOnce(redis::RedisError) -> Error,
+    ) -> Result<bool> {
         match reply {
             Ok(v) => {
-                self.unlink_away(&plan.keys.member, &crate::script::reply::away(&v))
+                self.unlink_away(&keys.member, &crate::script::reply::away(&v))
                     .await?;
-                plan.outcome(v)
+                write::outcome(v, &keys.base, refused)
             }
-            Err(e) => Err(plan.server_error(e)),
+            Err(e) => Err(refused(e)),
         }
+    }
+
+    /// Whether an update of `desc` with nothing but column operations may
+    /// be sent as the straight-line call built without a plan
+    /// ([`Self::write_plain`]): the store sends such a write as it is,
+    /// with no near cache to keep, no request token (write retries) and no
+    /// claim on a unique value to take first.
+    pub(crate) fn writes_plainly(&self, desc: &crate::schema::entity::EntityDesc) -> bool {
+        self.near.is_none()
+            && self.write_retries == 0
+            && !crate::keyspace::needs_claims(desc, &self.ns)
+    }
+
+    /// A plain update of the entity with `keys`, sent as `call`, its
+    /// straight-line call built without a plan (`plan::plain_update`),
+    /// through the same gates and observed as [`Self::write`] observes
+    /// one; `refused` maps an error (the caller builds the plan then).
+    pub(crate) async fn write_plain(
+        &self,
+        desc: &'static crate::schema::entity::EntityDesc,
+        keys: &EntityKeys,
+        (function, cmd): (&'static script::Script, redis::Cmd),
+        refused: impl FnOnce(redis::RedisError) -> Error,
+    ) -> Result<bool> {
+        self.mark_layout().await?;
+        self.schema_write_check(desc).await?;
+        let op = observe::Op::Write {
+            entity: desc.type_name,
+            operation: WriteOp::Update,
+            key: &keys.base,
+            n: 1,
+        };
+        let send = async {
+            let mut conn = self.conn.clone();
+            let reply = script::invoke_function::<Value, _>(&mut conn, &self.sent, function, &cmd);
+            self.single_outcome(keys, reply.await, refused).await
+        };
+        op.run(&self.counters, send).await
     }
 
     /// Runs `f` over `items` as one group on one server (callers with a

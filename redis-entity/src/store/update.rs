@@ -4,7 +4,7 @@
 use super::Store;
 use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
-use crate::plan::{json, write, write::WritePlan};
+use crate::plan::{json, plain_update, write, write::WritePlan};
 use crate::schema::codec::{to_bytes, MapField};
 use crate::schema::condition::{Condition, Spec};
 use crate::schema::entity::{Entity, Layout};
@@ -236,8 +236,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
 impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>> {
     /// The in-place write of the `hash` and `strings` layouts.
-    fn into_plan(self) -> write::WritePlan {
-        let keys = EntityKeys::new(E::DESC, &self.store.ns, self.member);
+    fn into_plan(mut self) -> write::WritePlan {
+        let keys = EntityKeys::new(E::DESC, &self.store.ns, std::mem::take(&mut self.member));
+        self.plan_with(keys)
+    }
+
+    /// The in-place write of the entity with `keys`.
+    fn plan_with(self, keys: EntityKeys) -> write::WritePlan {
         let mut plan = write::update(
             E::DESC,
             &self.store.ns,
@@ -249,6 +254,33 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
         plan.remove_ttl = self.persist;
         plan.conditions = self.conditions;
         plan
+    }
+
+    /// Sends the update of the `hash` or `strings` layout: as its
+    /// straight-line call built without a plan when it is plain (column
+    /// operations only, and nothing else asked: `plan::plain_update`),
+    /// else as its plan's call.
+    async fn write_in_place(mut self) -> Result<()> {
+        let store = self.store;
+        let plain = self.ttl.is_none()
+            && !self.persist
+            && self.version.is_none()
+            && self.conditions.is_empty()
+            && store.writes_plainly(E::DESC);
+        if plain {
+            let keys = EntityKeys::for_record(E::DESC, &store.ns, std::mem::take(&mut self.member));
+            if let Some(call) = plain_update::command(E::DESC, &store.ns, &keys, &self.ops) {
+                // An error reply is mapped by the plan of the same update
+                // (its typed errors name columns and values).
+                let refused = |e| self.plan_with(keys.clone()).server_error(e);
+                return store
+                    .write_plain(E::DESC, &keys, call, refused)
+                    .await
+                    .map(drop);
+            }
+            self.member = keys.member;
+        }
+        store.write(&self.into_plan()).await.map(drop)
     }
 
     /// What `exec` would send, without sending it (the `hash` and `strings`
@@ -282,7 +314,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
         }
         write::check_update_scores(E::DESC, &self.ops)?;
         if E::DESC.layout != Layout::Json {
-            return store.write(&self.into_plan()).await.map(drop);
+            return self.write_in_place().await;
         }
         let keys = EntityKeys::new(E::DESC, &store.ns, self.member.clone());
         // The json layout keeps one document: read it, change it, and write it
