@@ -147,7 +147,7 @@ fn fcalls_logged(server: &RedisServer) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn an_update_sends_the_call_its_explain_shows() {
+async fn a_save_and_an_update_send_the_call_their_explain_shows() {
     // Every command logged, with its arguments (all short here).
     let server = RedisServer::start_with(&["--slowlog-log-slower-than", "0"]);
     let store = redis_entity::Store::connect(&server.url()).await.unwrap();
@@ -177,6 +177,16 @@ async fn an_update_sends_the_call_its_explain_shows() {
         .update::<Book>(&7)
         .incr(Book::PRICE, 1.0)
         .ttl(std::time::Duration::from_secs(60)));
+    // Saves, new and existing: the same, built from the entity's row.
+    for saved in [book(8, &["go", "web"]), book(8, &["web"])] {
+        let shown = store.keys().explain_save(&saved).unwrap().round_trips[0][0].clone();
+        redis::cmd("SLOWLOG")
+            .arg("RESET")
+            .exec(&mut server.conn())
+            .unwrap();
+        store.save(&saved).await.unwrap();
+        assert_eq!(fcalls_logged(&server), [shown]);
+    }
     let stored = store.get::<Book>(&7).await.unwrap().unwrap();
     assert_eq!((stored.price, stored.title.as_str()), (5.0, "Rust"));
     assert_eq!(stored.tags, ["go".to_owned()].into());

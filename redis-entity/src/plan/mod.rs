@@ -11,7 +11,7 @@
 
 pub(crate) mod explain;
 pub(crate) mod json;
-pub(crate) mod plain_update;
+pub(crate) mod plain;
 pub(crate) mod query;
 pub(crate) mod read;
 pub(crate) mod verify;

@@ -188,6 +188,30 @@ pub(crate) static ACCOUNT: EntityDesc = EntityDesc {
     group: None,
 };
 
+/// `Player` (hash layout, `player:{<id>}`): a sorted `score`, an optional
+/// `name`; no `#[version]`, no map (a save of it is plain: plan/plain.rs).
+pub(crate) static PLAYER: EntityDesc = EntityDesc {
+    type_name: "Player",
+    prefix: "player",
+    layout: Layout::Hash,
+    key_pattern: "player:{<id>}",
+    key_head: "player:",
+    key_tail: "",
+    pk_fields: &["id"],
+    numeric_pk: true,
+    columns: &[col("name", true, None), col("score", false, None)],
+    maps: &[],
+    indexes: &[IndexDesc {
+        score: Some(number),
+        ..index("score", IndexSource::Column(1), IndexKind::Sorted)
+    }],
+    pk_index_value: |_, _| None,
+    version: None,
+    ttl: None,
+    shards: 16,
+    group: None,
+};
+
 /// Bytes of a text.
 pub(crate) fn b(s: &str) -> Vec<u8> {
     s.as_bytes().to_vec()

@@ -397,8 +397,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
     }
 
-    /// Whether an update of `desc` with nothing but column operations may
-    /// be sent as the straight-line call built without a plan
+    /// Whether a save, or an update with nothing but column operations, of
+    /// `desc` may be sent as the straight-line call built without a plan
     /// ([`Self::write_plain`]): the store sends such a write as it is,
     /// with no near cache to keep, no request token (write retries) and no
     /// claim on a unique value to take first.
@@ -408,13 +408,14 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             && !crate::keyspace::needs_claims(desc, &self.ns)
     }
 
-    /// A plain update of the entity with `keys`, sent as `call`, its
-    /// straight-line call built without a plan (`plan::plain_update`),
+    /// A plain write (`operation`) of the entity with `keys`, sent as
+    /// `call`, its straight-line call built without a plan (`plan::plain`),
     /// through the same gates and observed as [`Self::write`] observes
     /// one; `refused` maps an error (the caller builds the plan then).
     pub(crate) async fn write_plain(
         &self,
         desc: &'static crate::schema::entity::EntityDesc,
+        operation: WriteOp,
         keys: &EntityKeys,
         (function, cmd): (&'static script::Script, redis::Cmd),
         refused: impl FnOnce(redis::RedisError) -> Error,
@@ -423,7 +424,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.schema_write_check(desc).await?;
         let op = observe::Op::Write {
             entity: desc.type_name,
-            operation: WriteOp::Update,
+            operation,
             key: &keys.base,
             n: 1,
         };
@@ -598,6 +599,28 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     async fn save_as<E: Entity>(&self, e: &E, insert: bool, ttl: Option<Duration>) -> Result<bool> {
+        if ttl.is_none() && self.writes_plainly(E::DESC) {
+            let row = valid_row(e)?;
+            let mut member = String::with_capacity(24);
+            e.write_own_member(&mut member);
+            let keys = EntityKeys::for_record(E::DESC, &self.ns, member);
+            if let Some(call) =
+                crate::plan::plain::save_command(E::DESC, &self.ns, &keys, &row, insert)
+            {
+                let op = if insert {
+                    WriteOp::Insert
+                } else {
+                    WriteOp::Save
+                };
+                // An error reply is mapped by the plan of the same save,
+                // built then.
+                let refused = |err| {
+                    let keys = EntityKeys::new(E::DESC, &self.ns, keys.member.clone());
+                    write::save(E::DESC, &self.ns, keys, row, insert, None).server_error(err)
+                };
+                return self.write_plain(E::DESC, op, &keys, call, refused).await;
+            }
+        }
         self.write(&self.save_plan(e, insert, ttl)?).await
     }
 

@@ -4,12 +4,13 @@
 use super::Store;
 use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
-use crate::plan::{json, plain_update, write, write::WritePlan};
+use crate::plan::{json, plain, write, write::WritePlan};
 use crate::schema::codec::{to_bytes, MapField};
 use crate::schema::condition::{Condition, Spec};
 use crate::schema::entity::{Entity, Layout};
 use crate::schema::field::{AllowsIncr, Assign, Field, HashField, Incrementable, Writable};
 use crate::schema::update_op::UpdateOp;
+use crate::script::write::WriteOp;
 use redis::aio::ConnectionLike;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -258,7 +259,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
 
     /// Sends the update of the `hash` or `strings` layout: as its
     /// straight-line call built without a plan when it is plain (column
-    /// operations only, and nothing else asked: `plan::plain_update`),
+    /// operations only, and nothing else asked: `plan::plain`),
     /// else as its plan's call.
     async fn write_in_place(mut self) -> Result<()> {
         let store = self.store;
@@ -269,12 +270,12 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
             && store.writes_plainly(E::DESC);
         if plain {
             let keys = EntityKeys::for_record(E::DESC, &store.ns, std::mem::take(&mut self.member));
-            if let Some(call) = plain_update::command(E::DESC, &store.ns, &keys, &self.ops) {
+            if let Some(call) = plain::update_command(E::DESC, &store.ns, &keys, &self.ops) {
                 // An error reply is mapped by the plan of the same update
                 // (its typed errors name columns and values).
                 let refused = |e| self.plan_with(keys.clone()).server_error(e);
                 return store
-                    .write_plain(E::DESC, &keys, call, refused)
+                    .write_plain(E::DESC, WriteOp::Update, &keys, call, refused)
                     .await
                     .map(drop);
             }

@@ -1,23 +1,24 @@
-//! A plain update's straight-line call, built from its operations without a
-//! [`WritePlan`](super::write::WritePlan).
+//! Plain writes' straight-line calls, built from the update's operations or
+//! the entity's row without a [`WritePlan`](super::write::WritePlan).
 //!
-//! Most updates set or increment a few columns of a `hash`-layout entity
-//! and need nothing else: no TTL, condition, expected version, claim or
-//! request token. Their call is the type's straight-line function
-//! (script/fast.rs) with one operation code and value per column. Building
-//! a whole plan first (the keys with the index shadow, a value per index,
-//! a data command per column) and then reading the call out of it cost
-//! about as much client time again as the call itself (docs/benchmarks.md,
-//! *The plain update's call*). [`command`] builds the same call straight
-//! from the operations; the tests check, operation by operation, that it
-//! is the command the plan sends, so the two cannot drift apart.
+//! Most writes save an entity or set or increment a few columns of a
+//! `hash`-layout entity and need nothing else: no TTL, condition, expected
+//! version, claim, request token or `#[hash]` map. Their call is the type's
+//! straight-line function (script/fast.rs) with one operation code and
+//! value per column. Building a whole plan first (the keys with the index
+//! shadow, a value per index, the data commands) and then reading the call
+//! out of it cost the client about a fifth of its work per write
+//! (docs/benchmarks.md, *Plain writes without a plan*).
+//! [`update_command`] and [`save_command`] build the same call straight
+//! from what the caller gave; the tests check, write by write, that it is
+//! the command the plan sends, so the two cannot drift apart.
 
 use crate::keyspace::{self, EntityKeys};
 use crate::plan::write::{column_index_value, pk_index_value, IndexValue};
-use crate::schema::entity::{EntityDesc, IndexSource};
+use crate::schema::entity::{EntityDesc, IndexSource, Row};
 use crate::schema::escape::Namespace;
 use crate::schema::update_op::UpdateOp;
-use crate::script::args::{FastWrite, IndexArg};
+use crate::script::args::FastWrite;
 use crate::script::{self, fast, write::WriteOp};
 use smallvec::{smallvec, SmallVec};
 
@@ -29,20 +30,18 @@ use smallvec::{smallvec, SmallVec};
 ///
 /// A `#[version]` field is incremented by 1 unless the update sets it, as
 /// [`crate::plan::write::update`] does.
-pub(crate) fn command(
+pub(crate) fn update_command(
     desc: &'static EntityDesc,
     ns: &Namespace,
     keys: &EntityKeys,
     ops: &[UpdateOp],
 ) -> Option<(&'static script::Script, redis::Cmd)> {
-    // A sharded type writes within its entity's shard, whose keys are
-    // spelled as one server's: its functions are that layout's.
     let space = keyspace::entity_space(desc, ns, &keys.member);
     let function = script::write::fast_script(desc, space.layout(), WriteOp::Update, false)?;
     let n = desc.columns.len();
-    // The sent indexes' values, which the call borrows as it borrows
-    // `values`: declared first, so that they outlive it.
-    let stored: SmallVec<[IndexValue; 4]>;
+    // The sent indexes' values: declared before the values they are read
+    // from, which the call borrows alongside them (a SmallVec is invariant).
+    let sent;
     let mut codes = smallvec![fast::OP_KEEP; n];
     let mut values: SmallVec<[Option<&[u8]>; 16]> = smallvec![None; n];
     for op in ops {
@@ -74,10 +73,55 @@ pub(crate) fn command(
         codes[v] = fast::OP_INCR;
         values[v] = Some(b"1");
     }
-    // The indexes whose value the call sends (an indexed pk field's, a
-    // sorted index's score); the others' follow from their column's code.
-    stored = desc
-        .indexes
+    sent = sent_values(desc, keys, &codes, &values);
+    Some((function, call(&space, function, keys, &sent, codes, values)))
+}
+
+/// The straight-line call of the save (`insert`: the insert) of `row`, the
+/// entity with `keys` (as for [`update_command`]), in namespace `ns`;
+/// `None` when the type has no straight-line save, or has a `#[version]`
+/// (a save checks the stored one) or a `#[hash]` map: the plan's call then.
+pub(crate) fn save_command(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    keys: &EntityKeys,
+    row: &Row,
+    insert: bool,
+) -> Option<(&'static script::Script, redis::Cmd)> {
+    if desc.version.is_some() || !desc.maps.is_empty() {
+        return None;
+    }
+    let op = if insert {
+        WriteOp::Insert
+    } else {
+        WriteOp::Save
+    };
+    let space = keyspace::entity_space(desc, ns, &keys.member);
+    let function = script::write::fast_script(desc, space.layout(), op, false)?;
+    let sent;
+    let codes: SmallVec<[u8; 16]> = row
+        .columns
+        .iter()
+        .map(|v| match v {
+            Some(_) => fast::OP_SET,
+            None => fast::OP_DEL,
+        })
+        .collect();
+    let values: SmallVec<[Option<&[u8]>; 16]> = row.columns.iter().map(Option::as_deref).collect();
+    sent = sent_values(desc, keys, &codes, &values);
+    Some((function, call(&space, function, keys, &sent, codes, values)))
+}
+
+/// The values of the indexes a straight-line call sends (an indexed pk
+/// field's, a sorted index's score), from the member and each column's code
+/// and value.
+fn sent_values(
+    desc: &EntityDesc,
+    keys: &EntityKeys,
+    codes: &[u8],
+    values: &[Option<&[u8]>],
+) -> SmallVec<[IndexValue; 4]> {
+    desc.indexes
         .iter()
         .filter(|idx| fast::sends_value(idx))
         .map(|idx| match idx.source {
@@ -88,18 +132,29 @@ pub(crate) fn command(
                 _ => column_index_value(idx, values[c]),
             },
         })
-        .collect();
-    let sent: SmallVec<[IndexArg<'_>; 4]> = stored.iter().map(|v| v.arg(false)).collect();
-    let call = FastWrite {
+        .collect()
+}
+
+/// The call of `function` in `space`: the sent indexes' values, then one
+/// code and value per column.
+fn call<'a>(
+    space: &'a Namespace,
+    function: &'static script::Script,
+    keys: &'a EntityKeys,
+    sent: &'a [IndexValue],
+    codes: SmallVec<[u8; 16]>,
+    values: SmallVec<[Option<&'a [u8]>; 16]>,
+) -> redis::Cmd {
+    FastWrite {
         keys,
         namespace: space.as_str(),
         member: &keys.member,
-        sent,
+        sent: sent.iter().map(|v| v.arg(false)).collect(),
         ops: codes,
         values,
         tail: Vec::new(),
-    };
-    Some((function, call.command(function)))
+    }
+    .command(function)
 }
 
 #[cfg(test)]
@@ -133,7 +188,7 @@ mod tests {
         ops: Vec<UpdateOp>,
     ) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
         let keys = EntityKeys::for_record(desc, ns, member.to_owned());
-        let plain = command(desc, ns, &keys, &ops).map(|(_, c)| c.get_packed_command());
+        let plain = update_command(desc, ns, &keys, &ops).map(|(_, c)| c.get_packed_command());
         let full_keys = EntityKeys::new(desc, ns, member.to_owned());
         let plan = write::update(desc, ns, full_keys, ops, None, None);
         let planned = plan.fast_command().map(|(_, c)| c.get_packed_command());
@@ -141,7 +196,7 @@ mod tests {
     }
 
     #[test]
-    fn the_plain_call_is_the_plans_call_for_every_kind_of_column_operation() {
+    fn the_plain_update_is_the_plans_update_for_every_kind_of_column_operation() {
         let cases: Vec<(&'static EntityDesc, &str, Vec<UpdateOp>)> = vec![
             // An equality index's column set; the version goes up by one.
             (&USER, "7", vec![set(COUNTRY, Some("fr"))]),
@@ -199,6 +254,78 @@ mod tests {
         }
     }
 
+    /// The plain save (or insert) of `columns`, and the plan's command.
+    fn both_saves(
+        desc: &'static EntityDesc,
+        ns: &Namespace,
+        member: &str,
+        columns: &[Option<&str>],
+        insert: bool,
+    ) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+        let row = row(columns, &[]);
+        let keys = EntityKeys::for_record(desc, ns, member.to_owned());
+        let plain =
+            save_command(desc, ns, &keys, &row, insert).map(|(_, c)| c.get_packed_command());
+        let full_keys = EntityKeys::new(desc, ns, member.to_owned());
+        let plan = write::save(desc, ns, full_keys, row, insert, None);
+        let planned = plan.fast_command().map(|(_, c)| c.get_packed_command());
+        (plain, planned)
+    }
+
+    #[test]
+    fn the_plain_save_is_the_plans_save() {
+        let cases: [(&'static EntityDesc, &str, &[Option<&str>]); 6] = [
+            // A sorted column (its score sent), an optional one absent.
+            (&PLAYER, "5", &[Some("ann"), Some("12.5")]),
+            (&PLAYER, "5", &[None, Some("3")]),
+            // A score that is no number: no entry.
+            (&PLAYER, "5", &[Some("bo"), Some("lots")]),
+            // An indexed pk field, parsed back from the member.
+            (&ORDER, "acme_12", &[Some("paid")]),
+            (&ACCOUNT, "3", &[Some("a@x"), Some("de")]),
+            (&ACCOUNT, "4", &[Some("b@x"), Some("fr")]),
+        ];
+        let spaces = [
+            Namespace::none(),
+            Namespace::tenant(1),
+            Namespace::none().in_layout(KeyLayout::Cluster),
+        ];
+        for ns in &spaces {
+            for (desc, member, columns) in cases {
+                for insert in [false, true] {
+                    let (plain, planned) = both_saves(desc, ns, member, columns, insert);
+                    assert!(
+                        plain.is_some(),
+                        "{} {columns:?}: a plain call",
+                        desc.type_name
+                    );
+                    let text =
+                        |c: Option<Vec<u8>>| c.map(|c| String::from_utf8_lossy(&c).into_owned());
+                    assert_eq!(
+                        text(plain),
+                        text(planned),
+                        "{} {columns:?} in {ns:?}",
+                        desc.type_name
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_save_that_checks_a_version_or_writes_a_map_has_no_plain_call() {
+        let ns = Namespace::none();
+        let keys = EntityKeys::for_record(&USER, &ns, "7".to_owned());
+        let user = row(
+            &[Some("ann"), Some("fr"), Some("1"), None, Some("1"), None],
+            &[&[]],
+        );
+        assert!(save_command(&USER, &ns, &keys, &user, false).is_none());
+        let keys = EntityKeys::for_record(&SESSION, &ns, "s".to_owned());
+        let session = row(&[Some("u"), None, Some("0"), Some("0")], &[]);
+        assert!(save_command(&SESSION, &ns, &keys, &session, false).is_none());
+    }
+
     #[test]
     fn an_update_the_straight_line_call_cannot_carry_has_no_plain_call() {
         let ns = Namespace::none();
@@ -208,11 +335,11 @@ mod tests {
             map: 0,
             key: b("k"),
         };
-        assert!(command(&USER, &ns, &keys, &[map]).is_none());
+        assert!(update_command(&USER, &ns, &keys, &[map]).is_none());
         let twice = [set(COUNTRY, Some("fr")), incr(COUNTRY, "1", false)];
-        assert!(command(&USER, &ns, &keys, &twice).is_none());
+        assert!(update_command(&USER, &ns, &keys, &twice).is_none());
         // A layout without a straight-line write.
         let keys = EntityKeys::for_record(&SESSION, &ns, "s".to_owned());
-        assert!(command(&SESSION, &ns, &keys, &[set(0, Some("u"))]).is_none());
+        assert!(update_command(&SESSION, &ns, &keys, &[set(0, Some("u"))]).is_none());
     }
 }
