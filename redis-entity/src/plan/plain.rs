@@ -77,6 +77,12 @@ pub(crate) fn update_command(
     Some((function, call(&space, function, keys, &sent, codes, values)))
 }
 
+/// Whether a save of `desc` can be plain: it has no `#[version]` (a save
+/// checks the stored one) and no `#[hash]` map (its entries are replaced).
+pub(crate) fn saves(desc: &EntityDesc) -> bool {
+    desc.version.is_none() && desc.maps.is_empty()
+}
+
 /// The straight-line call of the save (`insert`: the insert) of `row`, the
 /// entity with `keys` (as for [`update_command`]), in namespace `ns`;
 /// `None` when the type has no straight-line save, or has a `#[version]`
@@ -88,7 +94,7 @@ pub(crate) fn save_command(
     row: &Row,
     insert: bool,
 ) -> Option<(&'static script::Script, redis::Cmd)> {
-    if desc.version.is_some() || !desc.maps.is_empty() {
+    if !saves(desc) {
         return None;
     }
     let op = if insert {

@@ -399,11 +399,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// Whether a save, or an update with nothing but column operations, of
     /// `desc` may be sent as the straight-line call built without a plan
-    /// ([`Self::write_plain`]): the store sends such a write as it is,
-    /// with no near cache to keep, no request token (write retries) and no
-    /// claim on a unique value to take first.
+    /// ([`Self::write_plain`]): the type has a straight-line write, and the
+    /// store sends such a write as it is, with no near cache to keep, no
+    /// request token (write retries) and no claim on a unique value to take
+    /// first.
     pub(crate) fn writes_plainly(&self, desc: &crate::schema::entity::EntityDesc) -> bool {
-        self.near.is_none()
+        crate::script::fast::covers(desc)
+            && self.near.is_none()
             && self.write_retries == 0
             && !crate::keyspace::needs_claims(desc, &self.ns)
     }
@@ -599,10 +601,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     async fn save_as<E: Entity>(&self, e: &E, insert: bool, ttl: Option<Duration>) -> Result<bool> {
-        if ttl.is_none() && self.writes_plainly(E::DESC) {
-            let row = valid_row(e)?;
-            let mut member = String::with_capacity(24);
-            e.write_own_member(&mut member);
+        let row = valid_row(e)?;
+        let mut member = String::with_capacity(24);
+        e.write_own_member(&mut member);
+        if ttl.is_none() && self.writes_plainly(E::DESC) && crate::plan::plain::saves(E::DESC) {
             let keys = EntityKeys::for_record(E::DESC, &self.ns, member);
             if let Some(call) =
                 crate::plan::plain::save_command(E::DESC, &self.ns, &keys, &row, insert)
@@ -620,8 +622,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 };
                 return self.write_plain(E::DESC, op, &keys, call, refused).await;
             }
+            member = keys.member;
         }
-        self.write(&self.save_plan(e, insert, ttl)?).await
+        let keys = EntityKeys::new(E::DESC, &self.ns, member);
+        let plan = write::save(E::DESC, &self.ns, keys, row, insert, ttl);
+        self.write(&plan).await
     }
 
     /// Upserts `entity` (one atomic write, one round trip). An existing
