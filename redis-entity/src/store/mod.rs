@@ -389,8 +389,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     ) -> Result<bool> {
         match reply {
             Ok(v) => {
-                self.unlink_away(&keys.member, &crate::script::reply::away(&v))
-                    .await?;
+                let away = crate::script::reply::away(&v);
+                if !away.is_empty() {
+                    // Only a delete or sweep leaves other sides: boxed out
+                    // of every single write's future.
+                    Box::pin(self.unlink_away(&keys.member, &away)).await?;
+                }
                 write::outcome(v, &keys.base, refused)
             }
             Err(e) => Err(refused(e)),

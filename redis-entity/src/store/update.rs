@@ -257,33 +257,6 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
         plan
     }
 
-    /// Sends the update of the `hash` or `strings` layout: as its
-    /// straight-line call built without a plan when it is plain (column
-    /// operations only, and nothing else asked: `plan::plain`),
-    /// else as its plan's call.
-    async fn write_in_place(mut self) -> Result<()> {
-        let store = self.store;
-        let plain = self.ttl.is_none()
-            && !self.persist
-            && self.version.is_none()
-            && self.conditions.is_empty()
-            && store.writes_plainly(E::DESC);
-        if plain {
-            let keys = EntityKeys::for_record(E::DESC, &store.ns, std::mem::take(&mut self.member));
-            if let Some(call) = plain::update_command(E::DESC, &store.ns, &keys, &self.ops) {
-                // An error reply is mapped by the plan of the same update
-                // (its typed errors name columns and values).
-                let refused = |e| self.plan_with(keys.clone()).server_error(e);
-                return store
-                    .write_plain(E::DESC, WriteOp::Update, &keys, call, refused)
-                    .await
-                    .map(drop);
-            }
-            self.member = keys.member;
-        }
-        store.write(&self.into_plan()).await.map(drop)
-    }
-
     /// What `exec` would send, without sending it (the `hash` and `strings`
     /// layouts: one function call; the `json` layout reads the document
     /// first, then sends a compare-and-set: see the note).
@@ -305,7 +278,7 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
 
     /// Sends the update as one atomic write. [`Error::NotFound`] (and nothing
     /// written) when the entity does not exist or has expired.
-    pub async fn exec(self) -> Result<()> {
+    pub async fn exec(mut self) -> Result<()> {
         if let Some(e) = self.error {
             return Err(e);
         }
@@ -315,7 +288,31 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
         }
         write::check_update_scores(E::DESC, &self.ops)?;
         if E::DESC.layout != Layout::Json {
-            return self.write_in_place().await;
+            // In place (`hash`, `strings`): as the straight-line call built
+            // without a plan when the update is plain (column operations
+            // only, nothing else asked: `plan::plain`), else as its plan's
+            // call. (Written out here: a future of its own would be moved
+            // into this one on every update, kilobytes.)
+            let plain = self.ttl.is_none()
+                && !self.persist
+                && self.version.is_none()
+                && self.conditions.is_empty()
+                && store.writes_plainly(E::DESC);
+            if plain {
+                let member = std::mem::take(&mut self.member);
+                let keys = EntityKeys::for_record(E::DESC, &store.ns, member);
+                if let Some(call) = plain::update_command(E::DESC, &store.ns, &keys, &self.ops) {
+                    // An error reply is mapped by the plan of the same
+                    // update (its typed errors name columns and values).
+                    let refused = |e| self.plan_with(keys.clone()).server_error(e);
+                    return store
+                        .write_plain(E::DESC, WriteOp::Update, &keys, call, refused)
+                        .await
+                        .map(drop);
+                }
+                self.member = keys.member;
+            }
+            return store.write(&self.into_plan()).await.map(drop);
         }
         let keys = EntityKeys::new(E::DESC, &store.ns, self.member.clone());
         // The json layout keeps one document: read it, change it, and write it
