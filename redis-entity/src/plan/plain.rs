@@ -7,7 +7,7 @@
 //! straight-line function (script/fast.rs) with one operation code and
 //! value per column. Building a whole plan first (the keys with the index
 //! shadow, a value per index, the data commands) and then reading the call
-//! out of it cost the client about a fifth of its work per write
+//! out of it cost the client 8-15% of its own instructions per write
 //! (docs/benchmarks.md, *Plain writes without a plan*).
 //! [`update_command`] and [`save_command`] build the same call straight
 //! from what the caller gave; the tests check, write by write, that it is
@@ -25,8 +25,8 @@ use smallvec::{smallvec, SmallVec};
 /// The straight-line call of the update `ops` of the entity with `keys`
 /// (built by [`EntityKeys::for_record`]: the call sends no index shadow)
 /// in namespace `ns`, and the function it calls; `None` when the type has
-/// no straight-line update or the update needs more than one (a `#[hash]`
-/// map's operation, a column named twice): the plan's call then.
+/// no straight-line update or the update is more than its call carries (a
+/// `#[hash]` map's operation, a column named twice): the plan's call then.
 ///
 /// A `#[version]` field is incremented by 1 unless the update sets it, as
 /// [`crate::plan::write::update`] does.
@@ -104,6 +104,7 @@ pub(crate) fn save_command(
     };
     let space = keyspace::entity_space(desc, ns, &keys.member);
     let function = script::write::fast_script(desc, space.layout(), op, false)?;
+    // (Declared first, as in `update_command`.)
     let sent;
     let codes: SmallVec<[u8; 16]> = row
         .columns
