@@ -202,6 +202,14 @@ mod tests {
         (plain, planned)
     }
 
+    /// A plain call was built, and it is byte for byte the plan's (compared
+    /// as text, so that a failure shows both commands).
+    fn assert_same_call(plain: Option<Vec<u8>>, planned: Option<Vec<u8>>, what: &str) {
+        assert!(plain.is_some(), "{what}: a plain call");
+        let text = |c: Option<Vec<u8>>| c.map(|c| String::from_utf8_lossy(&c).into_owned());
+        assert_eq!(text(plain), text(planned), "{what}");
+    }
+
     #[test]
     fn the_plain_update_is_the_plans_update_for_every_kind_of_column_operation() {
         let cases: Vec<(&'static EntityDesc, &str, Vec<UpdateOp>)> = vec![
@@ -238,15 +246,8 @@ mod tests {
         for ns in [Namespace::none(), Namespace::tenant(1)] {
             for (desc, member, ops) in &cases {
                 let (plain, planned) = both(desc, &ns, member, ops.clone());
-                assert!(plain.is_some(), "{} {ops:?}: a plain call", desc.type_name);
-                let text = |c: Option<Vec<u8>>| c.map(|c| String::from_utf8_lossy(&c).into_owned());
-                assert_eq!(
-                    text(plain),
-                    text(planned),
-                    "{} {ops:?} in {:?}",
-                    desc.type_name,
-                    ns.as_str()
-                );
+                let what = format!("{} {ops:?} in {:?}", desc.type_name, ns.as_str());
+                assert_same_call(plain, planned, &what);
             }
         }
     }
@@ -301,19 +302,8 @@ mod tests {
             for (desc, member, columns) in cases {
                 for insert in [false, true] {
                     let (plain, planned) = both_saves(desc, ns, member, columns, insert);
-                    assert!(
-                        plain.is_some(),
-                        "{} {columns:?}: a plain call",
-                        desc.type_name
-                    );
-                    let text =
-                        |c: Option<Vec<u8>>| c.map(|c| String::from_utf8_lossy(&c).into_owned());
-                    assert_eq!(
-                        text(plain),
-                        text(planned),
-                        "{} {columns:?} in {ns:?}",
-                        desc.type_name
-                    );
+                    let what = format!("{} {columns:?} in {ns:?}", desc.type_name);
+                    assert_same_call(plain, planned, &what);
                 }
             }
         }

@@ -317,6 +317,16 @@ impl Type<'_> {
         self.idx.iter().filter(|i| i.col.is_none()).collect()
     }
 
+    /// The local holding column `j`'s (1-based) operation: `op<j>` for a
+    /// column an index reads (the checks read it again), `b<j>` otherwise.
+    fn op_local(&self, j: usize) -> String {
+        if self.owns(j) {
+            format!("op{j}")
+        } else {
+            format!("b{j}")
+        }
+    }
+
     /// Whether column `j` (1-based) gives an index its value.
     fn owns(&self, j: usize) -> bool {
         self.idx.iter().any(|i| i.col == Some(j))
@@ -437,73 +447,71 @@ fn columns(w: &mut String, t: &Type<'_>, form: Form) {
     // Every column's operation in one call (one call per column cost about
     // 500 server instructions each); the columns no index reads get locals
     // of this block only.
-    let op_of = |j: usize| {
-        if own(j) {
-            format!("op{j}")
-        } else {
-            format!("b{j}")
-        }
-    };
     let unowned: Vec<String> = (1..=desc.columns.len())
         .filter(|&j| !own(j))
-        .map(op_of)
+        .map(|j| t.op_local(j))
         .collect();
     if !unowned.is_empty() {
         emit!(w, "    local {}", unowned.join(", "));
     }
-    let ops: Vec<String> = (1..=desc.columns.len()).map(op_of).collect();
+    let ops: Vec<String> = (1..=desc.columns.len()).map(|j| t.op_local(j)).collect();
     emit!(
         w,
         "    {} = string.byte(ops, 1, {})",
         ops.join(", "),
         desc.columns.len()
     );
-    for (j0, c) in desc.columns.iter().enumerate() {
-        let j = j0 + 1;
-        let op = op_of(j);
-        let name = q(c.name);
-        let set = if own(j) {
-            format!(
-                "val{j} = A[x]; {}",
-                append("hs", &[&name, &format!("val{j}")])
-            )
-        } else {
-            append("hs", &[&name, "A[x]"])
-        };
-        // A kept column (the most common operation) costs one comparison.
-        emit!(w, "    if {op} ~= {OP_KEEP} then");
-        emit!(w, "      if {op} == {OP_SET} then {set}; x = x + 1");
-        emit!(
-            w,
-            "      elseif {op} == {OP_DEL} then {}",
-            append("hd", &[&name])
-        );
-        emit!(w, "      else");
-        if t.keyed_by(j) {
-            // Its new value, known only once the increment ran, names an
-            // index key: the general code probes that key first.
-            emit!(w, "        return nil");
-        } else {
-            emit!(
-                w,
-                "        cmd = {op} == {OP_INCR} and 'HINCRBY' or 'HINCRBYFLOAT'"
-            );
-            match form {
-                Form::Single => emit!(
-                    w,
-                    "        if incf then return nil end; incf, incv = {name}, A[x]; x = x + 1"
-                ),
-                Form::Unit => emit!(
-                    w,
-                    "        {}; x = x + 1",
-                    append("inc", &[&name, "A[x]", "cmd"])
-                ),
-            }
-        }
-        emit!(w, "      end");
-        emit!(w, "    end");
+    for j in 1..=desc.columns.len() {
+        column_operation(w, t, form, j);
     }
     emit!(w, "  end");
+}
+
+/// Column `j`'s (1-based) operation read: a value set, a field removed, or
+/// an increment.
+fn column_operation(w: &mut String, t: &Type<'_>, form: Form, j: usize) {
+    let op = t.op_local(j);
+    let name = lua_string(t.desc.columns[j - 1].name.as_bytes());
+    let set = if t.owns(j) {
+        format!(
+            "val{j} = A[x]; {}",
+            append("hs", &[&name, &format!("val{j}")])
+        )
+    } else {
+        append("hs", &[&name, "A[x]"])
+    };
+    // A kept column (the most common operation) costs one comparison.
+    emit!(w, "    if {op} ~= {OP_KEEP} then");
+    emit!(w, "      if {op} == {OP_SET} then {set}; x = x + 1");
+    emit!(
+        w,
+        "      elseif {op} == {OP_DEL} then {}",
+        append("hd", &[&name])
+    );
+    emit!(w, "      else");
+    if t.keyed_by(j) {
+        // Its new value, known only once the increment ran, names an
+        // index key: the general code probes that key first.
+        emit!(w, "        return nil");
+    } else {
+        emit!(
+            w,
+            "        cmd = {op} == {OP_INCR} and 'HINCRBY' or 'HINCRBYFLOAT'"
+        );
+        match form {
+            Form::Single => emit!(
+                w,
+                "        if incf then return nil end; incf, incv = {name}, A[x]; x = x + 1"
+            ),
+            Form::Unit => emit!(
+                w,
+                "        {}; x = x + 1",
+                append("inc", &[&name, "A[x]", "cmd"])
+            ),
+        }
+    }
+    emit!(w, "      end");
+    emit!(w, "    end");
 }
 
 /// Lua that appends `items` to the list `list`, or makes the list of them
