@@ -628,3 +628,149 @@ async fn an_update_that_moves_no_index_entry_refuses_a_map_of_the_wrong_type() {
     assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
     assert_eq!(server.snapshot(), before, "nothing was written");
 }
+
+/// A player: a sorted score and a counter, no `#[version]` (whose bump
+/// would make every update two operations).
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "scorer")]
+struct Scorer {
+    #[pk]
+    id: u64,
+    #[index]
+    team: String,
+    #[index(sorted)]
+    points: f64,
+    games: i64,
+}
+
+fn scorer(id: u64, points: f64, games: i64) -> Scorer {
+    Scorer {
+        id,
+        team: "red".into(),
+        points,
+        games,
+    }
+}
+
+/// `points`' entry for `id` in the sorted set, as Redis holds it.
+fn points_entry(server: &RedisServer, key: &str, id: u64) -> Option<f64> {
+    redis::cmd("ZSCORE")
+        .arg(key)
+        .arg(id)
+        .query(&mut server.conn())
+        .unwrap()
+}
+
+/// An update that only increments one column has straight-line code of its
+/// own (script/fast.rs, `one_increment`): it must write what the rest of
+/// the function writes (the field, the score's entry) and refuse as it
+/// does (typed errors, nothing written), in a tenant's keys as in the
+/// store's own; on an entity with a TTL the general code runs.
+#[tokio::test]
+async fn an_increment_alone_writes_and_refuses_as_every_update() {
+    let server = RedisServer::start();
+    for (tenant, head) in [(None, ""), (Some("t7"), "t7:")] {
+        let mut builder = Store::builder();
+        if let Some(t) = tenant {
+            builder = builder.namespace(redis_entity::Namespace::new(t));
+        }
+        let store = builder.connect(&server.url()).await.unwrap();
+        let zset = format!("{head}scorer:@points");
+        for (id, games) in [(1, 0), (2, i64::MAX), (3, 0), (4, 0)] {
+            store.save(&scorer(id, 1.5, games)).await.unwrap();
+        }
+        // A float increment of the score: the field and its entry move.
+        store
+            .update::<Scorer>(&1)
+            .incr(Scorer::POINTS, 2.25)
+            .exec()
+            .await
+            .unwrap();
+        // An integer increment of the counter: nothing else moves.
+        store
+            .update::<Scorer>(&1)
+            .incr(Scorer::GAMES, 3)
+            .exec()
+            .await
+            .unwrap();
+        let s = store.get::<Scorer>(&1).await.unwrap().unwrap();
+        assert_eq!((s.points, s.games, s.team.as_str()), (3.75, 3, "red"));
+        assert_eq!(points_entry(&server, &zset, 1), Some(3.75), "{zset}");
+
+        // Refusals: the entity missing, the counter's overflow, text in the
+        // score, the score's sorted set of another type. Nothing written.
+        let before = server.snapshot();
+        let err = store
+            .update::<Scorer>(&9)
+            .incr(Scorer::POINTS, 1.0)
+            .exec()
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::NotFound { .. }), "{err:?}");
+        let err = store
+            .update::<Scorer>(&2)
+            .incr(Scorer::GAMES, 1)
+            .exec()
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("overflow"), "{err}");
+        assert_eq!(server.snapshot(), before, "nothing was written");
+        write_text(&server, &format!("{head}scorer:3"), "points");
+        let before = server.snapshot();
+        match store
+            .update::<Scorer>(&3)
+            .incr(Scorer::POINTS, 1.0)
+            .exec()
+            .await
+            .unwrap_err()
+        {
+            Error::Decode { key, field, .. } => {
+                assert_eq!(
+                    (key.as_str(), field),
+                    (&*format!("{head}scorer:3"), "points")
+                )
+            }
+            other => panic!("expected Decode naming scorer:3 points, got {other:?}"),
+        }
+        assert_eq!(server.snapshot(), before, "nothing was written");
+        plant(&server, &zset, true);
+        let before = server.snapshot();
+        match store
+            .update::<Scorer>(&4)
+            .incr(Scorer::POINTS, 1.0)
+            .exec()
+            .await
+            .unwrap_err()
+        {
+            Error::WrongType { key, .. } => assert_eq!(key, zset),
+            other => panic!("expected WrongType naming {zset}, got {other:?}"),
+        }
+        assert_eq!(server.snapshot(), before, "nothing was written");
+        let () = redis::cmd("DEL")
+            .arg(&zset)
+            .query(&mut server.conn())
+            .unwrap();
+
+        // With a TTL: the general code, which keeps the TTL.
+        store.save(&scorer(4, 1.0, 0)).await.unwrap();
+        store
+            .update::<Scorer>(&4)
+            .ttl(Duration::from_secs(600))
+            .exec()
+            .await
+            .unwrap();
+        store
+            .update::<Scorer>(&4)
+            .incr(Scorer::POINTS, 0.5)
+            .exec()
+            .await
+            .unwrap();
+        assert_eq!(store.get::<Scorer>(&4).await.unwrap().unwrap().points, 1.5);
+        assert_eq!(points_entry(&server, &zset, 4), Some(1.5));
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(format!("{head}scorer:4"))
+            .query(&mut server.conn())
+            .unwrap();
+        assert!(ttl > 500_000, "{ttl}");
+    }
+}
