@@ -774,3 +774,91 @@ async fn an_increment_alone_writes_and_refuses_as_every_update() {
         assert!(ttl > 500_000, "{ttl}");
     }
 }
+
+/// An update that only sets one column, a field no index reads or one an
+/// equality index reads, has straight-line code of its own too: the
+/// index entry moves from the stored value's set to the new one's, and a
+/// set of another type refuses the write with nothing written.
+#[tokio::test]
+async fn a_set_alone_moves_its_entry_and_refuses_as_every_update() {
+    let server = RedisServer::start();
+    for (tenant, head) in [(None, ""), (Some("t7"), "t7:")] {
+        let mut builder = Store::builder();
+        if let Some(t) = tenant {
+            builder = builder.namespace(redis_entity::Namespace::new(t));
+        }
+        let store = builder.connect(&server.url()).await.unwrap();
+        for id in 1..=3 {
+            store.save(&scorer(id, 1.0, 0)).await.unwrap();
+        }
+        let members = |team: &str| -> Vec<u64> {
+            let mut m: Vec<u64> = redis::cmd("SMEMBERS")
+                .arg(format!("{head}scorer:@team:{team}"))
+                .query(&mut server.conn())
+                .unwrap();
+            m.sort();
+            m
+        };
+        let set_team = |id: u64, team: &str| {
+            store
+                .update::<Scorer>(&id)
+                .set(Scorer::TEAM, team.to_string())
+                .exec()
+        };
+        set_team(1, "blue").await.unwrap();
+        // The same value again: nothing moves.
+        set_team(2, "red").await.unwrap();
+        store
+            .update::<Scorer>(&3)
+            .set(Scorer::GAMES, 12)
+            .exec()
+            .await
+            .unwrap();
+        assert_eq!((members("red"), members("blue")), (vec![2, 3], vec![1]));
+        let s = store.get::<Scorer>(&3).await.unwrap().unwrap();
+        assert_eq!((s.team.as_str(), s.games), ("red", 12));
+        let s = store.get::<Scorer>(&1).await.unwrap().unwrap();
+        assert_eq!((s.team.as_str(), s.points), ("blue", 1.0));
+
+        let err = set_team(9, "blue").await.unwrap_err();
+        assert!(matches!(err, Error::NotFound { .. }), "{err:?}");
+        for planted in ["green", "red"] {
+            let key = format!("{head}scorer:@team:{planted}");
+            plant(&server, &key, true);
+            let before = server.snapshot();
+            match set_team(2, "green").await.unwrap_err() {
+                Error::WrongType { key: named, .. } => assert_eq!(named, key),
+                other => panic!("expected WrongType naming {key}, got {other:?}"),
+            }
+            assert_eq!(server.snapshot(), before, "nothing was written");
+            let () = redis::cmd("DEL")
+                .arg(&key)
+                .query(&mut server.conn())
+                .unwrap();
+        }
+        // The red set went with the planted key: its entries put back.
+        let _: i64 = redis::cmd("SADD")
+            .arg(format!("{head}scorer:@team:red"))
+            .arg(2)
+            .arg(3)
+            .query(&mut server.conn())
+            .unwrap();
+
+        // With a TTL: the general code, which keeps the TTL.
+        store
+            .update::<Scorer>(&3)
+            .ttl(Duration::from_secs(600))
+            .exec()
+            .await
+            .unwrap();
+        set_team(3, "blue").await.unwrap();
+        assert_eq!((members("red"), members("blue")), (vec![2], vec![1, 3]));
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(format!("{head}scorer:3"))
+            .query(&mut server.conn())
+            .unwrap();
+        assert!(ttl > 500_000, "{ttl}");
+        let report = store.maintenance::<Scorer>().verify().await.unwrap();
+        assert!(report.violations.is_empty(), "{report:?}");
+    }
+}

@@ -30,6 +30,8 @@ macro_rules! emit {
     }};
 }
 
+mod one_operation;
+
 /// Lua 5.1 limits a function to 200 locals and 250 registers. The
 /// generated function declares about 25 locals of its own and at most 9
 /// per index (`op`, `val`, `o`, `n`, `p`, `ko`, `kn`, `ow`, `nw` of a unique
@@ -174,11 +176,11 @@ fn generate(desc: &EntityDesc, layout: KeyLayout, form: Form) -> String {
     let w = &mut s;
     tables(w, &t);
     if form == Form::Single {
-        one_increment_table(w, &t);
+        one_operation::table(w, &t);
     }
     arguments(w, &t, form);
     if form == Form::Single {
-        one_increment(w, &t);
+        one_operation::code(w, &t);
     }
     columns(w, &t, form);
     if form == Form::Single {
@@ -333,6 +335,15 @@ impl Type<'_> {
         }
     }
 
+    /// Whether a sorted index scores column `j` (1-based): the call sends
+    /// its score.
+    fn scored(&self, j: usize) -> bool {
+        let name = self.desc.columns[j - 1].name;
+        self.idx
+            .iter()
+            .any(|i| i.col.is_none() && i.field == Some(name))
+    }
+
     /// Whether column `j` (1-based) gives an index its value.
     fn owns(&self, j: usize) -> bool {
         self.idx.iter().any(|i| i.col == Some(j))
@@ -413,114 +424,6 @@ fn arguments(w: &mut String, t: &Type<'_>, form: Form) {
         let ids = q(&keyspace::ids_key(desc, ns));
         emit!(w, "  local ids = ns == '' and {ids} or ns .. {ids}");
     }
-}
-
-/// The columns an update may increment alone without the general code: no
-/// index reads their value as a key or a prefix (a sorted index is sent
-/// its score after the write), 1-based. None for a type with a
-/// `#[version]`: its updates increment the version too.
-fn incremented_alone(t: &Type<'_>) -> Vec<usize> {
-    if t.desc.version.is_some() {
-        return Vec::new();
-    }
-    (1..=t.desc.columns.len()).filter(|&j| !t.owns(j)).collect()
-}
-
-/// `FAST_ONE_INCREMENT`: the column operations of an update that only
-/// increments one column (every other column kept), to that column's
-/// number, negative for a float increment. One table read finds the
-/// update whose code is `one_increment`'s.
-fn one_increment_table(w: &mut String, t: &Type<'_>) {
-    if incremented_alone(t).is_empty() {
-        return;
-    }
-    let n = t.desc.columns.len();
-    let mut entries = Vec::new();
-    for j in incremented_alone(t) {
-        for (code, sign) in [(OP_INCR, ""), (OP_INCR_FLOAT, "-")] {
-            let mut ops = vec![OP_KEEP; n];
-            ops[j - 1] = code;
-            entries.push(format!("[{}] = {sign}{j}", lua_string(&ops)));
-        }
-    }
-    emit!(w, "local FAST_ONE_INCREMENT = {{ {} }}", entries.join(", "));
-}
-
-/// The commonest update in straight-line code of its own, before the
-/// column operations are read: an increment of one column, a counter or a
-/// sorted index's score. The entity must be stored, without a TTL (one with
-/// a TTL goes to the general code, as below), its maps hashes and the
-/// score's sorted set of their types; then the increment, catching its
-/// error (nothing is written before it), and the sorted set's entry. What
-/// the rest of the function does for the same update, with a table read
-/// instead of a branch per column (docs/benchmarks.md).
-fn one_increment(w: &mut String, t: &Type<'_>) {
-    let desc = t.desc;
-    let q = |s: &str| lua_string(s.as_bytes());
-    let n = desc.columns.len();
-    if incremented_alone(t).is_empty() {
-        return;
-    }
-    // The sorted indexes of the columns incremented alone, with the column.
-    let scores: Vec<(usize, &Index)> = incremented_alone(t)
-        .into_iter()
-        .flat_map(|j| {
-            let name = desc.columns[j - 1].name;
-            t.idx
-                .iter()
-                .filter(move |i| i.col.is_none() && i.field == Some(name))
-                .map(move |i| (j, i))
-        })
-        .collect();
-    emit!(w, "  if mode == 'update' and x == last then");
-    emit!(
-        w,
-        "    local one = FAST_ONE_INCREMENT[ns == '' and ops or string.sub(ops, 1, {n})]"
-    );
-    emit!(w, "    if one then");
-    emit!(w, "      local pttl = rcall('PTTL', K[1])");
-    emit!(
-        w,
-        "      if pttl == -2 then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end"
-    );
-    emit!(w, "      if pttl >= 0 then return nil end");
-    emit!(w, "      local j, err = one > 0 and one or -one, nil");
-    for k in 2..2 + desc.maps.len() {
-        emit!(w, "      err = wrong_type(K[{k}], 'hash')");
-        emit!(w, "      if err then return err end");
-    }
-    for (j, i) in &scores {
-        let key = q(&i.key);
-        emit!(
-            w,
-            "      local p{n} = j == {j} and (ns == '' and {key} or ns .. {key})",
-            n = i.n
-        );
-        emit!(
-            w,
-            "      if p{n} then err = wrong_type(p{n}, 'zset'); if err then return err end end",
-            n = i.n
-        );
-    }
-    emit!(
-        w,
-        "      local field, cmd = FAST_COLUMNS[j], one > 0 and 'HINCRBY' or 'HINCRBYFLOAT'"
-    );
-    emit!(w, "      local r = rpcall(cmd, K[1], field, A[x])");
-    emit!(
-        w,
-        "      if type(r) == 'table' and r.err then return fast_incr_error(K, {{ field, A[x], cmd }}, r) end"
-    );
-    for (_, i) in &scores {
-        emit!(
-            w,
-            "      if p{n} then r = fast_stored(r); if tonumber(r) then rcall('ZADD', p{n}, r, m) end end",
-            n = i.n
-        );
-    }
-    emit!(w, "      return 0");
-    emit!(w, "    end");
-    emit!(w, "  end");
 }
 
 /// The column operations read into locals and the tables of fields set,

@@ -3,6 +3,7 @@ local FAST_COLUMNS = { "status" }
 local FAST_SENT = { 1 }
 local FAST_INDEX_COLUMN = { false, 1 }
 local FAST_SHADOW = ":@shadow"
+local FAST_ONE = { ["s"] = 1001 }
 local function fast_change(K, A, f, last, mode)
   local rcall, rpcall = redis.call, redis.pcall
   local m = A[f]
@@ -11,6 +12,34 @@ local function fast_change(K, A, f, last, mode)
   local x = f + 3
   local ns = #ops > 1 and string.sub(ops, 2) or ''
   local ids = ns == '' and "order:@ids" or ns .. "order:@ids"
+  if mode == 'update' and x == last then
+    local one = FAST_ONE[ns == '' and ops or string.sub(ops, 1, 1)]
+    if one then
+      local pttl = rcall('PTTL', K[1])
+      if pttl == -2 then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end
+      if pttl >= 0 then return nil end
+      local err
+      if one > 1000 then
+        local field, v = FAST_COLUMNS[one - 1000], A[x]
+        local p = one == 1001 and (ns == '' and "order:@status:" or ns .. "order:@status:") or false
+        local o = p and rcall('HGET', K[1], field)
+        if p and o ~= v then
+          local kn, r = p .. esc(v), nil
+          if o then
+            local ko = p .. esc(o)
+            r = rpcall('SMOVE', ko, kn, m)
+            if r ~= 0 and r ~= 1 then return wrong_type(ko, 'set') or wrong_type(kn, 'set') or r end
+          end
+          if r ~= 1 then
+            r = rpcall('SADD', kn, m)
+            if r ~= 0 and r ~= 1 then return wrong_type(kn, 'set') or r end
+          end
+        end
+        rcall('HSET', K[1], field, v)
+        return 0
+      end
+    end
+  end
   local all = ops == "s" or ns ~= '' and string.sub(ops, 1, 1) == "s"
   local hs, hd, incf, incv, cmd
   local op1, val1 = 115, false

@@ -3,7 +3,7 @@ local FAST_COLUMNS = { "name", "score" }
 local FAST_SENT = { 1 }
 local FAST_INDEX_COLUMN = { false }
 local FAST_SHADOW = ":@shadow"
-local FAST_ONE_INCREMENT = { ["i."] = 1, ["f."] = -1, [".i"] = 2, [".f"] = -2 }
+local FAST_ONE = { ["i."] = 1, ["f."] = -1, [".i"] = 2, [".f"] = -2, ["s."] = 1001 }
 local function fast_change(K, A, f, last, mode)
   local rcall, rpcall = redis.call, redis.pcall
   local m = A[f]
@@ -13,12 +13,18 @@ local function fast_change(K, A, f, last, mode)
   local ns = #ops > 2 and string.sub(ops, 3) or ''
   local ids = ns == '' and "player:@ids" or ns .. "player:@ids"
   if mode == 'update' and x == last then
-    local one = FAST_ONE_INCREMENT[ns == '' and ops or string.sub(ops, 1, 2)]
+    local one = FAST_ONE[ns == '' and ops or string.sub(ops, 1, 2)]
     if one then
       local pttl = rcall('PTTL', K[1])
       if pttl == -2 then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end
       if pttl >= 0 then return nil end
-      local j, err = one > 0 and one or -one, nil
+      local err
+      if one > 1000 then
+        local field, v = FAST_COLUMNS[one - 1000], A[x]
+        rcall('HSET', K[1], field, v)
+        return 0
+      end
+      local j = one > 0 and one or -one
       local p1 = j == 2 and (ns == '' and "player:@score" or ns .. "player:@score")
       if p1 then err = wrong_type(p1, 'zset'); if err then return err end end
       local field, cmd = FAST_COLUMNS[j], one > 0 and 'HINCRBY' or 'HINCRBYFLOAT'
