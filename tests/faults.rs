@@ -652,6 +652,18 @@ fn scorer(id: u64, points: f64, games: i64) -> Scorer {
     }
 }
 
+/// A store writing its own keys and one writing tenant `t7`'s, each with
+/// the head of its keys.
+async fn own_and_tenant_stores(server: &RedisServer) -> Vec<(Store, &'static str)> {
+    let own = Store::connect(&server.url()).await.unwrap();
+    let tenant = Store::builder()
+        .namespace(redis_entity::Namespace::new("t7"))
+        .connect(&server.url())
+        .await
+        .unwrap();
+    vec![(own, ""), (tenant, "t7:")]
+}
+
 /// `points`' entry for `id` in the sorted set, as Redis holds it.
 fn points_entry(server: &RedisServer, key: &str, id: u64) -> Option<f64> {
     redis::cmd("ZSCORE")
@@ -669,12 +681,7 @@ fn points_entry(server: &RedisServer, key: &str, id: u64) -> Option<f64> {
 #[tokio::test]
 async fn an_increment_alone_writes_and_refuses_as_every_update() {
     let server = RedisServer::start();
-    for (tenant, head) in [(None, ""), (Some("t7"), "t7:")] {
-        let mut builder = Store::builder();
-        if let Some(t) = tenant {
-            builder = builder.namespace(redis_entity::Namespace::new(t));
-        }
-        let store = builder.connect(&server.url()).await.unwrap();
+    for (store, head) in own_and_tenant_stores(&server).await {
         let zset = format!("{head}scorer:@points");
         for (id, games) in [(1, 0), (2, i64::MAX), (3, 0), (4, 0)] {
             store.save(&scorer(id, 1.5, games)).await.unwrap();
@@ -782,12 +789,7 @@ async fn an_increment_alone_writes_and_refuses_as_every_update() {
 #[tokio::test]
 async fn a_set_alone_moves_its_entry_and_refuses_as_every_update() {
     let server = RedisServer::start();
-    for (tenant, head) in [(None, ""), (Some("t7"), "t7:")] {
-        let mut builder = Store::builder();
-        if let Some(t) = tenant {
-            builder = builder.namespace(redis_entity::Namespace::new(t));
-        }
-        let store = builder.connect(&server.url()).await.unwrap();
+    for (store, head) in own_and_tenant_stores(&server).await {
         for id in 1..=3 {
             store.save(&scorer(id, 1.0, 0)).await.unwrap();
         }
