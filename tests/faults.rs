@@ -855,6 +855,15 @@ async fn a_set_alone_moves_its_entry_and_refuses_as_every_update() {
             .unwrap();
         set_team(3, "blue").await.unwrap();
         assert_eq!((members("red"), members("blue")), (vec![2], vec![1, 3]));
+        // An entry another fault left out of its set: the set adds it to the
+        // new value's set all the same.
+        let _: i64 = redis::cmd("SREM")
+            .arg(format!("{head}scorer:@team:blue"))
+            .arg(1)
+            .query(&mut server.conn())
+            .unwrap();
+        set_team(1, "red").await.unwrap();
+        assert_eq!((members("red"), members("blue")), (vec![1, 2], vec![3]));
         let ttl: i64 = redis::cmd("PTTL")
             .arg(format!("{head}scorer:3"))
             .query(&mut server.conn())

@@ -335,13 +335,18 @@ impl Type<'_> {
         }
     }
 
-    /// Whether a sorted index scores column `j` (1-based): the call sends
-    /// its score.
-    fn scored(&self, j: usize) -> bool {
+    /// The sorted indexes that score column `j` (1-based): the call sends
+    /// their score.
+    fn scores_of(&self, j: usize) -> impl Iterator<Item = &Index> {
         let name = self.desc.columns[j - 1].name;
         self.idx
             .iter()
-            .any(|i| i.col.is_none() && i.field == Some(name))
+            .filter(move |i| i.col.is_none() && i.field == Some(name))
+    }
+
+    /// Whether a sorted index scores column `j` (1-based).
+    fn scored(&self, j: usize) -> bool {
+        self.scores_of(j).next().is_some()
     }
 
     /// Whether column `j` (1-based) gives an index its value.
@@ -564,26 +569,35 @@ fn plain_update(w: &mut String, t: &Type<'_>) {
         }
     }
     emit!(w, "  if {} then", kept.join(" and "));
-    emit!(w, "    local pttl = rcall('PTTL', K[1])");
-    emit!(
-        w,
-        "    if pttl == -2 then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end"
-    );
-    emit!(
-        w,
-        "    -- An entity with a TTL keeps a shadow: the general code."
-    );
-    emit!(w, "    if pttl >= 0 then return nil end");
-    emit!(w, "    local err, r");
-    for k in 2..2 + t.desc.maps.len() {
-        emit!(w, "    err = wrong_type(K[{k}], 'hash')");
-        emit!(w, "    if err then return err end");
-    }
+    stored_in_place(w, t, "    ");
+    emit!(w, "    local r");
     // Nothing written before the increment: nothing to put back.
     single_increment(w, "");
     sets_and_removals(w);
     emit!(w, "    return 0");
     emit!(w, "  end");
+}
+
+/// The checks of an update written in place (nothing of the indexes
+/// moves), each line after `pad`: the entity stored (missing: the typed
+/// error; with a TTL, whose shadow the general code keeps: `nil`), its
+/// maps hashes; `err` declared.
+fn stored_in_place(w: &mut String, t: &Type<'_>, pad: &str) {
+    emit!(w, "{pad}local pttl = rcall('PTTL', K[1])");
+    emit!(
+        w,
+        "{pad}if pttl == -2 then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end"
+    );
+    emit!(
+        w,
+        "{pad}-- An entity with a TTL keeps a shadow: the general code."
+    );
+    emit!(w, "{pad}if pttl >= 0 then return nil end");
+    emit!(w, "{pad}local err");
+    for k in 2..2 + t.desc.maps.len() {
+        emit!(w, "{pad}err = wrong_type(K[{k}], 'hash')");
+        emit!(w, "{pad}if err then return err end");
+    }
 }
 
 /// The single write's one increment, in line, catching its error (after

@@ -8,7 +8,7 @@
 //! own*). A type with a `#[version]` has none: each of its updates
 //! increments the version too.
 
-use super::{Index, Type, OP_INCR, OP_INCR_FLOAT, OP_KEEP, OP_SET};
+use super::{stored_in_place, Index, Type, OP_INCR, OP_INCR_FLOAT, OP_KEEP, OP_SET};
 use crate::schema::entity::IndexKind;
 use crate::script::lua_string;
 use std::fmt::Write;
@@ -84,17 +84,7 @@ pub(super) fn code(w: &mut String, t: &Type<'_>) {
         "    local one = FAST_ONE[ns == '' and ops or string.sub(ops, 1, {n})]"
     );
     emit!(w, "    if one then");
-    emit!(w, "      local pttl = rcall('PTTL', K[1])");
-    emit!(
-        w,
-        "      if pttl == -2 then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end"
-    );
-    emit!(w, "      if pttl >= 0 then return nil end");
-    emit!(w, "      local err");
-    for k in 2..2 + t.desc.maps.len() {
-        emit!(w, "      err = wrong_type(K[{k}], 'hash')");
-        emit!(w, "      if err then return err end");
-    }
+    stored_in_place(w, t, "      ");
     if !set.is_empty() {
         set_code(w, &set);
     }
@@ -155,17 +145,10 @@ fn set_code(w: &mut String, set: &[(usize, Option<&Index>)]) {
 /// its error (nothing is written before it), then the score's entry from
 /// its reply.
 fn increment_code(w: &mut String, t: &Type<'_>, incremented: &[usize]) {
-    let desc = t.desc;
     // The sorted indexes of the columns incremented here, with the column.
     let scores: Vec<(usize, &Index)> = incremented
         .iter()
-        .flat_map(|&j| {
-            let name = desc.columns[j - 1].name;
-            t.idx
-                .iter()
-                .filter(move |i| i.col.is_none() && i.field == Some(name))
-                .map(move |i| (j, i))
-        })
+        .flat_map(|&j| t.scores_of(j).map(move |i| (j, i)))
         .collect();
     emit!(w, "      local j = one > 0 and one or -one");
     for (j, i) in &scores {

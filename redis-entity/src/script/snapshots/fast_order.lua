@@ -17,6 +17,7 @@ local function fast_change(K, A, f, last, mode)
     if one then
       local pttl = rcall('PTTL', K[1])
       if pttl == -2 then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end
+      -- An entity with a TTL keeps a shadow: the general code.
       if pttl >= 0 then return nil end
       local err
       if one > 1000 then
@@ -61,7 +62,8 @@ local function fast_change(K, A, f, last, mode)
     if pttl == -2 then return redis.error_reply('ENTITY_NOT_FOUND no entity stored') end
     -- An entity with a TTL keeps a shadow: the general code.
     if pttl >= 0 then return nil end
-    local err, r
+    local err
+    local r
     if incf then
       r = rpcall(cmd, K[1], incf, incv)
       if type(r) == 'table' and r.err then return fast_incr_error(K, { incf, incv, cmd }, r) end
