@@ -253,9 +253,13 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
     let _: () = c.set(k("user:@username:ghost"), "77").unwrap();
     // 4. Two owners of one unique value: user 3 renamed behind the framework's back.
     let _: () = c.hset(&user_3, "username", "lisi").unwrap();
-    // 5. An id without an entity, and an entity missing from the ids set.
-    let _: () = c.sadd(k("user:@ids"), "88").unwrap();
-    let _: () = c.srem(k("user:@ids"), "2").unwrap();
+    // 5. An id without an entity, and an entity missing from the ids set:
+    // integer ids live in buckets of 100 (`user:@ids:xx` holds 0-99).
+    let _: () = c.sadd(k("user:@ids:xx"), "88").unwrap();
+    let _: () = c.srem(k("user:@ids:xx"), "2").unwrap();
+    // 6. An id without an entity in the one set a store written before
+    // buckets keeps.
+    let _: () = c.sadd(k("user:@ids"), "89").unwrap();
 
     let report = store.maintenance::<User>().verify().await.unwrap();
     let v = &report.violations;
@@ -305,11 +309,17 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
         has(&Violation::MissingId { member: "2".into() }),
         "{report}"
     );
-    assert_eq!(v.len(), 7, "{report}");
+    assert!(
+        has(&Violation::StaleId {
+            member: "89".into()
+        }),
+        "{report}"
+    );
+    assert_eq!(v.len(), 8, "{report}");
 
     // Repair fixes everything but the duplicate, which needs a decision.
     let repaired = store.maintenance::<User>().repair(&report).await.unwrap();
-    assert_eq!(repaired.fixed, 6, "{repaired}");
+    assert_eq!(repaired.fixed, 7, "{repaired}");
     assert_eq!(repaired.left.len(), 1, "{repaired}");
     assert!(
         matches!(
@@ -328,6 +338,11 @@ async fn verify_reports_every_planted_fault_and_repair_fixes_it() {
         }],
         "{after}"
     );
+    // The ids are where they belong: 2 back in its bucket, 88 and 89 gone.
+    let bucket: Vec<String> = c.smembers(k("user:@ids:xx")).unwrap();
+    assert!(bucket.contains(&"2".to_owned()) && !bucket.contains(&"88".to_owned()));
+    let one: Vec<String> = c.smembers(k("user:@ids")).unwrap();
+    assert!(!one.contains(&"89".to_owned()), "{one:?}");
     let _: () = c.hset(&user_3, "username", "anna").unwrap();
     let report = store.maintenance::<User>().verify().await.unwrap();
     store.maintenance::<User>().repair(&report).await.unwrap();

@@ -191,11 +191,19 @@ async fn sweep_removes_what_no_query_met_within_its_budget() {
     let report = store.maintenance::<Session>().verify().await.unwrap();
     assert!(report.is_clean(), "{report}");
     let left = index_keys(&server, &store);
+    // Session 100's bucket of ids (100-199); the sweep emptied the bucket
+    // of 0-99, which left the directory.
+    let buckets: Vec<String> = server
+        .conn()
+        .smembers(in_space(&store, "session:@ids:@buckets"))
+        .unwrap();
+    assert_eq!(buckets, ["1xx"]);
     assert_eq!(
         left,
         [
             "session:@device",
-            "session:@ids",
+            "session:@ids:1xx",
+            "session:@ids:@buckets",
             "session:@scopes:read",
             "session:@token:tok100",
             "session:@user:100"
@@ -207,7 +215,8 @@ async fn sweep_removes_what_no_query_met_within_its_budget() {
             left,
             [
                 "session:@device",
-                "session:@ids",
+                "session:@ids:1xx",
+                "session:@ids:@buckets",
                 "session:@scopes:read",
                 "session:@token:tok100",
                 "session:@user:100"
@@ -218,7 +227,8 @@ async fn sweep_removes_what_no_query_met_within_its_budget() {
             left,
             [
                 "{session:0}:session:@device",
-                "{session:0}:session:@ids",
+                "{session:0}:session:@ids:1xx",
+                "{session:0}:session:@ids:@buckets",
                 "{session:0}:session:@scopes:read",
                 "{session:0}:session:@token:tok100",
                 "{session:0}:session:@user:100"

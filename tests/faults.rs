@@ -113,9 +113,24 @@ async fn a_write_that_meets_a_wrong_type_changes_nothing() {
         .await;
     }
 
-    refused("set of all ids", "acct:@ids", true, |store| async move {
+    // Integer ids live in buckets of 100 (`xx`: 0-99), listed in a directory.
+    refused("set of all ids", "acct:@ids:xx", true, |store| async move {
         store.insert(&acct(3, "wang", "DE")).await
     })
+    .await;
+    refused(
+        "directory of id buckets",
+        "acct:@ids:@buckets",
+        true,
+        |store| async move { store.insert(&acct(300, "wang", "DE")).await },
+    )
+    .await;
+    refused(
+        "one set of ids written before buckets",
+        "acct:@ids",
+        true,
+        |store| async move { store.delete::<Acct>(&1).await.map(drop) },
+    )
     .await;
     refused("expiry set", "acct:@expiry", true, |store| async move {
         store

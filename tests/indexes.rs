@@ -72,7 +72,8 @@ async fn save_writes_the_entity_and_every_index_entry() {
     let written = sorted(vec![
         store.keys().of::<User>(9).base,
         in_space(&store, "user:@country:DE"),
-        in_space(&store, "user:@ids"),
+        in_space(&store, "user:@ids:@buckets"),
+        in_space(&store, "user:@ids:xx"),
         in_space(&store, "user:@username:lisi"),
     ]);
     assert_eq!(server.keys(), written);
@@ -82,7 +83,8 @@ async fn save_writes_the_entity_and_every_index_entry() {
             [
                 "user:9",
                 "user:@country:DE",
-                "user:@ids",
+                "user:@ids:@buckets",
+                "user:@ids:xx",
                 "user:@username:lisi",
             ]
         );
@@ -92,7 +94,8 @@ async fn save_writes_the_entity_and_every_index_entry() {
             [
                 "{user:0}:user:9",
                 "{user:0}:user:@country:DE",
-                "{user:0}:user:@ids",
+                "{user:0}:user:@ids:@buckets",
+                "{user:0}:user:@ids:xx",
                 "{user:0}:user:@username:lisi",
             ]
         );
@@ -106,7 +109,12 @@ async fn save_writes_the_entity_and_every_index_entry() {
         members(&server, &in_space(&store, "user:@country:DE")),
         ["9"]
     );
-    assert_eq!(members(&server, &in_space(&store, "user:@ids")), ["9"]);
+    // Integer ids in buckets of 100 (0-99: `xx`), listed in a directory.
+    assert_eq!(members(&server, &in_space(&store, "user:@ids:xx")), ["9"]);
+    assert_eq!(
+        members(&server, &in_space(&store, "user:@ids:@buckets")),
+        ["xx"]
+    );
     // The typed key builders name exactly the keys written.
     assert_eq!(User::USERNAME.key("lisi"), "user:@username:lisi");
     assert_eq!(User::COUNTRY.key("DE"), "user:@country:DE");
@@ -277,7 +285,8 @@ async fn delete_removes_every_index_entry() {
     let left = sorted(vec![
         store.keys().of::<User>(2).base,
         in_space(&store, "user:@country:DE"),
-        in_space(&store, "user:@ids"),
+        in_space(&store, "user:@ids:@buckets"),
+        in_space(&store, "user:@ids:xx"),
         in_space(&store, "user:@username:wang"),
     ]);
     assert_eq!(server.keys(), left);
@@ -287,7 +296,8 @@ async fn delete_removes_every_index_entry() {
             [
                 "user:2",
                 "user:@country:DE",
-                "user:@ids",
+                "user:@ids:@buckets",
+                "user:@ids:xx",
                 "user:@username:wang",
             ]
         );

@@ -95,7 +95,8 @@ async fn one_server_keys_are_exactly_the_structs() {
             "user:9",
             "user:9:settings",
             "user:@country:DE",
-            "user:@ids",
+            "user:@ids:@buckets",
+            "user:@ids:xx",
             "user:@score",
             "user:@username:lisi",
             "user:userid:9:username",
@@ -195,7 +196,8 @@ async fn the_cluster_layout_tags_every_key_of_an_entity() {
             format!("{tag}player:9"),
             format!("{tag}player:9:settings"),
             format!("{tag}player:@country:DE"),
-            format!("{tag}player:@ids"),
+            format!("{tag}player:@ids:@buckets"),
+            format!("{tag}player:@ids:xx"),
             format!("{tag}player:@score"),
         ]
     );

@@ -796,7 +796,9 @@ impl Model {
             }
             b.sadd(format!("user:@level:{}", u.level), id.to_string());
             b.zadd("user:@score".into(), id.to_string(), u.score as f64);
-            b.sadd("user:@ids".into(), id.to_string());
+            b.sadd("user:@ids:xx".into(), id.to_string());
+            // Ids below 100: all in bucket `xx`, listed in the directory.
+            b.sadd("user:@ids:@buckets".into(), "xx");
             if ttl {
                 // The index shadow: per index (in field order), its entries.
                 b.shadow(
@@ -829,7 +831,9 @@ impl Model {
             }
             b.str(format!("member:@nick:{}", esc(&m.nick)), id.to_string());
             b.sadd(format!("member:@city:{}", esc(&m.city)), id.to_string());
-            b.sadd("member:@ids".into(), id.to_string());
+            b.sadd("member:@ids:xx".into(), id.to_string());
+            // Ids below 100: all in bucket `xx`, listed in the directory.
+            b.sadd("member:@ids:@buckets".into(), "xx");
             if ttl {
                 b.shadow(
                     &k,
@@ -856,7 +860,9 @@ impl Model {
                 // The presence marker of an entity without any column.
                 b.put(k.clone(), Val::Str(String::new()), ttl);
             }
-            b.sadd("badge:@ids".into(), id.to_string());
+            b.sadd("badge:@ids:xx".into(), id.to_string());
+            // Ids below 100: all in bucket `xx`, listed in the directory.
+            b.sadd("badge:@ids:@buckets".into(), "xx");
             if ttl {
                 b.shadow(&k, [g.kind.iter().map(|c| esc(c)).collect()]);
                 b.zadd("badge:@expiry".into(), id.to_string(), 0.0);

@@ -91,12 +91,21 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
     v
 }
 
+/// The set of all ids that holds `id`: its bucket of 100.
+fn bucket(id: u64) -> String {
+    match id / 100 {
+        0 => "user:@ids:xx".to_owned(),
+        hundreds => format!("user:@ids:{hundreds}xx"),
+    }
+}
+
 /// Every key an indexed `User` gives the server, as the Rust key builders
 /// spell them.
 fn user_keys(u: &User) -> BTreeSet<String> {
     let mut keys = BTreeSet::from([
         User::key(&u.id),
-        "user:@ids".to_owned(),
+        bucket(u.id),
+        "user:@ids:@buckets".to_owned(),
         User::USERNAME.key(u.username.clone()),
         User::COUNTRY.key(u.country.clone()),
     ]);
@@ -111,7 +120,7 @@ fn assert_indexed(c: &mut redis::Connection, u: &User) {
     assert_eq!(owner.as_deref(), Some(&*member), "unique key of {u:?}");
     let set_keys = std::iter::once(User::COUNTRY.key(u.country.clone()))
         .chain(u.tags.iter().map(|t| User::TAGS.key(t.clone())))
-        .chain(["user:@ids".to_owned()]);
+        .chain([bucket(u.id)]);
     for k in set_keys {
         let there: bool = c.sismember(&k, &member).unwrap();
         assert!(there, "{member} in {k:?}");
@@ -412,7 +421,7 @@ async fn save_all_gives_each_entity_its_own_result() {
         expected.extend(user_keys(u));
     }
     assert_eq!(server.keys(), expected.into_iter().collect::<Vec<_>>());
-    let in_ids: bool = c.sismember("user:@ids", "120").unwrap();
+    let in_ids: bool = c.sismember(bucket(120), "120").unwrap();
     assert!(!in_ids);
     assert_eq!(
         store.find_unique(User::USERNAME, "taken").await.unwrap(),

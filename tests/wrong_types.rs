@@ -384,20 +384,36 @@ async fn set_entries_moved_before_a_failing_write_are_put_back() {
     names("a save moving two values", &err, "route:@to:D");
     assert_eq!(server.snapshot(), before, "the first move is put back");
     // A new entity: both sets written, then the set of ids is a string.
-    plant(&server, "route:@ids");
+    plant(&server, "route:@ids:xx");
     let before = server.snapshot();
     let err = store
         .save(&route(3, "E", "F"))
         .await
         .expect_err("the ids set");
-    names("a new entity", &err, "route:@ids");
+    names("a new entity", &err, "route:@ids:xx");
     assert_eq!(server.snapshot(), before, "the new entries are taken out");
     // The planted string replaced the set of ids: put the set back.
-    unplant(&server, "route:@ids");
+    unplant(&server, "route:@ids:xx");
     let _: i64 = redis::cmd("SADD")
-        .arg("route:@ids")
+        .arg("route:@ids:xx")
         .arg(1)
         .arg(2)
+        .query(&mut server.conn())
+        .unwrap();
+    // The first id of a new bucket (100-199) lists it in the directory of
+    // buckets: a string there refuses the save, and nothing is left of it.
+    plant(&server, "route:@ids:@buckets");
+    let before = server.snapshot();
+    let err = store
+        .save(&route(100, "E", "F"))
+        .await
+        .expect_err("the directory of buckets");
+    names("a new bucket", &err, "route:@ids:@buckets");
+    assert_eq!(server.snapshot(), before, "the new entries are taken out");
+    unplant(&server, "route:@ids:@buckets");
+    let _: i64 = redis::cmd("SADD")
+        .arg("route:@ids:@buckets")
+        .arg("xx")
         .query(&mut server.conn())
         .unwrap();
     // A move, then an increment of a stored value that is not a number.
@@ -551,7 +567,7 @@ async fn a_batch_puts_back_the_failing_entity_and_saves_the_others() {
     assert_eq!(smembers(&server, "route:@from:A"), ["1"]);
     assert_eq!(smembers(&server, "route:@to:B"), ["1"]);
     assert!(smembers(&server, "route:@from:C").is_empty(), "moved back");
-    assert_eq!(smembers(&server, "route:@ids"), ["1", "2", "3"]);
+    assert_eq!(smembers(&server, "route:@ids:xx"), ["1", "2", "3"]);
     assert_eq!(
         store.get::<Route>(1).await.unwrap(),
         Some(route(1, "A", "B"))
@@ -746,14 +762,14 @@ async fn two_keys_of_the_wrong_type_write_nothing() {
     .await;
     refused_twice(
         "a new entity's second set and the ids set",
-        ["route:@to:F", "route:@ids"],
+        ["route:@to:F", "route:@ids:xx"],
         &routes,
         route(3, "A", "F"),
     )
     .await;
     refused_twice(
         "a new entity's first set and the ids set",
-        ["route:@from:E", "route:@ids"],
+        ["route:@from:E", "route:@ids:xx"],
         &routes,
         route(3, "E", "C"),
     )

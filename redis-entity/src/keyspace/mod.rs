@@ -384,6 +384,44 @@ pub(crate) fn ids_key(desc: &EntityDesc, ns: &Namespace) -> String {
     format!("{}{}:@ids", ns.as_str(), desc.prefix)
 }
 
+/// Whether a type keeps its ids in buckets: an indexed type with a single
+/// integer pk. Its ids go to `<ids key>:<bucket>` sets of at most 100 ids
+/// each, which Redis keeps as intsets (4-8 bytes an id) where one set of
+/// all ids becomes a hash table past 512 members (about 45 bytes an id);
+/// `<ids key>:@buckets` lists the buckets. Other pks (text) could not be
+/// intsets and keep the one set. A store written before buckets keeps its
+/// single set, which every reader reads beside the buckets and every
+/// delete removes from: no migration.
+pub(crate) fn bucketed_ids(desc: &EntityDesc) -> bool {
+    desc.numeric_pk && !desc.indexes.is_empty()
+}
+
+/// The bucket of an integer member: its text without the last two digits,
+/// then `xx` (`12xx` holds 1200-1299, `xx` 0-99 and -9..-1). Cut from the
+/// text, not computed, so that Lua (whose numbers lose exactness above
+/// 2^53) spells the same bucket for any `u64` or `i64` (`ids_bucket` in
+/// `lua/write_prelude.lua`). `None` for a member with a leading zero (a
+/// padded pk, `#[redis(pad = ..)]`): Redis keeps only integers' own
+/// spelling as intsets, so such an id stays in the one set.
+pub(crate) fn ids_bucket(member: &str) -> Option<String> {
+    if member.len() > 1 && member.starts_with('0') {
+        return None;
+    }
+    let cut = member.len().saturating_sub(2);
+    Some(format!("{}xx", member.get(..cut).unwrap_or_default()))
+}
+
+/// The directory of a type's id buckets: `<ids key>:@buckets`, the set of
+/// the names of its buckets (`12xx`): a bucket's first id lists it, its
+/// last one's delete takes it out. (A bucket listed but empty, as a
+/// write around the library could leave, reads as empty.)
+pub(crate) fn ids_directory(ids_key: &str) -> String {
+    format!("{ids_key}:{IDS_DIRECTORY}")
+}
+
+/// The last segment of the directory of id buckets.
+pub(crate) const IDS_DIRECTORY: &str = "@buckets";
+
 /// The schema record of a type: `<ns><key head>@schema` (`user:@schema`
 /// for `user:<id>`, `user:userid:@schema` for `user:userid:{<userid>}`), a
 /// hash of the definitions that wrote the type and the state of each index
@@ -1055,5 +1093,30 @@ mod tests {
         let doc = keys_of_member(&DOC, "d1");
         assert_eq!(doc.shadow, None);
         assert_eq!(doc.maps, ["doc:d1:notes"]);
+    }
+
+    /// An integer id's bucket is its text without the last two digits,
+    /// for any `u64` or `i64`; a padded id has none (it stays in the one
+    /// set, as no intset can hold its spelling).
+    #[test]
+    fn an_integer_ids_bucket_is_cut_from_its_text() {
+        use crate::schema::fixtures::{SESSION, USER};
+        let cases = [
+            ("0", Some("xx")),
+            ("7", Some("xx")),
+            ("99", Some("xx")),
+            ("100", Some("1xx")),
+            ("1234", Some("12xx")),
+            ("-5", Some("xx")),
+            ("-123", Some("-1xx")),
+            ("18446744073709551615", Some("184467440737095516xx")),
+            ("-9223372036854775808", Some("-92233720368547758xx")),
+            ("0035", None),
+        ];
+        for (member, bucket) in cases {
+            assert_eq!(ids_bucket(member).as_deref(), bucket, "{member}");
+        }
+        assert!(bucketed_ids(&USER) && !bucketed_ids(&SESSION));
+        assert_eq!(ids_directory("t:user:@ids"), "t:user:@ids:@buckets");
     }
 }

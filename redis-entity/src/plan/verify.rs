@@ -688,6 +688,16 @@ mod tests {
                 }
                 ("SISMEMBER", None) => Value::Int(0),
                 ("EXISTS", stored) => Value::Int(stored.is_some() as i64),
+                // `BUCKETED_ID_PROBE`: bucket, one set, directory; member, bucket.
+                ("EVAL", _) => {
+                    let has = |k: &String, m: &String| matches!(self.0.get(k), Some(Stored::Members(ms)) if ms.contains(&m.as_str()));
+                    assert_eq!(cmd[2], "3");
+                    Value::Int(
+                        has(&cmd[3], &cmd[6]) as i64
+                            + 2 * has(&cmd[4], &cmd[6]) as i64
+                            + 4 * has(&cmd[5], &cmd[7]) as i64,
+                    )
+                }
                 ("LRANGE", Some(Stored::List(m))) => texts(m.clone()),
                 ("LRANGE", None) => Value::Array(vec![]),
                 _ => panic!("unexpected request {cmd:?}"),
@@ -727,6 +737,12 @@ mod tests {
         Stored::Members(m.to_vec())
     }
 
+    /// A request's command and the key it reads (an `EVAL`'s first key).
+    fn name(c: &[String]) -> (&str, &str) {
+        let key = if c[0] == "EVAL" { 3 } else { 1 };
+        (c[0].as_str(), c.get(key).map_or("", String::as_str))
+    }
+
     /// Two accounts and every entry they need.
     fn clean_store() -> Vec<(&'static str, Stored)> {
         vec![
@@ -735,7 +751,9 @@ mod tests {
             ("account:@email:a@x", Stored::Text("1")),
             ("account:@email:b@x", Stored::Text("2")),
             ("account:@country:DE", members(&["1", "2"])),
-            ("account:@ids", members(&["1", "2"])),
+            // An integer pk's ids, in their bucket (0-99) and its directory.
+            ("account:@ids:xx", members(&["1", "2"])),
+            ("account:@ids:@buckets", members(&["xx"])),
         ]
     }
 
@@ -762,16 +780,13 @@ mod tests {
         // Page by page (a SCAN page holds one key here): each entity read,
         // its entries probed, its register read; then each index's keys
         // and the entities they list, and the ids with each one's presence.
-        let names: Vec<(&str, &str)> = sent
-            .iter()
-            .map(|c| (c[0].as_str(), c.get(1).map_or("", String::as_str)))
-            .collect();
+        let names: Vec<(&str, &str)> = sent.iter().map(|c| name(c)).collect();
         let entity = |n: &'static str, email: &'static str| {
             [
                 ("HGETALL", n),
                 ("GET", email),
                 ("SISMEMBER", "account:@country:DE"),
-                ("SISMEMBER", "account:@ids"),
+                ("EVAL", "account:@ids:xx"),
             ]
         };
         let mut want = vec![("SCAN", "0")];
@@ -793,9 +808,12 @@ mod tests {
             ("HMGET", "account:1"),
             ("SSCAN", "account:@country:DE"),
             ("HMGET", "account:2"),
+            // The one set a store written before buckets keeps (none
+            // here), then the directory, and its buckets whole.
             ("SSCAN", "account:@ids"),
+            ("SSCAN", "account:@ids:@buckets"),
+            ("SMEMBERS", "account:@ids:xx"),
             ("EXISTS", "account:1"),
-            ("SSCAN", "account:@ids"),
             ("EXISTS", "account:2"),
         ]);
         assert_eq!(names, want);
@@ -854,7 +872,8 @@ mod tests {
             ("t:account:1", account("a@x", "DE")),
             ("t:account:@email:a@x", Stored::Text("1")),
             ("t:account:@country:DE", members(&["1"])),
-            ("t:account:@ids", members(&["1"])),
+            ("t:account:@ids:xx", members(&["1"])),
+            ("t:account:@ids:@buckets", members(&["xx"])),
             // Another namespace's keys are not this one's.
             ("account:2", account("b@x", "DE")),
             ("account:@country:DE", members(&["2"])),
@@ -864,7 +883,7 @@ mod tests {
         assert_eq!(report.entities, 1);
         assert!(sent
             .iter()
-            .all(|c| c[0] == "SCAN" || c[1].starts_with("t:")));
+            .all(|c| c[0] == "SCAN" || name(c).1.starts_with("t:")));
     }
 
     #[test]
@@ -944,7 +963,7 @@ mod tests {
 
     #[test]
     fn the_ids_set_lists_exactly_the_stored_entities() {
-        let store = with(clean_store(), "account:@ids", members(&["1", "3"]));
+        let store = with(clean_store(), "account:@ids:xx", members(&["1", "3"]));
         let ns = Namespace::none();
         let (report, _) = store.verify(&ns);
         assert_eq!(
@@ -960,6 +979,34 @@ mod tests {
             .map(|p| (p.op, p.keys.member.as_str(), p.stale.len()))
             .collect();
         assert_eq!(got, [(WriteOp::Clean, "3", 0), (WriteOp::Reindex, "2", 0)]);
+    }
+
+    /// A store written before buckets keeps its one set: read beside the
+    /// buckets, an id in either is listed, a stale one in it is found; a
+    /// bucket the directory lost hides its ids from every walk.
+    #[test]
+    fn the_one_set_is_read_beside_the_buckets_and_the_directory_checked() {
+        let ids = |one, bucket, listed| {
+            let mut store = clean_store();
+            store.retain(|(k, _)| !k.starts_with("account:@ids"));
+            store.push(("account:@ids", members(one)));
+            store.push(("account:@ids:xx", members(bucket)));
+            store.push(("account:@ids:@buckets", members(listed)));
+            Fake::new(store)
+        };
+        let ns = Namespace::none();
+        let (report, _) = ids(&["1"], &["2"], &["xx"]).verify(&ns);
+        assert!(report.is_clean(), "{report}");
+        let (report, _) = ids(&["1", "7"], &["2"], &["xx"]).verify(&ns);
+        assert_eq!(
+            report.violations,
+            [Violation::StaleId { member: "7".into() }]
+        );
+        let (report, _) = ids(&["1"], &["2"], &[]).verify(&ns);
+        assert_eq!(
+            report.violations,
+            [Violation::MissingId { member: "2".into() }]
+        );
     }
 
     /// The entity writes of a repair.

@@ -683,7 +683,14 @@ fn key_checks(w: &mut String, t: &Type<'_>, form: Form) {
     // writing them first (set_writes).
     if !idx.is_empty() && form == Form::Unit {
         emit!(w, "  if not existed then");
-        emit!(w, "    err = wrong_type(ids, 'set')");
+        if keyspace::bucketed_ids(desc) {
+            emit!(
+                w,
+                "    err = wrong_type(ids_bucket(ids, m), 'set') or wrong_type(ids_directory(ids), 'set')"
+            );
+        } else {
+            emit!(w, "    err = wrong_type(ids, 'set')");
+        }
         emit!(w, "    if err then return err end");
         emit!(w, "  end");
     }
@@ -794,13 +801,31 @@ fn set_writes(w: &mut String, t: &Type<'_>) {
         }
         emit!(w, "  end");
     }
-    if !t.idx.is_empty() {
-        emit!(w, "  if not existed then");
+    if t.idx.is_empty() {
+        return;
+    }
+    emit!(w, "  if not existed then");
+    if keyspace::bucketed_ids(t.desc) {
+        // Its bucket (`ids_bucket` in lua/write_prelude.lua); a new bucket
+        // joins the directory, whose type its SADD checks.
+        emit!(w, "    local b = ids_bucket(ids, m)");
+        emit!(w, "    r = rpcall('SADD', b, m)");
+        emit!(w, "    {}", failed(&["b"]));
+        emit!(w, "    if r == 1 then {} end", did("SREM", "b", "false"));
+        emit!(
+            w,
+            "    if r == 1 and b ~= ids and rcall('SCARD', b) == 1 then"
+        );
+        emit!(w, "      local d = ids_directory(ids)");
+        emit!(w, "      r = rpcall('SADD', d, string.sub(b, #ids + 2))");
+        emit!(w, "      {}", failed(&["d"]));
+        emit!(w, "    end");
+    } else {
         emit!(w, "    r = rpcall('SADD', ids, m)");
         emit!(w, "    {}", failed(&["ids"]));
         emit!(w, "    if r == 1 then {} end", did("SREM", "ids", "false"));
-        emit!(w, "  end");
     }
+    emit!(w, "  end");
 }
 
 /// The data: a literal HSET of every column, or the increments (the first
@@ -870,7 +895,23 @@ fn index_moves(w: &mut String, t: &Type<'_>, form: Form) {
         }
     }
     if !idx.is_empty() && form == Form::Unit {
-        emit!(w, "  if not existed then rcall('SADD', ids, m) end");
+        if keyspace::bucketed_ids(t.desc) {
+            // `ids_add` of lua/write_prelude.lua, on the fast path's locals.
+            emit!(w, "  if not existed then");
+            emit!(w, "    local b = ids_bucket(ids, m)");
+            emit!(
+                w,
+                "    if rcall('SADD', b, m) == 1 and b ~= ids and rcall('SCARD', b) == 1 then"
+            );
+            emit!(
+                w,
+                "      rcall('SADD', ids_directory(ids), string.sub(b, #ids + 2))"
+            );
+            emit!(w, "    end");
+            emit!(w, "  end");
+        } else {
+            emit!(w, "  if not existed then rcall('SADD', ids, m) end");
+        }
     }
     emit!(w, "  if existed then return 0 end");
     emit!(w, "  return 1");

@@ -447,7 +447,7 @@ fn type_table(desc: &EntityDesc, layout: KeyLayout) -> String {
         "{{\n  roles = {roles_q}, shadow = {shadow}, marker = {marker},\n  \
          default_ttl = {ttl}, empty = {empty}, rel = {rel},\n  \
          request = {request}, request_ms = {request_ms},\n  \
-         ids = {ids}, expiry = {expiry}, head = {head}, suffixes = {{ {suffixes} }},\n  \
+         ids = {ids}, idb = {idb}, expiry = {expiry}, head = {head}, suffixes = {{ {suffixes} }},\n  \
          idx = {{ {idx} }},\n  all = {{ {all} }}, unique = {{ {unique} }},\n  version = {version},\n}}",
         roles_q = q(&roles),
         shadow = roles
@@ -460,6 +460,7 @@ fn type_table(desc: &EntityDesc, layout: KeyLayout) -> String {
         request = q(keyspace::REQUEST_SUFFIX),
         request_ms = keyspace::REQUEST_WINDOW_MS,
         ids = q(&keyspace::ids_key(desc, ns)),
+        idb = keyspace::bucketed_ids(desc),
         expiry = q(&keyspace::expiry_key(desc, ns)),
         head = q(&keyspace::owner_head(desc, ns)),
         idx = idx.join(", "),
@@ -517,7 +518,7 @@ mod tests {
         );
         assert_eq!(
             line(&h, "ids"),
-            r#"ids = "user:@ids", expiry = "user:@expiry", head = "user:", suffixes = { "" },"#
+            r#"ids = "user:@ids", idb = true, expiry = "user:@expiry", head = "user:", suffixes = { "" },"#
         );
         assert_eq!(
             line(&h, "idx"),

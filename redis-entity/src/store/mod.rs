@@ -12,6 +12,7 @@ mod by_node;
 pub mod cache;
 pub(crate) mod connect;
 mod expiry;
+mod id_sets;
 mod keys;
 mod lookup;
 pub(crate) mod maintenance;

@@ -69,7 +69,18 @@ enum Source {
     Set(Vec<u8>),
     /// `ZSCAN` of a sorted index, keeping the members whose score is in range.
     Sorted(String, RangeCondition),
+    /// The ids of a type that keeps them in buckets (its ids key named):
+    /// `SSCAN` of the one set a store written before buckets holds, then
+    /// (from [`IDS_BUCKETS`] on) `SSCAN` of the directory, each page's
+    /// buckets read whole (at most 100 ids each).
+    Ids(String),
 }
+
+/// The bit of a shard's cursor that says its walk of the ids is in the
+/// directory of buckets (below: in the one set).
+const IDS_BUCKETS: u64 = 1 << (SHARD_SHIFT - 1);
+/// Ids a bucket holds at most.
+const BUCKET_IDS: usize = 100;
 
 impl Source {
     /// The smallest source known to hold every match of `spec` without a
@@ -91,7 +102,17 @@ impl Source {
             let field = desc.indexes[r.index].field;
             return Source::Sorted(keyspace::index_zset(desc, ns, field), r.clone());
         }
-        Source::Set(keyspace::ids_key(desc, ns).into_bytes())
+        Source::all_ids(desc, ns)
+    }
+
+    /// The set of all ids, or its buckets (`keyspace::bucketed_ids`).
+    fn all_ids(desc: &'static EntityDesc, ns: &Namespace) -> Self {
+        let ids = keyspace::ids_key(desc, ns);
+        if keyspace::bucketed_ids(desc) {
+            Source::Ids(ids)
+        } else {
+            Source::Set(ids.into_bytes())
+        }
     }
 
     /// Every stored entity of the type.
@@ -101,7 +122,7 @@ impl Source {
         if desc.indexes.is_empty() {
             Source::Keys
         } else {
-            Source::Set(keyspace::ids_key(desc, ns).into_bytes())
+            Source::all_ids(desc, ns)
         }
     }
 }
@@ -262,6 +283,10 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
             .query_async(&mut store.reader())
             .await
             .map_err(|e| Error::redis(&key, e))?;
+        let (next, found) = match &self.source {
+            Source::Ids(ids) => self.ids_page(ids, next, found).await?,
+            _ => (next, found),
+        };
         let members = self.members_found(found);
         self.advance(next, parts, keys_walk);
         if members.is_empty() {
@@ -299,9 +324,48 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
                 c.arg(zset).arg(inner);
                 (c, zset.clone())
             }
+            Source::Ids(ids) if inner & IDS_BUCKETS == 0 => {
+                let mut c = redis::cmd("SSCAN");
+                c.arg(ids).arg(inner);
+                (c, ids.clone())
+            }
+            Source::Ids(ids) => {
+                let directory = keyspace::ids_directory(ids);
+                let mut c = redis::cmd("SSCAN");
+                c.arg(&directory).arg(inner & !IDS_BUCKETS);
+                c.arg("COUNT").arg((self.count / BUCKET_IDS).max(1));
+                return (c, directory);
+            }
         };
         cmd.arg("COUNT").arg(self.count);
         (cmd, key)
+    }
+
+    /// A page of [`Source::Ids`]: in the one set, its members, and the
+    /// walk goes on in the directory when the set's is over; in the
+    /// directory, the members of the buckets it named.
+    async fn ids_page(
+        &self,
+        ids: &str,
+        next: u64,
+        found: Vec<String>,
+    ) -> Result<(u64, Vec<String>)> {
+        if self.inner_cursor() & IDS_BUCKETS == 0 {
+            return Ok((if next == 0 { IDS_BUCKETS } else { next }, found));
+        }
+        let next = if next == 0 { 0 } else { next | IDS_BUCKETS };
+        if found.is_empty() {
+            return Ok((next, found));
+        }
+        let mut pipe = redis::pipe();
+        for bucket in &found {
+            pipe.cmd("SMEMBERS").arg(format!("{ids}:{bucket}"));
+        }
+        let buckets: Vec<Vec<String>> = pipe
+            .query_async(&mut self.store.reader())
+            .await
+            .map_err(|e| Error::redis(ids, e))?;
+        Ok((next, buckets.into_iter().flatten().collect()))
     }
 
     /// The members a page of the source names, sorted, each once.
@@ -312,7 +376,7 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
                 .iter()
                 .filter_map(|k| keyspace::member_of_key(E::DESC, self.space(), k))
                 .collect(),
-            Source::Set(_) => found,
+            Source::Set(_) | Source::Ids(_) => found,
             // Member, score pairs: a member out of range is not read at all.
             Source::Sorted(_, range) => found
                 .chunks_exact(2)

@@ -45,6 +45,18 @@ const KEYS_PER_TRIP: usize = 50;
 const SET_PAGE: usize = 200;
 /// Entries asked of a sorted set or of the set of all ids per page.
 const ZSET_PAGE: usize = 1000;
+/// The bit of the ids walk's cursor that says it is in the directory of
+/// buckets (`keyspace::bucketed_ids`); below it, in the one set.
+const IDS_BUCKETS: u64 = 1 << 62;
+/// Ids a bucket holds at most.
+const BUCKET_IDS: usize = 100;
+
+/// The probe of a stored entity's id in a type with buckets, in one reply:
+/// 1 if its bucket lists it, 2 if the one set written before buckets does,
+/// 4 if the directory lists its bucket.
+const BUCKETED_ID_PROBE: &str = "return redis.call('SISMEMBER', KEYS[1], ARGV[1]) \
+    + 2 * redis.call('SISMEMBER', KEYS[2], ARGV[1]) \
+    + 4 * redis.call('SISMEMBER', KEYS[3], ARGV[2])";
 
 /// What the checker asks for next.
 enum Step {
@@ -86,8 +98,16 @@ enum Step {
         index: usize,
         cursor: u64,
     },
+    /// A page of the one set of all ids, or (from [`IDS_BUCKETS`] on) of
+    /// the directory of a type's id buckets.
     ReadIds {
         cursor: u64,
+    },
+    /// The buckets a directory page named, read whole (at most 100 ids
+    /// each); the directory's walk goes on at `cursor`.
+    ReadBuckets {
+        cursor: u64,
+        buckets: Vec<String>,
     },
     Done,
 }
@@ -441,12 +461,25 @@ impl<'a> Verifier<'a> {
             }
             // A page of the set of all ids at a time: one `SMEMBERS` of a
             // million ids held the server (and this round trip) for a second.
-            Step::ReadIds { cursor } => {
+            Step::ReadIds { cursor } if cursor & IDS_BUCKETS == 0 => {
                 pipe.cmd("SSCAN")
                     .arg(keyspace::ids_key(desc, ns))
                     .arg(*cursor)
                     .arg("COUNT")
                     .arg(ZSET_PAGE);
+            }
+            Step::ReadIds { cursor } => {
+                pipe.cmd("SSCAN")
+                    .arg(keyspace::ids_directory(&keyspace::ids_key(desc, ns)))
+                    .arg(cursor & !IDS_BUCKETS)
+                    .arg("COUNT")
+                    .arg(ZSET_PAGE / BUCKET_IDS);
+            }
+            Step::ReadBuckets { buckets, .. } => {
+                let ids = keyspace::ids_key(desc, ns);
+                for bucket in buckets {
+                    pipe.cmd("SMEMBERS").arg(format!("{ids}:{bucket}"));
+                }
             }
             Step::Done => return None,
         }
@@ -456,9 +489,20 @@ impl<'a> Verifier<'a> {
     /// Asks whether the entry a stored entity needs is there.
     fn request_probe(&self, pipe: &mut redis::Pipeline, e: &Entry) {
         let Some(index) = e.index else {
-            pipe.cmd("SISMEMBER")
-                .arg(keyspace::ids_key(self.desc, self.ns))
-                .arg(&e.member);
+            let ids = keyspace::ids_key(self.desc, self.ns);
+            let bucket = keyspace::ids_bucket(&e.member);
+            if let (true, Some(bucket)) = (keyspace::bucketed_ids(self.desc), bucket) {
+                pipe.cmd("EVAL")
+                    .arg(BUCKETED_ID_PROBE)
+                    .arg(3)
+                    .arg(format!("{ids}:{bucket}"))
+                    .arg(&ids)
+                    .arg(keyspace::ids_directory(&ids))
+                    .arg(&e.member)
+                    .arg(bucket);
+            } else {
+                pipe.cmd("SISMEMBER").arg(ids).arg(&e.member);
+            }
             return;
         };
         match self.desc.indexes[index].kind {
@@ -526,7 +570,8 @@ impl<'a> Verifier<'a> {
                 offset,
             } => self.feed_index_keys(index, cursor, offset, replies),
             Step::ReadIndexMore { index, cursor } => self.feed_index_more(index, cursor, replies),
-            Step::ReadIds { .. } => self.feed_ids(first_reply(replies)),
+            Step::ReadIds { cursor } => self.feed_ids(cursor, first_reply(replies)),
+            Step::ReadBuckets { cursor, .. } => self.feed_buckets(cursor, replies),
             Step::Done => {
                 return Err(Error::UnexpectedReply {
                     key: keyspace::ids_key(desc, self.ns),
@@ -564,7 +609,9 @@ impl<'a> Verifier<'a> {
             Step::ScanIndex { .. } | Step::ReadIndex { .. } | Step::ReadIndexMore { .. } => {
                 ("reading index keys", self.index_entries)
             }
-            Step::ReadIds { .. } => ("reading the set of all ids", self.ids_seen),
+            Step::ReadIds { .. } | Step::ReadBuckets { .. } => {
+                ("reading the set of all ids", self.ids_seen)
+            }
             Step::Done => ("done", self.entities),
         };
         let total = matches!(self.step, Step::Done).then_some(self.entities);

@@ -38,6 +38,6 @@ local function clean(keys, args, first, last)
       removed = removed + remove_entry(w, n, e)
     end
   end
-  if not w.existed and w.ids_key ~= '' then removed = removed + redis.call('SREM', w.ids_key, w.member) end
+  if not w.existed and w.ids_key ~= '' then removed = removed + ids_remove(w) end
   return removed
 end

@@ -279,7 +279,19 @@ for _, g in ipairs(positive) do
     end
   end
 end
-if result == nil then result = call('SMEMBERS', universe) end
+-- Every id of the type (`keyspace::bucketed_ids`): the buckets its directory
+-- lists, and the one set (of a type without buckets, or written before them).
+local function all_ids()
+  local out = call('SMEMBERS', universe)
+  local seen = #out > 0 and to_set(out)
+  for _, b in ipairs(call('SMEMBERS', universe .. ':@buckets')) do
+    for _, m in ipairs(call('SMEMBERS', universe .. ':' .. b)) do
+      if not (seen and seen[m]) then out[#out + 1] = m end
+    end
+  end
+  return out
+end
+if result == nil then result = all_ids() end
 for _, g in ipairs(negative) do
   if #result == 0 then break end
   local excluded = to_set(members_of(g))

@@ -124,6 +124,43 @@ local function shadow_entries(w)
 end
 
 
+-- The set of all ids (`keyspace::bucketed_ids`). A type with an integer pk
+-- keeps its ids in buckets of at most 100, `<ids>:<member without its last two
+-- digits>xx`, which Redis keeps as intsets, listed in `<ids>:@buckets`; any
+-- other type keeps one set, and so does a padded id (a leading zero: not an
+-- intset member). Cut from the text: Lua numbers are not exact past 2^53.
+-- Returns the set the member goes in.
+local function ids_bucket(ids, m)
+  if #m > 1 and string.byte(m, 1) == 48 then return ids end
+  return ids .. ':' .. (#m > 2 and string.sub(m, 1, #m - 2) or '') .. 'xx'
+end
+
+local function ids_directory(ids)
+  return ids .. ':@buckets'
+end
+
+-- A new bucket joins the directory; a repair (`force`) lists it again, in
+-- case the directory lost it.
+local function ids_add(w, force)
+  local added = redis.call('SADD', w.ids_in, w.member)
+  if w.ids_in ~= w.ids_key and (force or (added == 1 and redis.call('SCARD', w.ids_in) == 1)) then
+    redis.call('SADD', ids_directory(w.ids_key), string.sub(w.ids_in, #w.ids_key + 2))
+  end
+  return added
+end
+
+-- Removes the member from its bucket (an emptied bucket leaves the
+-- directory) and from the one set a store written before buckets keeps (read
+-- beside them, never added to again).
+local function ids_remove(w)
+  local removed = redis.call('SREM', w.ids_in, w.member)
+  if not T.idb then return removed end
+  if w.ids_in ~= w.ids_key and removed == 1 and redis.call('EXISTS', w.ids_in) == 0 then
+    redis.call('SREM', ids_directory(w.ids_key), string.sub(w.ids_in, #w.ids_key + 2))
+  end
+  return removed + redis.call('SREM', w.ids_key, w.member)
+end
+
 -- Reads this entity's arguments and what is stored: whether it exists, its
 -- TTL, and the index entries its stored values (or, once expired, its
 -- shadow) hold.
@@ -161,6 +198,8 @@ local function begin(keys, args, first)
     end
   end
   w.ids_key = (#T.idx > 0) and (w.ns .. T.ids) or ''
+  -- The set this entity's member goes in: its bucket (`ids_bucket`) or the one set.
+  w.ids_in = (T.idb and w.ids_key ~= '') and ids_bucket(w.ids_key, w.member) or w.ids_key
   w.expiry_key = w.ns .. T.expiry
   w.owner_head = w.ns .. T.head
   w.rel_key = w.K[1] .. T.rel
@@ -345,7 +384,7 @@ local function unindex_all(w)
   for n = 1, #T.idx do
     for e in pairs(w.old[n]) do remove_entry(w, n, e) end
   end
-  if w.ids_key ~= '' then redis.call('SREM', w.ids_key, w.member) end
+  if w.ids_key ~= '' then ids_remove(w) end
 end
 
 
@@ -498,7 +537,10 @@ local function check_key_types(w, maps, entries, expiry)
   if entries and #T.idx > 0 then
     -- The set of all ids changes when an entity comes or goes.
     if entries == 'all' or not w.existed then
-      err = wrong_type(w.ids_key, 'set')
+      err = wrong_type(w.ids_in, 'set')
+        or (T.idb and wrong_type(ids_directory(w.ids_key), 'set'))
+        -- A delete also removes from the single set written before buckets.
+        or (T.idb and entries == 'all' and wrong_type(w.ids_key, 'set'))
       if err then return err end
     end
     local force = entries == 'all'
@@ -719,7 +761,7 @@ local function move_index_entries(w, force)
       if force or not was[e] then add_entry(w, n, e) end
     end
   end
-  if w.ids_key ~= '' and (force or not w.existed) then redis.call('SADD', w.ids_key, w.member) end
+  if w.ids_key ~= '' and (force or not w.existed) then ids_add(w, force) end
   return w.new
 end
 

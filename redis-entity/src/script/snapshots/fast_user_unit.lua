@@ -126,7 +126,7 @@ local function fast_unit(K, A, f, last, mode, u, first)
   err = wrong_type(K[2], 'hash')
   if err then return err end
   if not existed then
-    err = wrong_type(ids, 'set')
+    err = wrong_type(ids_bucket(ids, m), 'set') or wrong_type(ids_directory(ids), 'set')
     if err then return err end
   end
   local ko1, kn1, ow1, nw1 = false, false, false, false
@@ -228,7 +228,12 @@ local function fast_unit_write(st)
     for t in pairs(to5) do if not tn5[t] then rcall('SREM', p5 .. t, m) end end
     for t in pairs(tn5) do if not to5[t] then rcall('SADD', p5 .. t, m) end end
   end
-  if not existed then rcall('SADD', ids, m) end
+  if not existed then
+    local b = ids_bucket(ids, m)
+    if rcall('SADD', b, m) == 1 and rcall('SCARD', b) == 1 then
+      rcall('SADD', ids_directory(ids), string.sub(b, #ids + 2))
+    end
+  end
   if existed then return 0 end
   return 1
 end

@@ -410,15 +410,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
         Ok(())
     }
 
-    /// Deletes the ids set of each space.
+    /// Deletes the id sets of each space (`id_sets`).
     async fn delete_ids(&self, desc: &EntityDesc, spaces: &[Namespace]) -> Result<()> {
         for space in spaces {
-            let key = keyspace::ids_key(desc, space);
-            let _: u64 = redis::cmd("UNLINK")
-                .arg(&key)
-                .query_async(&mut self.connection())
-                .await
-                .map_err(|e| Error::redis(&key, e))?;
+            self.delete_id_sets(desc, space).await?;
         }
         Ok(())
     }

@@ -774,9 +774,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     async fn count_ids(&self, desc: &EntityDesc) -> Result<Option<u64>> {
         let mut total = 0;
         for space in keyspace::spaces(desc, &self.ns) {
-            let key = keyspace::ids_key(desc, &space);
-            let n: u64 = self.read_cmd(redis::cmd("SCARD").arg(&key), &key).await?;
-            total += n;
+            total += self.count_id_sets(desc, &space).await?;
         }
         Ok((total > 0).then_some(total))
     }

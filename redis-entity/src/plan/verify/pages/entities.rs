@@ -226,7 +226,19 @@ impl Verifier<'_> {
     /// The answer of one probe.
     fn probed(&mut self, e: Entry, v: Value) {
         let Some(index) = e.index else {
-            if !matches!(v, Value::Int(1)) {
+            // With buckets (`BUCKETED_ID_PROBE`): listed in its bucket or the
+            // one set, and a bucket it is listed in listed in the directory
+            // (else no walk of the ids finds it).
+            let listed = match v {
+                Value::Int(n)
+                    if keyspace::bucketed_ids(self.desc)
+                        && keyspace::ids_bucket(&e.member).is_some() =>
+                {
+                    n & 3 != 0 && (n & 1 == 0 || n & 4 != 0)
+                }
+                v => matches!(v, Value::Int(1)),
+            };
+            if !listed {
                 self.found
                     .missing_ids
                     .push(Violation::MissingId { member: e.member });

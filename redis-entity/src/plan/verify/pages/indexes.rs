@@ -295,8 +295,48 @@ impl Verifier<'_> {
     }
 
     /// A page of the set of all ids: each member's entity must exist.
-    pub(super) fn feed_ids(&mut self, reply: Value) -> Step {
-        let (cursor, ids) = scan_reply(reply);
+    pub(super) fn feed_ids(&mut self, at: u64, reply: Value) -> Step {
+        let (cursor, found) = scan_reply(reply);
+        if at & IDS_BUCKETS != 0 {
+            // A directory page: its buckets next, then its next page.
+            let cursor = if cursor == 0 { 0 } else { cursor | IDS_BUCKETS };
+            return match (found.is_empty(), cursor) {
+                (false, _) => Step::ReadBuckets {
+                    cursor,
+                    buckets: found,
+                },
+                (true, 0) => Step::Done,
+                (true, cursor) => Step::ReadIds { cursor },
+            };
+        }
+        self.check_ids(found);
+        // After the one set, a type with buckets walks their directory.
+        let next = match cursor {
+            0 if keyspace::bucketed_ids(self.desc) => Step::ReadIds {
+                cursor: IDS_BUCKETS,
+            },
+            0 => Step::Done,
+            cursor => Step::ReadIds { cursor },
+        };
+        self.checks_then(next)
+    }
+
+    /// The ids of the buckets a directory page named.
+    pub(super) fn feed_buckets(&mut self, cursor: u64, replies: Vec<Value>) -> Step {
+        let ids: Vec<String> = replies
+            .into_iter()
+            .flat_map(|v| list(v).into_iter().filter_map(text))
+            .collect();
+        self.check_ids(ids);
+        let next = match cursor {
+            0 => Step::Done,
+            cursor => Step::ReadIds { cursor },
+        };
+        self.checks_then(next)
+    }
+
+    /// Each listed id's entity is looked for: a missing one is stale.
+    fn check_ids(&mut self, ids: Vec<String>) {
         self.ids_seen += ids.len();
         self.checks.extend(ids.into_iter().map(|member| Check {
             entry: Entry {
@@ -305,10 +345,5 @@ impl Verifier<'_> {
             },
             then: Then::Stale,
         }));
-        let next = match cursor {
-            0 => Step::Done,
-            cursor => Step::ReadIds { cursor },
-        };
-        self.checks_then(next)
     }
 }
