@@ -82,7 +82,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
         .count()
         .await?;
     println!(
-        "not RUBY, counted  -> {not_ruby}   (all ids minus SUNION; the universe is book:@ids)"
+        "not RUBY, counted  -> {not_ruby}   (all ids minus SUNION; the universe is the buckets of book:@ids)"
     );
 
     // Removing a tag from the book removes the book from that tag's set.

@@ -275,18 +275,39 @@ fn index_keys(
     }
 }
 
-/// What an indexed type keeps beside its indexes: the set of all ids, the
-/// expiry sorted set, and each entity's index shadow hash.
+/// What an indexed type keeps beside its indexes: the set of all ids (for
+/// an integer pk, its buckets and their directory, beside the one set a
+/// store written before buckets keeps), the expiry sorted set, and each
+/// entity's index shadow hash.
 fn index_bookkeeping_keys(
     desc: &EntityDesc,
     ns: &crate::schema::escape::Namespace,
     base: &str,
-) -> [KeyPattern; 3] {
-    [
-        KeyPattern {
-            pattern: crate::keyspace::ids_key(desc, ns),
+) -> Vec<KeyPattern> {
+    let ids = crate::keyspace::ids_key(desc, ns);
+    let mut keys = Vec::new();
+    if crate::keyspace::bucketed_ids(desc) {
+        keys.push(KeyPattern {
+            pattern: format!("{ids}:<bucket>"),
             redis_type: RedisType::Set,
-            holds: "ids of every stored entity".into(),
+            holds: "ids of the stored entities in one hundred (`12xx`: 1200-1299)".into(),
+        });
+        keys.push(KeyPattern {
+            pattern: crate::keyspace::ids_directory(&ids),
+            redis_type: RedisType::Set,
+            holds: "the buckets of ids that hold an id".into(),
+        });
+    }
+    keys.extend([
+        KeyPattern {
+            pattern: ids,
+            redis_type: RedisType::Set,
+            holds: if crate::keyspace::bucketed_ids(desc) {
+                "ids of every stored entity, as written before buckets (read, no longer added to)"
+            } else {
+                "ids of every stored entity"
+            }
+            .into(),
         },
         KeyPattern {
             pattern: crate::keyspace::expiry_key(desc, ns),
@@ -298,7 +319,8 @@ fn index_bookkeeping_keys(
             redis_type: RedisType::Hash,
             holds: "index entries of an entity with a TTL, kept past its expiry until swept".into(),
         },
-    ]
+    ]);
+    keys
 }
 
 /// Families that exist once the type takes part in a relation, a timeline

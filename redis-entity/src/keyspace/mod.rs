@@ -17,6 +17,8 @@
 //! | equality / tag / unique index | `<ns><prefix>:<field>:<escaped value>` | set / string |
 //! | prefix / sorted index | `<ns><prefix>:<field>` | sorted set |
 //! | all ids | `<ns><prefix>:@ids` | set |
+//! | all ids of an integer pk, by hundreds | `<ns><prefix>:@ids:12xx` | set |
+//! | their buckets | `<ns><prefix>:@ids:@buckets` | set |
 //! | expiry | `<ns><prefix>:@expiry` | sorted set |
 //! | board bucket | `<ns><prefix>:board:<name>:<bucket>` | sorted set |
 //! | cache entry | `<ns>cache:{<escaped key>}` (named: `<ns>cache:<name>:{<escaped key>}`), its lock `<entry>:lock` | string |

@@ -1,6 +1,7 @@
 //! Walking every entity of a type, or every entity a query matches, in
-//! pages, with a cursor: `SSCAN` of the set of all ids for an indexed type,
-//! `SCAN` of the entity keys otherwise; for a query, `SSCAN` of the index set
+//! pages, with a cursor: `SSCAN` of the set of all ids for an indexed type
+//! (for an integer pk, then `SSCAN` of the directory of its buckets, each
+//! page's buckets read whole), `SCAN` of the entity keys otherwise; for a query, `SSCAN` of the index set
 //! of one of its `eq`/`all` values, or `ZSCAN` of the sorted index of its
 //! range, or of the set of all ids, each page checked against the whole query.
 //! Memory stays bounded by the page, and each page costs the same whatever

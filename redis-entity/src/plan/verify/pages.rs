@@ -11,7 +11,9 @@
 //!    its sorted set), and the entity of each listed member is asked for the
 //!    indexed value (`HMGET` of that field in the hash layout, the whole
 //!    entity in the others): an entry its entity does not hold is stale.
-//!    Then the set of all ids, by the presence of each member's entity.
+//!    Then the set of all ids, by the presence of each member's entity: the
+//!    one set, then (an integer pk) the directory of buckets a page at a
+//!    time, each page's buckets read whole.
 //!
 //! Between pages it keeps only the report so far, so its memory grows with
 //! the violations found, not with the data (an earlier form held every

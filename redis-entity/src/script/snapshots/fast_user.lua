@@ -221,7 +221,7 @@ local function fast_change(K, A, f, last, mode)
     r = rpcall('SADD', b, m)
     if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(b, 'set') or r end
     if r == 1 then if undo then undo[#undo + 1] = 'SREM'; undo[#undo + 1] = b; undo[#undo + 1] = false else undo = { 'SREM', b, false } end end
-    if r == 1 and rcall('SCARD', b) == 1 then
+    if r == 1 and b ~= ids and rcall('SCARD', b) == 1 then
       local d = ids_directory(ids)
       r = rpcall('SADD', d, string.sub(b, #ids + 2))
       if r ~= 0 and r ~= 1 then fast_undo(undo, m); return wrong_type(d, 'set') or r end

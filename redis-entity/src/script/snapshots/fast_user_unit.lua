@@ -230,7 +230,7 @@ local function fast_unit_write(st)
   end
   if not existed then
     local b = ids_bucket(ids, m)
-    if rcall('SADD', b, m) == 1 and rcall('SCARD', b) == 1 then
+    if rcall('SADD', b, m) == 1 and b ~= ids and rcall('SCARD', b) == 1 then
       rcall('SADD', ids_directory(ids), string.sub(b, #ids + 2))
     end
   end
