@@ -118,7 +118,10 @@ async fn every_reader_walks_the_buckets_and_deletes_leave_nothing() {
         .count()
         .await
         .unwrap();
-    assert_eq!(not_de, want.iter().filter(|id| !id.is_multiple_of(2)).count() as u64);
+    assert_eq!(
+        not_de,
+        want.iter().filter(|id| !id.is_multiple_of(2)).count() as u64
+    );
     // A scan in pages of 20: through the directory a few buckets a page.
     let mut scan = store.query::<User>().scan(20);
     let mut seen = BTreeSet::new();

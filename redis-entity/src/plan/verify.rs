@@ -689,19 +689,24 @@ mod tests {
                 ("SISMEMBER", None) => Value::Int(0),
                 ("EXISTS", stored) => Value::Int(stored.is_some() as i64),
                 // `BUCKETED_ID_PROBE`: bucket, one set, directory; member, bucket.
-                ("EVAL", _) => {
-                    let has = |k: &String, m: &String| matches!(self.0.get(k), Some(Stored::Members(ms)) if ms.contains(&m.as_str()));
-                    assert_eq!(cmd[2], "3");
-                    Value::Int(
-                        has(&cmd[3], &cmd[6]) as i64
-                            + 2 * has(&cmd[4], &cmd[6]) as i64
-                            + 4 * has(&cmd[5], &cmd[7]) as i64,
-                    )
-                }
+                // `BUCKETED_ID_PROBE`.
+                ("EVAL", _) => self.id_probe(cmd),
                 ("LRANGE", Some(Stored::List(m))) => texts(m.clone()),
                 ("LRANGE", None) => Value::Array(vec![]),
                 _ => panic!("unexpected request {cmd:?}"),
             }
+        }
+
+        /// `BUCKETED_ID_PROBE`: keys bucket, one set, directory; arguments
+        /// member, bucket.
+        fn id_probe(&self, cmd: &[String]) -> Value {
+            let has = |k: &String, m: &String| matches!(self.0.get(k), Some(Stored::Members(ms)) if ms.contains(&m.as_str()));
+            assert_eq!(cmd[2], "3");
+            Value::Int(
+                has(&cmd[3], &cmd[6]) as i64
+                    + 2 * has(&cmd[4], &cmd[6]) as i64
+                    + 4 * has(&cmd[5], &cmd[7]) as i64,
+            )
         }
 
         /// Runs the verifier to its end; returns the report and every request.

@@ -801,6 +801,16 @@ fn set_writes(w: &mut String, t: &Type<'_>) {
         }
         emit!(w, "  end");
     }
+    ids_write(w, t, &failed, &did);
+}
+
+/// The single write's id of a new entity, caught as `set_writes`' entries.
+fn ids_write(
+    w: &mut String,
+    t: &Type<'_>,
+    failed: &dyn Fn(&[&str]) -> String,
+    did: &dyn Fn(&str, &str, &str) -> String,
+) {
     if t.idx.is_empty() {
         return;
     }
