@@ -1164,8 +1164,8 @@ async fn breakdown(fw: &Side, hand: &Side, shape: Shape, per: (f64, f64), bucket
     // The ids: in buckets of 100 (`user:@ids:12xx`) listed in a directory,
     // and the one set an older store keeps (none here).
     let mut id_keys = vec!["user:@ids".to_string(), "user:@ids:@buckets".to_string()];
-    let buckets: Vec<String> = fw.c().smembers("user:@ids:@buckets").await.unwrap();
-    id_keys.extend(buckets.iter().map(|b| format!("user:@ids:{b}")));
+    let id_buckets: Vec<String> = fw.c().smembers("user:@ids:@buckets").await.unwrap();
+    id_keys.extend(id_buckets.iter().map(|b| format!("user:@ids:{b}")));
     let fw_ids = share(fw.memory_usage(&id_keys).await);
     let cities: Vec<u64> = (0..shape.cities).collect();
     let fw_city = share(
@@ -1213,7 +1213,8 @@ async fn breakdown(fw: &Side, hand: &Side, shape: Shape, per: (f64, f64), bucket
     let hand_zset = share(hand.memory_usage(&["user:score".to_string()]).await);
 
     // Every key is one of the families above: any other would show here.
-    let known_fw = 2 * n + shape.cities + tags.len() as u64 + 2;
+    // (redis-entity: the sorted set, the directory of id buckets, the buckets.)
+    let known_fw = 2 * n + shape.cities + tags.len() as u64 + 2 + id_buckets.len() as u64;
     let known_hand = 2 * n + shape.cities + tags.len() as u64 + 1;
     let (db_fw, db_hand) = (fw.dbsize().await, hand.dbsize().await);
 
