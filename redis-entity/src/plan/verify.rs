@@ -83,6 +83,15 @@ pub enum Violation {
         /// The member.
         member: String,
     },
+    /// A bucket of the set of all members (an integer pk's ids are kept in
+    /// buckets of 100, `user:@ids:12xx`) lists a member of another bucket:
+    /// written around the library, it would outlive its entity's delete.
+    MisplacedId {
+        /// The bucket.
+        key: String,
+        /// The member.
+        member: String,
+    },
     /// A relation set lists a member whose own reverse set does not list
     /// this entity back (only half of a relation is stored).
     OneSidedRelation {
@@ -199,6 +208,7 @@ impl Violation {
             Violation::DuplicateUnique { .. } => "DuplicateUnique",
             Violation::StaleId { .. } => "StaleId",
             Violation::MissingId { .. } => "MissingId",
+            Violation::MisplacedId { .. } => "MisplacedId",
             Violation::OneSidedRelation { .. } => "OneSidedRelation",
             Violation::DanglingMember { .. } => "DanglingMember",
             Violation::Leftover { .. } => "Leftover",
@@ -239,6 +249,9 @@ impl fmt::Display for Violation {
             }
             Violation::StaleId { member } => write!(f, "ids set lists missing entity `{member}`"),
             Violation::MissingId { member } => write!(f, "ids set misses entity `{member}`"),
+            Violation::MisplacedId { key, member } => {
+                write!(f, "ids bucket `{key}` lists `{member}` of another bucket")
+            }
             Violation::OneSidedRelation { key, member } => {
                 write!(
                     f,
@@ -432,7 +445,10 @@ pub(crate) fn repairs(desc: &'static EntityDesc, ns: &Namespace, report: &Report
             | Violation::MissingId { member } => {
                 reindex.entry(member.clone()).or_default().push(at);
             }
-            Violation::OneSidedRelation { key, member } => {
+            // Both are a plain SREM of the member from the set listing it
+            // (a misplaced id's own bucket is put right by its MissingId).
+            Violation::OneSidedRelation { key, member }
+            | Violation::MisplacedId { key, member } => {
                 out.one_sided.push((key.clone(), member.clone(), at));
             }
             Violation::DanglingMember {
@@ -1011,6 +1027,25 @@ mod tests {
         assert_eq!(
             report.violations,
             [Violation::MissingId { member: "2".into() }]
+        );
+        // An id in a bucket not its own (150's is `1xx`), of no entity.
+        let (report, _) = ids(&["1"], &["2", "150"], &["xx"]).verify(&ns);
+        assert_eq!(
+            report.violations,
+            [
+                Violation::MisplacedId {
+                    key: "account:@ids:xx".into(),
+                    member: "150".into()
+                },
+                Violation::StaleId {
+                    member: "150".into()
+                },
+            ]
+        );
+        let plan = repairs(&ACCOUNT, &ns, &report);
+        assert_eq!(
+            plan.one_sided,
+            [("account:@ids:xx".into(), "150".into(), 0)]
         );
     }
 

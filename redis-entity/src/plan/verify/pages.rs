@@ -573,7 +573,7 @@ impl<'a> Verifier<'a> {
             } => self.feed_index_keys(index, cursor, offset, replies),
             Step::ReadIndexMore { index, cursor } => self.feed_index_more(index, cursor, replies),
             Step::ReadIds { cursor } => self.feed_ids(cursor, first_reply(replies)),
-            Step::ReadBuckets { cursor, .. } => self.feed_buckets(cursor, replies),
+            Step::ReadBuckets { cursor, buckets } => self.feed_buckets(cursor, &buckets, replies),
             Step::Done => {
                 return Err(Error::UnexpectedReply {
                     key: keyspace::ids_key(desc, self.ns),
@@ -693,7 +693,8 @@ fn order(v: &Violation) -> (&str, &str) {
         Violation::StaleEntry { key, member }
         | Violation::MissingEntry { key, member }
         | Violation::StaleSortedEntry { key, member, .. }
-        | Violation::MissingSortedEntry { key, member, .. } => (key, member),
+        | Violation::MissingSortedEntry { key, member, .. }
+        | Violation::MisplacedId { key, member } => (key, member),
         Violation::DuplicateUnique { key, .. } => (key, ""),
         Violation::StaleId { member } | Violation::MissingId { member } => ("", member),
         _ => ("", ""),

@@ -321,12 +321,27 @@ impl Verifier<'_> {
         self.checks_then(next)
     }
 
-    /// The ids of the buckets a directory page named.
-    pub(super) fn feed_buckets(&mut self, cursor: u64, replies: Vec<Value>) -> Step {
-        let ids: Vec<String> = replies
-            .into_iter()
-            .flat_map(|v| list(v).into_iter().filter_map(text))
-            .collect();
+    /// The ids of the buckets a directory page named; one its bucket
+    /// should not hold is misplaced.
+    pub(super) fn feed_buckets(
+        &mut self,
+        cursor: u64,
+        buckets: &[String],
+        replies: Vec<Value>,
+    ) -> Step {
+        let head = keyspace::ids_key(self.desc, self.ns);
+        let mut ids = Vec::new();
+        for (bucket, v) in buckets.iter().zip(replies) {
+            for member in list(v).into_iter().filter_map(text) {
+                if keyspace::ids_bucket(&member).as_deref() != Some(bucket.as_str()) {
+                    self.found.stale.push(Violation::MisplacedId {
+                        key: format!("{head}:{bucket}"),
+                        member: member.clone(),
+                    });
+                }
+                ids.push(member);
+            }
+        }
         self.check_ids(ids);
         let next = match cursor {
             0 => Step::Done,
