@@ -249,9 +249,7 @@ impl fmt::Display for Violation {
             }
             Violation::StaleId { member } => write!(f, "ids set lists missing entity `{member}`"),
             Violation::MissingId { member } => write!(f, "ids set misses entity `{member}`"),
-            Violation::MisplacedId { key, member } => {
-                write!(f, "ids bucket `{key}` lists `{member}` of another bucket")
-            }
+            Violation::MisplacedId { key, member } => write!(f, "misplaced id `{member}` in `{key}`"),
             Violation::OneSidedRelation { key, member } => {
                 write!(
                     f,

@@ -58,6 +58,11 @@ pub struct Scan<'s, E, C> {
     filter: Spec,
     /// A query's error, returned by the first page.
     error: Option<Error>,
+    /// [`Source::Ids`]: the buckets of the directory page being walked not
+    /// read yet (a small directory comes back whole, whatever the `COUNT`),
+    /// and where the directory's walk goes on once they are.
+    pending: Vec<String>,
+    pending_next: u64,
     _e: PhantomData<fn() -> E>,
 }
 
@@ -80,6 +85,11 @@ enum Source {
 /// The bit of a shard's cursor that says its walk of the ids is in the
 /// directory of buckets (below: in the one set).
 const IDS_BUCKETS: u64 = 1 << (SHARD_SHIFT - 1);
+/// With [`IDS_BUCKETS`]: the walk stopped inside the directory page at
+/// this cursor, so a walk resumed there reads all of that page's buckets
+/// in its first page (repeating some: a cursor cannot say which were read),
+/// and so always gets past it.
+const IDS_WHOLE: u64 = 1 << (SHARD_SHIFT - 2);
 /// Ids a bucket holds at most.
 const BUCKET_IDS: usize = 100;
 
@@ -183,6 +193,8 @@ impl<'s, E: Entity, C> Scan<'s, E, C> {
             hints: None,
             filter: Spec::default(),
             error: None,
+            pending: Vec::new(),
+            pending_next: 0,
             _e: PhantomData,
         };
         scan.source = scan.source_of_shard();
@@ -230,6 +242,7 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
     /// walk can stop and go on later, even in another process.
     pub fn resume_at(mut self, cursor: u64) -> Self {
         self.cursor = cursor;
+        self.pending.clear();
         self.shard = (cursor >> SHARD_SHIFT) as usize;
         self.source = self.source_of_shard();
         self
@@ -276,17 +289,21 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
             Some(h) if keys_walk => h.len(),
             _ => self.spaces.len(),
         };
-        let (cmd, key) = self.scan_command();
-        let mut pipe = redis::pipe();
-        pipe.add_command(cmd);
-        crate::keyspace::nodes::route_to(&mut pipe, hint.as_deref());
-        let ((next, found),): ((u64, Vec<String>),) = pipe
-            .query_async(&mut store.reader())
-            .await
-            .map_err(|e| Error::redis(&key, e))?;
-        let (next, found) = match &self.source {
-            Source::Ids(ids) => self.ids_page(ids, next, found).await?,
-            _ => (next, found),
+        let (next, found) = if self.pending.is_empty() {
+            let (cmd, key) = self.scan_command();
+            let mut pipe = redis::pipe();
+            pipe.add_command(cmd);
+            crate::keyspace::nodes::route_to(&mut pipe, hint.as_deref());
+            let ((next, found),): ((u64, Vec<String>),) = pipe
+                .query_async(&mut store.reader())
+                .await
+                .map_err(|e| Error::redis(&key, e))?;
+            match &self.source {
+                Source::Ids(_) => self.ids_page(next, found).await?,
+                _ => (next, found),
+            }
+        } else {
+            self.read_buckets(false).await?
         };
         let members = self.members_found(found);
         self.advance(next, parts, keys_walk);
@@ -333,7 +350,7 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
             Source::Ids(ids) => {
                 let directory = keyspace::ids_directory(ids);
                 let mut c = redis::cmd("SSCAN");
-                c.arg(&directory).arg(inner & !IDS_BUCKETS);
+                c.arg(&directory).arg(inner & !(IDS_BUCKETS | IDS_WHOLE));
                 c.arg("COUNT").arg((self.count / BUCKET_IDS).max(1));
                 return (c, directory);
             }
@@ -344,29 +361,48 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
 
     /// A page of [`Source::Ids`]: in the one set, its members, and the
     /// walk goes on in the directory when the set's is over; in the
-    /// directory, the members of the buckets it named.
-    async fn ids_page(
-        &self,
-        ids: &str,
-        next: u64,
-        found: Vec<String>,
-    ) -> Result<(u64, Vec<String>)> {
+    /// directory, the buckets it named, read a few at a time.
+    async fn ids_page(&mut self, next: u64, found: Vec<String>) -> Result<(u64, Vec<String>)> {
         if self.inner_cursor() & IDS_BUCKETS == 0 {
             return Ok((if next == 0 { IDS_BUCKETS } else { next }, found));
         }
-        let next = if next == 0 { 0 } else { next | IDS_BUCKETS };
-        if found.is_empty() {
-            return Ok((next, found));
+        self.pending = found;
+        self.pending_next = if next == 0 { 0 } else { next | IDS_BUCKETS };
+        let whole = self.inner_cursor() & IDS_WHOLE != 0;
+        self.read_buckets(whole).await
+    }
+
+    /// The members of the next buckets of the directory page being walked:
+    /// as many buckets as make about `count` ids, or all of them (`whole`).
+    /// Until its last, the cursor stays at the page, marked [`IDS_WHOLE`]:
+    /// a walk resumed there reads the page's buckets again, all at once (its
+    /// entities may repeat; none is skipped, as with any Redis cursor).
+    async fn read_buckets(&mut self, whole: bool) -> Result<(u64, Vec<String>)> {
+        let Source::Ids(ids) = &self.source else {
+            return Ok((self.pending_next, Vec::new()));
+        };
+        let take = match whole {
+            true => self.pending.len(),
+            false => (self.count / BUCKET_IDS).max(1).min(self.pending.len()),
+        };
+        let buckets: Vec<String> = self.pending.drain(..take).collect();
+        let next = if self.pending.is_empty() {
+            self.pending_next
+        } else {
+            self.inner_cursor() | IDS_WHOLE
+        };
+        if buckets.is_empty() {
+            return Ok((next, buckets));
         }
         let mut pipe = redis::pipe();
-        for bucket in &found {
+        for bucket in &buckets {
             pipe.cmd("SMEMBERS").arg(format!("{ids}:{bucket}"));
         }
-        let buckets: Vec<Vec<String>> = pipe
+        let members: Vec<Vec<String>> = pipe
             .query_async(&mut self.store.reader())
             .await
             .map_err(|e| Error::redis(ids, e))?;
-        Ok((next, buckets.into_iter().flatten().collect()))
+        Ok((next, members.into_iter().flatten().collect()))
     }
 
     /// The members a page of the source names, sorted, each once.
