@@ -1,9 +1,10 @@
 //! Walking every entity of a type, or every entity a query matches, in
 //! pages, with a cursor: `SSCAN` of the set of all ids for an indexed type
-//! (for an integer pk, then `SSCAN` of the directory of its buckets, each
-//! page's buckets read whole), `SCAN` of the entity keys otherwise; for a query, `SSCAN` of the index set
-//! of one of its `eq`/`all` values, or `ZSCAN` of the sorted index of its
-//! range, or of the set of all ids, each page checked against the whole query.
+//! (for an integer pk, then `SSCAN` of the directory of its buckets, whose
+//! buckets are read a few per page), `SCAN` of the entity keys otherwise;
+//! for a query, `SSCAN` of the index set of one of its `eq`/`all` values, or
+//! `ZSCAN` of the sorted index of its range, or of the set of all ids, each
+//! page checked against the whole query.
 //! Memory stays bounded by the page, and each page costs the same whatever
 //! the position (no rereading of what came before, as paging by offset
 //! does). Like every Redis cursor, an entity stored or deleted during the
@@ -77,8 +78,8 @@ enum Source {
     Sorted(String, RangeCondition),
     /// The ids of a type that keeps them in buckets (its ids key named):
     /// `SSCAN` of the one set a store written before buckets holds, then
-    /// (from [`IDS_BUCKETS`] on) `SSCAN` of the directory, each page's
-    /// buckets read whole (at most 100 ids each).
+    /// (from [`IDS_BUCKETS`] on) `SSCAN` of the directory, whose buckets
+    /// (at most 100 ids each) are read a few per page.
     Ids(String),
 }
 
