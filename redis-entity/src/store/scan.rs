@@ -64,6 +64,8 @@ pub struct Scan<'s, E, C> {
     /// and where the directory's walk goes on once they are.
     pending: Vec<String>,
     pending_next: u64,
+    /// The directory cursor of the page `pending` came from.
+    page_cursor: u64,
     _e: PhantomData<fn() -> E>,
 }
 
@@ -88,9 +90,16 @@ enum Source {
 const IDS_BUCKETS: u64 = 1 << (SHARD_SHIFT - 1);
 /// With [`IDS_BUCKETS`]: the walk stopped inside the directory page at
 /// this cursor, so a walk resumed there reads all of that page's buckets
-/// in its first page (repeating some: a cursor cannot say which were read),
-/// and so always gets past it.
+/// in its first page (repeating some: this cursor cannot say which were
+/// read), and so always gets past it.
 const IDS_WHOLE: u64 = 1 << (SHARD_SHIFT - 2);
+/// With [`IDS_BUCKETS`]: the walk stopped inside a directory that came
+/// back whole (Redis answers a small set at once, whatever the `COUNT`),
+/// after the bucket whose order ([`bucket_order`]) the bits below hold,
+/// offset by [`AFTER_BIAS`]: a walk resumed there reads the directory
+/// again and goes on after that bucket, repeating nothing.
+const IDS_AFTER: u64 = 1 << (SHARD_SHIFT - 3);
+const AFTER_BIAS: i64 = 1 << (SHARD_SHIFT - 4);
 /// Ids a bucket holds at most.
 const BUCKET_IDS: usize = 100;
 
@@ -196,6 +205,7 @@ impl<'s, E: Entity, C> Scan<'s, E, C> {
             error: None,
             pending: Vec::new(),
             pending_next: 0,
+            page_cursor: 0,
             _e: PhantomData,
         };
         scan.source = scan.source_of_shard();
@@ -351,7 +361,7 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
             Source::Ids(ids) => {
                 let directory = keyspace::ids_directory(ids);
                 let mut c = redis::cmd("SSCAN");
-                c.arg(&directory).arg(inner & !(IDS_BUCKETS | IDS_WHOLE));
+                c.arg(&directory).arg(directory_cursor(inner));
                 c.arg("COUNT").arg((self.count / BUCKET_IDS).max(1));
                 return (c, directory);
             }
@@ -367,17 +377,32 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
         if self.inner_cursor() & IDS_BUCKETS == 0 {
             return Ok((if next == 0 { IDS_BUCKETS } else { next }, found));
         }
-        self.pending = found;
+        let at = self.inner_cursor();
+        let mut buckets = found;
+        buckets.sort_by_cached_key(|b| (bucket_order(b).is_none(), bucket_order(b), b.clone()));
+        if at & IDS_AFTER != 0 {
+            let after = (at & (IDS_AFTER - 1)) as i64 - AFTER_BIAS;
+            buckets.retain(|b| bucket_order(b).is_none_or(|o| o > after));
+        }
+        self.pending = buckets;
         self.pending_next = if next == 0 { 0 } else { next | IDS_BUCKETS };
-        let whole = self.inner_cursor() & IDS_WHOLE != 0;
-        self.read_buckets(whole).await
+        self.page_cursor = directory_cursor(at);
+        // A page of a directory paged by its `COUNT` is read whole (about
+        // `count` ids), so the directory's cursor is exact; one that came
+        // back whole is read a few buckets at a time.
+        let whole_directory = self.page_cursor == 0 && next == 0;
+        self.read_buckets(at & IDS_WHOLE != 0 || !whole_directory)
+            .await
     }
 
-    /// The members of the next buckets of the directory page being walked:
-    /// as many buckets as make about `count` ids, or all of them (`whole`).
-    /// Until its last, the cursor stays at the page, marked [`IDS_WHOLE`]:
-    /// a walk resumed there reads the page's buckets again, all at once (its
-    /// entities may repeat; none is skipped, as with any Redis cursor).
+    /// The members of the next buckets of the directory page being walked
+    /// (in their order): as many buckets as make about `count` ids, or all
+    /// of them (`whole`). Until its last (only a directory that came back
+    /// whole is read in parts), the cursor says where a walk resumed there
+    /// goes on: after the last bucket read ([`IDS_AFTER`]); or, for a bucket
+    /// name no write spells or an order too far out, the directory again,
+    /// all at once ([`IDS_WHOLE`]: entities may repeat, none is skipped, as
+    /// with any Redis cursor).
     async fn read_buckets(&mut self, whole: bool) -> Result<(u64, Vec<String>)> {
         let Source::Ids(ids) = &self.source else {
             return Ok((self.pending_next, Vec::new()));
@@ -387,10 +412,14 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
             false => (self.count / BUCKET_IDS).max(1).min(self.pending.len()),
         };
         let buckets: Vec<String> = self.pending.drain(..take).collect();
-        let next = if self.pending.is_empty() {
-            self.pending_next
-        } else {
-            self.inner_cursor() | IDS_WHOLE
+        let after = buckets
+            .last()
+            .and_then(|b| bucket_order(b))
+            .filter(|o| (-AFTER_BIAS..AFTER_BIAS).contains(o));
+        let next = match (self.pending.is_empty(), after) {
+            (true, _) => self.pending_next,
+            (false, Some(o)) => IDS_BUCKETS | IDS_AFTER | (o + AFTER_BIAS) as u64,
+            (false, _) => IDS_BUCKETS | IDS_WHOLE | self.page_cursor,
         };
         if buckets.is_empty() {
             return Ok((next, buckets));
@@ -476,5 +505,54 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
             }
         }
         page
+    }
+}
+
+/// The directory cursor in a shard's cursor of the walk of the ids (0 for
+/// a walk resumed after a bucket: the directory is read whole again).
+fn directory_cursor(inner: u64) -> u64 {
+    if inner & IDS_AFTER != 0 {
+        0
+    } else {
+        inner & (IDS_AFTER - 1)
+    }
+}
+
+/// The order of a bucket of ids by the ids it holds: `-1xx` (-199..-100)
+/// -2, `-xx` (-99..-10) -1, `xx` (-9..99) 0, `12xx` 12; `None` for a name
+/// no write spells.
+fn bucket_order(name: &str) -> Option<i64> {
+    let head = name.strip_suffix("xx")?;
+    match head {
+        "" => Some(0),
+        "-" => Some(-1),
+        _ => match head.strip_prefix('-') {
+            Some(n) => n.parse::<i64>().ok().map(|n| -n - 1),
+            None => head.parse::<i64>().ok(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Buckets sort as the ids they hold, for every id the writes spell.
+    #[test]
+    fn buckets_order_as_their_ids() {
+        let ids: [i64; 9] = [i64::MIN, -1234, -150, -99, -10, -9, 0, 99, 1234];
+        let orders: Vec<i64> = ids
+            .iter()
+            .map(|id| {
+                let bucket = keyspace::ids_bucket(&id.to_string()).unwrap();
+                bucket_order(&bucket).unwrap()
+            })
+            .collect();
+        assert_eq!(orders, [-92233720368547759, -13, -2, -1, -1, 0, 0, 0, 12]);
+        assert_eq!(bucket_order("@buckets"), None);
+        assert_eq!(bucket_order("1x2xx"), None);
+        // A resumed walk after a bucket reads the directory from its start.
+        assert_eq!(directory_cursor(IDS_BUCKETS | IDS_AFTER | 7), 0);
+        assert_eq!(directory_cursor(IDS_BUCKETS | IDS_WHOLE | 7), 7);
     }
 }
