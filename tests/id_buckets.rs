@@ -154,6 +154,12 @@ async fn every_reader_walks_the_buckets_and_deletes_leave_nothing() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// `verify` finds nothing wrong.
+async fn assert_clean(store: &Store) {
+    let report = store.maintenance::<User>().verify().await.unwrap();
+    assert!(report.is_clean(), "{report}");
+}
+
 /// A store written before buckets: the same users, their ids moved into
 /// the one set `user:@ids` and the buckets gone.
 async fn written_before_buckets(server: &RedisServer, store: &Store) {
@@ -183,8 +189,7 @@ async fn a_store_written_before_buckets_is_read_and_cleaned_without_a_migration(
     written_before_buckets(&server, &store).await;
     let every: BTreeSet<u64> = IDS.iter().copied().collect();
     assert_eq!(not_fr(&store).await, every);
-    let report = store.maintenance::<User>().verify().await.unwrap();
-    assert!(report.is_clean(), "{report}");
+    assert_clean(&store).await;
     // A new user goes to its bucket; the readers see both.
     store.save(&user(5)).await.unwrap();
     assert_eq!(smembers(&server, "user:@ids:xx"), texts(&["5"]));
@@ -214,12 +219,7 @@ async fn a_store_written_before_buckets_is_read_and_cleaned_without_a_migration(
         smembers(&server, "user:@ids"),
         texts(&["7", "100", "150", "1200"])
     );
-    assert!(store
-        .maintenance::<User>()
-        .verify()
-        .await
-        .unwrap()
-        .is_clean());
+    assert_clean(&store).await;
 }
 
 #[tokio::test]
@@ -270,12 +270,7 @@ async fn a_bucket_missing_from_the_directory_is_found_and_repaired() {
         smembers(&server, "user:@ids:12xx"),
         texts(&["1200", "1234"])
     );
-    assert!(store
-        .maintenance::<User>()
-        .verify()
-        .await
-        .unwrap()
-        .is_clean());
+    assert_clean(&store).await;
 }
 
 #[tokio::test]
