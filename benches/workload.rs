@@ -346,6 +346,15 @@ async fn figures(
     cpu_before: f64,
 ) -> Figures {
     let trips = side.trips.take();
+    if std::env::var_os("COMMANDSTATS").is_some() {
+        // Where a step's server time went, command by command (to stderr:
+        // the table stays as it is).
+        let info = side.info("commandstats").await;
+        for l in info.lines().filter(|l| l.starts_with("cmdstat_")) {
+            eprintln!("  {l}");
+        }
+        eprintln!("  ---");
+    }
     let after = side.used_memory().await;
     let cpu = side.cpu_s().await - cpu_before;
     Figures {
@@ -1043,6 +1052,79 @@ async fn incr_scores(
     }
 }
 
+/// The 32-task steps: gets, unique lookups, level updates and tag queries
+/// with records, mixed, on one shared store (one connection); then the same
+/// mix with the hand-written side's level update made by a function with the
+/// checks of redis-entity's update (the floor of a checked update), and the
+/// floor row of the two hand-written mixes (`-- --mix` runs these alone).
+async fn mix_steps(
+    fw: &Side,
+    hand: &Side,
+    store: &Store<CountingConnection<MultiplexedConnection>>,
+    n_users: u64,
+    books: &[Book],
+    pairs: &[(String, String)],
+) {
+    let shared_pairs = std::sync::Arc::new(pairs.to_vec());
+    let level_fn = std::sync::Arc::new(redis::Script::new(HAND_LEVEL_FN));
+    let hc = &hand.conn;
+    for (name, level_fn) in [
+        ("32 tasks: gets, finds, updates, tag queries", None),
+        ("32 tasks (vs hand-written function)", Some(level_fn)),
+    ] {
+        let (a, b) = pair(
+            fw,
+            hand,
+            n_users,
+            false,
+            |r| mix_of_32(store.clone(), shared_pairs.clone(), r, n_users),
+            |r| {
+                let (c, pairs, f) = (hc.clone(), shared_pairs.clone(), level_fn.clone());
+                hand_mix_of_32(c, pairs, r, n_users, f)
+            },
+        )
+        .await;
+        report(name, &a, &b);
+    }
+    floor_rows::floor_mix_of_32(n_users, books, shared_pairs).await;
+}
+
+/// The books of the workload: 3 tags of 50 each, the same on both sides.
+fn bench_books(n: u64) -> Vec<Book> {
+    let mut rng = Rng(42);
+    (0..n).map(|id| book(id, &mut rng)).collect()
+}
+
+/// The tag pairs the queries ask for (two different tags each).
+fn bench_pairs(n: u64) -> Vec<(String, String)> {
+    let mut rng = Rng(7);
+    (0..n)
+        .map(|_| {
+            let x = rng.next() % 50;
+            (tag(x), tag((x + 1 + rng.next() % 49) % 50))
+        })
+        .collect()
+}
+
+/// The hand-written layout's commands for book `bk`: its hash and its
+/// tags' sets.
+fn hand_book_commands(p: &mut redis::Pipeline, bk: &Book) {
+    let tags: Vec<&str> = bk.tags.iter().map(String::as_str).collect();
+    p.cmd("HSET")
+        .arg(format!("book:{{{}}}", bk.id))
+        .arg("title")
+        .arg(&bk.title)
+        .arg("tags")
+        .arg(tags.join(":"))
+        .ignore();
+    for t in &tags {
+        p.cmd("SADD")
+            .arg(format!("book:tags:{t}"))
+            .arg(bk.id)
+            .ignore();
+    }
+}
+
 /// Tag pairs shared by the tasks of the 32-task mix.
 type Pairs = std::sync::Arc<Vec<(String, String)>>;
 
@@ -1173,6 +1255,8 @@ async fn main() {
     if floors_only {
         table_header();
         floor_rows::floor_steps(n_users, n_changes, n_incr).await;
+        let pairs = std::sync::Arc::new(bench_pairs(n_queries));
+        floor_rows::floor_mix_of_32(n_users, &bench_books(n_books), pairs).await;
         return;
     }
     let fw = Side::start().await;
@@ -1208,6 +1292,31 @@ async fn main() {
             let _: () = p.query_async(&mut hc.clone()).await.unwrap();
         }
         near_cache_steps(&fw, &hand, n_users, scale).await;
+        return;
+    }
+
+    if std::env::args().any(|a| a == "--mix") {
+        // The users and books the mix reads, on both sides, in batches.
+        let users: Vec<User> = (0..n_users).map(user).collect();
+        let books = bench_books(n_books);
+        for chunk in users.chunks(500) {
+            store.save_all(chunk).await.unwrap();
+            let mut p = redis::pipe();
+            for u in chunk {
+                hand_user_commands(&mut p, u);
+            }
+            let _: () = p.query_async(&mut hc.clone()).await.unwrap();
+        }
+        for chunk in books.chunks(500) {
+            store.save_all(chunk).await.unwrap();
+            let mut p = redis::pipe();
+            for bk in chunk {
+                hand_book_commands(&mut p, bk);
+            }
+            let _: () = p.query_async(&mut hc.clone()).await.unwrap();
+        }
+        table_header();
+        mix_steps(&fw, &hand, store, n_users, &books, &bench_pairs(n_queries)).await;
         return;
     }
 
@@ -1404,10 +1513,7 @@ async fn main() {
     report("find user by username", &a, &b);
 
     // 5. Books with 3 tags of 50 (the same books on both sides).
-    let books: Vec<Book> = {
-        let mut rng = Rng(42);
-        (0..n_books).map(|id| book(id, &mut rng)).collect()
-    };
+    let books = bench_books(n_books);
     let books = &books;
     let (a, b) = pair(
         &fw,
@@ -1422,20 +1528,9 @@ async fn main() {
         |r| async move {
             let mut c = hc.clone();
             for id in r {
-                let bk = &books[id as usize];
-                let tags: Vec<&str> = bk.tags.iter().map(String::as_str).collect();
                 let mut p = redis::pipe();
                 p.cmd("MULTI").ignore();
-                p.cmd("HSET")
-                    .arg(format!("book:{{{id}}}"))
-                    .arg("title")
-                    .arg(&bk.title)
-                    .arg("tags")
-                    .arg(tags.join(":"))
-                    .ignore();
-                for t in &tags {
-                    p.cmd("SADD").arg(format!("book:tags:{t}")).arg(id).ignore();
-                }
+                hand_book_commands(&mut p, &books[id as usize]);
                 p.cmd("EXEC").ignore();
                 let _: () = p.query_async(&mut c).await.unwrap();
             }
@@ -1445,15 +1540,7 @@ async fn main() {
     report("save book with 3 tags", &a, &b);
 
     // 6. Queries with full records.
-    let pairs: Vec<(String, String)> = {
-        let mut rng = Rng(7);
-        (0..n_queries)
-            .map(|_| {
-                let x = rng.next() % 50;
-                (tag(x), tag((x + 1 + rng.next() % 49) % 50))
-            })
-            .collect()
-    };
+    let pairs = bench_pairs(n_queries);
     let pairs = &pairs;
     for (name, op) in [
         ("all (SINTER) + records", 0),
@@ -1802,31 +1889,8 @@ async fn main() {
         table_header();
     }
 
-    // 7c. 32 tasks sharing one store (one connection): gets, unique
-    //     lookups, level updates and tag queries with records, mixed; then
-    //     the same mix with the hand-written side's level update made by a
-    //     function with the checks of redis-entity's update (the floor of a
-    //     checked update).
-    let shared_pairs = std::sync::Arc::new(pairs.clone());
-    let level_fn = std::sync::Arc::new(redis::Script::new(HAND_LEVEL_FN));
-    for (name, level_fn) in [
-        ("32 tasks: gets, finds, updates, tag queries", None),
-        ("32 tasks (vs hand-written function)", Some(level_fn)),
-    ] {
-        let (a, b) = pair(
-            &fw,
-            &hand,
-            n_users,
-            false,
-            |r| mix_of_32(store.clone(), shared_pairs.clone(), r, n_users),
-            |r| {
-                let (c, pairs, f) = (hc.clone(), shared_pairs.clone(), level_fn.clone());
-                hand_mix_of_32(c, pairs, r, n_users, f)
-            },
-        )
-        .await;
-        report(name, &a, &b);
-    }
+    // 7c. 32 tasks sharing one store (one connection).
+    mix_steps(&fw, &hand, store, n_users, books, pairs).await;
 
     // 8. Leaderboard: score increments (hash and sorted set together), then
     //    top 10 with profiles.

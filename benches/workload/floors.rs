@@ -3,7 +3,9 @@
 //! `HAND_CHANGE_FN`, `HAND_SCORE_FN`) against the minimal `MULTI`/`EXEC` of
 //! the same write, each on a fresh server of its own holding the same users
 //! and players (`cargo bench --bench workload -- --floors` runs this step
-//! alone; a whole run ends its single writes with it).
+//! alone; a whole run ends its single writes with it). The 32-task mix has
+//! a floor of its own (`floor_mix_of_32`): the mix with the checked level
+//! update against the mix with a bare `HINCRBY`.
 //!
 //! The client target for single writes is 0.9x the minimal `EXEC`.
 //! Where the function with the same checks is itself below that, the
@@ -13,9 +15,9 @@
 //! ran at different moments of the machine (up to 20% apart on the VM).
 
 use super::{
-    hand_exec_country, hand_exec_score, hand_fn_call, hand_fn_save, hand_save_players,
-    hand_save_user, hand_user_commands, pair, players, report, user, Side, HAND_CHANGE_FN,
-    HAND_SAVE_FN, HAND_SCORE_FN,
+    hand_book_commands, hand_exec_country, hand_exec_score, hand_fn_call, hand_fn_save,
+    hand_mix_of_32, hand_save_players, hand_save_user, hand_user_commands, pair, players, report,
+    user, Book, Pairs, Side, HAND_CHANGE_FN, HAND_LEVEL_FN, HAND_SAVE_FN, HAND_SCORE_FN,
 };
 
 /// The three floors: save of a new user, change of its country (an equality
@@ -133,4 +135,46 @@ pub async fn floor_steps(n_users: u64, n_changes: u64, n_incr: u64) {
         &a,
         &b,
     );
+}
+
+/// The floor of the 32-task mix: the hand-written mix whose level update is
+/// the function with redis-entity's checks (`HAND_LEVEL_FN`: the user must
+/// exist) against the same mix with a bare `HINCRBY`, each on a fresh server
+/// of its own holding the same users and books. A fifth of the mix is that
+/// update, so this is what the checks alone cost the mix; redis-entity's
+/// ratio to the checked mix (its row "32 tasks (vs hand-written function)")
+/// is the one to read against it.
+pub async fn floor_mix_of_32(n_users: u64, books: &[Book], pairs: Pairs) {
+    let (func, bare) = (Side::start().await, Side::start().await);
+    for side in [&func, &bare] {
+        let mut c = side.conn.clone();
+        for chunk in (0..n_users).collect::<Vec<_>>().chunks(500) {
+            let mut p = redis::pipe();
+            for &id in chunk {
+                hand_user_commands(&mut p, &user(id));
+            }
+            let _: () = p.query_async(&mut c).await.unwrap();
+        }
+        for chunk in books.chunks(500) {
+            let mut p = redis::pipe();
+            for bk in chunk {
+                hand_book_commands(&mut p, bk);
+            }
+            let _: () = p.query_async(&mut c).await.unwrap();
+        }
+    }
+    let level_fn = std::sync::Arc::new(redis::Script::new(HAND_LEVEL_FN));
+    let (a, b) = pair(
+        &func,
+        &bare,
+        n_users,
+        false,
+        |r| {
+            let (c, pairs, f) = (func.conn.clone(), pairs.clone(), level_fn.clone());
+            hand_mix_of_32(c, pairs, r, n_users, Some(f))
+        },
+        |r| hand_mix_of_32(bare.conn.clone(), pairs.clone(), r, n_users, None),
+    )
+    .await;
+    report("floor: 32 tasks, checked level update vs HINCRBY", &a, &b);
 }
