@@ -3,7 +3,9 @@
 //! intsets, listed in `user:@ids:@buckets`: what each write leaves, that
 //! every reader (a query of `none` conditions, `count`, `scan`, `verify`)
 //! walks the buckets, and that a store written before buckets, with its one
-//! set `user:@ids`, is read and cleaned without a migration.
+//! set `user:@ids`, is read and cleaned without a migration. Ids at the ends
+//! of `u64` and `i64` (past 2^53, where Lua's numbers lose exactness) land
+//! in the bucket Rust's verify looks in.
 //! `every_reader_walks_the_buckets_and_deletes_leave_nothing` also runs on a
 //! 3-master cluster with `REDIS_ENTITY_TEST_CLUSTER` set, in the type's shard.
 
@@ -319,4 +321,84 @@ async fn a_walk_resumes_from_its_cursor_in_the_one_set_and_in_the_buckets() {
     // stopped, after the last bucket read, and repeated nobody.
     assert_eq!(returned, want.len());
     assert!(walks > 2, "{walks} walks");
+}
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "account")]
+struct Account {
+    #[pk]
+    id: i64,
+    #[index]
+    country: String,
+}
+
+/// Ids at the ends of `u64` and `i64`, and past 2^53 where Lua's numbers
+/// lose exactness: the writers (Lua, single saves and batches) and verify's
+/// probe (Rust) spell the same bucket, cut from the id's text; readers find
+/// them all; their deletes leave no key.
+#[tokio::test]
+async fn ids_at_the_ends_of_the_integers_go_to_the_buckets_both_sides_spell() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let big: [u64; 4] = [u64::MAX, u64::MAX - 1, (1 << 53) + 1, (1 << 53) + 3];
+    store.save(&user(big[0])).await.unwrap();
+    store.save(&user(big[2])).await.unwrap();
+    store.save_all(&[user(big[1]), user(big[3])]).await.unwrap();
+    assert_eq!(
+        smembers(&server, "user:@ids:184467440737095516xx"),
+        texts(&["18446744073709551615", "18446744073709551614"])
+    );
+    assert_eq!(
+        smembers(&server, "user:@ids:90071992547409xx"),
+        texts(&["9007199254740993", "9007199254740995"])
+    );
+    assert_eq!(
+        smembers(&server, "user:@ids:@buckets"),
+        texts(&["184467440737095516xx", "90071992547409xx"])
+    );
+
+    let signed: [i64; 6] = [i64::MIN, i64::MIN + 1, -15, -1, 0, i64::MAX];
+    let account = |id: i64| Account {
+        id,
+        country: "DE".into(),
+    };
+    for id in &signed[..3] {
+        store.save(&account(*id)).await.unwrap();
+    }
+    let rest: Vec<Account> = signed[3..].iter().map(|id| account(*id)).collect();
+    store.save_all(&rest).await.unwrap();
+    assert_eq!(
+        smembers(&server, "account:@ids:-92233720368547758xx"),
+        texts(&["-9223372036854775808", "-9223372036854775807"])
+    );
+    assert_eq!(smembers(&server, "account:@ids:-xx"), texts(&["-15"]));
+    assert_eq!(smembers(&server, "account:@ids:xx"), texts(&["-1", "0"]));
+    assert_eq!(
+        smembers(&server, "account:@ids:92233720368547758xx"),
+        texts(&["9223372036854775807"])
+    );
+    assert_eq!(
+        smembers(&server, "account:@ids:@buckets"),
+        texts(&["-92233720368547758xx", "-xx", "xx", "92233720368547758xx"])
+    );
+
+    // The readers: a query of `none` conditions, and verify (its probe
+    // spells each entity's bucket in Rust).
+    let ids: BTreeSet<u64> = not_fr(&store).await;
+    assert_eq!(ids, big.iter().copied().collect());
+    let q = store.query::<Account>().none(Account::COUNTRY, ["FR"]);
+    let ids: BTreeSet<i64> = q.ids().await.unwrap().into_iter().collect();
+    assert_eq!(ids, signed.iter().copied().collect());
+    assert_clean(&store).await;
+    let report = store.maintenance::<Account>().verify().await.unwrap();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.entities, signed.len());
+
+    for id in big {
+        assert!(store.delete::<User>(&id).await.unwrap());
+    }
+    for id in signed {
+        assert!(store.delete::<Account>(&id).await.unwrap());
+    }
+    assert!(server.keys().is_empty(), "{:?}", server.keys());
 }
