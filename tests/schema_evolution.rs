@@ -618,3 +618,21 @@ async fn an_index_whose_kind_changed_is_rebuilt_and_its_old_keys_go() {
         "{status}"
     );
 }
+
+/// A build's plan counts the stored entities from the sets of ids: here
+/// 1,500 ids a hundred apart, each in a bucket of its own, so the
+/// directory of buckets is read in more than one page (`SSCAN`, 1,000
+/// names asked for per page).
+#[tokio::test]
+async fn a_plan_counts_ids_in_more_buckets_than_one_page_of_the_directory() {
+    let target = Target::start();
+    let old = store(&target).await;
+    let items: Vec<v1::Item> = (0..1500).map(|k| old_item(k * 100)).collect();
+    for chunk in items.chunks(500) {
+        old.save_all(chunk).await.unwrap();
+    }
+    let new = store(&target).await;
+    let plan = new.schema().plan::<v2::Item>().await.unwrap();
+    assert_eq!(plan.build, ["color"]);
+    assert_eq!(plan.entities, Some(1500), "{plan}");
+}

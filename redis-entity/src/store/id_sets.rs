@@ -1,7 +1,10 @@
 //! The sets that hold a type's ids in one space (`keyspace::bucketed_ids`):
-//! the buckets its directory lists and the one set, for the readers that
-//! count or delete them whole (`schema`). Walks in pages (`Scan`, `verify`)
-//! read the directory page by page instead.
+//! the one set and the buckets its directory lists, for the readers that
+//! count or delete them whole (`schema`). The directory is walked with
+//! `SSCAN`, a page of bucket names at a time, so that the client holds one
+//! page of names however many ids the type has (a million ids are 10,000
+//! buckets). Walks of the entities (`Scan`, `verify`) page the directory
+//! themselves.
 
 use super::Store;
 use crate::error::{Error, Result};
@@ -10,54 +13,97 @@ use crate::schema::entity::EntityDesc;
 use crate::schema::escape::Namespace;
 use redis::aio::ConnectionLike;
 
+/// Bucket names asked for per `SSCAN` of the directory.
+const DIRECTORY_PAGE: usize = 1000;
+
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
-    /// Every set of `desc`'s ids in `space`: the one set first, then each
-    /// bucket the directory lists (a type with a text pk has none).
-    pub(crate) async fn id_sets(
+    /// A page of the sets of `desc`'s ids in `space`, on `conn`, from the
+    /// directory's `cursor` (`None` for the first page, which starts with
+    /// the one set): the cursor to go on from (`None` at the end) and the
+    /// sets' keys. A type with a text pk has the one set alone.
+    async fn id_sets_page(
         &self,
+        conn: &mut C,
         desc: &EntityDesc,
         space: &Namespace,
-    ) -> Result<Vec<String>> {
+        cursor: Option<u64>,
+    ) -> Result<(Option<u64>, Vec<String>)> {
         let ids = keyspace::ids_key(desc, space);
-        let mut sets = vec![ids.clone()];
-        if keyspace::bucketed_ids(desc) {
-            let directory = keyspace::ids_directory(&ids);
-            let buckets: Vec<String> = self
-                .read_cmd(redis::cmd("SMEMBERS").arg(&directory), &directory)
-                .await?;
-            sets.extend(buckets.iter().map(|b| format!("{ids}:{b}")));
+        let mut sets = Vec::new();
+        if cursor.is_none() {
+            sets.push(ids.clone());
         }
-        Ok(sets)
+        if !keyspace::bucketed_ids(desc) {
+            return Ok((None, sets));
+        }
+        let directory = keyspace::ids_directory(&ids);
+        let (next, buckets): (u64, Vec<String>) = redis::cmd("SSCAN")
+            .arg(&directory)
+            .arg(cursor.unwrap_or(0))
+            .arg("COUNT")
+            .arg(DIRECTORY_PAGE)
+            .query_async(conn)
+            .await
+            .map_err(|e| Error::redis(&directory, e))?;
+        sets.extend(buckets.iter().map(|b| format!("{ids}:{b}")));
+        Ok(((next != 0).then_some(next), sets))
     }
 
     /// How many ids the sets of `space` hold (a member in two of them,
     /// the one set and its bucket after a repair, counts twice).
     pub(crate) async fn count_id_sets(&self, desc: &EntityDesc, space: &Namespace) -> Result<u64> {
-        let sets = self.id_sets(desc, space).await?;
-        let mut pipe = redis::pipe();
-        for set in &sets {
-            pipe.cmd("SCARD").arg(set);
+        let mut conn = self.reader();
+        let (mut cursor, mut total) = (None, 0);
+        loop {
+            let (next, sets) = self.id_sets_page(&mut conn, desc, space, cursor).await?;
+            if !sets.is_empty() {
+                let mut pipe = redis::pipe();
+                for set in &sets {
+                    pipe.cmd("SCARD").arg(set);
+                }
+                let counts: Vec<u64> = pipe
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| Error::redis(&sets[0], e))?;
+                total += counts.iter().sum::<u64>();
+            }
+            match next {
+                Some(next) => cursor = Some(next),
+                None => return Ok(total),
+            }
         }
-        let counts: Vec<u64> = pipe
-            .query_async(&mut self.reader())
-            .await
-            .map_err(|e| Error::redis(&sets[0], e))?;
-        Ok(counts.iter().sum())
     }
 
-    /// Deletes the sets of `space` and the directory of its buckets.
+    /// Deletes the sets of `space` and the directory of its buckets. The
+    /// directory goes last, so that a delete cut short leaves the buckets
+    /// it did not reach listed, for the next one.
     pub(crate) async fn delete_id_sets(&self, desc: &EntityDesc, space: &Namespace) -> Result<()> {
-        let mut sets = self.id_sets(desc, space).await?;
-        if keyspace::bucketed_ids(desc) {
-            sets.push(keyspace::ids_directory(&sets[0]));
+        // The directory is read where the sets are deleted (a replica may
+        // not have a bucket made a moment ago).
+        let mut conn = self.connection();
+        let mut cursor = None;
+        loop {
+            let (next, sets) = self.id_sets_page(&mut conn, desc, space, cursor).await?;
+            // One space's sets share its slot: one UNLINK per page.
+            if !sets.is_empty() {
+                let _: u64 = redis::cmd("UNLINK")
+                    .arg(&sets)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| Error::redis(&sets[0], e))?;
+            }
+            match next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
         }
-        // One space's sets share its slot: UNLINKs of up to 1,000 keys.
-        for chunk in sets.chunks(1000) {
+        if keyspace::bucketed_ids(desc) {
+            let directory = keyspace::ids_directory(&keyspace::ids_key(desc, space));
             let _: u64 = redis::cmd("UNLINK")
-                .arg(chunk)
-                .query_async(&mut self.connection())
+                .arg(&directory)
+                .query_async(&mut conn)
                 .await
-                .map_err(|e| Error::redis(&chunk[0], e))?;
+                .map_err(|e| Error::redis(&directory, e))?;
         }
         Ok(())
     }
