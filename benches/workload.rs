@@ -1066,11 +1066,14 @@ async fn mix_steps(
     pairs: &[(String, String)],
 ) {
     let shared_pairs = std::sync::Arc::new(pairs.to_vec());
-    let level_fn = std::sync::Arc::new(redis::Script::new(HAND_LEVEL_FN));
     let hc = &hand.conn;
-    for (name, level_fn) in [
-        ("32 tasks: gets, finds, updates, tag queries", None),
-        ("32 tasks (vs hand-written function)", Some(level_fn)),
+    for (name, how) in [
+        ("32 tasks: gets, finds, updates, tag queries", HandMix::BARE),
+        ("32 tasks (vs hand-written function)", HandMix::CHECKED),
+        (
+            "32 tasks (vs hand-written functions: checked update, one-call lookup)",
+            HandMix::CHECKED_ONE_CALL,
+        ),
     ] {
         let (a, b) = pair(
             fw,
@@ -1078,10 +1081,7 @@ async fn mix_steps(
             n_users,
             false,
             |r| mix_of_32(store.clone(), shared_pairs.clone(), r, n_users),
-            |r| {
-                let (c, pairs, f) = (hc.clone(), shared_pairs.clone(), level_fn.clone());
-                hand_mix_of_32(c, pairs, r, n_users, f)
-            },
+            |r| hand_mix_of_32(hc.clone(), shared_pairs.clone(), r, n_users, how),
         )
         .await;
         report(name, &a, &b);
@@ -1172,19 +1172,49 @@ async fn mix_of_32(
     }
 }
 
-/// The same mix by hand over one connection: the level increment is a bare
-/// `HINCRBY`, or with `level_fn` that function (`HAND_LEVEL_FN`).
+/// How the hand-written mix does its level updates and unique lookups.
+#[derive(Clone, Copy)]
+struct HandMix {
+    /// The level update by `HAND_LEVEL_FN` (the user must exist), not a
+    /// bare `HINCRBY`.
+    checked_update: bool,
+    /// The unique lookup by `HAND_FIND_FN` (one call, as redis-entity's),
+    /// not a `GET` and then an `HGETALL` (two round trips).
+    one_call_lookup: bool,
+}
+
+impl HandMix {
+    const BARE: HandMix = HandMix {
+        checked_update: false,
+        one_call_lookup: false,
+    };
+    const CHECKED: HandMix = HandMix {
+        checked_update: true,
+        one_call_lookup: false,
+    };
+    const CHECKED_ONE_CALL: HandMix = HandMix {
+        checked_update: true,
+        one_call_lookup: true,
+    };
+}
+
+/// The same mix by hand over one connection, its level updates and unique
+/// lookups as `how` says.
 async fn hand_mix_of_32(
     conn: CountingConnection<MultiplexedConnection>,
     pairs: Pairs,
     range: std::ops::Range<u64>,
     n_users: u64,
-    level_fn: Option<std::sync::Arc<redis::Script>>,
+    how: HandMix,
 ) {
+    static LEVEL_FN: std::sync::LazyLock<redis::Script> =
+        std::sync::LazyLock::new(|| redis::Script::new(HAND_LEVEL_FN));
+    static FIND_FN: std::sync::LazyLock<redis::Script> =
+        std::sync::LazyLock::new(|| redis::Script::new(HAND_FIND_FN));
     let mut tasks = tokio::task::JoinSet::new();
     for t in 0..32u64 {
         let ops: Vec<u64> = range.clone().filter(|i| i % 32 == t).collect();
-        let (mut c, pairs, level_fn) = (conn.clone(), pairs.clone(), level_fn.clone());
+        let (mut c, pairs) = (conn.clone(), pairs.clone());
         tasks.spawn(async move {
             for i in ops {
                 let id = i % n_users;
@@ -1195,17 +1225,23 @@ async fn hand_mix_of_32(
                         assert!(parse_user(id, f).is_some());
                     }
                     2 => {
-                        let owner: Option<u64> =
-                            c.get(format!("user:username:user{id}")).await.unwrap();
-                        let owner = owner.unwrap();
-                        let f: Vec<(String, String)> =
-                            c.hgetall(format!("user:{{{owner}}}")).await.unwrap();
+                        let owner_key = format!("user:username:user{id}");
+                        let (owner, f): (u64, Vec<(String, String)>) = if how.one_call_lookup {
+                            let found: Option<(u64, Vec<(String, String)>)> =
+                                FIND_FN.key(&owner_key).invoke_async(&mut c).await.unwrap();
+                            found.unwrap()
+                        } else {
+                            let owner: Option<u64> = c.get(&owner_key).await.unwrap();
+                            let owner = owner.unwrap();
+                            (owner, c.hgetall(format!("user:{{{owner}}}")).await.unwrap())
+                        };
                         assert!(parse_user(owner, f).is_some());
                     }
                     3 => {
-                        let _: i64 = match &level_fn {
-                            None => c.hincr(&user, "level", 1).await.unwrap(),
-                            Some(f) => f.key(&user).invoke_async(&mut c).await.unwrap(),
+                        let _: i64 = if how.checked_update {
+                            LEVEL_FN.key(&user).invoke_async(&mut c).await.unwrap()
+                        } else {
+                            c.hincr(&user, "level", 1).await.unwrap()
                         };
                     }
                     _ => {
@@ -1232,6 +1268,15 @@ async fn hand_mix_of_32(
 const HAND_LEVEL_FN: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOT_FOUND') end
 return redis.call('HINCRBY', KEYS[1], 'level', 1)
+";
+
+/// A unique lookup by hand in one call, as redis-entity's: the owner the
+/// username's key names, then the owner's hash (the minimal script for the
+/// type; it names no wrong-typed key). KEYS[1]: the username's key.
+const HAND_FIND_FN: &str = r"
+local owner = redis.call('GET', KEYS[1])
+if not owner then return false end
+return { owner, redis.call('HGETALL', 'user:{' .. owner .. '}') }
 ";
 
 #[tokio::main]

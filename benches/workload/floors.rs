@@ -17,7 +17,7 @@
 use super::{
     hand_book_commands, hand_exec_country, hand_exec_score, hand_fn_call, hand_fn_save,
     hand_mix_of_32, hand_save_players, hand_save_user, hand_user_commands, pair, players, report,
-    user, Book, Pairs, Side, HAND_CHANGE_FN, HAND_LEVEL_FN, HAND_SAVE_FN, HAND_SCORE_FN,
+    user, Book, HandMix, Pairs, Side, HAND_CHANGE_FN, HAND_SAVE_FN, HAND_SCORE_FN,
 };
 
 /// The three floors: save of a new user, change of its country (an equality
@@ -137,13 +137,14 @@ pub async fn floor_steps(n_users: u64, n_changes: u64, n_incr: u64) {
     );
 }
 
-/// The floor of the 32-task mix: the hand-written mix whose level update is
+/// The floors of the 32-task mix: the hand-written mix whose level update is
 /// the function with redis-entity's checks (`HAND_LEVEL_FN`: the user must
-/// exist) against the same mix with a bare `HINCRBY`, each on a fresh server
-/// of its own holding the same users and books. A fifth of the mix is that
-/// update, so this is what the checks alone cost the mix; redis-entity's
-/// ratio to the checked mix (its row "32 tasks (vs hand-written function)")
-/// is the one to read against it.
+/// exist), then that and its unique lookup in one call (`HAND_FIND_FN`, as
+/// redis-entity's), each against the same mix with a bare `HINCRBY` and a
+/// lookup in two round trips, each side on a fresh server of its own
+/// holding the same users and books: what the checks, and the single
+/// caller's round trip saved, cost the mix. redis-entity's rows against the
+/// same hand-written mixes are the ones to read against them.
 pub async fn floor_mix_of_32(n_users: u64, books: &[Book], pairs: Pairs) {
     let (func, bare) = (Side::start().await, Side::start().await);
     for side in [&func, &bare] {
@@ -163,18 +164,25 @@ pub async fn floor_mix_of_32(n_users: u64, books: &[Book], pairs: Pairs) {
             let _: () = p.query_async(&mut c).await.unwrap();
         }
     }
-    let level_fn = std::sync::Arc::new(redis::Script::new(HAND_LEVEL_FN));
-    let (a, b) = pair(
-        &func,
-        &bare,
-        n_users,
-        false,
-        |r| {
-            let (c, pairs, f) = (func.conn.clone(), pairs.clone(), level_fn.clone());
-            hand_mix_of_32(c, pairs, r, n_users, Some(f))
-        },
-        |r| hand_mix_of_32(bare.conn.clone(), pairs.clone(), r, n_users, None),
-    )
-    .await;
-    report("floor: 32 tasks, checked level update vs HINCRBY", &a, &b);
+    for (name, how) in [
+        (
+            "floor: 32 tasks, checked level update vs HINCRBY",
+            HandMix::CHECKED,
+        ),
+        (
+            "floor: 32 tasks, checked update and one-call lookup vs bare",
+            HandMix::CHECKED_ONE_CALL,
+        ),
+    ] {
+        let (a, b) = pair(
+            &func,
+            &bare,
+            n_users,
+            false,
+            |r| hand_mix_of_32(func.conn.clone(), pairs.clone(), r, n_users, how),
+            |r| hand_mix_of_32(bare.conn.clone(), pairs.clone(), r, n_users, HandMix::BARE),
+        )
+        .await;
+        report(name, &a, &b);
+    }
 }
