@@ -1089,6 +1089,24 @@ async fn mix_steps(
     floor_rows::floor_mix_of_32(n_users, books, shared_pairs).await;
 }
 
+/// Users 0..n saved on both sides, in batches of 500: by the store, and in
+/// the hand-written layout.
+async fn save_users_both(
+    store: &Store<CountingConnection<MultiplexedConnection>>,
+    hand: &CountingConnection<MultiplexedConnection>,
+    n: u64,
+) {
+    let users: Vec<User> = (0..n).map(user).collect();
+    for chunk in users.chunks(500) {
+        store.save_all(chunk).await.unwrap();
+        let mut p = redis::pipe();
+        for u in chunk {
+            hand_user_commands(&mut p, u);
+        }
+        let _: () = p.query_async(&mut hand.clone()).await.unwrap();
+    }
+}
+
 /// The books of the workload: 3 tags of 50 each, the same on both sides.
 fn bench_books(n: u64) -> Vec<Book> {
     let mut rng = Rng(42);
@@ -1326,32 +1344,16 @@ async fn main() {
     }
 
     if near_only {
-        // The users the near-cache steps read, on both sides, in batches.
-        let users: Vec<User> = (0..n_users).map(user).collect();
-        for chunk in users.chunks(500) {
-            store.save_all(chunk).await.unwrap();
-            let mut p = redis::pipe();
-            for u in chunk {
-                hand_user_commands(&mut p, u);
-            }
-            let _: () = p.query_async(&mut hc.clone()).await.unwrap();
-        }
+        // The users the near-cache steps read, on both sides.
+        save_users_both(store, hc, n_users).await;
         near_cache_steps(&fw, &hand, n_users, scale).await;
         return;
     }
 
     if std::env::args().any(|a| a == "--mix") {
-        // The users and books the mix reads, on both sides, in batches.
-        let users: Vec<User> = (0..n_users).map(user).collect();
+        // The users and books the mix reads, on both sides.
+        save_users_both(store, hc, n_users).await;
         let books = bench_books(n_books);
-        for chunk in users.chunks(500) {
-            store.save_all(chunk).await.unwrap();
-            let mut p = redis::pipe();
-            for u in chunk {
-                hand_user_commands(&mut p, u);
-            }
-            let _: () = p.query_async(&mut hc.clone()).await.unwrap();
-        }
         for chunk in books.chunks(500) {
             store.save_all(chunk).await.unwrap();
             let mut p = redis::pipe();

@@ -19,6 +19,8 @@ use super::{
     hand_mix_of_32, hand_save_players, hand_save_user, hand_user_commands, pair, players, report,
     user, Book, HandMix, Pairs, Side, HAND_CHANGE_FN, HAND_SAVE_FN, HAND_SCORE_FN,
 };
+use redis::aio::MultiplexedConnection;
+use redis_entity::CountingConnection;
 
 /// The three floors: save of a new user, change of its country (an equality
 /// index), increment of a player's score (a sorted index).
@@ -28,13 +30,7 @@ pub async fn floor_steps(n_users: u64, n_changes: u64, n_incr: u64) {
     // layout (the functions and the `EXEC`s share it).
     for side in [&func, &exec] {
         let mut c = side.conn.clone();
-        for chunk in (0..n_users).collect::<Vec<_>>().chunks(500) {
-            let mut p = redis::pipe();
-            for &id in chunk {
-                hand_user_commands(&mut p, &user(id));
-            }
-            let _: () = p.query_async(&mut c).await.unwrap();
-        }
+        hand_users(&mut c, n_users).await;
         for chunk in players(n_users).chunks(500) {
             hand_save_players(&mut c, chunk).await;
         }
@@ -149,13 +145,7 @@ pub async fn floor_mix_of_32(n_users: u64, books: &[Book], pairs: Pairs) {
     let (func, bare) = (Side::start().await, Side::start().await);
     for side in [&func, &bare] {
         let mut c = side.conn.clone();
-        for chunk in (0..n_users).collect::<Vec<_>>().chunks(500) {
-            let mut p = redis::pipe();
-            for &id in chunk {
-                hand_user_commands(&mut p, &user(id));
-            }
-            let _: () = p.query_async(&mut c).await.unwrap();
-        }
+        hand_users(&mut c, n_users).await;
         for chunk in books.chunks(500) {
             let mut p = redis::pipe();
             for bk in chunk {
@@ -184,5 +174,16 @@ pub async fn floor_mix_of_32(n_users: u64, books: &[Book], pairs: Pairs) {
         )
         .await;
         report(name, &a, &b);
+    }
+}
+
+/// Users 0..n in the hand-written layout, in pipelines of 500.
+async fn hand_users(c: &mut CountingConnection<MultiplexedConnection>, n: u64) {
+    for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
+        let mut p = redis::pipe();
+        for &id in chunk {
+            hand_user_commands(&mut p, &user(id));
+        }
+        let _: () = p.query_async(c).await.unwrap();
     }
 }
