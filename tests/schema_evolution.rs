@@ -8,6 +8,7 @@
 //! 3-master cluster.
 
 use redis_entity::evolution::{Change, IndexState};
+use redis_entity::verify::Violation;
 use redis_entity::{AnyConnection, Error, Store, StoreBuilder};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -635,4 +636,41 @@ async fn a_plan_counts_ids_in_more_buckets_than_one_page_of_the_directory() {
     let plan = new.schema().plan::<v2::Item>().await.unwrap();
     assert_eq!(plan.build, ["color"]);
     assert_eq!(plan.entities, Some(1500), "{plan}");
+}
+
+/// A build of every index of a type starts by deleting its sets of ids
+/// (the walk lists the stored entities again): every bucket, across more
+/// than one page of the directory. Ids whose entities went around the
+/// library, planted in 1,500 buckets, are gone after the apply.
+#[tokio::test]
+async fn a_rebuild_of_every_index_deletes_ids_in_every_page_of_the_directory() {
+    let target = Target::start();
+    let old = store(&target).await;
+    let items: Vec<v1::Item> = (0..3000).map(|k| old_item(k * 50)).collect();
+    for chunk in items.chunks(500) {
+        old.save_all(chunk).await.unwrap();
+    }
+    // Every other item's hash deleted around the library: its id stays in
+    // its bucket, one in each of the 1,500 buckets.
+    let mut c = target.conn();
+    for item in items.iter().filter(|i| i.id % 100 == 50) {
+        let key = old.keys().of::<v1::Item>(item.id).base;
+        let _: () = redis::Commands::del(&mut c, key).unwrap();
+    }
+    let stale = old.maintenance::<v1::Item>().verify().await.unwrap();
+    let stale_ids = stale
+        .violations
+        .iter()
+        .filter(|v| matches!(v, Violation::StaleId { .. }))
+        .count();
+    assert_eq!(stale_ids, 1500, "one stale id per bucket");
+
+    // v7 changes the one index's kind: every index is rebuilt.
+    let new = store(&target).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let applied = new.schema().apply::<v7::Item>().await.unwrap();
+    assert_eq!(applied.built, ["size"]);
+    let report = new.maintenance::<v7::Item>().verify().await.unwrap();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.entities, 1500);
 }
