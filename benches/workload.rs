@@ -1053,10 +1053,10 @@ async fn incr_scores(
 }
 
 /// The 32-task steps: gets, unique lookups, level updates and tag queries
-/// with records, mixed, on one shared store (one connection); then the same
-/// mix with the hand-written side's level update made by a function with the
-/// checks of redis-entity's update (the floor of a checked update), and the
-/// floor row of the two hand-written mixes (`-- --mix` runs these alone).
+/// with records, mixed, on one shared store (one connection), against the
+/// hand-written mix three ways (`HandMix`: bare, with the checked level
+/// update, and with that and the one-call lookup); then the floor rows of
+/// the hand-written mixes against each other (`-- --mix` runs these alone).
 async fn mix_steps(
     fw: &Side,
     hand: &Side,
@@ -1099,11 +1099,29 @@ async fn save_users_both(
     let users: Vec<User> = (0..n).map(user).collect();
     for chunk in users.chunks(500) {
         store.save_all(chunk).await.unwrap();
+    }
+    hand_users(&mut hand.clone(), n).await;
+}
+
+/// Users 0..n in the hand-written layout, in pipelines of 500.
+async fn hand_users(c: &mut CountingConnection<MultiplexedConnection>, n: u64) {
+    for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
         let mut p = redis::pipe();
-        for u in chunk {
-            hand_user_commands(&mut p, u);
+        for &id in chunk {
+            hand_user_commands(&mut p, &user(id));
         }
-        let _: () = p.query_async(&mut hand.clone()).await.unwrap();
+        let _: () = p.query_async(c).await.unwrap();
+    }
+}
+
+/// Books in the hand-written layout, in pipelines of 500.
+async fn hand_save_books(c: &mut CountingConnection<MultiplexedConnection>, books: &[Book]) {
+    for chunk in books.chunks(500) {
+        let mut p = redis::pipe();
+        for bk in chunk {
+            hand_book_commands(&mut p, bk);
+        }
+        let _: () = p.query_async(c).await.unwrap();
     }
 }
 
@@ -1356,12 +1374,8 @@ async fn main() {
         let books = bench_books(n_books);
         for chunk in books.chunks(500) {
             store.save_all(chunk).await.unwrap();
-            let mut p = redis::pipe();
-            for bk in chunk {
-                hand_book_commands(&mut p, bk);
-            }
-            let _: () = p.query_async(&mut hc.clone()).await.unwrap();
         }
+        hand_save_books(&mut hc.clone(), &books).await;
         table_header();
         mix_steps(&fw, &hand, store, n_users, &books, &bench_pairs(n_queries)).await;
         return;

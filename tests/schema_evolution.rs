@@ -620,6 +620,16 @@ async fn an_index_whose_kind_changed_is_rebuilt_and_its_old_keys_go() {
     );
 }
 
+/// `n` items of the deployed definition, their ids `step` apart (ids a
+/// hundred apart fill a bucket each), saved in batches of 500.
+async fn save_spread(store: &Store<AnyConnection>, n: u64, step: u64) -> Vec<v1::Item> {
+    let items: Vec<v1::Item> = (0..n).map(|k| old_item(k * step)).collect();
+    for chunk in items.chunks(500) {
+        store.save_all(chunk).await.unwrap();
+    }
+    items
+}
+
 /// A build's plan counts the stored entities from the sets of ids: here
 /// 1,500 ids a hundred apart, each in a bucket of its own, so the
 /// directory of buckets is read in more than one page (`SSCAN`, 1,000
@@ -628,10 +638,7 @@ async fn an_index_whose_kind_changed_is_rebuilt_and_its_old_keys_go() {
 async fn a_plan_counts_ids_in_more_buckets_than_one_page_of_the_directory() {
     let target = Target::start();
     let old = store(&target).await;
-    let items: Vec<v1::Item> = (0..1500).map(|k| old_item(k * 100)).collect();
-    for chunk in items.chunks(500) {
-        old.save_all(chunk).await.unwrap();
-    }
+    save_spread(&old, 1500, 100).await;
     let new = store(&target).await;
     let plan = new.schema().plan::<v2::Item>().await.unwrap();
     assert_eq!(plan.build, ["color"]);
@@ -646,10 +653,7 @@ async fn a_plan_counts_ids_in_more_buckets_than_one_page_of_the_directory() {
 async fn a_rebuild_of_every_index_deletes_ids_in_every_page_of_the_directory() {
     let target = Target::start();
     let old = store(&target).await;
-    let items: Vec<v1::Item> = (0..3000).map(|k| old_item(k * 50)).collect();
-    for chunk in items.chunks(500) {
-        old.save_all(chunk).await.unwrap();
-    }
+    let items = save_spread(&old, 3000, 50).await;
     // Every other item's hash deleted around the library: its id stays in
     // its bucket, one in each of the 1,500 buckets.
     let mut c = target.conn();

@@ -4,8 +4,9 @@
 //! the same write, each on a fresh server of its own holding the same users
 //! and players (`cargo bench --bench workload -- --floors` runs this step
 //! alone; a whole run ends its single writes with it). The 32-task mix has
-//! a floor of its own (`floor_mix_of_32`): the mix with the checked level
-//! update against the mix with a bare `HINCRBY`.
+//! floors of its own (`floor_mix_of_32`): the hand-written mix with the
+//! checked level update, and with that and the one-call lookup, against the
+//! bare mix.
 //!
 //! The client target for single writes is 0.9x the minimal `EXEC`.
 //! Where the function with the same checks is itself below that, the
@@ -15,12 +16,10 @@
 //! ran at different moments of the machine (up to 20% apart on the VM).
 
 use super::{
-    hand_book_commands, hand_exec_country, hand_exec_score, hand_fn_call, hand_fn_save,
-    hand_mix_of_32, hand_save_players, hand_save_user, hand_user_commands, pair, players, report,
-    user, Book, HandMix, Pairs, Side, HAND_CHANGE_FN, HAND_SAVE_FN, HAND_SCORE_FN,
+    hand_exec_country, hand_exec_score, hand_fn_call, hand_fn_save, hand_mix_of_32,
+    hand_save_books, hand_save_players, hand_save_user, hand_users, pair, players, report, user,
+    Book, HandMix, Pairs, Side, HAND_CHANGE_FN, HAND_SAVE_FN, HAND_SCORE_FN,
 };
-use redis::aio::MultiplexedConnection;
-use redis_entity::CountingConnection;
 
 /// The three floors: save of a new user, change of its country (an equality
 /// index), increment of a player's score (a sorted index).
@@ -146,13 +145,7 @@ pub async fn floor_mix_of_32(n_users: u64, books: &[Book], pairs: Pairs) {
     for side in [&func, &bare] {
         let mut c = side.conn.clone();
         hand_users(&mut c, n_users).await;
-        for chunk in books.chunks(500) {
-            let mut p = redis::pipe();
-            for bk in chunk {
-                hand_book_commands(&mut p, bk);
-            }
-            let _: () = p.query_async(&mut c).await.unwrap();
-        }
+        hand_save_books(&mut c, books).await;
     }
     for (name, how) in [
         (
@@ -174,16 +167,5 @@ pub async fn floor_mix_of_32(n_users: u64, books: &[Book], pairs: Pairs) {
         )
         .await;
         report(name, &a, &b);
-    }
-}
-
-/// Users 0..n in the hand-written layout, in pipelines of 500.
-async fn hand_users(c: &mut CountingConnection<MultiplexedConnection>, n: u64) {
-    for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
-        let mut p = redis::pipe();
-        for &id in chunk {
-            hand_user_commands(&mut p, &user(id));
-        }
-        let _: () = p.query_async(c).await.unwrap();
     }
 }

@@ -379,7 +379,10 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Scan<'_, E, C> {
         }
         let at = self.inner_cursor();
         let mut buckets = found;
-        buckets.sort_by_cached_key(|b| (bucket_order(b).is_none(), bucket_order(b), b.clone()));
+        buckets.sort_by_cached_key(|b| {
+            let order = bucket_order(b);
+            (order.is_none(), order, b.clone())
+        });
         if at & IDS_AFTER != 0 {
             let after = (at & (IDS_AFTER - 1)) as i64 - AFTER_BIAS;
             buckets.retain(|b| bucket_order(b).is_none_or(|o| o > after));
