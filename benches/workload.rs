@@ -1054,9 +1054,12 @@ async fn incr_scores(
 
 /// The 32-task steps: gets, unique lookups, level updates and tag queries
 /// with records, mixed, on one shared store (one connection), against the
-/// hand-written mix three ways (`HandMix`: bare, with the checked level
-/// update, and with that and the one-call lookup); then the floor rows of
-/// the hand-written mixes against each other (`-- --mix` runs these alone).
+/// hand-written mix four ways (`HandMix`: bare, with the checked level
+/// update, with that and the one-call lookup, and with every check of
+/// redis-entity's, the tag query's too); each kind of operation alone
+/// against the last (`MixOp`: where the mix's gap lies); then the floor
+/// rows of the hand-written mixes against each other (`-- --mix` runs these
+/// alone).
 async fn mix_steps(
     fw: &Side,
     hand: &Side,
@@ -1067,12 +1070,48 @@ async fn mix_steps(
 ) {
     let shared_pairs = std::sync::Arc::new(pairs.to_vec());
     let hc = &hand.conn;
-    for (name, how) in [
-        ("32 tasks: gets, finds, updates, tag queries", HandMix::BARE),
-        ("32 tasks (vs hand-written function)", HandMix::CHECKED),
+    let every = HandMix::EVERY_CHECK;
+    for (name, how, only) in [
+        (
+            "32 tasks: gets, finds, updates, tag queries",
+            HandMix::BARE,
+            None,
+        ),
+        (
+            "32 tasks (vs hand-written function)",
+            HandMix::CHECKED,
+            None,
+        ),
         (
             "32 tasks (vs hand-written functions: checked update, one-call lookup)",
             HandMix::CHECKED_ONE_CALL,
+            None,
+        ),
+        (
+            "32 tasks (vs hand-written with every check: the above, checked tag query)",
+            every,
+            None,
+        ),
+        // Each kind alone against the same: where the mix's gap lies.
+        (
+            "32 tasks, gets alone (vs every check)",
+            every,
+            Some(MixOp::Get),
+        ),
+        (
+            "32 tasks, unique lookups alone (vs every check)",
+            every,
+            Some(MixOp::Find),
+        ),
+        (
+            "32 tasks, level updates alone (vs every check)",
+            every,
+            Some(MixOp::Update),
+        ),
+        (
+            "32 tasks, tag queries alone (vs every check)",
+            every,
+            Some(MixOp::TagQuery),
         ),
     ] {
         let (a, b) = pair(
@@ -1080,8 +1119,8 @@ async fn mix_steps(
             hand,
             n_users,
             false,
-            |r| mix_of_32(store.clone(), shared_pairs.clone(), r, n_users),
-            |r| hand_mix_of_32(hc.clone(), shared_pairs.clone(), r, n_users, how),
+            |r| mix_of_32(store.clone(), shared_pairs.clone(), r, n_users, only),
+            |r| hand_mix_of_32(hc.clone(), shared_pairs.clone(), r, n_users, how, only),
         )
         .await;
         report(name, &a, &b);
@@ -1172,10 +1211,15 @@ async fn mix_of_32(
     pairs: Pairs,
     range: std::ops::Range<u64>,
     n_users: u64,
+    only: Option<MixOp>,
 ) {
     let mut tasks = tokio::task::JoinSet::new();
     for t in 0..32u64 {
-        let ops: Vec<u64> = range.clone().filter(|i| i % 32 == t).collect();
+        let ops: Vec<u64> = range
+            .clone()
+            .filter(|i| i % 32 == t)
+            .map(|i| only.map_or(i, |k| k.of(i)))
+            .collect();
         let (store, pairs) = (store.clone(), pairs.clone());
         tasks.spawn(async move {
             for i in ops {
@@ -1217,21 +1261,54 @@ struct HandMix {
     /// The unique lookup by `HAND_FIND_FN` (one call, as redis-entity's),
     /// not a `GET` and then an `HGETALL` (two round trips).
     one_call_lookup: bool,
+    /// The tag query with redis-entity's checks: the `ZCARD` of an expiry
+    /// set in the `SINTER`'s round trip (an entity with a TTL may have
+    /// left index entries behind), and every fetched book checked to hold
+    /// both tags (an index entry may be stale), not the `SINTER` alone.
+    checked_query: bool,
 }
 
 impl HandMix {
     const BARE: HandMix = HandMix {
         checked_update: false,
         one_call_lookup: false,
+        checked_query: false,
     };
     const CHECKED: HandMix = HandMix {
         checked_update: true,
-        one_call_lookup: false,
+        ..HandMix::BARE
     };
     const CHECKED_ONE_CALL: HandMix = HandMix {
-        checked_update: true,
         one_call_lookup: true,
+        ..HandMix::CHECKED
     };
+    /// Every check redis-entity makes in the mix.
+    const EVERY_CHECK: HandMix = HandMix {
+        checked_query: true,
+        ..HandMix::CHECKED_ONE_CALL
+    };
+}
+
+/// One kind of operation of the 32-task mix, for the steps that run it
+/// alone (the mix takes operation `i` as kind `i % 5`).
+#[derive(Clone, Copy)]
+enum MixOp {
+    /// A get by pk (two in five of the mix).
+    Get = 0,
+    /// A unique lookup.
+    Find = 2,
+    /// A level update.
+    Update = 3,
+    /// A tag query and its fetch.
+    TagQuery = 4,
+}
+
+impl MixOp {
+    /// The `i`th operation of this kind: an index of the mix that is of
+    /// this kind, so that the ids and tag pairs spread as in the mix.
+    fn of(self, i: u64) -> u64 {
+        i * 5 + self as u64
+    }
 }
 
 /// The same mix by hand over one connection, its level updates and unique
@@ -1242,6 +1319,7 @@ async fn hand_mix_of_32(
     range: std::ops::Range<u64>,
     n_users: u64,
     how: HandMix,
+    only: Option<MixOp>,
 ) {
     static LEVEL_FN: std::sync::LazyLock<redis::Script> =
         std::sync::LazyLock::new(|| redis::Script::new(HAND_LEVEL_FN));
@@ -1249,7 +1327,11 @@ async fn hand_mix_of_32(
         std::sync::LazyLock::new(|| redis::Script::new(HAND_FIND_FN));
     let mut tasks = tokio::task::JoinSet::new();
     for t in 0..32u64 {
-        let ops: Vec<u64> = range.clone().filter(|i| i % 32 == t).collect();
+        let ops: Vec<u64> = range
+            .clone()
+            .filter(|i| i % 32 == t)
+            .map(|i| only.map_or(i, |k| k.of(i)))
+            .collect();
         let (mut c, pairs) = (conn.clone(), pairs.clone());
         tasks.spawn(async move {
             for i in ops {
@@ -1282,11 +1364,22 @@ async fn hand_mix_of_32(
                     }
                     _ => {
                         let (x, y) = &pairs[(i as usize) % pairs.len()];
-                        let ids: Vec<u64> = c
-                            .sinter(&[format!("book:tags:{x}"), format!("book:tags:{y}")])
-                            .await
-                            .unwrap();
-                        hand_books(&mut c, ids).await;
+                        let tags = [format!("book:tags:{x}"), format!("book:tags:{y}")];
+                        if how.checked_query {
+                            let mut p = redis::pipe();
+                            p.zcard("book:expiry").sinter(&tags);
+                            let (expiring, ids): (u64, Vec<u64>) =
+                                p.query_async(&mut c).await.unwrap();
+                            assert_eq!(expiring, 0);
+                            let books = hand_books(&mut c, ids).await;
+                            let held = books
+                                .iter()
+                                .filter(|b| b.tags.contains(x) && b.tags.contains(y));
+                            assert_eq!(held.count(), books.len());
+                        } else {
+                            let ids: Vec<u64> = c.sinter(&tags).await.unwrap();
+                            hand_books(&mut c, ids).await;
+                        }
                     }
                 }
             }

@@ -5,8 +5,8 @@
 //! and players (`cargo bench --bench workload -- --floors` runs this step
 //! alone; a whole run ends its single writes with it). The 32-task mix has
 //! floors of its own (`floor_mix_of_32`): the hand-written mix with the
-//! checked level update, and with that and the one-call lookup, against the
-//! bare mix.
+//! checked level update, with that and the one-call lookup, and with every
+//! check of redis-entity's, against the bare mix.
 //!
 //! The client target for single writes is 0.9x the minimal `EXEC`.
 //! Where the function with the same checks is itself below that, the
@@ -135,8 +135,10 @@ pub async fn floor_steps(n_users: u64, n_changes: u64, n_incr: u64) {
 /// The floors of the 32-task mix: the hand-written mix whose level update is
 /// the function with redis-entity's checks (`HAND_LEVEL_FN`: the user must
 /// exist), then that and its unique lookup in one call (`HAND_FIND_FN`, as
-/// redis-entity's), each against the same mix with a bare `HINCRBY` and a
-/// lookup in two round trips, each side on a fresh server of its own
+/// redis-entity's), then those and the tag query's checks (the expiry
+/// set's `ZCARD` with the `SINTER`, every book checked to hold both tags),
+/// each against the same mix with a bare `HINCRBY`, a lookup in two round
+/// trips and a bare `SINTER`, each side on a fresh server of its own
 /// holding the same users and books: what the checks, and the single
 /// caller's round trip saved, cost the mix. redis-entity's rows against the
 /// same hand-written mixes are the ones to read against them.
@@ -156,14 +158,24 @@ pub async fn floor_mix_of_32(n_users: u64, books: &[Book], pairs: Pairs) {
             "floor: 32 tasks, checked update and one-call lookup vs bare",
             HandMix::CHECKED_ONE_CALL,
         ),
+        ("floor: 32 tasks, every check vs bare", HandMix::EVERY_CHECK),
     ] {
         let (a, b) = pair(
             &func,
             &bare,
             n_users,
             false,
-            |r| hand_mix_of_32(func.conn.clone(), pairs.clone(), r, n_users, how),
-            |r| hand_mix_of_32(bare.conn.clone(), pairs.clone(), r, n_users, HandMix::BARE),
+            |r| hand_mix_of_32(func.conn.clone(), pairs.clone(), r, n_users, how, None),
+            |r| {
+                hand_mix_of_32(
+                    bare.conn.clone(),
+                    pairs.clone(),
+                    r,
+                    n_users,
+                    HandMix::BARE,
+                    None,
+                )
+            },
         )
         .await;
         report(name, &a, &b);

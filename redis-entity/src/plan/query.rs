@@ -1015,11 +1015,12 @@ pub(crate) fn unique_key<V: crate::schema::codec::Scalar>(
     index: usize,
     value: &V,
 ) -> (String, Vec<u8>) {
-    let prefix = keyspace::index_prefix(desc, ns, desc.indexes[index].field);
     let v = index_value(value);
-    let mut key = prefix.into_bytes();
-    key.extend_from_slice(&v);
-    (String::from_utf8_lossy(&key).into_owned(), v)
+    // Spelled into one buffer (every unique lookup names one).
+    let key = keyspace::index_key(desc, ns, desc.indexes[index].field, &v);
+    let key = String::from_utf8(key)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    (key, v)
 }
 
 /// Checks the entity found through a unique key: it must still hold `value`.

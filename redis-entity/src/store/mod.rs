@@ -680,7 +680,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Loads the entity with `pk` (one round trip), `None` if there is none.
     pub async fn get<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> Result<Option<E>> {
         let pk = &pk.into_pk();
-        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        // A read spells no index shadow (see `EntityKeys::for_record`).
+        let keys = EntityKeys::for_record(E::DESC, &self.ns, E::member(pk));
         let record = self.rows(E::DESC, std::slice::from_ref(&keys)).await?;
         match record.into_iter().next().unwrap_or(Ok(None))? {
             None => Ok(None),
@@ -746,7 +747,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// True when an entity with `pk` is stored (one `EXISTS`).
     pub async fn exists<E: Entity>(&self, pk: impl IntoPk<E::Pk>) -> Result<bool> {
         let pk = &pk.into_pk();
-        let keys = EntityKeys::of::<E>(&self.ns, pk);
+        let keys = EntityKeys::for_record(E::DESC, &self.ns, E::member(pk));
         let n: u64 = exists_cmd(E::DESC, &keys)
             .query_async(&mut self.reader())
             .await

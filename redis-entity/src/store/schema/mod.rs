@@ -141,6 +141,17 @@ impl Tracking {
         })
     }
 
+    /// Whether `desc`'s record was read less than a heartbeat ago and says
+    /// every one of `indexes` is ready: the read path's check, a clock read
+    /// and a lookup, nothing copied (every query and unique lookup asks).
+    fn ready_for_reads(&self, desc: &EntityDesc, indexes: &[usize]) -> bool {
+        let mut types = self.types.lock().unwrap_or_else(|e| e.into_inner());
+        let fp = types.fingerprint(desc);
+        types.known.get(&fp).is_some_and(|k| {
+            k.read_at.elapsed() < self.heartbeat && indexes.iter().all(|&i| k.ready[i])
+        })
+    }
+
     fn remember(&self, desc: &EntityDesc, known: Known) {
         let mut types = self.types.lock().unwrap_or_else(|e| e.into_inner());
         let fp = types.fingerprint(desc);
@@ -328,10 +339,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if t.partial {
             return Ok(());
         }
-        let indexes: Vec<usize> = indexes.into_iter().collect();
-        let fresh =
-            |k: &Known| k.read_at.elapsed() < t.heartbeat && indexes.iter().all(|&i| k.ready[i]);
-        if t.known(desc).is_some_and(|k| fresh(&k)) {
+        // A query names a few indexes: held on the stack.
+        let indexes: smallvec::SmallVec<[usize; 4]> = indexes.into_iter().collect();
+        if t.ready_for_reads(desc, &indexes) {
             return Ok(());
         }
         // Not known, not ready, or read a heartbeat ago: read it again
