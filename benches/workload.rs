@@ -1128,6 +1128,26 @@ async fn mix_steps(
     floor_rows::floor_mix_of_32(n_users, books, shared_pairs).await;
 }
 
+/// The sizes of the futures of the common calls, which a caller's task
+/// holds and moves whole on every call (docs/benchmarks.md, *The futures a
+/// call moves*).
+fn future_sizes(store: &Store<CountingConnection<MultiplexedConnection>>) {
+    let u = user(1);
+    let get = store.get::<User>(&1);
+    let find = store.find_unique(User::USERNAME, "user1".to_string());
+    let update = store.update::<User>(&1).incr(User::LEVEL, 1).exec();
+    let save = store.save(&u);
+    let fetch = store.query::<Book>().all(Book::TAGS, ["t1", "t2"]).fetch();
+    println!(
+        "future sizes (bytes): get {}, find_unique {}, update {}, save {}, query fetch {}\n",
+        std::mem::size_of_val(&get),
+        std::mem::size_of_val(&find),
+        std::mem::size_of_val(&update),
+        std::mem::size_of_val(&save),
+        std::mem::size_of_val(&fetch),
+    );
+}
+
 /// Users 0..n saved on both sides, in batches of 500: by the store, and in
 /// the hand-written layout.
 async fn save_users_both(
@@ -1479,6 +1499,7 @@ async fn main() {
     );
     println!("ops/s and round trips per op; bytes: Redis used_memory growth per entity; ratio = redis-entity / hand-written\n");
     println!("server CPU: µs of redis-server CPU (INFO cpu) per operation; write call: µs per FCALL (re) or EXEC (hand) from INFO commandstats\n");
+    future_sizes(store);
     table_header();
 
     // 1. Save users one at a time.

@@ -50,6 +50,35 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Some(reply.and_then(|reply| self.decode_lookup(desc, key, reply)))
     }
 
+    /// The owner unique key `key` (value `v` of index `index`) names, then
+    /// the owner's record: the two reads of a lookup that is not one call
+    /// (`Ok(None)`: no entity owns the value). With `claims`, the owner is
+    /// read from the value's owner key (see `owner_named`).
+    pub(super) async fn owner_then_record(
+        &self,
+        desc: &'static EntityDesc,
+        claims: bool,
+        index: usize,
+        key: &str,
+        v: &[u8],
+    ) -> Result<Option<(Vec<EntityKeys>, Vec<Record>)>> {
+        let member: Option<String> = if claims {
+            self.owner_named(desc, index, v).await?
+        } else {
+            redis::cmd("GET")
+                .arg(key)
+                .query_async(&mut self.reader())
+                .await
+                .map_err(|e| Error::redis(key, e))?
+        };
+        let Some(member) = member else {
+            return Ok(None);
+        };
+        let keys = query::member_keys(desc, &self.ns, [member]);
+        let records = self.rows(desc, &keys).await?;
+        Ok(Some((keys, records)))
+    }
+
     /// The reply of find_unique.lua for unique key `key`.
     async fn find_unique_call(&self, desc: &'static EntityDesc, key: &str) -> Result<Value> {
         let (head, tail) = (

@@ -620,10 +620,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                     WriteOp::Save
                 };
                 // An error reply is mapped by the plan of the same save,
-                // built then.
+                // built then (from borrows: each layer of the write's
+                // future carries this closure).
+                let row = &row;
                 let refused = |err| {
                     let keys = EntityKeys::new(E::DESC, &self.ns, keys.member.clone());
-                    write::save(E::DESC, &self.ns, keys, row, insert, None).server_error(err)
+                    let plan = write::save(E::DESC, &self.ns, keys, row.clone(), insert, None);
+                    plan.server_error(err)
                 };
                 return self.write_plain(E::DESC, op, &keys, call, refused).await;
             }
@@ -631,7 +634,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         }
         let keys = EntityKeys::new(E::DESC, &self.ns, member);
         let plan = write::save(E::DESC, &self.ns, keys, row, insert, ttl);
-        self.write(&plan).await
+        // Boxed: the plan's write would otherwise make the plain save's
+        // future its size, moved on every call.
+        Box::pin(self.write(&plan)).await
     }
 
     /// Upserts `entity` (one atomic write, one round trip). An existing

@@ -322,23 +322,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 Some(read) => read,
                 None => return Ok(None),
             },
-            None => {
-                let member: Option<String> = if claims {
-                    self.owner_named(E::DESC, index, &v).await?
-                } else {
-                    redis::cmd("GET")
-                        .arg(&key)
-                        .query_async(&mut self.reader())
-                        .await
-                        .map_err(|e| Error::redis(&key, e))?
-                };
-                let Some(member) = member else {
-                    return Ok(None);
-                };
-                let keys = query::member_keys(E::DESC, &self.ns, [member]);
-                let records = self.rows(E::DESC, &keys).await?;
-                (keys, records)
-            }
+            // Boxed: the common lookup on one server is the one call, and
+            // the two reads would make its future their size.
+            None => match Box::pin(self.owner_then_record(E::DESC, claims, index, &key, &v)).await?
+            {
+                Some(read) => read,
+                None => return Ok(None),
+            },
         };
         let (found, repair) = query::finish_unique::<E>(&self.ns, index, v, &keys[0], records)?;
         if let Some(plan) = repair {

@@ -36,13 +36,35 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         desc: &'static EntityDesc,
         keys: &[EntityKeys],
     ) -> Result<Vec<Record>> {
-        if self.namespace().layout() != crate::schema::escape::KeyLayout::Cluster {
-            return self.rows_on_one_slot(desc, keys).await;
-        }
         let cached = self
             .near
             .as_ref()
             .is_some_and(|n| n.shared.caches(desc.type_name));
+        let cluster = self.namespace().layout() == crate::schema::escape::KeyLayout::Cluster;
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        if !cached && (!cluster || keys.len() == 1) {
+            // The common read: one pipeline over the store's connection.
+            return self.rows_uncached(desc, keys).await;
+        }
+        // Boxed: the near cache's reads and a cluster's slots would make
+        // every read's future their size (moved on every call).
+        Box::pin(self.rows_routed(desc, keys, cached, cluster)).await
+    }
+
+    /// The records of `keys` read through the near cache, or over a
+    /// cluster's slots.
+    async fn rows_routed(
+        &self,
+        desc: &'static EntityDesc,
+        keys: &[EntityKeys],
+        cached: bool,
+        cluster: bool,
+    ) -> Result<Vec<Record>> {
+        if !cluster {
+            return self.rows_on_one_slot(desc, keys).await;
+        }
         if !cached {
             return self.rows_by_slot(desc, keys).await;
         }

@@ -242,6 +242,22 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
         self.plan_with(keys)
     }
 
+    /// [`Self::plan_with`] from a borrow (what it takes, cloned): for
+    /// mapping an error reply, which is rare.
+    fn plan_of(&self, keys: EntityKeys) -> write::WritePlan {
+        let mut plan = write::update(
+            E::DESC,
+            &self.store.ns,
+            keys,
+            self.ops.clone(),
+            self.ttl,
+            self.version.clone(),
+        );
+        plan.remove_ttl = self.persist;
+        plan.conditions = self.conditions.clone();
+        plan
+    }
+
     /// The in-place write of the entity with `keys`.
     fn plan_with(self, keys: EntityKeys) -> write::WritePlan {
         let mut plan = write::update(
@@ -303,8 +319,12 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
                 let keys = EntityKeys::for_record(E::DESC, &store.ns, member);
                 if let Some(call) = plain::update_command(E::DESC, &store.ns, &keys, &self.ops) {
                     // An error reply is mapped by the plan of the same
-                    // update (its typed errors name columns and values).
-                    let refused = |e| self.plan_with(keys.clone()).server_error(e);
+                    // update (its typed errors name columns and values),
+                    // built from a borrow: each layer of the write's future
+                    // carries this closure, which holding the update would
+                    // make hundreds of bytes (copied on every call).
+                    let this = &self;
+                    let refused = |e| this.plan_of(keys.clone()).server_error(e);
                     return store
                         .write_plain(E::DESC, WriteOp::Update, &keys, call, refused)
                         .await
@@ -312,7 +332,9 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
                 }
                 self.member = keys.member;
             }
-            return store.write(&self.into_plan()).await.map(drop);
+            // Boxed: the plan's write (and the plan) would otherwise make
+            // the plain update's future their size, moved on every call.
+            return Box::pin(store.write(&self.into_plan())).await.map(drop);
         }
         let keys = EntityKeys::new(E::DESC, &store.ns, self.member.clone());
         // The json layout keeps one document: read it, change it, and write it

@@ -88,13 +88,18 @@ pub(crate) struct Tracking {
     types: Arc<Mutex<Types>>,
 }
 
+/// A map keyed by an address or a fingerprint (neither chosen by a
+/// caller), hashed by one multiplication as `Seen` is: every write and
+/// query looks both maps up.
+type ByAddress<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<crate::seen::AddressHasher>>;
+
 /// What a store knows, by fingerprint; and the fingerprint of each
 /// description it met, by address (a description may have more than one:
 /// a constant is copied where it is used), so that a write hashes nothing.
 #[derive(Debug, Default)]
 struct Types {
-    known: HashMap<u64, Known>,
-    fingerprints: HashMap<usize, u64>,
+    known: ByAddress<u64, Known>,
+    fingerprints: ByAddress<usize, u64>,
 }
 
 impl Types {
