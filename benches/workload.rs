@@ -1071,49 +1071,34 @@ async fn mix_steps(
     let shared_pairs = std::sync::Arc::new(pairs.to_vec());
     let hc = &hand.conn;
     let every = HandMix::EVERY_CHECK;
-    for (name, how, only) in [
-        (
-            "32 tasks: gets, finds, updates, tag queries",
-            HandMix::BARE,
-            None,
-        ),
-        (
-            "32 tasks (vs hand-written function)",
-            HandMix::CHECKED,
-            None,
-        ),
+    let mut rows: Vec<(String, HandMix, Option<MixOp>)> = [
+        ("32 tasks: gets, finds, updates, tag queries", HandMix::BARE),
+        ("32 tasks (vs hand-written function)", HandMix::CHECKED),
         (
             "32 tasks (vs hand-written functions: checked update, one-call lookup)",
             HandMix::CHECKED_ONE_CALL,
-            None,
         ),
         (
             "32 tasks (vs hand-written with every check: the above, checked tag query)",
             every,
-            None,
         ),
-        // Each kind alone against the same: where the mix's gap lies.
-        (
-            "32 tasks, gets alone (vs every check)",
-            every,
-            Some(MixOp::Get),
-        ),
-        (
-            "32 tasks, unique lookups alone (vs every check)",
-            every,
-            Some(MixOp::Find),
-        ),
-        (
-            "32 tasks, level updates alone (vs every check)",
-            every,
-            Some(MixOp::Update),
-        ),
-        (
-            "32 tasks, tag queries alone (vs every check)",
-            every,
-            Some(MixOp::TagQuery),
-        ),
+    ]
+    .map(|(name, how)| (name.to_string(), how, None))
+    .into();
+    // Each kind alone against every check: where the mix's gap lies.
+    for (kind, what) in [
+        (MixOp::Get, "gets"),
+        (MixOp::Find, "unique lookups"),
+        (MixOp::Update, "level updates"),
+        (MixOp::TagQuery, "tag queries"),
     ] {
+        rows.push((
+            format!("32 tasks, {what} alone (vs every check)"),
+            every,
+            Some(kind),
+        ));
+    }
+    for (name, how, only) in rows {
         let (a, b) = pair(
             fw,
             hand,
@@ -1123,7 +1108,7 @@ async fn mix_steps(
             |r| hand_mix_of_32(hc.clone(), shared_pairs.clone(), r, n_users, how, only),
         )
         .await;
-        report(name, &a, &b);
+        report(&name, &a, &b);
     }
     floor_rows::floor_mix_of_32(n_users, books, shared_pairs).await;
 }
