@@ -1476,6 +1476,9 @@ async fn main() {
         hand_save_books(&mut hc.clone(), &books).await;
         table_header();
         mix_steps(&fw, &hand, store, n_users, &books, &bench_pairs(n_queries)).await;
+        println!();
+        fw.print_lua_heaps("redis-entity's").await;
+        hand.print_lua_heaps("the hand-written side's").await;
         return;
     }
 

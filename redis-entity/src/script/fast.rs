@@ -816,7 +816,7 @@ fn ids_write(
     }
     emit!(w, "  if not existed then");
     if keyspace::bucketed_ids(t.desc) {
-        // Its bucket (`ids_bucket` in lua/write_prelude.lua); a new bucket
+        // Its bucket (`ids_bucket` in lua/write_shared.lua); a new bucket
         // joins the directory, whose type its SADD checks.
         emit!(w, "    local b = ids_bucket(ids, m)");
         emit!(w, "    r = rpcall('SADD', b, m)");

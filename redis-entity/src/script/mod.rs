@@ -161,9 +161,11 @@ pub(crate) static QUERY: LazyLock<Script> =
 pub(crate) static RANK: LazyLock<Script> =
     LazyLock::new(|| Script::read_only(naming_calls(include_str!("lua/rank.lua"))));
 
-/// A unique lookup and the owner's record in one call (one server).
+/// A unique lookup and the owner's record in one call (one server),
+/// without `call`: a wrong-typed key is named by the two plain reads the
+/// store falls back to (store/lookup.rs).
 pub(crate) static FIND_UNIQUE: LazyLock<Script> =
-    LazyLock::new(|| Script::read_only(naming_calls(include_str!("lua/find_unique.lua"))));
+    LazyLock::new(|| Script::read_only(include_str!("lua/find_unique.lua").to_owned()));
 
 /// The query script over several shards of one cluster node: one call
 /// per node instead of one per shard (see [`across_slots`]).

@@ -202,34 +202,43 @@ fn function_name(library: &str, op: WriteOp, batch: bool) -> String {
 /// The code of `desc`'s library (without its `#!lua` line): header,
 /// prelude, bodies, and the registration of one function per operation.
 /// The registered names start with `__LIB__`, which [`Library::new`]
-/// replaces by the library's name.
+/// replaces by the library's name. For a type the straight-line code
+/// covers, the general code is a string compiled on its first call
+/// (lua/general_loader.lua): most writes never run it.
 pub(crate) fn code(desc: &EntityDesc, layout: KeyLayout) -> String {
     let mut s = header(desc, layout);
-    s.push_str(include_str!("lua/key_types.lua"));
-    s.push_str(include_str!("lua/write_prelude.lua"));
-    s.push_str(include_str!("lua/batch.lua"));
-    for body in BODIES {
-        s.push_str(body);
-    }
     let fast = super::fast::covers(desc);
     if fast {
+        s.push_str(include_str!("lua/key_types.lua"));
+        s.push_str(include_str!("lua/write_shared.lua"));
         s.push_str(include_str!("lua/fast.lua"));
         s.push_str(&super::fast::fast_change(desc, layout));
         s.push_str(include_str!("lua/fast_general.lua"));
+        s.push_str("\nlocal GENERAL_CODE = ");
+        s.push_str(&long_string(&general_chunk()));
+        s.push('\n');
+        s.push_str(include_str!("lua/general_loader.lua"));
         s.push_str(include_str!("lua/fast_entry.lua"));
+    } else {
+        s.push_str(&general_code());
     }
     s.push_str("\n-- One function per operation, and a batch form of each.\n");
     for op in WriteOp::ALL {
         let (body, flags) = op.body_call();
         for batch in [false, true] {
             let name = function_name("__LIB__", op, batch);
-            let run = if batch {
-                format!("batch({body}, k, a, {flags})")
-            } else {
-                format!("once({body}, k, a, 1, #a, {flags})")
+            let run = match (batch, fast) {
+                (true, false) => format!("return batch({body}, k, a, {flags})"),
+                (false, false) => format!("return once({body}, k, a, 1, #a, {flags})"),
+                (true, true) => {
+                    format!("local G = general() return G.batch(G.{body}, k, a, {flags})")
+                }
+                (false, true) => {
+                    format!("local G = general() return G.once(G.{body}, k, a, 1, #a, {flags})")
+                }
             };
             s.push_str(&format!(
-                "redis.register_function('{name}', function(k, a) return {run} end)\n"
+                "redis.register_function('{name}', function(k, a) {run} end)\n"
             ));
         }
     }
@@ -257,6 +266,43 @@ pub(crate) fn code(desc: &EntityDesc, layout: KeyLayout) -> String {
         }
     }
     s
+}
+
+/// The general write code: the key types' checks, the shared helpers, the
+/// prelude, the batch loop and the bodies, which every call of a type the
+/// straight-line code does not cover runs.
+fn general_code() -> String {
+    let mut s = String::new();
+    s.push_str(include_str!("lua/key_types.lua"));
+    s.push_str(include_str!("lua/write_shared.lua"));
+    s.push_str(include_str!("lua/write_prelude.lua"));
+    s.push_str(include_str!("lua/batch.lua"));
+    for body in BODIES {
+        s.push_str(body);
+    }
+    s
+}
+
+/// The general code as a chunk compiled on first use (lua/general_loader.lua):
+/// it takes the type's `T` and `ESCAPED` and returns the entry points the
+/// registered functions and `fast_fallback` call.
+fn general_chunk() -> String {
+    format!(
+        "local T, ESCAPED = ...\n{}\nreturn {{ once = once, batch = batch, save = save, \
+         update = update, lifecycle = lifecycle, delete = delete, clean = clean, sweep = sweep }}\n",
+        general_code()
+    )
+}
+
+/// `text` as a Lua long string, its brackets of a level `text` does not
+/// close (the text holds `]]` in index expressions).
+fn long_string(text: &str) -> String {
+    let level = (0..)
+        .map(|n| "=".repeat(n))
+        .find(|eq| !text.contains(&format!("]{eq}]")))
+        .expect("some level of brackets is not in the text");
+    // A newline right after the opening bracket is not part of the string.
+    format!("[{level}[\n{text}]{level}]")
 }
 
 /// The operations with a straight-line form (script/fast.rs).
@@ -365,6 +411,7 @@ fn unit_code(types: &[(&EntityDesc, KeyLayout)]) -> String {
     }
     s.push_str("}\nlocal T = TYPES[1]\n");
     s.push_str(include_str!("lua/key_types.lua"));
+    s.push_str(include_str!("lua/write_shared.lua"));
     s.push_str(include_str!("lua/write_prelude.lua"));
     for body in BODIES {
         s.push_str(body);
@@ -482,10 +529,10 @@ mod tests {
 
     #[test]
     fn the_plain_values_esc_keeps_without_a_search_need_no_escape() {
-        // lua/write_prelude.lua `PLAIN`: `%w` (ASCII letters and digits in
+        // lua/write_shared.lua `PLAIN`: `%w` (ASCII letters and digits in
         // the server's C locale) and these marks.
-        let prelude = include_str!("lua/write_prelude.lua");
-        assert!(prelude.contains("local PLAIN = '^[%w_%-%.@ ]*$'"));
+        let shared = include_str!("lua/write_shared.lua");
+        assert!(shared.contains("local PLAIN = '^[%w_%-%.@ ]*$'"));
         let plain = ('a'..='z')
             .chain('A'..='Z')
             .chain('0'..='9')
@@ -625,11 +672,19 @@ mod tests {
         let strings = super::code(&SESSION, KeyLayout::Standalone);
         assert_eq!(strings.matches("redis.register_function(").count(), 20);
         assert!(fast_script(&SESSION, KeyLayout::Standalone, WriteOp::Save, false).is_none());
-        assert!(code.contains(
+        assert!(strings.contains(
             "redis.register_function('__LIB___insert', function(k, a) return once(save, k, a, 1, #a, true) end)"
         ));
-        assert!(code.contains(
+        assert!(strings.contains(
             "redis.register_function('__LIB___cas_batch', function(k, a) return batch(update, k, a, true, false) end)"
+        ));
+        // A type the straight-line code covers reaches the general code
+        // through `general()`, compiled on first use.
+        assert!(code.contains(
+            "redis.register_function('__LIB___insert', function(k, a) local G = general() return G.once(G.save, k, a, 1, #a, true) end)"
+        ));
+        assert!(code.contains(
+            "redis.register_function('__LIB___cas_batch', function(k, a) local G = general() return G.batch(G.update, k, a, true, false) end)"
         ));
 
         let (_, library) = Library::new(&code);
@@ -651,6 +706,42 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_covered_type_compiles_its_general_code_on_first_use() {
+        let code = code(&USER, KeyLayout::Standalone);
+        let start = code
+            .find("local GENERAL_CODE = [")
+            .expect("the general code as a string");
+        let (eager, string) = code.split_at(start);
+        // Outside the string, only what the straight-line write runs.
+        assert!(eager.contains("local function fast_change("));
+        assert!(eager.contains("local function esc("));
+        for general in [
+            "local function begin(",
+            "local function update(",
+            "local function batch(",
+        ] {
+            assert!(!eager.contains(general), "{general} is compiled at load");
+            assert!(
+                string.contains(general),
+                "{general} is not in the general code"
+            );
+        }
+        let after = &string[string.find("return { once = once").unwrap()..];
+        assert!(after.contains("local function general()"));
+        // A type without the straight-line form keeps it all compiled.
+        let strings = super::code(&SESSION, KeyLayout::Standalone);
+        assert!(!strings.contains("GENERAL_CODE"));
+        assert!(strings.contains("local function update("));
+    }
+
+    #[test]
+    fn a_long_string_closes_at_a_level_its_text_does_not_hold() {
+        assert_eq!(long_string("a"), "[[\na]]");
+        assert_eq!(long_string("K[A[1]]"), "[=[\nK[A[1]]]=]");
+        assert_eq!(long_string("x]]y]=]"), "[==[\nx]]y]=]]==]");
     }
 
     #[test]

@@ -34,7 +34,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// The owner unique key `key` names and the owner's record, read in
     /// one call (`Ok(None)`: no entity owns the value); `None` when the
     /// server refuses the script to this user (`NOPERM`): the caller reads
-    /// the two keys, as it does from then on.
+    /// the two keys, as it does from then on. `None` too when one of the
+    /// keys holds another type: the script's WRONGTYPE names neither, the
+    /// caller's two reads name the one that fails.
     pub(super) async fn owner_and_record(
         &self,
         desc: &'static EntityDesc,
@@ -45,6 +47,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 self.scripts_refused.store(true, Relaxed);
                 return None;
             }
+            Err(Error::WrongType { .. }) => return None,
             reply => reply,
         };
         Some(reply.and_then(|reply| self.decode_lookup(desc, key, reply)))

@@ -7,8 +7,9 @@
 -- wrote anything).
 local function fast_fallback(keys, args, first, last, mode)
   local K, A = fast_general(keys, args, first, last)
-  if mode == 'update' then return update(K, A, 1, #A, false, false) end
-  return save(K, A, 1, #A, mode == 'insert')
+  local G = general()
+  if mode == 'update' then return G.update(K, A, 1, #A, false, false) end
+  return G.save(K, A, 1, #A, mode == 'insert')
 end
 
 -- The batch form (save_all and the like on the straight-line path):

@@ -9,7 +9,12 @@
 --   key is head .. member .. tail).
 -- Returns: {} when no entity owns the value; otherwise { member, fields },
 --   fields as HGETALL answers them. A key of another type fails the call
---   naming that key (`call`).
-local owner = call('GET', KEYS[1])
+--   with the server's WRONGTYPE, which names no key: the client then reads
+--   the two keys apart, and the one that fails names itself
+--   (store/lookup.rs). Without the `call` of lua/naming_call.lua, which
+--   the other read scripts use, the lookup is the minimal script a
+--   careful engineer writes for it (no closure made and no pcall per
+--   call; docs/benchmarks.md, *The lookup script without call*).
+local owner = redis.call('GET', KEYS[1])
 if not owner then return {} end
-return { owner, call('HGETALL', ARGV[1] .. owner .. ARGV[2]) }
+return { owner, redis.call('HGETALL', ARGV[1] .. owner .. ARGV[2]) }
