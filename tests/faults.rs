@@ -594,6 +594,19 @@ async fn an_update_that_moves_no_index_entry_refuses_and_writes_as_the_rest() {
         .query(&mut server.conn())
         .unwrap();
     assert!(ttl > 500_000, "{ttl}");
+    // An overflow raised inside the general code (the entity has a TTL),
+    // which the library compiles on first use: the server's message,
+    // without the location of the script it came from.
+    store.save(&counter(5, i64::MAX)).await.unwrap();
+    store
+        .update::<Counter>(&5)
+        .ttl(std::time::Duration::from_secs(600))
+        .exec()
+        .await
+        .unwrap();
+    let err = bump(5).await.unwrap_err().to_string();
+    assert!(err.contains("overflow"), "{err}");
+    assert!(!err.contains("script") && !err.contains("user_"), "{err}");
     // Only the text another program wrote is out of place.
     let report = store.maintenance::<Counter>().verify().await.unwrap();
     assert_eq!(report.violations.len(), 1, "{report:?}");

@@ -402,7 +402,7 @@ pub(crate) fn bucketed_ids(desc: &EntityDesc) -> bool {
 /// then `xx` (`12xx` holds 1200-1299, `xx` 0-99 and -9..-1). Cut from the
 /// text, not computed, so that Lua (whose numbers lose exactness above
 /// 2^53) spells the same bucket for any `u64` or `i64` (`ids_bucket` in
-/// `lua/write_prelude.lua`). `None` for a member with a leading zero (a
+/// `lua/write_shared.lua`). `None` for a member with a leading zero (a
 /// padded pk, `#[redis(pad = ..)]`): Redis keeps only integers' own
 /// spelling as intsets, so such an id stays in the one set.
 pub(crate) fn ids_bucket(member: &str) -> Option<String> {

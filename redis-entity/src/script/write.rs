@@ -294,15 +294,17 @@ fn general_chunk() -> String {
     )
 }
 
-/// `text` as a Lua long string, its brackets of a level `text` does not
-/// close (the text holds `]]` in index expressions).
+/// `text` as a Lua long string: brackets of a level whose closing the text
+/// does not hold, at least 1 (Lua 5.1 refuses `[[` inside a string of
+/// level 0), and a newline before the closing (a text ending in `]=` would
+/// otherwise close early). A newline right after the opening bracket is
+/// not part of the string.
 fn long_string(text: &str) -> String {
-    let level = (0..)
+    let level = (1..)
         .map(|n| "=".repeat(n))
         .find(|eq| !text.contains(&format!("]{eq}]")))
         .expect("some level of brackets is not in the text");
-    // A newline right after the opening bracket is not part of the string.
-    format!("[{level}[\n{text}]{level}]")
+    format!("[{level}[\n{text}\n]{level}]")
 }
 
 /// The operations with a straight-line form (script/fast.rs).
@@ -739,9 +741,11 @@ mod tests {
 
     #[test]
     fn a_long_string_closes_at_a_level_its_text_does_not_hold() {
-        assert_eq!(long_string("a"), "[[\na]]");
-        assert_eq!(long_string("K[A[1]]"), "[=[\nK[A[1]]]=]");
-        assert_eq!(long_string("x]]y]=]"), "[==[\nx]]y]=]]==]");
+        assert_eq!(long_string("a"), "[=[\na\n]=]");
+        assert_eq!(long_string("a[[b]]"), "[=[\na[[b]]\n]=]");
+        assert_eq!(long_string("x]]y]=]"), "[==[\nx]]y]=]\n]==]");
+        // Closed after a newline: `x]=` then `]=]` would close at `]=]` early.
+        assert_eq!(long_string("x]="), "[=[\nx]=\n]=]");
     }
 
     #[test]

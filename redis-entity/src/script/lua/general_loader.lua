@@ -5,16 +5,18 @@
 -- reindex, ... do). Compiled at load, it was about three quarters of the
 -- library's memory in the functions' Lua VM, which the VM's garbage
 -- collector walks and the server's caches hold for every call, whatever
--- it runs (docs/benchmarks.md, *The general code compiled on first use*).
--- GENERAL_CODE is a chunk that takes T and ESCAPED and returns its entry
--- points; script/write.rs writes it here as a long string.
+-- it runs (docs/benchmarks.md, *The lookup script without `call`, and the
+-- general code compiled on first use*). GENERAL_CODE is a chunk that takes
+-- T and ESCAPED and returns its entry points; script/write.rs writes it
+-- here as a long string. Nothing is written before it compiles: a server
+-- without `loadstring` (Redis and Valkey keep it) fails the call there.
 local GENERAL
 local function general()
   if not GENERAL then
-    if not loadstring then
-      error({ err = 'ERR redis-entity: this server runs functions without Lua loadstring' })
-    end
-    GENERAL = assert(loadstring(GENERAL_CODE, '=general'))(T, ESCAPED)
+    -- Named as the server names a library's own code, so that an error
+    -- raised in it carries the location the client cuts from messages
+    -- (`on @user_function:NN`, error.rs).
+    GENERAL = assert(loadstring(GENERAL_CODE, '@user_function'))(T, ESCAPED)
     -- Its text (about 40 KB) is not read again: the collector frees it.
     GENERAL_CODE = nil
   end
