@@ -1220,11 +1220,7 @@ async fn mix_of_32(
 ) {
     let mut tasks = tokio::task::JoinSet::new();
     for t in 0..32u64 {
-        let ops: Vec<u64> = range
-            .clone()
-            .filter(|i| i % 32 == t)
-            .map(|i| only.map_or(i, |k| k.of(i)))
-            .collect();
+        let ops = task_ops(&range, t, only);
         let (store, pairs) = (store.clone(), pairs.clone());
         tasks.spawn(async move {
             for i in ops {
@@ -1316,6 +1312,16 @@ impl MixOp {
     }
 }
 
+/// The operations of task `t` of the 32 over `range`: every 32nd index,
+/// or with `only`, the operations of that kind at those places.
+fn task_ops(range: &std::ops::Range<u64>, t: u64, only: Option<MixOp>) -> Vec<u64> {
+    range
+        .clone()
+        .filter(|i| i % 32 == t)
+        .map(|i| only.map_or(i, |k| k.of(i)))
+        .collect()
+}
+
 /// The same mix by hand over one connection, its level updates and unique
 /// lookups as `how` says.
 async fn hand_mix_of_32(
@@ -1332,11 +1338,7 @@ async fn hand_mix_of_32(
         std::sync::LazyLock::new(|| redis::Script::new(HAND_FIND_FN));
     let mut tasks = tokio::task::JoinSet::new();
     for t in 0..32u64 {
-        let ops: Vec<u64> = range
-            .clone()
-            .filter(|i| i % 32 == t)
-            .map(|i| only.map_or(i, |k| k.of(i)))
-            .collect();
+        let ops = task_ops(&range, t, only);
         let (mut c, pairs) = (conn.clone(), pairs.clone());
         tasks.spawn(async move {
             for i in ops {

@@ -287,10 +287,20 @@ fn general_code() -> String {
 /// it takes the type's `T` and `ESCAPED` and returns the entry points the
 /// registered functions and `fast_fallback` call.
 fn general_chunk() -> String {
+    // The bodies the registered functions name (`WriteOp::body_call`),
+    // and the two ways they are run.
+    let mut entries = vec!["once", "batch"];
+    for op in WriteOp::ALL {
+        let body = op.body_call().0;
+        if !entries.contains(&body) {
+            entries.push(body);
+        }
+    }
+    let fields: Vec<String> = entries.iter().map(|e| format!("{e} = {e}")).collect();
     format!(
-        "local T, ESCAPED = ...\n{}\nreturn {{ once = once, batch = batch, save = save, \
-         update = update, lifecycle = lifecycle, delete = delete, clean = clean, sweep = sweep }}\n",
-        general_code()
+        "local T, ESCAPED = ...\n{}\nreturn {{ {} }}\n",
+        general_code(),
+        fields.join(", ")
     )
 }
 

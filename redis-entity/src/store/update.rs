@@ -242,34 +242,37 @@ impl<C: ConnectionLike + Clone + Send + Sync, E: Entity> Update<'_, E, Store<C>>
         self.plan_with(keys)
     }
 
-    /// [`Self::plan_with`] from a borrow (what it takes, cloned): for
-    /// mapping an error reply, which is rare.
+    /// [`Self::plan_with`] from a borrow (its operations, version and
+    /// conditions cloned): for mapping an error reply, which is rare.
     fn plan_of(&self, keys: EntityKeys) -> write::WritePlan {
-        let mut plan = write::update(
-            E::DESC,
-            &self.store.ns,
+        self.in_place(
             keys,
             self.ops.clone(),
-            self.ttl,
             self.version.clone(),
-        );
-        plan.remove_ttl = self.persist;
-        plan.conditions = self.conditions.clone();
-        plan
+            self.conditions.clone(),
+        )
     }
 
     /// The in-place write of the entity with `keys`.
-    fn plan_with(self, keys: EntityKeys) -> write::WritePlan {
-        let mut plan = write::update(
-            E::DESC,
-            &self.store.ns,
-            keys,
-            self.ops,
-            self.ttl,
-            self.version,
-        );
+    fn plan_with(mut self, keys: EntityKeys) -> write::WritePlan {
+        let ops = std::mem::take(&mut self.ops);
+        let conditions = std::mem::take(&mut self.conditions);
+        let version = self.version.take();
+        self.in_place(keys, ops, version, conditions)
+    }
+
+    /// The in-place write of the entity with `keys`: these operations,
+    /// version check and conditions, and this update's TTL settings.
+    fn in_place(
+        &self,
+        keys: EntityKeys,
+        ops: Vec<UpdateOp>,
+        version: Option<String>,
+        conditions: Vec<Spec>,
+    ) -> write::WritePlan {
+        let mut plan = write::update(E::DESC, &self.store.ns, keys, ops, self.ttl, version);
         plan.remove_ttl = self.persist;
-        plan.conditions = self.conditions;
+        plan.conditions = conditions;
         plan
     }
 
