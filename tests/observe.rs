@@ -17,6 +17,15 @@ struct Book {
     genre: String,
 }
 
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "user")]
+struct User {
+    #[pk]
+    id: u64,
+    #[index(unique)]
+    username: String,
+}
+
 fn book(id: u64) -> Book {
     Book {
         id,
@@ -47,6 +56,44 @@ async fn metrics_count_writes_failures_unknown_outcomes_reads_and_queries() {
     assert!(store.save(&book(4)).await.is_err());
     let m = store.metrics();
     assert_eq!((m.writes, m.unknown_outcomes), (5, 1), "{m:?}");
+}
+
+/// A unique lookup reads its owner's record in one call where it can, in
+/// two reads where it cannot (here: the script's read fails on a key of
+/// another type, and the two reads name it): either way it counts the
+/// record once, and no record when no entity holds the value.
+#[tokio::test]
+async fn a_unique_lookup_counts_its_owners_record_once_on_either_path() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let lisi = User {
+        id: 1,
+        username: "lisi".into(),
+    };
+    store.save(&lisi).await.unwrap();
+    let read = || store.metrics().records_read;
+    let before = read();
+    let found = store.find_unique(User::USERNAME, "lisi").await.unwrap();
+    assert_eq!(found, Some(lisi));
+    assert_eq!(read() - before, 1, "one call, an owner");
+    let before = read();
+    assert_eq!(
+        store.find_unique(User::USERNAME, "nobody").await.unwrap(),
+        None
+    );
+    assert_eq!(read() - before, 0, "one call, no owner");
+    // The owner key names user 7, whose key holds a string: the script's
+    // read fails, the two reads follow and the record's read fails too.
+    let mut raw = server.conn();
+    let _: () = redis::Commands::set(&mut raw, "user:@username:texted", "7").unwrap();
+    let _: () = redis::Commands::set(&mut raw, "user:7", "not a hash").unwrap();
+    let before = read();
+    let e = store
+        .find_unique(User::USERNAME, "texted")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("user:7"), "{e}");
+    assert_eq!(read() - before, 1, "the two reads after the script's");
 }
 
 #[tokio::test]

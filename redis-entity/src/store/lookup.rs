@@ -94,9 +94,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             tail: &tail,
         }
         .call();
-        let op = super::observe::Op::Read {
+        let op = super::observe::Op::Lookup {
             entity: desc.type_name,
-            n: 1,
         };
         op.run(&self.counters, async {
             script::invoke(&mut self.reader(), self.reader_sent(), &call)
@@ -129,6 +128,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             }
             Some(_) => return Err(unexpected("an owner that is not a string")),
         };
+        self.counters.read(1);
         let keys = query::member_keys(desc, self.namespace(), [member]);
         let records = vec![read::decode_read(desc, &keys[0], &mut parts)];
         Ok(Some((keys, records)))

@@ -26,7 +26,8 @@ pub struct Metrics {
     /// Writes sent again by `StoreBuilder::write_retries`.
     pub retries: u64,
     /// Entity records asked for (get, get_many, query and `top` fetches),
-    /// from Redis or the near cache.
+    /// from Redis or the near cache; a unique lookup counts its owner's
+    /// record, once, when an entity holds the value.
     pub records_read: u64,
     /// Queries run (their index part).
     pub queries: u64,
@@ -50,6 +51,11 @@ impl Counters {
     /// Writes of a batch that failed on their own.
     pub fn failed(&self, n: usize) {
         self.write_errors.fetch_add(n as u64, Relaxed);
+    }
+
+    /// Records read outside an [`Op::Read`] (a unique lookup's owner).
+    pub fn read(&self, n: usize) {
+        self.records_read.fetch_add(n as u64, Relaxed);
     }
 
     fn snapshot(&self) -> Metrics {
@@ -81,6 +87,12 @@ pub(crate) enum Op<'a> {
     Unit { key: &'a str, n: usize },
     /// Reads of `n` records (0 or 1 round trip: the near cache may answer).
     Read { entity: &'a str, n: usize },
+    /// A unique lookup's one call (find_unique.lua): a read of one record,
+    /// counted by the caller only when the reply names an owner
+    /// (`Counters::read`), as the two-step lookup counts its record read
+    /// only once it has an owner; a call that falls back to the two reads
+    /// (refused, or a key of another type) is counted by them alone.
+    Lookup { entity: &'a str },
     /// The index part of a query (one round trip).
     Query { entity: &'a str },
 }
@@ -148,6 +160,12 @@ impl<'a> Op<'a> {
                 records = n,
                 outcome = tracing::field::Empty,
             ),
+            Op::Lookup { entity } => tracing::debug_span!(
+                "redis_entity.read",
+                entity = %entity,
+                records = 1,
+                outcome = tracing::field::Empty,
+            ),
             Op::Query { entity } => tracing::debug_span!(
                 "redis_entity.query",
                 entity = %entity,
@@ -178,6 +196,7 @@ impl<'a> Op<'a> {
             Op::Query { .. } => {
                 counters.queries.fetch_add(1, Relaxed);
             }
+            Op::Lookup { .. } => {}
         }
     }
 }
