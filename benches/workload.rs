@@ -1082,6 +1082,10 @@ async fn mix_steps(
             "32 tasks (vs hand-written with every check: the above, checked tag query)",
             every,
         ),
+        (
+            "32 tasks (vs every check, records read by their fields: HMGET)",
+            HandMix::EVERY_CHECK_BY_FIELDS,
+        ),
     ]
     .map(|(name, how)| (name.to_string(), how, None))
     .into();
@@ -1267,6 +1271,9 @@ struct HandMix {
     /// left index entries behind), and every fetched book checked to hold
     /// both tags (an index entry may be stale), not the `SINTER` alone.
     checked_query: bool,
+    /// Records read by their fields (`HMGET` of the type's fields, as
+    /// redis-entity reads them), not `HGETALL`.
+    field_reads: bool,
 }
 
 impl HandMix {
@@ -1274,6 +1281,7 @@ impl HandMix {
         checked_update: false,
         one_call_lookup: false,
         checked_query: false,
+        field_reads: false,
     };
     const CHECKED: HandMix = HandMix {
         checked_update: true,
@@ -1287,6 +1295,11 @@ impl HandMix {
     const EVERY_CHECK: HandMix = HandMix {
         checked_query: true,
         ..HandMix::CHECKED_ONE_CALL
+    };
+    /// Every check, and the records read as redis-entity reads them.
+    const EVERY_CHECK_BY_FIELDS: HandMix = HandMix {
+        field_reads: true,
+        ..HandMix::EVERY_CHECK
     };
 }
 
@@ -1336,6 +1349,8 @@ async fn hand_mix_of_32(
         std::sync::LazyLock::new(|| redis::Script::new(HAND_LEVEL_FN));
     static FIND_FN: std::sync::LazyLock<redis::Script> =
         std::sync::LazyLock::new(|| redis::Script::new(HAND_FIND_FN));
+    static FIND_FIELDS_FN: std::sync::LazyLock<redis::Script> =
+        std::sync::LazyLock::new(|| redis::Script::new(HAND_FIND_FIELDS_FN));
     let mut tasks = tokio::task::JoinSet::new();
     for t in 0..32u64 {
         let ops = task_ops(&range, t, only);
@@ -1345,9 +1360,28 @@ async fn hand_mix_of_32(
                 let id = i % n_users;
                 let user = format!("user:{{{id}}}");
                 match i % 5 {
+                    0 | 1 if how.field_reads => {
+                        let v: UserFields = redis::cmd("HMGET")
+                            .arg(&user)
+                            .arg(USER_FIELDS)
+                            .query_async(&mut c)
+                            .await
+                            .unwrap();
+                        assert!(user_from_fields(id, v).is_some());
+                    }
                     0 | 1 => {
                         let f: Vec<(String, String)> = c.hgetall(&user).await.unwrap();
                         assert!(parse_user(id, f).is_some());
+                    }
+                    2 if how.field_reads => {
+                        let owner_key = format!("user:username:user{id}");
+                        let found: Option<(u64, UserFields)> = FIND_FIELDS_FN
+                            .key(&owner_key)
+                            .invoke_async(&mut c)
+                            .await
+                            .unwrap();
+                        let (owner, v) = found.unwrap();
+                        assert!(user_from_fields(owner, v).is_some());
                     }
                     2 => {
                         let owner_key = format!("user:username:user{id}");
@@ -1378,7 +1412,11 @@ async fn hand_mix_of_32(
                             let (expiring, ids): (u64, Vec<u64>) =
                                 p.query_async(&mut c).await.unwrap();
                             assert_eq!(expiring, 0);
-                            let books = hand_books(&mut c, ids).await;
+                            let books = if how.field_reads {
+                                hand_books_by_fields(&mut c, ids).await
+                            } else {
+                                hand_books(&mut c, ids).await
+                            };
                             let held = books
                                 .iter()
                                 .filter(|b| b.tags.contains(x) && b.tags.contains(y));
@@ -1404,6 +1442,56 @@ async fn hand_mix_of_32(
 const HAND_LEVEL_FN: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOT_FOUND') end
 return redis.call('HINCRBY', KEYS[1], 'level', 1)
+";
+
+/// The user's fields as `HMGET` answers them (`USER_FIELDS`).
+type UserFields = (Option<String>, Option<String>, Option<String>, Option<i64>);
+
+/// The fields of a user a read by fields asks for.
+const USER_FIELDS: &[&str] = &["username", "email", "country", "level"];
+
+fn user_from_fields(id: u64, (username, email, country, level): UserFields) -> Option<User> {
+    Some(User {
+        id,
+        username: username?,
+        email: email?,
+        country: country?,
+        level: level?,
+    })
+}
+
+/// Books by their fields: `HMGET` of each book's title and tags, pipelined.
+async fn hand_books_by_fields(
+    c: &mut CountingConnection<MultiplexedConnection>,
+    ids: Vec<u64>,
+) -> Vec<Book> {
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    let mut p = redis::pipe();
+    for id in &ids {
+        p.cmd("HMGET")
+            .arg(format!("book:{{{id}}}"))
+            .arg(&["title", "tags"]);
+    }
+    let rows: Vec<(Option<String>, Option<String>)> = p.query_async(c).await.unwrap();
+    ids.into_iter()
+        .zip(rows)
+        .filter_map(|(id, (title, tags))| {
+            Some(Book {
+                id,
+                title: title?,
+                tags: tags?.split(':').map(str::to_string).collect(),
+            })
+        })
+        .collect()
+}
+
+/// `HAND_FIND_FN` with the owner's hash read by its fields.
+const HAND_FIND_FIELDS_FN: &str = r"
+local owner = redis.call('GET', KEYS[1])
+if not owner then return false end
+return { owner, redis.call('HMGET', 'user:{' .. owner .. '}', 'username', 'email', 'country', 'level') }
 ";
 
 /// A unique lookup by hand in one call, as redis-entity's: the owner the

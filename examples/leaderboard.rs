@@ -52,7 +52,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
         .exec()
         .await?;
     let top = store.board(Player::SCORE).top(10).await?;
-    println!("top 10 (ZREVRANGE + pipelined HGETALL, 2 round trips):");
+    println!("top 10 (ZREVRANGE + pipelined HMGET, 2 round trips):");
     for (i, (p, score)) in top.iter().enumerate() {
         println!("  {:>2}. {:<4} {:<3} {score:>5}", i + 1, p.name, p.country);
     }

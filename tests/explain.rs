@@ -55,7 +55,7 @@ async fn a_query_plan_names_its_commands_and_round_trips_and_they_happen() {
     );
     assert_eq!(
         plan.round_trips[1],
-        ["HGETALL book:<id> (per matching entity, pipelined)"]
+        ["HMGET book:<id> tags price title (per matching entity, pipelined)"]
     );
     assert_eq!(
         plan.keys,

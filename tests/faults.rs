@@ -544,6 +544,60 @@ async fn verify_reports_a_field_that_does_not_decode_with_its_key() {
     );
 }
 
+/// A hash at an entity's key that holds none of the fields its type reads
+/// (here: another program's field only): a read asks for the type's fields
+/// (`HMGET`) and finds no entity; `verify` reads the hash whole and reports
+/// it as an entity that does not decode, not as the leftover of a gone
+/// one, so `repair` leaves the hash and its field where they are.
+#[tokio::test]
+async fn a_hash_without_its_types_fields_reads_as_no_entity_and_repair_keeps_it() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    store.save(&counter(1, 1)).await.unwrap();
+    let mut c = server.conn();
+    let () = redis::cmd("HSET")
+        .arg("counter:1")
+        .arg("legacy")
+        .arg("x")
+        .query(&mut c)
+        .map(|_: i64| ())
+        .unwrap();
+    let () = redis::cmd("HDEL")
+        .arg("counter:1")
+        .arg(&["kind", "hits", "ratio"])
+        .query(&mut c)
+        .map(|_: i64| ())
+        .unwrap();
+    assert_eq!(store.get::<Counter>(&1).await.unwrap(), None);
+    let report = store.maintenance::<Counter>().verify().await.unwrap();
+    let undecodable: Vec<&str> = report
+        .violations
+        .iter()
+        .filter_map(|v| match v {
+            redis_entity::verify::Violation::Undecodable { key, .. } => Some(key.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(undecodable, ["counter:1"], "{report}");
+    assert!(
+        !report
+            .violations
+            .iter()
+            .any(|v| matches!(v, redis_entity::verify::Violation::Leftover { .. })),
+        "{report}"
+    );
+    store
+        .maintenance::<Counter>()
+        .repair(&report)
+        .await
+        .unwrap();
+    let kept: Vec<(String, String)> = redis::cmd("HGETALL")
+        .arg("counter:1")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(kept, [("legacy".to_string(), "x".to_string())]);
+}
+
 /// An update that moves no index entry (a counter's increment, with a field
 /// no index reads set beside it) takes the straight-line code's short path:
 /// refused with a typed error and nothing written when the counter holds

@@ -70,11 +70,11 @@ async fn hot_reads_come_from_memory_until_another_client_writes() {
     let (store, near) = cached_store(&server).await;
     store.save(&user(9, "lisi")).await.unwrap();
     near.clear();
-    let before = server.calls("hgetall");
+    let before = server.calls("hmget");
     for _ in 0..100 {
         assert_eq!(store.get::<User>(&9).await.unwrap(), Some(user(9, "lisi")));
     }
-    assert_eq!(server.calls("hgetall") - before, 1, "one read from Redis");
+    assert_eq!(server.calls("hmget") - before, 1, "one read from Redis");
     let stats = near.stats();
     assert_eq!((stats.hits, stats.misses, stats.entries), (99, 1, 1));
 
@@ -101,9 +101,9 @@ async fn a_store_reads_its_own_writes_at_once() {
     store.save(&user(1, "a")).await.unwrap();
     // The save read the record back in its own round trip (over the
     // cache's connection): the next read is a hit...
-    let reads = server.calls("hgetall");
+    let reads = server.calls("hmget");
     assert_eq!(store.get::<User>(&1).await.unwrap().unwrap().name, "a");
-    assert_eq!(server.calls("hgetall"), reads);
+    assert_eq!(server.calls("hmget"), reads);
     assert_eq!((near.stats().hits, near.stats().misses), (1, 0));
     assert_eq!(near.stats().round_trips, 1, "the save's, none for the hit");
     // ...and Redis still tracks it: another client's change reaches it.
@@ -293,7 +293,7 @@ async fn get_many_queries_and_top_read_records_from_memory_and_indexes_from_redi
         .unwrap();
     let warm = store.get_many::<User>(&[1, 2, 3, 4, 5]).await.unwrap();
     assert_eq!(warm.len(), 5);
-    let reads = server.calls("hgetall");
+    let reads = server.calls("hmget");
     let pks = [1, 2, 3, 4, 5];
     for _ in 0..3 {
         let many = store.get_many::<User>(&pks).await.unwrap();
@@ -303,13 +303,13 @@ async fn get_many_queries_and_top_read_records_from_memory_and_indexes_from_redi
         let top = store.board(User::SCORE).top(2).await.unwrap();
         assert_eq!(top, [(user(5, "u5"), 5.0), (user(4, "u4"), 4.0)]);
     }
-    assert_eq!(server.calls("hgetall"), reads, "no record read from Redis");
+    assert_eq!(server.calls("hmget"), reads, "no record read from Redis");
     assert!(server.calls("sinter") + server.calls("smembers") + server.calls("evalsha_ro") > 0);
     // A type the cache does not hold is read from Redis every time.
     for _ in 0..3 {
         store.get::<Post>(&1).await.unwrap().unwrap();
     }
-    assert_eq!(server.calls("hgetall"), reads + 3);
+    assert_eq!(server.calls("hmget"), reads + 3);
     assert_eq!(near.stats().entries, 5);
 }
 
@@ -378,11 +378,11 @@ fn the_blocking_store_has_a_near_cache_too() {
         .connect(&server.url())
         .unwrap();
     store.save(&user(9, "lisi")).unwrap();
-    let before = server.calls("hgetall");
+    let before = server.calls("hmget");
     for _ in 0..10 {
         assert_eq!(store.get::<User>(&9).unwrap().unwrap().name, "lisi");
     }
-    assert_eq!(server.calls("hgetall"), before, "kept by the save");
+    assert_eq!(server.calls("hmget"), before, "kept by the save");
     let _: () = server.conn().hset("user:9", "name", "zhang").unwrap();
     let t = Instant::now();
     while store.get::<User>(&9).unwrap().unwrap().name != "zhang" {

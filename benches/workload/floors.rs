@@ -137,7 +137,8 @@ pub async fn floor_steps(n_users: u64, n_changes: u64, n_incr: u64) {
 /// exist), then that and its unique lookup in one call (`HAND_FIND_FN`, as
 /// redis-entity's), then those and the tag query's checks (the expiry
 /// set's `ZCARD` with the `SINTER`, every book checked to hold both tags),
-/// each against the same mix with a bare `HINCRBY`, a lookup in two round
+/// then those with the records read by their fields (`HMGET`, as
+/// redis-entity reads them), each against the same mix with a bare `HINCRBY`, a lookup in two round
 /// trips and a bare `SINTER`, each side on a fresh server of its own
 /// holding the same users and books: what the checks, and the single
 /// caller's round trip saved, cost the mix. redis-entity's rows against the
@@ -159,6 +160,10 @@ pub async fn floor_mix_of_32(n_users: u64, books: &[Book], pairs: Pairs) {
             HandMix::CHECKED_ONE_CALL,
         ),
         ("floor: 32 tasks, every check vs bare", HandMix::EVERY_CHECK),
+        (
+            "floor: 32 tasks, every check reading by fields (HMGET) vs bare",
+            HandMix::EVERY_CHECK_BY_FIELDS,
+        ),
     ] {
         let (a, b) = pair(
             &func,

@@ -339,6 +339,24 @@ pub(crate) fn presence_suffixes(desc: &EntityDesc, ns: &Namespace) -> Vec<String
     out
 }
 
+/// The presence marker of the hash layout: the field an entity whose
+/// columns are all absent keeps, so that its hash exists (docs/key-layout.md,
+/// *Presence marker*).
+pub(crate) const HASH_MARKER: &str = "";
+
+/// The fields a read of a hash-layout entity asks for (`HMGET`), in the
+/// order its reply is decoded (`plan::read`): the columns, then the
+/// presence marker where the type can need one (every column may be
+/// absent), then the old name (`alias`) of each column that has one.
+pub(crate) fn hash_fields(desc: &EntityDesc) -> impl Iterator<Item = &'static str> + '_ {
+    let marker = desc.columns.iter().all(|c| c.optional);
+    desc.columns
+        .iter()
+        .map(|c| c.name)
+        .chain(marker.then_some(HASH_MARKER))
+        .chain(desc.columns.iter().filter_map(|c| c.alias))
+}
+
 /// A key of the entity with `member` that exists while the entity does and
 /// carries its TTL: the entity key, or in the `strings` layout its first
 /// required column without a TTL of its own.

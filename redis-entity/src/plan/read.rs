@@ -8,10 +8,35 @@ use redis::Value;
 
 /// The commands that read one entity; their replies go to [`decode_read`].
 pub(crate) fn read(desc: &EntityDesc, keys: &EntityKeys, pipe: &mut redis::Pipeline) {
+    read_as(desc, keys, pipe, Hash::Fields);
+}
+
+/// The commands that read one entity whole, for `verify`: as [`read`], but
+/// a hash-layout entity's hash with `HGETALL`, every field of it, so that a
+/// hash that holds no field its type reads is seen as stored (and its
+/// entity as undecodable), not as gone. Their replies go to
+/// [`decode_whole`].
+pub(crate) fn read_whole(desc: &EntityDesc, keys: &EntityKeys, pipe: &mut redis::Pipeline) {
+    read_as(desc, keys, pipe, Hash::Whole);
+}
+
+/// How a hash-layout entity's hash is read.
+#[derive(Clone, Copy)]
+enum Hash {
+    /// The type's fields, by position ([`read_hash`]).
+    Fields,
+    /// Every field, by name (`HGETALL`).
+    Whole,
+}
+
+fn read_as(desc: &EntityDesc, keys: &EntityKeys, pipe: &mut redis::Pipeline, hash: Hash) {
     match desc.layout {
-        Layout::Hash => {
-            pipe.cmd("HGETALL").arg(&keys.base);
-        }
+        Layout::Hash => match hash {
+            Hash::Fields => read_hash(desc, &keys.base, pipe),
+            Hash::Whole => {
+                pipe.cmd("HGETALL").arg(&keys.base);
+            }
+        },
         Layout::Strings => {
             pipe.cmd("MGET").arg(&keys.base).arg(&keys.columns);
         }
@@ -21,6 +46,19 @@ pub(crate) fn read(desc: &EntityDesc, keys: &EntityKeys, pipe: &mut redis::Pipel
     }
     for m in &keys.maps {
         pipe.cmd("HGETALL").arg(m);
+    }
+}
+
+/// The read of a hash-layout entity's hash at `key`: `HMGET` of the
+/// fields `keyspace::hash_fields` names, whose reply [`decode_read`] takes by
+/// position. Not `HGETALL`: the reply holds the values without the names
+/// (half the strings for the client to parse and for a script to convert),
+/// and no field the type does not read (docs/benchmarks.md, *Records read
+/// by their fields*).
+pub(crate) fn read_hash(desc: &EntityDesc, key: &str, pipe: &mut redis::Pipeline) {
+    let cmd = pipe.cmd("HMGET").arg(key);
+    for f in crate::keyspace::hash_fields(desc) {
+        cmd.arg(f);
     }
 }
 
@@ -86,11 +124,12 @@ impl Iterator for FieldPairs {
     }
 }
 
-/// A hash's fields as the columns of `desc`, in column order; `None` when
-/// the hash has no field (it does not exist). Fields are usually in column
+/// A hash's fields as `HGETALL` answers them ([`read_whole`]), as the
+/// columns of `desc`, in column order; `None` when the hash has no field
+/// (it does not exist). Fields are usually in column
 /// order, so the guess `i` is checked first; a field under a column's old
 /// name (`alias`) is read when the current one is absent.
-fn hash_columns(
+fn named_hash_columns(
     desc: &EntityDesc,
     fields: impl Iterator<Item = (Vec<u8>, Vec<u8>)>,
 ) -> Option<Vec<Option<Vec<u8>>>> {
@@ -124,11 +163,72 @@ fn hash_columns(
     seen.then_some(columns)
 }
 
-/// Decodes the replies of [`read`] into a row; `None` when the entity does not exist.
+/// The columns of `desc` from the reply of [`read_hash`] (the values of
+/// `keyspace::hash_fields`, by position); `None` when none of them is stored (the
+/// hash does not exist, or holds no field the type reads). A column's old
+/// name (`alias`) is read when the current one is absent.
+fn hash_columns(
+    desc: &EntityDesc,
+    key: &str,
+    reply: Value,
+) -> Result<Option<Vec<Option<Vec<u8>>>>> {
+    let values = match reply {
+        Value::Array(items) => items,
+        Value::Nil => return Ok(None),
+        Value::ServerError(e) => return Err(Error::redis(key, e.into())),
+        other => {
+            return Err(Error::UnexpectedReply {
+                key: key.to_owned(),
+                detail: format!("{other:?}"),
+            })
+        }
+    };
+    let n = desc.columns.len();
+    let mut values = values.into_iter().map(bytes);
+    let mut columns: Vec<Option<Vec<u8>>> = values.by_ref().take(n).collect();
+    columns.resize(n, None);
+    let mut seen = columns.iter().any(Option::is_some);
+    if desc.columns.iter().all(|c| c.optional) {
+        seen |= values.next().flatten().is_some();
+    }
+    for (c, column) in desc.columns.iter().enumerate() {
+        if column.alias.is_none() {
+            continue;
+        }
+        if let Some(v) = values.next().flatten() {
+            seen = true;
+            columns[c].get_or_insert(v);
+        }
+    }
+    Ok(seen.then_some(columns))
+}
+
+/// Decodes the replies of [`read`] into a row; `None` when the entity does
+/// not exist (for a hash-layout entity: its hash holds none of the fields
+/// its type reads).
 pub(crate) fn decode_read(
     desc: &EntityDesc,
     keys: &EntityKeys,
     replies: &mut impl Iterator<Item = Value>,
+) -> Result<Option<Row>> {
+    decode_as(desc, keys, replies, Hash::Fields)
+}
+
+/// Decodes the replies of [`read_whole`] into a row; `None` when the
+/// entity does not exist.
+pub(crate) fn decode_whole(
+    desc: &EntityDesc,
+    keys: &EntityKeys,
+    replies: &mut impl Iterator<Item = Value>,
+) -> Result<Option<Row>> {
+    decode_as(desc, keys, replies, Hash::Whole)
+}
+
+fn decode_as(
+    desc: &EntityDesc,
+    keys: &EntityKeys,
+    replies: &mut impl Iterator<Item = Value>,
+    hash: Hash,
 ) -> Result<Option<Row>> {
     // Every reply of this entity is taken before any is decoded, so that an
     // error leaves the iterator at the next entity's replies.
@@ -141,10 +241,16 @@ pub(crate) fn decode_read(
         map_replies.push(pairs(&keys.maps[i], v)?);
     }
     let columns = match desc.layout {
-        Layout::Hash => match hash_columns(desc, field_pairs(&keys.base, first)?) {
-            Some(columns) => columns,
-            None => return Ok(None),
-        },
+        Layout::Hash => {
+            let columns = match hash {
+                Hash::Fields => hash_columns(desc, &keys.base, first)?,
+                Hash::Whole => named_hash_columns(desc, field_pairs(&keys.base, first)?),
+            };
+            match columns {
+                Some(columns) => columns,
+                None => return Ok(None),
+            }
+        }
         Layout::Strings => {
             let values = match first {
                 Value::Array(items) => items,
@@ -230,7 +336,12 @@ mod tests {
     fn read_commands_per_layout() {
         assert_eq!(
             read_commands(&USER, "9"),
-            [["HGETALL", "user:9"], ["HGETALL", "user:9:prefs"]]
+            [
+                vec![
+                    "HMGET", "user:9", "username", "country", "rating", "email", "version", "tags"
+                ],
+                vec!["HGETALL", "user:9:prefs"]
+            ]
         );
         assert_eq!(
             read_commands(&SESSION, "s1"),
@@ -249,27 +360,93 @@ mod tests {
         );
     }
 
+    /// `verify` reads the hash whole, by name: a hash that holds only
+    /// fields the type does not read is stored (its entity undecodable,
+    /// which verify reports), not gone.
     #[test]
-    fn a_hash_decodes_fields_in_any_order_and_ignores_unknown_ones() {
+    fn a_whole_read_decodes_fields_by_name_in_any_order() {
+        let mut pipe = redis::pipe();
+        read_whole(&USER, &keys(&USER, "9"), &mut pipe);
+        assert_eq!(
+            commands(&pipe),
+            [["HGETALL", "user:9"], ["HGETALL", "user:9:prefs"]]
+        );
+        let whole =
+            |replies: Vec<Value>| decode_whole(&USER, &keys(&USER, "9"), &mut replies.into_iter());
+        let row = whole(vec![
+            flat(&[
+                "country", "DE", "legacy", "x", "username", "ann", "tags", "a:b",
+            ]),
+            Value::Map(vec![(bulk("theme"), bulk("dark"))]),
+        ]);
+        assert_eq!(row.unwrap().expect("stored"), ann_in_de());
+        let foreign = whole(vec![flat(&["legacy", "x"]), Value::Nil]).unwrap();
+        assert_eq!(foreign.expect("stored").columns, vec![None; 6]);
+        assert_eq!(whole(vec![Value::Map(vec![]), Value::Nil]).unwrap(), None);
+    }
+
+    /// User ann in DE with tags a and b and a dark theme, as the two
+    /// decodings of a hash below read her.
+    fn ann_in_de() -> Row {
+        crate::schema::fixtures::row(
+            &[Some("ann"), Some("DE"), None, None, None, Some("a:b")],
+            &[&[("theme", "dark")]],
+        )
+    }
+
+    /// An `HMGET` reply: the values in order, `None` for an absent field.
+    fn values(items: &[Option<&str>]) -> Value {
+        Value::Array(items.iter().map(|v| v.map_or(Value::Nil, bulk)).collect())
+    }
+
+    #[test]
+    fn a_hash_decodes_its_fields_by_position() {
         let row = decode(
             &USER,
             "9",
             vec![
-                flat(&[
-                    "country", "DE", "legacy", "x", "username", "ann", "tags", "a:b",
-                ]),
+                values(&[Some("ann"), Some("DE"), None, None, None, Some("a:b")]),
                 Value::Map(vec![(bulk("theme"), bulk("dark"))]),
             ],
-        )
-        .unwrap()
-        .expect("stored");
-        assert_eq!(
-            row,
-            crate::schema::fixtures::row(
-                &[Some("ann"), Some("DE"), None, None, None, Some("a:b")],
-                &[&[("theme", "dark")]]
-            )
         );
+        assert_eq!(row.unwrap().expect("stored"), ann_in_de());
+        // A short reply: the columns it lacks are absent.
+        let row = decode(&USER, "9", vec![values(&[Some("ann")]), Value::Nil])
+            .unwrap()
+            .expect("stored");
+        assert_eq!(row.columns[USERNAME], Some(b("ann")));
+        assert!(row.columns[1..].iter().all(Option::is_none));
+    }
+
+    /// A type whose every column may be absent asks for the presence marker
+    /// after its columns, then for the old names of its renamed columns: an
+    /// entity holding only the marker exists, and an old name is read where
+    /// the current one is absent.
+    #[test]
+    fn a_hash_asks_for_the_marker_and_the_old_names_where_the_type_has_them() {
+        assert_eq!(
+            read_commands(&NOTE, "1"),
+            [["HMGET", "note:1", "title", "body", "", "name"]]
+        );
+        let only_marker = decode(&NOTE, "1", vec![values(&[None, None, Some(""), None])]);
+        assert_eq!(only_marker.unwrap().expect("stored").columns, [None, None]);
+        let renamed = decode(
+            &NOTE,
+            "1",
+            vec![values(&[None, Some("b"), None, Some("old")])],
+        );
+        assert_eq!(
+            renamed.unwrap().expect("stored").columns,
+            [Some(b("old")), Some(b("b"))]
+        );
+        let current = decode(
+            &NOTE,
+            "1",
+            vec![values(&[Some("new"), None, None, Some("old")])],
+        );
+        assert_eq!(current.unwrap().expect("stored").columns[0], Some(b("new")));
+        let missing = decode(&NOTE, "1", vec![values(&[None, None, None, None])]);
+        assert_eq!(missing.unwrap(), None);
     }
 
     #[test]
@@ -333,11 +510,16 @@ mod tests {
     #[test]
     fn a_missing_entity_is_none() {
         assert_eq!(
-            decode(&USER, "9", vec![Value::Array(vec![]), Value::Nil]).unwrap(),
+            decode(
+                &USER,
+                "9",
+                vec![Value::Array(vec![Value::Nil; 6]), Value::Nil]
+            )
+            .unwrap(),
             None
         );
         assert_eq!(
-            decode(&USER, "9", vec![Value::Map(vec![]), Value::Nil]).unwrap(),
+            decode(&USER, "9", vec![Value::Array(vec![]), Value::Nil]).unwrap(),
             None
         );
         assert_eq!(
@@ -357,13 +539,15 @@ mod tests {
             Err(Error::WrongType { key, .. }) => assert_eq!(key, "user:9"),
             other => panic!("{other:?}"),
         }
-        match decode(&USER, "9", vec![flat(&["username", "ann"]), wrongtype()]) {
+        match decode(&USER, "9", vec![flat(&["ann"]), wrongtype()]) {
             Err(Error::WrongType { key, .. }) => assert_eq!(key, "user:9:prefs"),
             other => panic!("{other:?}"),
         }
-        match decode(&USER, "9", vec![Value::Int(1), Value::Nil]) {
-            Err(Error::UnexpectedReply { key, .. }) => assert_eq!(key, "user:9"),
-            other => panic!("{other:?}"),
+        for reply in [Value::Int(1), Value::Map(vec![])] {
+            match decode(&USER, "9", vec![reply, Value::Nil]) {
+                Err(Error::UnexpectedReply { key, .. }) => assert_eq!(key, "user:9"),
+                other => panic!("{other:?}"),
+            }
         }
         match decode(&SESSION, "s1", vec![wrongtype()]) {
             Err(Error::WrongType { key, .. }) => assert_eq!(key, "session:s1"),
@@ -385,13 +569,7 @@ mod tests {
 
     #[test]
     fn decoding_consumes_exactly_one_entity_s_replies() {
-        let mut replies = vec![
-            flat(&["username", "ann"]),
-            Value::Nil,
-            flat(&["username", "bob"]),
-            Value::Nil,
-        ]
-        .into_iter();
+        let mut replies = vec![flat(&["ann"]), Value::Nil, flat(&["bob"]), Value::Nil].into_iter();
         let k = keys(&USER, "1");
         let first = decode_read(&USER, &k, &mut replies).unwrap().unwrap();
         let second = decode_read(&USER, &k, &mut replies).unwrap().unwrap();
@@ -404,7 +582,7 @@ mod tests {
 #[cfg(test)]
 mod decoding_never_panics {
     use super::*;
-    use crate::schema::fixtures::{ACCOUNT, DOC, SESSION, USER};
+    use crate::schema::fixtures::{ACCOUNT, DOC, NOTE, SESSION, USER};
     use proptest::prelude::*;
 
     /// Replies of any shape a server (or a corrupt keyspace) could give.
@@ -426,7 +604,7 @@ mod decoding_never_panics {
     proptest! {
         #[test]
         fn on_arbitrary_replies(replies in prop::collection::vec(reply(), 0..4)) {
-            for desc in [&USER, &SESSION, &DOC, &ACCOUNT] {
+            for desc in [&USER, &SESSION, &DOC, &ACCOUNT, &NOTE] {
                 let keys = EntityKeys::new(desc, &crate::schema::escape::Namespace::none(), "1".into());
                 let _ = decode_read(desc, &keys, &mut replies.clone().into_iter());
             }

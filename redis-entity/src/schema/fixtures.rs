@@ -132,6 +132,34 @@ pub(crate) static DOC: EntityDesc = EntityDesc {
     group: None,
 };
 
+/// `Note` (hash layout, `note:{<id>}`): every column may be absent (so a
+/// stored note may hold only the presence marker), and `title` was stored
+/// as `name` before (`alias`); no indexes.
+pub(crate) static NOTE: EntityDesc = EntityDesc {
+    type_name: "Note",
+    prefix: "note",
+    layout: Layout::Hash,
+    key_pattern: "note:{<id>}",
+    key_head: "note:",
+    key_tail: "",
+    pk_fields: &["id"],
+    numeric_pk: true,
+    columns: &[
+        ColumnDesc {
+            alias: Some("name"),
+            ..col("title", true, None)
+        },
+        col("body", true, None),
+    ],
+    maps: &[],
+    indexes: &[],
+    pk_index_value: |_, _| None,
+    version: None,
+    ttl: None,
+    shards: 16,
+    group: None,
+};
+
 /// `Order` (hash layout, `order:{<shop>_<n>}`): the pk field `shop` is
 /// indexed, and so is the `status` column.
 pub(crate) static ORDER: EntityDesc = EntityDesc {

@@ -12,6 +12,7 @@ use super::{
     RENAME, REPAIR, SCHEMA, TIMELINE,
 };
 use crate::keyspace::{self, EntityKeys};
+use crate::schema::entity::EntityDesc;
 use smallvec::SmallVec;
 
 /// `'1'` or `'0'`, as the scripts read a flag.
@@ -215,15 +216,19 @@ pub(crate) struct FindUnique<'a> {
     pub head: &'a str,
     /// `ARGV[2]`: what every entity key of the type ends with.
     pub tail: &'a str,
+    /// `ARGV[3..]`: the type, whose fields the owner's read asks for
+    /// (`keyspace::hash_fields`).
+    pub desc: &'a EntityDesc,
 }
 
 impl FindUnique<'_> {
     pub(crate) fn call(&self) -> Call<'static> {
-        FIND_UNIQUE
+        let call = FIND_UNIQUE
             .call()
             .key(self.unique_key)
             .arg(self.head)
-            .arg(self.tail)
+            .arg(self.tail);
+        keyspace::hash_fields(self.desc).fold(call, |call, f| call.arg(f))
     }
 }
 

@@ -92,6 +92,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             unique_key: key,
             head: &head,
             tail: &tail,
+            desc,
         }
         .call();
         let op = super::observe::Op::Lookup {

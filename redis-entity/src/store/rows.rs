@@ -241,8 +241,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         for m in &members {
-            pipe.cmd("HGETALL")
-                .arg(crate::keyspace::entity_key(desc, &self.ns, m));
+            read::read_hash(
+                desc,
+                &crate::keyspace::entity_key(desc, &self.ns, m),
+                &mut pipe,
+            );
         }
         let op = super::observe::Op::Read {
             entity: desc.type_name,

@@ -27,6 +27,7 @@ use super::{Progress, Report, Violation};
 use crate::error::{Error, Result};
 use crate::keyspace::{self, EntityKeys};
 use crate::plan::query;
+use crate::plan::read::read_whole;
 use crate::schema::entity::{EntityDesc, IndexKind, IndexSource, Layout, Row};
 use crate::schema::escape::Namespace;
 use redis::Value;
@@ -419,7 +420,7 @@ impl<'a> Verifier<'a> {
             ),
             Step::ReadEntities { offset } => {
                 for (m, _) in chunk(&self.page, *offset) {
-                    crate::plan::read::read(desc, &EntityKeys::new(desc, ns, m.clone()), &mut pipe);
+                    read_whole(desc, &EntityKeys::new(desc, ns, m.clone()), &mut pipe);
                 }
             }
             Step::ProbeEntries { offset } => {

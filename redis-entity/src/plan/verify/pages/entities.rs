@@ -120,7 +120,7 @@ impl Verifier<'_> {
                 .iter()
                 .any(|k| Some(k.as_str()) == first_key(&keys, &first));
             let mut replies = std::iter::once(first).chain(&mut it);
-            match crate::plan::read::decode_read(desc, &keys, &mut replies) {
+            match crate::plan::read::decode_whole(desc, &keys, &mut replies) {
                 Ok(Some(row)) => self.entity_stored(m, &keys, &row, scanned, checked_here),
                 Ok(None) => self.entity_gone(&m, scanned),
                 // One entity that cannot be read does not stop the
