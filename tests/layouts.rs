@@ -330,10 +330,17 @@ async fn an_entity_with_only_none_fields_still_exists() {
         .exec()
         .await
         .unwrap();
+    // The marker stays: it is the key that shows the entity exists.
     if !server.is_cluster() {
-        assert_eq!(server.keys(), ["sparse:1", "sparse_columns:2:note"]);
+        assert_eq!(
+            server.keys(),
+            ["sparse:1", "sparse_columns:2", "sparse_columns:2:note"]
+        );
     }
-    assert_eq!(server.keys(), sorted(vec![sparse.clone(), note.clone()]));
+    assert_eq!(
+        server.keys(),
+        sorted(vec![sparse.clone(), marker.clone(), note.clone()])
+    );
     store
         .update::<SparseColumns>(&2)
         .set(SparseColumns::NOTE, None)

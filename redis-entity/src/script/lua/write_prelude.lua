@@ -713,16 +713,16 @@ local function move_index_entries(w, force)
   return w.new
 end
 
--- The presence marker: kept only while nothing else shows that the entity
--- exists (all its columns are None).
+-- The presence marker. In the strings layout (a type none of whose
+-- columns shows that the entity exists: all optional, or with a TTL of
+-- their own) it is kept as long as the entity is: it is the key that
+-- carries the entity's TTL and that relations, unique owners and repairs
+-- check for the entity (keyspace::ttl_key), which a marker dropped once a
+-- column was stored left missing. In a hash, only while the hash has no
+-- other field (the hash itself is that key).
 local function fix_marker(w, touched)
   if T.marker == 'string' then
-    local other = false
-    for j = 2, #w.K do
-      if role(j) == 'p' and redis.call('EXISTS', w.K[j]) == 1 then other = true; break end
-    end
-    if other then redis.call('DEL', w.K[1])
-    else redis.call('SET', w.K[1], '', 'KEEPTTL'); touched[1] = true end
+    redis.call('SET', w.K[1], '', 'KEEPTTL'); touched[1] = true
   elseif T.marker == 'hash' then
     local len = redis.call('HLEN', w.K[1])
     if len == 0 then redis.call('HSET', w.K[1], '', ''); touched[1] = true
