@@ -598,6 +598,55 @@ async fn a_hash_without_its_types_fields_reads_as_no_entity_and_repair_keeps_it(
     assert_eq!(kept, [("legacy".to_string(), "x".to_string())]);
 }
 
+/// A type whose columns may all be absent: a stored hash that holds only a
+/// field an earlier definition wrote (a dropped column) is an entity of
+/// that type with every column absent, for reads as for writes; such a
+/// type is read whole (`HGETALL`), since its fields alone cannot say that
+/// it exists.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "jotting")]
+struct Jotting {
+    #[pk]
+    id: u64,
+    body: Option<String>,
+}
+
+#[tokio::test]
+async fn a_hash_holding_only_a_dropped_field_is_an_entity_whose_columns_are_absent() {
+    let server = RedisServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let mut c = server.conn();
+    let () = redis::cmd("HSET")
+        .arg("jotting:1")
+        .arg("title")
+        .arg("from v1")
+        .query(&mut c)
+        .map(|_: i64| ())
+        .unwrap();
+    let () = redis::cmd("SADD")
+        .arg("jotting:@ids:xx")
+        .arg("1")
+        .query(&mut c)
+        .map(|_: i64| ())
+        .unwrap();
+    let absent = Jotting { id: 1, body: None };
+    assert!(store.exists::<Jotting>(1).await.unwrap());
+    assert_eq!(
+        store.get::<Jotting>(&1).await.unwrap(),
+        Some(absent.clone())
+    );
+    // Saved again as it reads: still there, for reads and writes alike.
+    store.save(&absent).await.unwrap();
+    assert_eq!(
+        store.get::<Jotting>(&1).await.unwrap(),
+        Some(absent.clone())
+    );
+    assert_eq!(
+        store.get_many::<Jotting>(&[1, 2]).await.unwrap(),
+        [Some(absent), None]
+    );
+}
+
 /// An update that moves no index entry (a counter's increment, with a field
 /// no index reads set beside it) takes the straight-line code's short path:
 /// refused with a typed error and nothing written when the counter holds

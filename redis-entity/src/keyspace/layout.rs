@@ -195,14 +195,14 @@ fn value_keys(desc: &EntityDesc, base: &str) -> Vec<KeyPattern> {
 /// The strings layout: the entity key (a presence marker, or only the
 /// prefix of the column keys) and one string key per column.
 fn column_keys(desc: &EntityDesc, base: &str) -> Vec<KeyPattern> {
-    // The marker is written only when no column without its own
-    // TTL is stored, which needs every such column to be optional.
+    // A type none of whose columns must be stored (all optional, or
+    // with a TTL of their own) keeps the marker while the entity is.
     let may_need_marker = !desc.columns.iter().any(|c| !c.optional && c.ttl.is_none());
     let mut keys = vec![KeyPattern {
         pattern: base.to_owned(),
         redis_type: RedisType::String,
         holds: if may_need_marker {
-            "presence marker, only while no column without its own TTL is stored".into()
+            "presence marker, kept while the entity is".into()
         } else {
             "no value: the prefix of the column keys".into()
         },

@@ -339,21 +339,24 @@ pub(crate) fn presence_suffixes(desc: &EntityDesc, ns: &Namespace) -> Vec<String
     out
 }
 
-/// The presence marker of the hash layout: the field an entity whose
-/// columns are all absent keeps, so that its hash exists (docs/key-layout.md,
-/// *Presence marker*).
-pub(crate) const HASH_MARKER: &str = "";
+/// Whether a hash-layout entity is read by its fields (`HMGET`, see
+/// [`hash_fields`]): when its type has a required column, which every
+/// stored entity holds, so that the fields alone say whether it exists. A
+/// type whose columns may all be absent is read whole (`HGETALL`): its
+/// hash may hold only its presence marker, or only a field a later
+/// definition dropped (which counts toward the hash's length when the
+/// write decides on the marker), and either way the entity exists.
+pub(crate) fn reads_by_fields(desc: &EntityDesc) -> bool {
+    desc.columns.iter().any(|c| !c.optional)
+}
 
 /// The fields a read of a hash-layout entity asks for (`HMGET`), in the
-/// order its reply is decoded (`plan::read`): the columns, then the
-/// presence marker where the type can need one (every column may be
-/// absent), then the old name (`alias`) of each column that has one.
+/// order its reply is decoded (`plan::read`): the columns, then the old
+/// name (`alias`) of each column that has one.
 pub(crate) fn hash_fields(desc: &EntityDesc) -> impl Iterator<Item = &'static str> + '_ {
-    let marker = desc.columns.iter().all(|c| c.optional);
     desc.columns
         .iter()
         .map(|c| c.name)
-        .chain(marker.then_some(HASH_MARKER))
         .chain(desc.columns.iter().filter_map(|c| c.alias))
 }
 

@@ -51,11 +51,16 @@ fn read_as(desc: &EntityDesc, keys: &EntityKeys, pipe: &mut redis::Pipeline, has
 
 /// The read of a hash-layout entity's hash at `key`: `HMGET` of the
 /// fields `keyspace::hash_fields` names, whose reply [`decode_read`] takes by
-/// position. Not `HGETALL`: the reply holds the values without the names
+/// position (`HGETALL` for a type whose columns may all be absent:
+/// `keyspace::reads_by_fields`). Not `HGETALL`: the reply holds the values without the names
 /// (half the strings for the client to parse and for a script to convert),
 /// and no field the type does not read (docs/benchmarks.md, *Records read
 /// by their fields*).
 pub(crate) fn read_hash(desc: &EntityDesc, key: &str, pipe: &mut redis::Pipeline) {
+    if !crate::keyspace::reads_by_fields(desc) {
+        pipe.cmd("HGETALL").arg(key);
+        return;
+    }
     let cmd = pipe.cmd("HMGET").arg(key);
     for f in crate::keyspace::hash_fields(desc) {
         cmd.arg(f);
@@ -166,7 +171,8 @@ fn named_hash_columns(
 /// The columns of `desc` from the reply of [`read_hash`] (the values of
 /// `keyspace::hash_fields`, by position); `None` when none of them is stored (the
 /// hash does not exist, or holds no field the type reads). A column's old
-/// name (`alias`) is read when the current one is absent.
+/// name (`alias`) is read when the current one is absent, for the first
+/// column that names it.
 fn hash_columns(
     desc: &EntityDesc,
     key: &str,
@@ -188,14 +194,13 @@ fn hash_columns(
     let mut columns: Vec<Option<Vec<u8>>> = values.by_ref().take(n).collect();
     columns.resize(n, None);
     let mut seen = columns.iter().any(Option::is_some);
-    if desc.columns.iter().all(|c| c.optional) {
-        seen |= values.next().flatten().is_some();
-    }
     for (c, column) in desc.columns.iter().enumerate() {
-        if column.alias.is_none() {
+        let Some(alias) = column.alias else {
             continue;
-        }
-        if let Some(v) = values.next().flatten() {
+        };
+        let v = values.next().flatten();
+        let first = !desc.columns[..c].iter().any(|o| o.alias == Some(alias));
+        if let (Some(v), true) = (v, first) {
             seen = true;
             columns[c].get_or_insert(v);
         }
@@ -242,9 +247,11 @@ fn decode_as(
     }
     let columns = match desc.layout {
         Layout::Hash => {
-            let columns = match hash {
-                Hash::Fields => hash_columns(desc, &keys.base, first)?,
-                Hash::Whole => named_hash_columns(desc, field_pairs(&keys.base, first)?),
+            let by_fields = matches!(hash, Hash::Fields) && crate::keyspace::reads_by_fields(desc);
+            let columns = if by_fields {
+                hash_columns(desc, &keys.base, first)?
+            } else {
+                named_hash_columns(desc, field_pairs(&keys.base, first)?)
             };
             match columns {
                 Some(columns) => columns,
@@ -418,35 +425,47 @@ mod tests {
         assert!(row.columns[1..].iter().all(Option::is_none));
     }
 
-    /// A type whose every column may be absent asks for the presence marker
-    /// after its columns, then for the old names of its renamed columns: an
-    /// entity holding only the marker exists, and an old name is read where
-    /// the current one is absent.
+    /// A type with a required column asks for its columns, then for the
+    /// old names of its renamed columns: an old name is read where the
+    /// current one is absent, for the first column that names it; a hash
+    /// with none of those fields is no entity.
     #[test]
-    fn a_hash_asks_for_the_marker_and_the_old_names_where_the_type_has_them() {
+    fn a_hash_asks_for_the_old_names_of_renamed_columns() {
         assert_eq!(
-            read_commands(&NOTE, "1"),
-            [["HMGET", "note:1", "title", "body", "", "name"]]
+            read_commands(&MEMO, "1"),
+            [["HMGET", "memo:1", "text", "title", "subject", "name", "name"]]
         );
-        let only_marker = decode(&NOTE, "1", vec![values(&[None, None, Some(""), None])]);
-        assert_eq!(only_marker.unwrap().expect("stored").columns, [None, None]);
-        let renamed = decode(
-            &NOTE,
-            "1",
-            vec![values(&[None, Some("b"), None, Some("old")])],
+        let memo = |v: &[Option<&str>]| decode(&MEMO, "1", vec![values(v)]).unwrap();
+        let renamed = memo(&[Some("t"), None, None, Some("old"), Some("old")]);
+        assert_eq!(
+            renamed.expect("stored").columns,
+            [Some(b("t")), Some(b("old")), None]
+        );
+        let current = memo(&[Some("t"), Some("new"), None, Some("old"), Some("old")]);
+        assert_eq!(current.expect("stored").columns[1], Some(b("new")));
+        let only_old = memo(&[None, None, None, Some("old"), Some("old")]);
+        assert_eq!(only_old.expect("stored").columns[1], Some(b("old")));
+        assert_eq!(memo(&[None; 5]), None);
+    }
+
+    /// A type whose columns may all be absent is read whole: its hash may
+    /// hold only the presence marker, or only a field a later definition
+    /// dropped, and the entity exists either way (by name, as `HGETALL`
+    /// answers; an old name read where the current one is absent).
+    #[test]
+    fn a_hash_whose_columns_may_all_be_absent_is_read_whole() {
+        assert_eq!(read_commands(&NOTE, "1"), [["HGETALL", "note:1"]]);
+        let note = |fields: &[&str]| decode(&NOTE, "1", vec![flat(fields)]).unwrap();
+        assert_eq!(note(&["", ""]).expect("stored").columns, [None, None]);
+        assert_eq!(
+            note(&["dropped", "x"]).expect("stored").columns,
+            [None, None]
         );
         assert_eq!(
-            renamed.unwrap().expect("stored").columns,
+            note(&["name", "old", "body", "b"]).expect("stored").columns,
             [Some(b("old")), Some(b("b"))]
         );
-        let current = decode(
-            &NOTE,
-            "1",
-            vec![values(&[Some("new"), None, None, Some("old")])],
-        );
-        assert_eq!(current.unwrap().expect("stored").columns[0], Some(b("new")));
-        let missing = decode(&NOTE, "1", vec![values(&[None, None, None, None])]);
-        assert_eq!(missing.unwrap(), None);
+        assert_eq!(note(&[]), None);
     }
 
     #[test]
@@ -582,7 +601,7 @@ mod tests {
 #[cfg(test)]
 mod decoding_never_panics {
     use super::*;
-    use crate::schema::fixtures::{ACCOUNT, DOC, NOTE, SESSION, USER};
+    use crate::schema::fixtures::{ACCOUNT, DOC, MEMO, NOTE, SESSION, USER};
     use proptest::prelude::*;
 
     /// Replies of any shape a server (or a corrupt keyspace) could give.
@@ -604,7 +623,7 @@ mod decoding_never_panics {
     proptest! {
         #[test]
         fn on_arbitrary_replies(replies in prop::collection::vec(reply(), 0..4)) {
-            for desc in [&USER, &SESSION, &DOC, &ACCOUNT, &NOTE] {
+            for desc in [&USER, &SESSION, &DOC, &ACCOUNT, &NOTE, &MEMO] {
                 let keys = EntityKeys::new(desc, &crate::schema::escape::Namespace::none(), "1".into());
                 let _ = decode_read(desc, &keys, &mut replies.clone().into_iter());
             }

@@ -160,6 +160,28 @@ pub(crate) static NOTE: EntityDesc = EntityDesc {
     group: None,
 };
 
+/// `Memo` (hash layout, `memo:{<id>}`): a required `text`, and two
+/// optional columns that both name `name` as their old name (the first
+/// reads it); no indexes.
+pub(crate) static MEMO: EntityDesc = EntityDesc {
+    columns: &[
+        col("text", false, None),
+        ColumnDesc {
+            alias: Some("name"),
+            ..col("title", true, None)
+        },
+        ColumnDesc {
+            alias: Some("name"),
+            ..col("subject", true, None)
+        },
+    ],
+    type_name: "Memo",
+    prefix: "memo",
+    key_pattern: "memo:{<id>}",
+    key_head: "memo:",
+    ..NOTE
+};
+
 /// `Order` (hash layout, `order:{<shop>_<n>}`): the pk field `shop` is
 /// indexed, and so is the `status` column.
 pub(crate) static ORDER: EntityDesc = EntityDesc {

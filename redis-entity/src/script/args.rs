@@ -217,7 +217,8 @@ pub(crate) struct FindUnique<'a> {
     /// `ARGV[2]`: what every entity key of the type ends with.
     pub tail: &'a str,
     /// `ARGV[3..]`: the type, whose fields the owner's read asks for
-    /// (`keyspace::hash_fields`).
+    /// (`keyspace::hash_fields`; none for a type read whole,
+    /// `keyspace::reads_by_fields`).
     pub desc: &'a EntityDesc,
 }
 
@@ -228,6 +229,9 @@ impl FindUnique<'_> {
             .key(self.unique_key)
             .arg(self.head)
             .arg(self.tail);
+        if !keyspace::reads_by_fields(self.desc) {
+            return call;
+        }
         keyspace::hash_fields(self.desc).fold(call, |call, f| call.arg(f))
     }
 }
