@@ -431,6 +431,38 @@ async fn find_unique_reads_the_owner_and_its_record_in_one_round_trip() {
     assert_eq!(kept, "not a hash", "a failed lookup changes nothing");
 }
 
+/// A type whose columns may all be absent: the one-call lookup reads the
+/// owner's hash whole (`HGETALL`, its fields alone cannot say whether the
+/// entity exists), in the same round trip, and the record holding only a
+/// field an earlier definition wrote beside the unique value is found.
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "handle")]
+struct Handle {
+    #[pk]
+    id: u64,
+    #[index(unique)]
+    name: Option<String>,
+    note: Option<String>,
+}
+
+#[tokio::test]
+async fn find_unique_reads_a_type_whose_columns_may_all_be_absent_whole() {
+    let server = RedisServer::start();
+    let (store, trips) = support::counted_store(&server).await;
+    let ann = Handle {
+        id: 1,
+        name: Some("ann".into()),
+        note: None,
+    };
+    store.save(&ann).await.unwrap();
+    let _: () = server.conn().hset("handle:1", "dropped", "x").unwrap();
+    trips.take();
+    let found = store.find_unique(Handle::NAME, "ann").await.unwrap();
+    assert_eq!(found, Some(ann));
+    assert_eq!(trips.take(), 1, "one call");
+    assert_eq!(store.find_unique(Handle::NAME, "bob").await.unwrap(), None);
+}
+
 /// A user allowed read commands only (no scripts) still finds by a unique
 /// value: refused the one-call lookup, the store reads the owner key and
 /// then the entity, from then on.

@@ -23,20 +23,28 @@ pub(crate) fn read_whole(desc: &EntityDesc, keys: &EntityKeys, pipe: &mut redis:
 /// How a hash-layout entity's hash is read.
 #[derive(Clone, Copy)]
 enum Hash {
-    /// The type's fields, by position ([`read_hash`]).
+    /// The type's fields, by position (`HMGET`, [`read_hash`]).
     Fields,
     /// Every field, by name (`HGETALL`).
     Whole,
 }
 
+impl Hash {
+    /// How `desc`'s hash is read when `self` is asked for: by its fields
+    /// only where they alone say whether the entity exists
+    /// (`keyspace::reads_by_fields`); the one place both the read and its
+    /// decoding ask.
+    fn of(self, desc: &EntityDesc) -> Hash {
+        match self {
+            Hash::Fields if crate::keyspace::reads_by_fields(desc) => Hash::Fields,
+            _ => Hash::Whole,
+        }
+    }
+}
+
 fn read_as(desc: &EntityDesc, keys: &EntityKeys, pipe: &mut redis::Pipeline, hash: Hash) {
     match desc.layout {
-        Layout::Hash => match hash {
-            Hash::Fields => read_hash(desc, &keys.base, pipe),
-            Hash::Whole => {
-                pipe.cmd("HGETALL").arg(&keys.base);
-            }
-        },
+        Layout::Hash => read_hash_as(desc, &keys.base, pipe, hash),
         Layout::Strings => {
             pipe.cmd("MGET").arg(&keys.base).arg(&keys.columns);
         }
@@ -49,21 +57,28 @@ fn read_as(desc: &EntityDesc, keys: &EntityKeys, pipe: &mut redis::Pipeline, has
     }
 }
 
-/// The read of a hash-layout entity's hash at `key`: `HMGET` of the
-/// fields `keyspace::hash_fields` names, whose reply [`decode_read`] takes by
-/// position (`HGETALL` for a type whose columns may all be absent:
-/// `keyspace::reads_by_fields`). Not `HGETALL`: the reply holds the values without the names
-/// (half the strings for the client to parse and for a script to convert),
-/// and no field the type does not read (docs/benchmarks.md, *Records read
-/// by their fields*).
+/// The read of a hash-layout entity's hash at `key`, as [`read`] sends it
+/// (its reply goes to [`decode_read`]): `HMGET` of the fields
+/// `keyspace::hash_fields` names, taken back by position, where the type's
+/// fields say whether the entity exists; else `HGETALL`. `HMGET`'s reply
+/// holds the values without the names (half the strings for the client to
+/// parse and for a script to convert), and no field the type does not read
+/// (docs/benchmarks.md, *Records read by their fields*).
 pub(crate) fn read_hash(desc: &EntityDesc, key: &str, pipe: &mut redis::Pipeline) {
-    if !crate::keyspace::reads_by_fields(desc) {
-        pipe.cmd("HGETALL").arg(key);
-        return;
-    }
-    let cmd = pipe.cmd("HMGET").arg(key);
-    for f in crate::keyspace::hash_fields(desc) {
-        cmd.arg(f);
+    read_hash_as(desc, key, pipe, Hash::Fields);
+}
+
+fn read_hash_as(desc: &EntityDesc, key: &str, pipe: &mut redis::Pipeline, hash: Hash) {
+    match hash.of(desc) {
+        Hash::Fields => {
+            let cmd = pipe.cmd("HMGET").arg(key);
+            for f in crate::keyspace::hash_fields(desc) {
+                cmd.arg(f);
+            }
+        }
+        Hash::Whole => {
+            pipe.cmd("HGETALL").arg(key);
+        }
     }
 }
 
@@ -247,11 +262,9 @@ fn decode_as(
     }
     let columns = match desc.layout {
         Layout::Hash => {
-            let by_fields = matches!(hash, Hash::Fields) && crate::keyspace::reads_by_fields(desc);
-            let columns = if by_fields {
-                hash_columns(desc, &keys.base, first)?
-            } else {
-                named_hash_columns(desc, field_pairs(&keys.base, first)?)
+            let columns = match hash.of(desc) {
+                Hash::Fields => hash_columns(desc, &keys.base, first)?,
+                Hash::Whole => named_hash_columns(desc, field_pairs(&keys.base, first)?),
             };
             match columns {
                 Some(columns) => columns,
