@@ -260,6 +260,29 @@ pub enum Error {
         /// The cache key.
         key: String,
     },
+    /// The server refused the call for memory: it is at its `maxmemory`
+    /// under the `noeviction` policy (`OOM command not allowed ...`).
+    /// Nothing was written. Deletes still run at the limit (they free
+    /// memory): see "Memory and eviction" in docs/consistency.md.
+    #[error("redis is out of memory (maxmemory reached) on `{key}`: {detail}; nothing written")]
+    OutOfMemory {
+        /// The key the refused call was about.
+        key: String,
+        /// The server's message.
+        detail: String,
+    },
+    /// The server evicts keys when it reaches `maxmemory` under `policy`
+    /// (`allkeys-lru`, `allkeys-lfu`, `allkeys-random`): it could silently
+    /// delete index entries, unique values and schema records, so the
+    /// store refuses to write. Set `maxmemory-policy noeviction`, or build
+    /// the store with
+    /// [`StoreBuilder::allow_eviction`](crate::StoreBuilder::allow_eviction)
+    /// for cache-only data whose indexes may be lost.
+    #[error("the server evicts keys under maxmemory-policy `{policy}`, which can silently lose index entries and unique values: nothing written (set `noeviction`, or build the store with `allow_eviction(true)`)")]
+    EvictingPolicy {
+        /// The server's `maxmemory-policy`.
+        policy: String,
+    },
     /// Redis answered something the runtime did not expect (a protocol or script mismatch).
     #[error("unexpected reply for `{key}`: {detail}")]
     UnexpectedReply {
@@ -298,9 +321,19 @@ impl Error {
         }
     }
 
-    /// Classifies a driver error raised while working on `key`.
+    /// Classifies a driver error raised while working on `key`. An error
+    /// reply inside a pipeline is classified as the same reply alone would
+    /// be (the first one, where several commands failed), so that every
+    /// read and write maps `WRONGTYPE` and `OOM` the same way.
     pub fn redis(key: &str, source: redis::RedisError) -> Self {
+        let source = first_server_error(source);
         match source.code() {
+            Some("OOM") => {
+                return Error::OutOfMemory {
+                    key: key.to_owned(),
+                    detail: script_location_cut(source.detail().unwrap_or_default()).to_owned(),
+                }
+            }
             Some("WRONGTYPE") => {
                 return Error::WrongType {
                     key: key.to_owned(),
@@ -351,6 +384,19 @@ impl Error {
             source.code(),
             Some("LOADING" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN" | "BUSY")
         ))
+    }
+}
+
+/// The first error reply of a failed pipeline or transaction as an error
+/// of its own (its code and detail readable); any other error as it is.
+fn first_server_error(e: redis::RedisError) -> redis::RedisError {
+    // A single reply has a detail; a pipeline's failures have none.
+    if e.detail().is_some() {
+        return e;
+    }
+    match e.clone().into_server_errors() {
+        Some(items) if !items.is_empty() => items[0].1.clone().into(),
+        _ => e,
     }
 }
 

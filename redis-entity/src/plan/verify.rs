@@ -316,6 +316,11 @@ pub struct Report {
     pub index_entries: usize,
     /// Every broken invariant.
     pub violations: Vec<Violation>,
+    /// The server's `maxmemory-policy` (`None`: the user may not run
+    /// `INFO`). Anything but `noeviction` can delete index entries or
+    /// entities at the memory limit: see "Memory and eviction" in
+    /// docs/consistency.md.
+    pub memory_policy: Option<String>,
 }
 
 impl Report {
@@ -334,6 +339,16 @@ impl fmt::Display for Report {
             self.index_entries,
             self.violations.len()
         )?;
+        if let Some(policy) = &self.memory_policy {
+            let note = match policy.as_str() {
+                "noeviction" => "",
+                p if p.starts_with("allkeys-") => {
+                    " (evicts any key at the memory limit: indexes can be lost)"
+                }
+                _ => " (evicts keys with a TTL at the memory limit, before they expire)",
+            };
+            writeln!(f, "  server maxmemory-policy: {policy}{note}")?;
+        }
         for v in &self.violations {
             writeln!(f, "  {v}")?;
         }
@@ -1203,10 +1218,19 @@ mod tests {
             entities: 1,
             index_entries: 2,
             violations: vec![Violation::MissingId { member: "7".into() }],
+            memory_policy: None,
         };
         assert_eq!(
             report.to_string(),
             "1 entities, 2 index entries, 1 violations\n  ids set misses entity `7`\n"
+        );
+        let evicting = Report {
+            memory_policy: Some("allkeys-lru".into()),
+            ..report
+        };
+        assert_eq!(
+            evicting.to_string(),
+            "1 entities, 2 index entries, 1 violations\n  server maxmemory-policy: allkeys-lru (evicts any key at the memory limit: indexes can be lost)\n  ids set misses entity `7`\n"
         );
     }
 }

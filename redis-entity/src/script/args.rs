@@ -8,8 +8,8 @@
 //! keyspace); a struct only lays them out.
 
 use super::{
-    words::Sink, Call, Script, Words, BOARD, CACHE, CLAIM, FIND_UNIQUE, QUERY, RANK, RELATION,
-    RENAME, REPAIR, SCHEMA, TIMELINE,
+    words::Sink, Call, Script, Words, BOARD, CACHE, CLAIM, FIND_UNIQUE, LAYOUT, MEMORY_POLICY,
+    QUERY, RANK, RELATION, RENAME, REPAIR, SCHEMA, TIMELINE,
 };
 use crate::keyspace::{self, EntityKeys};
 use crate::schema::entity::EntityDesc;
@@ -48,6 +48,41 @@ impl BoardIncr<'_> {
     }
 }
 
+/// layout.lua: a namespace's layout marker, recorded unless the server's
+/// memory policy refuses the store's writes.
+#[derive(Debug, Clone)]
+pub(crate) struct MarkLayout<'a> {
+    /// `KEYS[1]`: the marker, a string.
+    pub marker: &'a str,
+    /// `ARGV[1]`: the store's key layout, as the marker names it.
+    pub layout: &'a str,
+    /// `ARGV[2]`: the store accepts a policy that evicts any key.
+    pub eviction_allowed: bool,
+}
+
+impl MarkLayout<'_> {
+    pub(crate) fn call(&self) -> Call<'static> {
+        LAYOUT
+            .call()
+            .key(self.marker)
+            .arg(self.layout)
+            .arg(flag(self.eviction_allowed))
+    }
+}
+
+/// memory_policy.lua: the server's `maxmemory-policy`, read.
+#[derive(Debug, Clone)]
+pub(crate) struct ReadMemoryPolicy<'a> {
+    /// `KEYS[1]`: a key on the server to ask (routes the call on a cluster).
+    pub on: &'a str,
+}
+
+impl ReadMemoryPolicy<'_> {
+    pub(crate) fn call(&self) -> Call<'static> {
+        MEMORY_POLICY.call().key(self.on)
+    }
+}
+
 /// rename.lua: renamed fields of a page of entities rewritten.
 #[derive(Debug, Clone)]
 pub(crate) struct RenameFields<'a> {
@@ -73,13 +108,15 @@ impl RenameFields<'_> {
 /// What a call of schema.lua does to a type's schema record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum SchemaMode<'a> {
-    /// Announces the caller's definition (`'use'`): `ARGV[3]` its text,
-    /// `ARGV[4]` its heartbeat in ms, `ARGV[5..]` "<field> <kind>" of its
-    /// indexes.
+    /// Announces the caller's definition (`'use'`, or `'use-evicting'`
+    /// from a store that accepts a memory policy evicting any key):
+    /// `ARGV[3]` its text, `ARGV[4]` its heartbeat in ms, `ARGV[5..]`
+    /// "<field> <kind>" of its indexes.
     Use {
         text: &'a str,
         heartbeat_ms: u64,
         indexes: Vec<String>,
+        eviction_allowed: bool,
     },
     /// Makes the caller's definition the current one (`'adopt'`), if the
     /// current one is still `over`; `states`: index fields to set.
@@ -125,9 +162,14 @@ impl SchemaStep<'_> {
                 text,
                 heartbeat_ms,
                 indexes,
+                eviction_allowed,
             } => {
                 let mut call = call
-                    .arg("use")
+                    .arg(if *eviction_allowed {
+                        "use-evicting"
+                    } else {
+                        "use"
+                    })
                     .arg(self.fingerprint)
                     .arg(text)
                     .arg(heartbeat_ms.to_string());

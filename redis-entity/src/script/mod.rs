@@ -246,6 +246,12 @@ pub(crate) static RENAME: LazyLock<Script> =
 /// A type's schema record: the definitions met, index states, the walk.
 pub(crate) static SCHEMA: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/schema.lua").to_owned()));
+/// A namespace's layout marker, and the server's memory policy.
+pub(crate) static LAYOUT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/layout.lua").to_owned()));
+/// The server's memory policy, read (verify's report).
+pub(crate) static MEMORY_POLICY: LazyLock<Script> =
+    LazyLock::new(|| Script::read_only(include_str!("lua/memory_policy.lua").to_owned()));
 /// The read-through cache's lock and null-marker steps.
 pub(crate) static CACHE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/cache.lua").to_owned()));

@@ -72,6 +72,16 @@ impl WriteOp {
         }
     }
 
+    /// True for an operation that only removes (an entity, the index
+    /// entries of one gone or expired): its functions are flagged
+    /// `allow-oom`, so that memory can be freed through the library when
+    /// the server is at its `maxmemory` (a function without the flag is
+    /// refused there before it runs). The request record of a write with
+    /// a token is the only thing they add.
+    fn frees_memory(self) -> bool {
+        matches!(self, WriteOp::Delete | WriteOp::Clean | WriteOp::Sweep)
+    }
+
     /// The body function that runs the operation, and its flags.
     fn body_call(self) -> (&'static str, &'static str) {
         match self {
@@ -237,9 +247,7 @@ pub(crate) fn code(desc: &EntityDesc, layout: KeyLayout) -> String {
                     format!("local G = general() return G.once(G.{body}, k, a, 1, #a, {flags})")
                 }
             };
-            s.push_str(&format!(
-                "redis.register_function('{name}', function(k, a) {run} end)\n"
-            ));
+            s.push_str(&registration(&name, &run, op.frees_memory()));
         }
     }
     if fast {
@@ -266,6 +274,18 @@ pub(crate) fn code(desc: &EntityDesc, layout: KeyLayout) -> String {
         }
     }
     s
+}
+
+/// The registration of function `name` running `run`; `allow_oom`: it
+/// may run while the server is out of memory.
+fn registration(name: &str, run: &str, allow_oom: bool) -> String {
+    if allow_oom {
+        format!(
+            "redis.register_function{{function_name='{name}', callback=function(k, a) {run} end, flags={{'allow-oom'}}}}\n"
+        )
+    } else {
+        format!("redis.register_function('{name}', function(k, a) {run} end)\n")
+    }
 }
 
 /// The general write code: the key types' checks, the shared helpers, the
@@ -673,8 +693,14 @@ mod tests {
         );
         let code = code(&USER, KeyLayout::Standalone);
         // 10 operations and their batch forms, and the straight-line save,
-        // insert and update (a hash-layout type) and theirs.
-        assert_eq!(code.matches("redis.register_function(").count(), 26);
+        // insert and update (a hash-layout type) and theirs; the removing
+        // ones (delete, clean, sweep) in the form that takes flags.
+        assert_eq!(code.matches("redis.register_function(").count(), 20);
+        assert_eq!(code.matches("redis.register_function{").count(), 6);
+        assert_eq!(code.matches("flags={'allow-oom'}").count(), 6);
+        assert!(code.contains(
+            "redis.register_function{function_name='__LIB___delete', callback=function(k, a) local G = general() return G.once(G.delete, k, a, 1, #a, nil) end, flags={'allow-oom'}}"
+        ));
         assert!(code.contains(
             "redis.register_function('__LIB___fast_update_batch', function(k, a) return fast_batch(k, a, 'update') end)"
         ));
@@ -682,7 +708,8 @@ mod tests {
         assert!(fast_script(&USER, KeyLayout::Standalone, WriteOp::Delete, false).is_none());
         // A strings-layout type has none.
         let strings = super::code(&SESSION, KeyLayout::Standalone);
-        assert_eq!(strings.matches("redis.register_function(").count(), 20);
+        assert_eq!(strings.matches("redis.register_function(").count(), 14);
+        assert_eq!(strings.matches("flags={'allow-oom'}").count(), 6);
         assert!(fast_script(&SESSION, KeyLayout::Standalone, WriteOp::Save, false).is_none());
         assert!(strings.contains(
             "redis.register_function('__LIB___insert', function(k, a) return once(save, k, a, 1, #a, true) end)"

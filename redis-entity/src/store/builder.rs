@@ -43,6 +43,7 @@ pub struct StoreBuilder<C = ConnectionManager> {
     write_retries: usize,
     partial_indexes: bool,
     schema_heartbeat: Option<Duration>,
+    allow_eviction: bool,
     options: ConnectOptions,
 }
 
@@ -57,6 +58,7 @@ impl<C> Default for StoreBuilder<C> {
             write_retries: 0,
             partial_indexes: false,
             schema_heartbeat: None,
+            allow_eviction: false,
             options: ConnectOptions::default(),
         }
     }
@@ -73,6 +75,7 @@ impl<C> std::fmt::Debug for StoreBuilder<C> {
             .field("write_retries", &self.write_retries)
             .field("partial_indexes", &self.partial_indexes)
             .field("schema_heartbeat", &self.schema_heartbeat)
+            .field("allow_eviction", &self.allow_eviction)
             .field("connect", &self.options)
             .finish()
     }
@@ -163,6 +166,22 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> StoreBuilder<C> {
         self
     }
 
+    /// Whether the store writes to a server whose `maxmemory-policy` evicts
+    /// any key (`allkeys-lru`, `allkeys-lfu`, `allkeys-random`). Such a
+    /// server deletes keys at its memory limit without an error: index
+    /// entries, unique values and schema records can go while their
+    /// entities stay, so queries miss entities and a unique value can be
+    /// given twice. Default: refused, with [`Error::EvictingPolicy`] before
+    /// anything is written. Turn it on only for data that may be lost and
+    /// rebuilt (a cache), and run `verify`/`repair` to find what went. The
+    /// policy is read with the layout marker and each schema announcement
+    /// (needs the layout check); see "Memory and eviction" in
+    /// docs/consistency.md.
+    pub fn allow_eviction(mut self, on: bool) -> Self {
+        self.allow_eviction = on;
+        self
+    }
+
     /// How long the first connection may take in all, retries included,
     /// and each reconnection attempt. Default 1 s. The timeouts and
     /// reconnection settings apply to [`connect`](Self::connect) and the
@@ -214,6 +233,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> StoreBuilder<C> {
             store.track_layout_and_schema();
         }
         store.set_partial_indexes(self.partial_indexes);
+        store.set_eviction_allowed(self.allow_eviction);
         if let Some(heartbeat) = self.schema_heartbeat {
             store.set_schema_heartbeat(heartbeat);
         }

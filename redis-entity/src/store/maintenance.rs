@@ -41,11 +41,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     ) -> Result<Report> {
         // Shard after shard for a sharded type: each shard's keys are
         // spelled as on one server under its hash tag.
-        let mut report = Report {
-            entities: 0,
-            index_entries: 0,
-            violations: Vec::new(),
-        };
+        let mut report = Report::default();
         // A shard's SCANs go to its node (see `nodes`).
         let sharded = keyspace::sharded(E::DESC, &self.ns);
         for space in keyspace::spaces(E::DESC, &self.ns) {
@@ -69,7 +65,19 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         report
             .violations
             .extend(self.verify_placement(E::DESC).await?);
+        report.memory_policy = self
+            .memory_policy_at(&keyspace::ids_key(E::DESC, &self.ns))
+            .await?;
         Ok(report)
+    }
+
+    /// The `maxmemory-policy` of the server holding `key` (`None` when the
+    /// user may not run `INFO`).
+    async fn memory_policy_at(&self, key: &str) -> Result<Option<String>> {
+        let call = script::args::ReadMemoryPolicy { on: key }.call();
+        script::invoke(&mut self.conn.clone(), &self.sent, &call)
+            .await
+            .map_err(|e| Error::redis(key, e))
     }
 
     /// Sends one request of `verify`. A `SCAN` goes to the node of `hint`

@@ -16,6 +16,7 @@ mod id_sets;
 mod keys;
 mod lookup;
 pub(crate) mod maintenance;
+pub(crate) mod memory;
 pub mod migrate;
 pub mod observe;
 pub mod query;
@@ -91,6 +92,9 @@ pub struct Store<C = ConnectionManager> {
     /// The schema records this store has read (`None`: it tracks none,
     /// like the layout marker: `Store::new`).
     schema: Option<schema::Tracking>,
+    /// What the store accepts of the server's `maxmemory-policy`, judged
+    /// with the layout marker and the schema announcements.
+    memory: std::sync::Arc<memory::MemoryPolicy>,
     /// Which cluster master serves which slots, for reads grouped by node.
     nodes: std::sync::Arc<by_node::NodeMap>,
     /// The cluster connection under `C`, if it is one (directly, in an
@@ -170,6 +174,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
             counters: Default::default(),
             layout_marked: None,
             schema: None,
+            memory: Default::default(),
             nodes: Default::default(),
             cluster_of: by_node::cluster_of::<C>,
             scripts_refused: Default::default(),
@@ -203,7 +208,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// Records this store's layout in its namespace's marker, or finds the
-    /// one there: once per store, before its first write.
+    /// one there, once per store before its first write; the same script
+    /// reads the server's memory policy and refuses an evicting one
+    /// (`store::memory`) before writing anything.
     pub(crate) async fn mark_layout(&self) -> Result<()> {
         use std::sync::atomic::Ordering;
         let Some(marked) = &self.layout_marked else {
@@ -213,22 +220,35 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             return Ok(());
         }
         let key = crate::keyspace::layout_marker(&self.ns);
-        let mut set = redis::cmd("SET");
-        set.arg(&key)
-            .arg(self.ns.layout().name())
-            .arg("NX")
-            .arg("GET");
+        let call = script::args::MarkLayout {
+            marker: &key,
+            layout: self.ns.layout().name(),
+            eviction_allowed: self.memory.eviction_allowed,
+        }
+        .call();
         // Retried as the write it comes before is (it is idempotent).
-        let found: Option<String> = self
+        let reply: (String, String, String) = self
             .retrying(|| async {
-                set.query_async(&mut self.conn.clone())
+                script::invoke(&mut self.conn.clone(), &self.sent, &call)
                     .await
                     .map_err(|e| Error::redis(&key, e))
             })
             .await?;
-        self.layout_matches(found)?;
+        let (status, found, policy) = reply;
+        self.memory.judge(&status, &policy)?;
+        self.layout_matches(Some(found).filter(|f| !f.is_empty()))?;
         marked.store(true, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Sets what the store accepts of the server's memory policy.
+    pub(crate) fn set_eviction_allowed(&mut self, on: bool) {
+        self.memory = std::sync::Arc::new(memory::MemoryPolicy::new(on));
+    }
+
+    /// What the store accepts of the server's memory policy.
+    pub(crate) fn memory_policy(&self) -> &memory::MemoryPolicy {
+        &self.memory
     }
 
     pub(crate) fn layout_matches(&self, found: Option<String>) -> Result<()> {

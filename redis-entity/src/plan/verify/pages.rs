@@ -670,6 +670,7 @@ impl<'a> Verifier<'a> {
             entities: self.entities,
             index_entries: self.index_entries,
             violations,
+            memory_policy: None,
         }
     }
 }

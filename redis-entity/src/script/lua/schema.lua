@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- redis-entity: a type's schema record, `<type space><prefix>:@schema` (a hash).
 --
 -- Fields: `current`, the fingerprint of the definition that writes now;
@@ -10,7 +11,9 @@
 -- the progress of `schema apply`.
 --
 -- KEYS[1]: the record. ARGV[1]: the mode; ARGV[2]: the caller's fingerprint.
---   use    ARGV[3] its text, ARGV[4] its heartbeat (ms), ARGV[5..] the
+--   use    (or use-evicting, from a store that accepts a maxmemory-policy
+--          evicting any key; `use` answers `evicting` to such a policy,
+--          writing nothing) ARGV[3] its text, ARGV[4] its heartbeat (ms), ARGV[5..] the
 --          "<field> <kind>" of its indexes, ready when the type has no
 --          record yet (its first write records it)
 --   adopt  ARGV[3] text, ARGV[4] heartbeat, ARGV[5] the current definition
@@ -20,17 +23,35 @@
 --   finish ARGV[3] the walk's start (ms), ARGV[4] n, ARGV[5..4+n] the
 --          definitions that must not have written since it, then field,
 --          value pairs to set ('' deletes the field)
--- Returns {status, server ms, the record's fields and values...}: status
+-- Flagged allow-oom: the announcement before a delete must pass when the
+-- server is at its maxmemory (it writes a few bytes of the record), so that
+-- memory can be freed through the library; the write after it is refused
+-- there unless it only removes.
+-- Returns {status, server ms, the server's maxmemory-policy (mode `use`,
+-- '' when INFO is not allowed), the record's fields and values...}: status
 -- `recorded`, `known`, `new` (the caller is a definition the record has not
 -- met: it compares and adopts), `adopted`, `moved` (another definition was
 -- adopted since the caller read: read again), `stepped`, `wait` (a
 -- definition in ARGV wrote since the walk started) or `done`.
 local rec, mode, fp = KEYS[1], ARGV[1], ARGV[2]
+local eviction_allowed = mode == 'use-evicting'
+if eviction_allowed then mode = 'use' end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
+-- Read with every announcement, so that a store notices a policy changed
+-- since its first write (a restart, a failover, CONFIG SET) without a round
+-- trip of its own. A user without INFO (`-@dangerous`) gets ''.
+local policy = ''
+if mode == 'use' then
+  local ok, info = pcall(redis.call, 'INFO', 'memory')
+  if ok and type(info) == 'string' then
+    policy = string.match(info, 'maxmemory_policy:([%w%-]+)') or ''
+  end
+end
+
 local function answer(status)
-  local out = {status, tostring(now)}
+  local out = {status, tostring(now), policy}
   for _, v in ipairs(redis.call('HGETALL', rec)) do out[#out + 1] = v end
   return out
 end
@@ -54,6 +75,9 @@ end
 
 local current = redis.call('HGET', rec, 'current')
 if mode == 'use' then
+  if not eviction_allowed and string.find(policy, '^allkeys%-') then
+    return {'evicting', tostring(now), policy}
+  end
   if not current then
     redis.call('HSET', rec, 'current', fp, 'gen', '1', 'def:' .. fp, ARGV[3], 'gen:' .. fp, '1')
     for i = 5, #ARGV do

@@ -498,9 +498,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                     text: &text,
                     heartbeat_ms,
                     indexes: index_words(desc),
+                    eviction_allowed: self.memory_policy().eviction_allowed,
                 },
             )
             .await?;
+        self.memory_policy().judge(&rec.status, &rec.policy)?;
         let mut refused = None;
         let mut refused_over = None;
         let before = t.known(desc);

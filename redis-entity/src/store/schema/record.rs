@@ -120,6 +120,9 @@ pub(crate) struct Record {
     pub status: String,
     /// Server time, ms.
     pub now_ms: u64,
+    /// The server's `maxmemory-policy`, read by an announcement (empty
+    /// otherwise, or when the user may not run `INFO`).
+    pub policy: String,
     /// The record's fields.
     pub fields: BTreeMap<String, String>,
 }
@@ -134,10 +137,12 @@ impl Record {
         let mut it = reply.into_iter();
         let status = it.next().ok_or_else(bad)?;
         let now_ms = it.next().and_then(|n| n.parse().ok()).ok_or_else(bad)?;
+        let policy = it.next().ok_or_else(bad)?;
         let rest: Vec<String> = it.collect();
         Ok(Record {
             status,
             now_ms,
+            policy,
             fields: pairs(rest),
         })
     }
@@ -272,6 +277,7 @@ mod tests {
             [
                 "known",
                 "5",
+                "noeviction",
                 "current",
                 "ab",
                 "index:color",
@@ -290,6 +296,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.now_ms, 5);
+        assert_eq!(r.policy, "noeviction");
         assert_eq!(
             r.state("color", IndexKind::Equality),
             Some(IndexState::Building)
