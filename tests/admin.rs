@@ -204,6 +204,11 @@ async fn the_embedded_command_line() {
         clean.contains("User: 1 entities") && clean.contains("0 violations"),
         "{clean}"
     );
+    // Which memory policy the server runs (the test servers' default).
+    assert!(
+        clean.contains("server maxmemory-policy: noeviction"),
+        "{clean}"
+    );
 
     let fr = entry_key(
         &store.keys().of::<User>(1).base,
@@ -287,6 +292,7 @@ async fn the_embedded_command_line_speaks_json_for_scripts() {
     assert_eq!(lines[0]["type"], "Product");
     assert_eq!(lines[0]["entities"], 1);
     assert_eq!(lines[0]["violations"], serde_json::json!([]));
+    assert_eq!(lines[0]["memory_policy"], "noeviction");
     assert_eq!(lines[0]["repaired"], serde_json::Value::Null);
 
     // A stale tag entry: reported with its kind, and repaired.

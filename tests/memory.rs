@@ -244,3 +244,48 @@ async fn a_policy_evicting_keys_with_a_ttl_is_written_through_and_reported() {
     assert_eq!(report.memory_policy.as_deref(), Some("volatile-lru"));
     assert!(report.to_string().contains("keys with a TTL"), "{report}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_cluster_an_evicting_policy_is_refused_on_every_slot() {
+    let cluster = support::RedisCluster::start(3);
+    for node in cluster.nodes() {
+        let () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory-policy")
+            .arg("allkeys-random")
+            .query(&mut node.conn())
+            .unwrap();
+    }
+    let store = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
+    for id in 1..=5 {
+        let err = store.save(&item(id)).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::EvictingPolicy { policy } if policy == "allkeys-random"),
+            "{err:?}"
+        );
+    }
+    assert_eq!(cluster.keys(), Vec::<String>::new());
+    let cache = Store::builder()
+        .allow_eviction(true)
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
+    for id in 1..=5 {
+        cache.save(&item(id)).await.unwrap();
+    }
+    let mut found: Vec<u64> = cache
+        .find(Item::SHELF, "s1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    found.sort();
+    assert_eq!(found, [1, 5]);
+    let report = cache.maintenance::<Item>().verify().await.unwrap();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.memory_policy.as_deref(), Some("allkeys-random"));
+}

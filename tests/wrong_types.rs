@@ -341,6 +341,11 @@ async fn reads_name_the_key_of_the_wrong_type() {
     names("range", &err, "acct:@score");
     let err = store.board(Acct::SCORE).rank(1).await.unwrap_err();
     names("rank", &err, "acct:@score");
+    // A read sent as a pipeline maps its failing reply the same way.
+    let err = store.board(Acct::SCORE).top(3).await.unwrap_err();
+    names("top", &err, "acct:@score");
+    let err = store.board(Acct::SCORE).top_each(3).await.unwrap_err();
+    names("top_each", &err, "acct:@score");
 }
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]

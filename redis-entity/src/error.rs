@@ -488,6 +488,24 @@ mod tests {
             e.to_string(),
             "redis error: ResponseError: invalid password"
         );
+        // Out of memory, also from inside a function, is its own error.
+        let e = Error::redis(
+            "mem:7",
+            server_error(
+                "-OOM command not allowed when used memory > 'maxmemory'. script: redis_entity_8b81_save, on @user_function:12.\r\n",
+            ),
+        );
+        match &e {
+            Error::OutOfMemory { key, detail } => {
+                assert_eq!(key, "mem:7");
+                assert_eq!(
+                    detail,
+                    "command not allowed when used memory > 'maxmemory'."
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!e.is_transient() && !e.is_connection(), "{e:?}");
         // Other errors keep every word.
         let e = Error::redis(
             "k",

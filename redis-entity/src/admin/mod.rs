@@ -459,6 +459,7 @@ fn print_verified(
             "type": name,
             "entities": report.entities,
             "index_entries": report.index_entries,
+            "memory_policy": report.memory_policy,
             "violations": report.violations.iter().map(|v| serde_json::json!({
                 "kind": v.kind(),
                 "text": v.to_string(),

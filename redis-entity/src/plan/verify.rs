@@ -806,6 +806,7 @@ mod tests {
                 entities: 2,
                 index_entries: 4,
                 violations: vec![],
+                memory_policy: None,
             }
         );
         assert!(report.is_clean());

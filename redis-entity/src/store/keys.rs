@@ -72,7 +72,8 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync> Keys<'s, C> {
     ///
     /// Connecting writes nothing: a store made by [`Store::connect`] or
     /// [`Store::builder`] records the marker with
-    /// its first write (`SET .. NX GET`, once per store and namespace),
+    /// its first write (a script: `GET`, then `SET` if there was none;
+    /// once per store and namespace),
     /// where it makes the same check; a store that never writes never
     /// creates it. Call this to check before reading.
     pub async fn check_layout(&self) -> Result<()> {
