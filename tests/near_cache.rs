@@ -442,7 +442,16 @@ async fn an_entity_the_server_evicts_is_dropped_from_the_cache() {
     // A small server that evicts the least recently used keys.
     let server =
         RedisServer::start_with(&["--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru"]);
-    let (store, near) = cached_store(&server).await;
+    let near = NearCache::connect(&server.url(), NearCacheOptions::default().only::<User>())
+        .await
+        .unwrap();
+    // Cache-only data: the store accepts a server that evicts any key.
+    let store = Store::builder()
+        .near_cache(near.clone())
+        .allow_eviction(true)
+        .connect(&server.url())
+        .await
+        .unwrap();
     store.save(&user(9, "lisi")).await.unwrap();
     near.clear();
     assert!(store.get::<User>(&9).await.unwrap().is_some());

@@ -68,6 +68,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> StoreBuilder<C> {
         write_retries(n: usize);
         partial_indexes(on: bool);
         schema_heartbeat(heartbeat: Duration);
+        allow_eviction(on: bool);
         connect_timeout(t: Duration);
         response_timeout(t: Option<Duration>);
         reconnect_delays(first: Duration, longest: Duration);
