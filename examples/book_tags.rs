@@ -1,4 +1,4 @@
-//! Seeds 000 (section 1.2.1) and 003: books and tags, the SQL self-join
+//! Books and tags: the SQL self-join
 //! replaced by set algebra on tag sets (`book:tags:PHP -> {5}`).
 //! Run: `cargo run --example book_tags`.
 

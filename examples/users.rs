@@ -1,4 +1,4 @@
-//! Seeds 000 (section 1.1) and 003: the user table in Redis.
+//! Users by pk: the user table in Redis.
 //!
 //! ```sql
 //! select * from user where userid = 9;

@@ -1,4 +1,4 @@
-//! Seeds 000 and 003, book tags: all / any / except over tag relations, and
+//! Book tags: all / any / except over tag relations, and
 //! what a query does with stale index entries. Runs on one server, and with
 //! `scripts/test.sh --cluster` on a 3-master cluster, where each tag set is
 //! split over the type's index shards (`{book:<n>}:book:@tags:WEB`).

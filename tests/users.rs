@@ -1,4 +1,4 @@
-//! Seeds 000 and 003, "users by pk": the user table stored one string key per
+//! Users by pk: the user table stored one string key per
 //! column (`user:userid:9:username`) and as one hash per user. Runs on one
 //! server, and with `scripts/test.sh --cluster` on a 3-master cluster, where
 //! the same keys carry a hash tag (`user:userid:{9}:username`).
