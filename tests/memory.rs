@@ -40,6 +40,16 @@ fn item(id: u64) -> Item {
     }
 }
 
+/// `CONFIG SET maxmemory-policy <policy>` on `server`.
+fn set_policy(server: &RedisServer, policy: &str) {
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory-policy")
+        .arg(policy)
+        .query(&mut server.conn())
+        .unwrap();
+}
+
 fn dbsize(server: &RedisServer) -> u64 {
     redis::cmd("DBSIZE").query(&mut server.conn()).unwrap()
 }
@@ -104,6 +114,16 @@ async fn at_the_memory_limit_writes_are_refused_typed_and_deletes_free_memory() 
     let code: Option<String> = server.conn().get(format!("mem:@code:c{next}")).unwrap();
     assert_eq!(code, None);
 
+    // Still at the limit: verify reads, and repair removes the stale entry.
+    let maintenance = store.maintenance::<Item>();
+    let report = maintenance.verify().await.unwrap();
+    assert_eq!(report.violations.len(), 1, "{report}");
+    assert_eq!(report.memory_policy.as_deref(), Some("noeviction"));
+    let repaired = maintenance.repair(&report).await.unwrap();
+    assert!(repaired.left.is_empty(), "{repaired:?}");
+    let shelf: Vec<String> = server.conn().smembers("mem:@shelf:s1").unwrap();
+    assert!(!shelf.contains(&"999999".to_owned()));
+
     // A store that never wrote finds the marker at the limit, and deletes.
     let fresh = Store::connect(&server.url()).await.unwrap();
     assert!(fresh.delete::<Item>(1).await.unwrap());
@@ -134,16 +154,8 @@ async fn at_the_memory_limit_writes_are_refused_typed_and_deletes_free_memory() 
     let owner: Option<String> = server.conn().get("mem:@code:c700").unwrap();
     assert_eq!(owner, None, "the unique value went with its entity");
 
-    // Repair removes the stale entry; then saves fit again and every index
-    // holds exactly the stored entities.
-    let maintenance = store.maintenance::<Item>();
-    let report = maintenance.verify().await.unwrap();
-    assert_eq!(report.violations.len(), 1, "{report}");
-    assert_eq!(report.memory_policy.as_deref(), Some("noeviction"));
-    let repaired = maintenance.repair(&report).await.unwrap();
-    assert!(repaired.left.is_empty(), "{repaired:?}");
-    let shelf: Vec<String> = server.conn().smembers("mem:@shelf:s1").unwrap();
-    assert!(!shelf.contains(&"999999".to_owned()));
+    // Then saves fit again, and every index holds exactly the stored
+    // entities.
     for id in next..next + 100 {
         store.save(&item(id)).await.unwrap();
     }
@@ -210,12 +222,7 @@ async fn a_policy_changed_while_a_store_writes_is_noticed_within_a_heartbeat() {
         .await
         .unwrap();
     store.save(&item(1)).await.unwrap();
-    let () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory-policy")
-        .arg("allkeys-lfu")
-        .query(&mut server.conn())
-        .unwrap();
+    set_policy(&server, "allkeys-lfu");
     tokio::time::sleep(Duration::from_millis(300)).await;
     let err = store.save(&item(2)).await.unwrap_err();
     assert!(
@@ -224,12 +231,7 @@ async fn a_policy_changed_while_a_store_writes_is_noticed_within_a_heartbeat() {
     );
     assert_eq!(store.get::<Item>(2).await.unwrap(), None);
     // Back to noeviction: the next announcement lets it write again.
-    let () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory-policy")
-        .arg("noeviction")
-        .query(&mut server.conn())
-        .unwrap();
+    set_policy(&server, "noeviction");
     store.save(&item(2)).await.unwrap();
     assert_eq!(store.get::<Item>(2).await.unwrap(), Some(item(2)));
 }
@@ -249,12 +251,7 @@ async fn a_policy_evicting_keys_with_a_ttl_is_written_through_and_reported() {
 async fn on_a_cluster_an_evicting_policy_is_refused_on_every_slot() {
     let cluster = support::RedisCluster::start(3);
     for node in cluster.nodes() {
-        let () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("maxmemory-policy")
-            .arg("allkeys-random")
-            .query(&mut node.conn())
-            .unwrap();
+        set_policy(node, "allkeys-random");
     }
     let store = Store::builder()
         .connect_cluster(&cluster.urls())

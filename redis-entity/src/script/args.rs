@@ -70,7 +70,7 @@ impl MarkLayout<'_> {
     }
 }
 
-/// memory_policy.lua: the server's `maxmemory-policy`, read.
+/// read_memory_policy.lua: the server's `maxmemory-policy`, read.
 #[derive(Debug, Clone)]
 pub(crate) struct ReadMemoryPolicy<'a> {
     /// `KEYS[1]`: a key on the server to ask (routes the call on a cluster).

@@ -214,11 +214,23 @@ fn checking_types(text: &str) -> String {
     format!("{}{text}", include_str!("lua/key_types.lua"))
 }
 
+/// `text`, a script starting with its `#!lua` line, with `shared` (Lua
+/// code other scripts use too) defined right after that line.
+fn after_flags(text: &str, shared: &str) -> String {
+    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+    format!("{first}\n{shared}{rest}")
+}
+
 /// A read script with `call` (lua/naming_call.lua) defined after its
 /// `#!lua` line: its reads name a key of the wrong type.
 fn naming_calls(text: &str) -> String {
-    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
-    format!("{first}\n{}{rest}", include_str!("lua/naming_call.lua"))
+    after_flags(text, include_str!("lua/naming_call.lua"))
+}
+
+/// A script with `memory_policy` and `evicts_any_key`
+/// (lua/memory_policy.lua) defined after its `#!lua` line.
+fn reading_memory_policy(text: &str) -> String {
+    after_flags(text, include_str!("lua/memory_policy.lua"))
 }
 /// A script built on the two-phase steps of relations, timelines and
 /// boards (lua/steps.lua, which unit libraries share), after `wrong_type`.
@@ -245,13 +257,16 @@ pub(crate) static RENAME: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/rename.lua").to_owned()));
 /// A type's schema record: the definitions met, index states, the walk.
 pub(crate) static SCHEMA: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/schema.lua").to_owned()));
+    LazyLock::new(|| Script::new(reading_memory_policy(include_str!("lua/schema.lua"))));
 /// A namespace's layout marker, and the server's memory policy.
 pub(crate) static LAYOUT: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/layout.lua").to_owned()));
+    LazyLock::new(|| Script::new(reading_memory_policy(include_str!("lua/layout.lua"))));
 /// The server's memory policy, read (verify's report).
-pub(crate) static MEMORY_POLICY: LazyLock<Script> =
-    LazyLock::new(|| Script::read_only(include_str!("lua/memory_policy.lua").to_owned()));
+pub(crate) static MEMORY_POLICY: LazyLock<Script> = LazyLock::new(|| {
+    Script::read_only(reading_memory_policy(include_str!(
+        "lua/read_memory_policy.lua"
+    )))
+});
 /// The read-through cache's lock and null-marker steps.
 pub(crate) static CACHE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/cache.lua").to_owned()));

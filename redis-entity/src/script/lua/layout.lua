@@ -12,12 +12,8 @@
 -- marker holds the layout found, or the store's when there was none).
 -- Flagged allow-oom: a store whose first write is a delete must be able to
 -- mark at the memory limit; the marker is a few bytes, written once.
-local policy = ''
-local ok, info = pcall(redis.call, 'INFO', 'memory')
-if ok and type(info) == 'string' then
-  policy = string.match(info, 'maxmemory_policy:([%w%-]+)') or ''
-end
-if ARGV[2] ~= '1' and string.find(policy, '^allkeys%-') then
+local policy = memory_policy()
+if ARGV[2] ~= '1' and evicts_any_key(policy) then
   return {'evicting', '', policy}
 end
 local found = redis.call('GET', KEYS[1])

@@ -43,12 +43,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- since its first write (a restart, a failover, CONFIG SET) without a round
 -- trip of its own. A user without INFO (`-@dangerous`) gets ''.
 local policy = ''
-if mode == 'use' then
-  local ok, info = pcall(redis.call, 'INFO', 'memory')
-  if ok and type(info) == 'string' then
-    policy = string.match(info, 'maxmemory_policy:([%w%-]+)') or ''
-  end
-end
+if mode == 'use' then policy = memory_policy() end
 
 local function answer(status)
   local out = {status, tostring(now), policy}
@@ -75,7 +70,7 @@ end
 
 local current = redis.call('HGET', rec, 'current')
 if mode == 'use' then
-  if not eviction_allowed and string.find(policy, '^allkeys%-') then
+  if not eviction_allowed and evicts_any_key(policy) then
     return {'evicting', tostring(now), policy}
   end
   if not current then
