@@ -64,6 +64,24 @@ async fn a_wrong_password_is_an_error_at_once_and_the_right_one_works() {
 }
 
 #[tokio::test]
+async fn no_password_for_a_server_that_requires_one_is_an_error_at_connect() {
+    let server = RedisServer::start_with(&["--requirepass", "secret"]);
+    let t = Instant::now();
+    // The connection itself is accepted: only its first command is refused
+    // (NOAUTH), so connect runs one to prove it can.
+    let err = Store::connect(&format!("redis://127.0.0.1:{}/", server.port()))
+        .await
+        .unwrap_err();
+    assert!(
+        t.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(!err.is_connection(), "{err:?}");
+    assert!(err.to_string().contains("NOAUTH"), "{err}");
+}
+
+#[tokio::test]
 async fn an_unknown_database_is_an_error_at_once() {
     let server = RedisServer::start();
     let t = Instant::now();

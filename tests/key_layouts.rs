@@ -373,6 +373,15 @@ fn layout_lists_both_layouts() {
     );
     assert_eq!(plain.keys[0].pattern, "user:userid:{<userid>}");
     assert!(Player::layout().to_string().contains("(4 shards)"));
+    // The type's own keys: the schema record (one slot of its own on a
+    // cluster) and the boards' buckets (one key for every entity).
+    let patterns = |l: &redis_entity::EntityLayout| -> Vec<String> {
+        l.keys.iter().map(|k| k.pattern.clone()).collect()
+    };
+    assert!(patterns(&User::layout()).contains(&"user:@schema".to_owned()));
+    assert!(patterns(&cluster).contains(&"{user:0}:user:@schema".to_owned()));
+    assert!(patterns(&cluster).contains(&"user:board:<board>:<bucket>".to_owned()));
+    assert!(patterns(&plain).contains(&"{account:0}:user:userid:@schema".to_owned()));
 }
 
 /// The same writes through a store without a namespace and through a

@@ -788,3 +788,54 @@ async fn follows_and_posts_keep_their_counters_in_the_same_unit() {
         );
     }
 }
+
+/// One rule for every push: an owner that does not exist (never saved,
+/// deleted, expired) is skipped, no list is made for it, and the push says
+/// how many lists got the post; alike in `push`, `push_related` and a
+/// unit's `push` (where an owner saved earlier in the unit exists).
+#[tokio::test]
+async fn a_push_skips_owners_that_do_not_exist() {
+    let server = Target::start();
+    let store = server.store().await;
+    store.save_all(&users()).await.unwrap();
+    store.save(&post(1, 9)).await.unwrap();
+    let pushed = store.timeline(&PUSHED).push(&1, [8u64, 404]).await.unwrap();
+    assert_eq!(pushed, 1, "8 exists, 404 does not");
+    assert_eq!(store.timeline(&PUSHED).ids(&8, 0, 10).await.unwrap(), [1]);
+    let left: Vec<String> = server
+        .keys()
+        .into_iter()
+        .filter(|k| of_user(&store, 404, k))
+        .collect();
+    assert!(left.is_empty(), "keys made for a missing owner: {left:?}");
+    // A follower that expired (its relation sets are kept until a sweep).
+    store.relation(&FOLLOWS).relate(&7, &9).await.unwrap();
+    store.relation(&FOLLOWS).relate(&8, &9).await.unwrap();
+    store
+        .expiry::<User>()
+        .expire(&7, Duration::from_millis(20))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let pushed = store
+        .timeline(&PUSHED)
+        .push_related(&1, &FOLLOWS, &9)
+        .await
+        .unwrap();
+    assert_eq!(pushed, 1, "only 8: 7 expired");
+    assert!(!server
+        .keys()
+        .contains(&user_key(&store, 7, "pushed")));
+    // In a unit: 6 is saved by the unit's first operation, 405 never is.
+    let mut six = users()[0].clone();
+    six.userid = 6;
+    store
+        .transaction()
+        .save(&six)
+        .push(&PUSHED, 1, [6u64, 405])
+        .exec()
+        .await
+        .unwrap();
+    assert_eq!(store.timeline(&PUSHED).ids(&6, 0, 10).await.unwrap(), [1]);
+    assert!(!server.keys().iter().any(|k| of_user(&store, 405, k)));
+}

@@ -678,3 +678,60 @@ async fn a_rebuild_of_every_index_deletes_ids_in_every_page_of_the_directory() {
     assert!(report.is_clean(), "{report}");
     assert_eq!(report.entities, 1500);
 }
+
+mod card_v1 {
+    use redis_entity::RedisEntity;
+    #[derive(RedisEntity, Debug, Clone, PartialEq)]
+    #[redis(prefix = "ecard", layout = "strings")]
+    pub struct Card {
+        #[pk]
+        pub id: u64,
+        pub color: String,
+        pub owner: String,
+    }
+}
+
+mod card_v2 {
+    use redis_entity::RedisEntity;
+    #[derive(RedisEntity, Debug, Clone, PartialEq)]
+    #[redis(prefix = "ecard", layout = "strings")]
+    pub struct Card {
+        #[pk]
+        pub id: u64,
+        #[index]
+        pub color: String,
+        pub owner: String,
+    }
+}
+
+/// A type without indexes keeps no set of ids: the plan of its first index
+/// counts its entities by a SCAN of the keyspace (each once, though a
+/// strings-layout entity has a key per column), and says how long the walk
+/// takes at the measured rate.
+#[tokio::test]
+async fn a_plan_counts_the_entities_of_a_type_without_indexes() {
+    let target = Target::start();
+    let old = store(&target).await;
+    let cards: Vec<card_v1::Card> = (0..1200)
+        .map(|id| card_v1::Card {
+            id,
+            color: "red".into(),
+            owner: format!("o{id}"),
+        })
+        .collect();
+    old.save_all(&cards).await.unwrap();
+    let new = store(&target).await;
+    let plan = new.schema().plan::<card_v2::Card>().await.unwrap();
+    assert_eq!(plan.build, ["color"], "{plan}");
+    assert_eq!(plan.entities, Some(1200), "{plan}");
+    let estimate = plan.estimate().expect("an estimate");
+    assert_eq!(
+        estimate,
+        Duration::from_secs_f64(1200.0 / redis_entity::evolution::APPLY_RATE as f64)
+    );
+    assert!(
+        plan.to_string()
+            .contains("walks 1200 stored entities, about 0.0 s at"),
+        "{plan}"
+    );
+}

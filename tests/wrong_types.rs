@@ -171,22 +171,28 @@ async fn timeline_pushes_and_board_increments_meeting_a_wrong_type_write_nothing
     refused(
         "timeline push: one owner's list",
         "acct:3:feed",
-        |s| async move { s.timeline(&FEED).push(4, [1, 2, 3]).await },
+        |s| async move { s.timeline(&FEED).push(4, [1, 2, 3]).await.map(drop) },
     )
     .await;
     refused(
         "timeline push: one owner's register",
         "acct:2:@rel",
-        |s| async move { s.timeline(&FEED).push(4, [1, 2, 3]).await },
+        |s| async move { s.timeline(&FEED).push(4, [1, 2, 3]).await.map(drop) },
     )
     .await;
     // More owners than one call covers: the first calls write nothing either.
-    refused(
-        "timeline push to 2,500 owners",
-        "acct:2400:feed",
-        |s| async move { s.timeline(&FEED).push(4, 1..=2500u64).await },
-    )
-    .await;
+    let (server, store) = accounts().await;
+    let owners: Vec<Acct> = (5..=2500).map(acct).collect();
+    store.save_all(&owners).await.unwrap();
+    plant(&server, "acct:2400:feed");
+    let before = server.snapshot();
+    let err = store
+        .timeline(&FEED)
+        .push(4, 1..=2500u64)
+        .await
+        .unwrap_err();
+    names("timeline push to 2,500 owners", &err, "acct:2400:feed");
+    assert_eq!(server.snapshot(), before, "2,500 owners: the keyspace changed");
     let today = DAILY.key(
         &redis_entity::Namespace::none(),
         std::time::SystemTime::now(),
@@ -799,6 +805,94 @@ async fn two_keys_of_the_wrong_type_write_nothing() {
             country: "FR".into(),
             score: 7.0,
         },
+    )
+    .await;
+}
+
+/// The shadow (`<key>:@shadow`, the index entries an entity with a TTL
+/// leaves behind) is checked like every other key of the entity: a save
+/// with a TTL, of an existing entity and of a new one, writes nothing.
+#[tokio::test]
+async fn a_shadow_of_the_wrong_type_writes_nothing() {
+    let ttl = std::time::Duration::from_secs(60);
+    refused("save_with_ttl, existing", "acct:1:@shadow", |s| async move {
+        s.expiry::<Acct>().save_with_ttl(&acct(1), ttl).await.map(drop)
+    })
+    .await;
+    refused("save_with_ttl, new", "acct:9:@shadow", |s| async move {
+        s.expiry::<Acct>().save_with_ttl(&acct(9), ttl).await.map(drop)
+    })
+    .await;
+    // A save of an entity that has a TTL (the shadow is rewritten).
+    let (server, store) = accounts().await;
+    store.expiry::<Acct>().save_with_ttl(&acct(5), ttl).await.unwrap();
+    unplant(&server, "acct:5:@shadow");
+    plant(&server, "acct:5:@shadow");
+    let before = server.snapshot();
+    let mut moved = acct(5);
+    moved.country = "FR".into();
+    let err = store.expiry::<Acct>().save_with_ttl(&moved, ttl).await.unwrap_err();
+    names("save of an entity with a TTL", &err, "acct:5:@shadow");
+    assert_eq!(server.snapshot(), before, "the keyspace changed");
+    assert_eq!(
+        store.get::<Acct>(&5).await.unwrap().unwrap().country,
+        "DE",
+        "the refused save wrote"
+    );
+}
+
+/// Asserts that `read` fails with a `WrongType` naming `key`.
+async fn read_names<T: std::fmt::Debug>(
+    what: &str,
+    key: &str,
+    read: impl std::future::Future<Output = redis_entity::Result<T>>,
+) {
+    let err = read.await.expect_err(what);
+    names(what, &err, key);
+}
+
+/// Every kind of read maps WRONGTYPE the same way, naming the planted key:
+/// rotating boards, relations, timelines, counts and scans.
+#[tokio::test]
+async fn every_read_names_the_key_of_the_wrong_type() {
+    let (server, store) = accounts().await;
+    let today = DAILY.key(
+        &redis_entity::Namespace::none(),
+        std::time::SystemTime::now(),
+    );
+    plant(&server, &today);
+    read_names("rotating top", &today, store.board(&DAILY).top(3)).await;
+    read_names("rotating rank", &today, store.board(&DAILY).rank(1)).await;
+
+    plant(&server, "acct:1:following");
+    let follows = store.relation(&FOLLOWS);
+    read_names("related", "acct:1:following", follows.related(1)).await;
+    read_names("related_count", "acct:1:following", follows.related_count(1)).await;
+    read_names("is_related", "acct:1:following", follows.is_related(1, 2)).await;
+    read_names(
+        "related_entities",
+        "acct:1:following",
+        follows.related_entities(1),
+    )
+    .await;
+    read_names("mutual", "acct:1:following", follows.mutual(1)).await;
+    plant(&server, "acct:2:followers");
+    read_names("related_back", "acct:2:followers", follows.related_back(2)).await;
+
+    plant(&server, "acct:1:feed");
+    let feed = store.timeline(&FEED);
+    read_names("timeline len", "acct:1:feed", feed.len(1)).await;
+    read_names("timeline ids", "acct:1:feed", feed.ids(1, 0, 10)).await;
+    read_names("timeline page", "acct:1:feed", feed.page(1, 0, 10)).await;
+
+    plant(&server, "acct:@country:DE");
+    let query = || store.query::<Acct>().eq(Acct::COUNTRY, "DE");
+    read_names("scan", "acct:@country:DE", query().scan(10).next_page()).await;
+    read_names("ids", "acct:@country:DE", query().ids()).await;
+    read_names(
+        "none count",
+        "acct:@country:DE",
+        store.query::<Acct>().none(Acct::COUNTRY, ["DE"]).count(),
     )
     .await;
 }

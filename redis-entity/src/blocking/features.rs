@@ -131,6 +131,11 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync> Handle<'s, Keys<'s, C>, C> {
         self.inner.of::<E>(pk)
     }
 
+    /// See [`crate::Keys::families`].
+    pub fn families(&self) -> Vec<crate::KeyPattern> {
+        self.inner.families()
+    }
+
     /// See [`crate::Keys::namespace`].
     pub fn namespace(&self) -> &'s Namespace {
         self.inner.namespace()
@@ -193,7 +198,7 @@ impl<'s, O: Entity, P: Entity, C: ConnectionLike + Clone + Send + Sync>
 {
     blocking! { "crate::relation::Timelines";
         push[](post: impl IntoPk<P::Pk>, owners: impl IntoIterator<Item = impl IntoPk<O::Pk>>)
-            -> Result<()>;
+            -> Result<usize>;
         push_related[](post: impl IntoPk<P::Pk>, rel: &Relation<O, O>, author: impl IntoPk<O::Pk>)
             -> Result<usize>;
         len[](owner: impl IntoPk<O::Pk>) -> Result<u64>;

@@ -93,6 +93,9 @@ impl EntityLayout {
                 k.pattern = format!("{space}{}", k.pattern);
             }
             l.key_layout = KeyLayout::Cluster;
+            let own = type_keys(desc, KeyLayout::Standalone).len();
+            l.keys.truncate(l.keys.len() - own);
+            l.keys.extend(type_keys(desc, KeyLayout::Cluster));
             return l;
         }
         let pattern = entity_pattern(desc, layout);
@@ -103,7 +106,8 @@ impl EntityLayout {
         if !desc.indexes.is_empty() {
             keys.extend(index_bookkeeping_keys(desc, ns, base));
         }
-        keys.extend(linked_keys(desc, ns, base));
+        keys.extend(linked_keys(base));
+        keys.extend(type_keys(desc, layout));
         EntityLayout {
             entity: desc.type_name,
             layout: desc.layout,
@@ -323,14 +327,10 @@ fn index_bookkeeping_keys(
     keys
 }
 
-/// Families that exist once the type takes part in a relation, a timeline
-/// or a board (declared as consts apart from the type), and the request
-/// records of writes with a token.
-fn linked_keys(
-    desc: &EntityDesc,
-    ns: &crate::schema::escape::Namespace,
-    base: &str,
-) -> [KeyPattern; 5] {
+/// Families under the entity key that exist once the entity takes part in
+/// a relation or a timeline (declared as consts apart from the type), and
+/// the request records of writes with a token.
+fn linked_keys(base: &str) -> [KeyPattern; 4] {
     [
         KeyPattern {
             pattern: format!("{base}:<relation>"),
@@ -348,15 +348,83 @@ fn linked_keys(
             holds: "relation register: where the other side of each relation set lives, and each timeline".into(),
         },
         KeyPattern {
-            pattern: crate::keyspace::board_key(desc, ns, "<board>", "<bucket>"),
-            redis_type: RedisType::SortedSet,
-            holds: "ids scored in one bucket (a day, a week) of a `Board`; expires".into(),
-        },
-        KeyPattern {
             pattern: format!("{base}{}<token>", crate::keyspace::REQUEST_SUFFIX),
             redis_type: RedisType::String,
             holds: "outcome of a write with a request token (store with write retries), 60 s"
                 .into(),
+        },
+    ]
+}
+
+/// The type's keys outside its entities' slots on a cluster: the buckets
+/// of its time-bucketed boards (one key per bucket, for every entity), the
+/// schema record (in its own slot, whatever the type's layout there: every
+/// definition of the type finds it) and, for a type whose unique values are
+/// claimed across index shards, the owner key of each unique value (in the
+/// value's own slot). Always last: the cluster layout of an indexed type
+/// replaces them.
+fn type_keys(desc: &EntityDesc, layout: KeyLayout) -> Vec<KeyPattern> {
+    let ns = crate::schema::escape::Namespace::none().in_layout(layout);
+    let mut keys = vec![
+        KeyPattern {
+            pattern: crate::keyspace::board_key(desc, &ns, "<board>", "<bucket>"),
+            redis_type: RedisType::SortedSet,
+            holds: "ids scored in one bucket (a day, a week) of a `Board`; expires".into(),
+        },
+        KeyPattern {
+            pattern: crate::keyspace::schema_key(desc, &ns),
+            redis_type: RedisType::Hash,
+            holds: "schema record: the definitions that wrote the type, the state of each index"
+                .into(),
+        },
+    ];
+    if crate::keyspace::needs_claims(desc, &ns) {
+        for idx in desc.indexes.iter().filter(|i| i.kind == IndexKind::Unique) {
+            let value = format!("<{}>", idx.field);
+            keys.push(KeyPattern {
+                pattern: crate::keyspace::owner_key(desc, &ns, idx.field, value.as_bytes()),
+                redis_type: RedisType::Hash,
+                holds: format!(
+                    "owner of one {} value across index shards (its own slot)",
+                    idx.field
+                ),
+            });
+        }
+    }
+    keys
+}
+
+/// The key families a store writes apart from any entity type's, in
+/// namespace `ns`: the namespace's layout marker and the read-through
+/// caches' entries and loader locks.
+pub(crate) fn store_keys(ns: &crate::schema::escape::Namespace) -> Vec<KeyPattern> {
+    let entry = |name: &str| format!("{}cache:{name}{{<key>}}", ns.as_str());
+    vec![
+        KeyPattern {
+            pattern: crate::keyspace::layout_marker(ns),
+            redis_type: RedisType::String,
+            holds: "the key layout that wrote the namespace (`standalone`, `cluster`)".into(),
+        },
+        KeyPattern {
+            pattern: entry(""),
+            redis_type: RedisType::String,
+            holds: "an entry of the unnamed read-through cache (a value, or a miss); expires"
+                .into(),
+        },
+        KeyPattern {
+            pattern: entry("<cache>:"),
+            redis_type: RedisType::String,
+            holds: "an entry of a named read-through cache; expires".into(),
+        },
+        KeyPattern {
+            pattern: crate::keyspace::cache_lock_key(&entry("")),
+            redis_type: RedisType::String,
+            holds: "the lock of the one loader of a missing cache entry; expires".into(),
+        },
+        KeyPattern {
+            pattern: crate::keyspace::cache_lock_key(&entry("<cache>:")),
+            redis_type: RedisType::String,
+            holds: "the lock of the one loader of a named cache's missing entry; expires".into(),
         },
     ]
 }
@@ -397,6 +465,13 @@ impl fmt::Display for EntityLayout {
                     f,
                     "  on Redis Cluster: {} and every key under it in its hash tag",
                     self.tagged_pattern
+                )?;
+            }
+            if let Some(record) = self.keys.iter().find(|k| k.pattern.ends_with("@schema")) {
+                writeln!(
+                    f,
+                    "  but boards' buckets, `{}:board:<board>:<bucket>`, and the schema record, `{{{}:0}}:{}`",
+                    self.prefix, self.prefix, record.pattern
                 )?;
             }
         }

@@ -514,6 +514,10 @@ pub(crate) struct TimelinePush<'a> {
     pub timeline_name: &'a str,
     /// `ARGV[5]`: the timeline's register entry.
     pub register_entry: &'a str,
+    /// `ARGV[6]`: what follows an owner's entity key in the key whose
+    /// existence means the owner exists (`keyspace::presence_suffix`):
+    /// owners that do not exist are skipped.
+    pub presence_suffix: &'a str,
 }
 
 impl TimelinePush<'_> {
@@ -529,6 +533,7 @@ impl TimelinePush<'_> {
             .arg(self.cap.saturating_sub(1).to_string())
             .arg(self.timeline_name)
             .arg(self.register_entry)
+            .arg(self.presence_suffix)
     }
 }
 
@@ -1349,9 +1354,10 @@ mod tests {
             cap: 100,
             timeline_name: "feed",
             register_entry: "entry",
+            presence_suffix: ":name",
         };
         let keys = &["u:1:feed", "u:1:@rel", "u:2:feed", "u:2:@rel"];
-        let args = ["push", "p9", "99", "feed", "entry"];
+        let args = ["push", "p9", "99", "feed", "entry", ":name"];
         assert_encoding(push.call(), keys, &args);
         let check = TimelinePush {
             check_only: true,

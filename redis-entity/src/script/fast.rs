@@ -291,7 +291,7 @@ fn identifiers(code: &str) -> std::collections::HashSet<&str> {
 /// The unit form's checks against the unit's earlier operations (`u`, as
 /// lua/unit.lua keeps it): a unique value another entity of the unit is
 /// given refuses the write; the entity is stored once the unit is applied
-/// (recorded when the unit relates entities: `u.follow`).
+/// (recorded when the unit relates entities or pushes: `u.follow`).
 fn unit_checks(w: &mut String, t: &Type<'_>) {
     for i in t.idx.iter().filter(|i| i.kind == IndexKind::Unique) {
         let n = i.n;

@@ -69,13 +69,10 @@ pub(crate) async fn connect(url: &str, options: &ConnectOptions) -> Result<Conne
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(left.max(Duration::from_millis(1))))
             .set_response_timeout(Some(left.max(Duration::from_millis(1))));
-        match client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
-        {
+        match first_command(&client, &config).await {
             // Reachable, and the password and database are right: from now
             // on the manager keeps the connection.
-            Ok(_) => break,
+            Ok(()) => break,
             Err(e) if retryable(&e) && started.elapsed() + delay < options.connect_timeout => {
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(options.reconnect_delays.1);
@@ -86,6 +83,26 @@ pub(crate) async fn connect(url: &str, options: &ConnectOptions) -> Result<Conne
     ConnectionManager::new_with_config(client, options.manager_config())
         .await
         .map_err(|e| Error::redis("", e))
+}
+
+/// Opens a connection and proves it can run a command. A server that
+/// requires a password accepts a connection made without one (there is no
+/// handshake to refuse), and only its first command fails `NOAUTH`: the
+/// `PING` makes that a connect error instead of every later call's. Any
+/// other refusal of the `PING` (an ACL user without it: `NOPERM`; a server
+/// still loading its data: `LOADING`, which Redis checks after the
+/// password) still proves the connection is authenticated.
+async fn first_command(
+    client: &redis::Client,
+    config: &AsyncConnectionConfig,
+) -> std::result::Result<(), redis::RedisError> {
+    let mut conn = client
+        .get_multiplexed_async_connection_with_config(config)
+        .await?;
+    match redis::cmd("PING").query_async::<()>(&mut conn).await {
+        Err(e) if e.code() == Some("NOAUTH") || (retryable(&e) && e.code().is_none()) => Err(e),
+        _ => Ok(()),
+    }
 }
 
 /// A connection to the Redis Cluster `urls` (some of its nodes) belong to.

@@ -58,6 +58,24 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync> Keys<'s, C> {
         self.store.ns.layout()
     }
 
+    /// The key families this store writes apart from any entity type's
+    /// (whose families `E::layout()` lists, with [`EntityLayout::of_layout`]
+    /// for the cluster layout): the namespace's layout marker, and the
+    /// read-through caches' entries and loader locks. Spelled in this
+    /// store's namespace.
+    ///
+    /// ```no_run
+    /// # async fn run(store: redis_entity::Store) {
+    /// let families = store.keys().families();
+    /// assert_eq!(families[0].pattern, "@redis-entity:layout");
+    /// # }
+    /// ```
+    ///
+    /// [`EntityLayout::of_layout`]: crate::EntityLayout::of_layout
+    pub fn families(&self) -> Vec<crate::KeyPattern> {
+        crate::keyspace::layout::store_keys(&self.store.ns)
+    }
+
     /// The namespace in front of every key this store writes.
     pub fn namespace(&self) -> &'s Namespace {
         &self.store.ns

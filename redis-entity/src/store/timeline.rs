@@ -94,54 +94,69 @@ impl<O, P> Timeline<O, P> {
 /// How many owners one pipelined push covers.
 pub(crate) const PUSH_BATCH: usize = 1000;
 
-/// The timeline script's call for `owner_keys` (`check` only checks the
-/// keys' types, `push` checks them, then pushes): per owner, `LPUSH` +
-/// `LTRIM` of `post` onto its timeline, and the timeline's entry in the
-/// owner's register (so that deleting the owner deletes its timeline, and
-/// `verify` knows the type of what it lists).
-pub(crate) fn push_call(
-    check_only: bool,
-    owner_keys: &[String],
-    name: &str,
-    entry: &str,
-    post_member: &str,
-    cap: usize,
-) -> script::Call<'static> {
-    script::args::TimelinePush {
-        check_only,
-        owner_keys,
-        post_member,
-        cap,
-        timeline_name: name,
-        register_entry: entry,
+/// What a push writes, but for its owners: the timeline's name and cap,
+/// its entry in an owner's register, the post, and the owners' presence
+/// suffix.
+pub(crate) struct PushOf<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) cap: usize,
+    pub(crate) entry: &'a str,
+    pub(crate) post_member: &'a str,
+    pub(crate) presence_suffix: &'a str,
+}
+
+impl PushOf<'_> {
+    /// The timeline script's call for `owner_keys` (`check` only checks the
+    /// keys' types, `push` checks them, then pushes): per owner that exists,
+    /// `LPUSH` + `LTRIM` of the post onto its timeline, and the timeline's
+    /// entry in the owner's register (so that deleting the owner deletes its
+    /// timeline, and `verify` knows the type of what it lists).
+    pub(crate) fn call(&self, check_only: bool, owner_keys: &[String]) -> script::Call<'static> {
+        script::args::TimelinePush {
+            check_only,
+            owner_keys,
+            post_member: self.post_member,
+            cap: self.cap,
+            timeline_name: self.name,
+            register_entry: self.entry,
+            presence_suffix: self.presence_suffix,
+        }
+        .call()
     }
-    .call()
 }
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Pushes `post` onto the timeline of every owner, newest first, capped:
     /// one atomic script call per 1,000 owners, all in one pipeline (on a
     /// cluster, one pipeline per slot among them, the slots concurrently).
-    /// Every owner's list and register is checked before the first write
-    /// (with more than 1,000 owners, in a first pipeline of checking
-    /// calls), so a key of the wrong type fails the push with
+    /// Owners that do not exist are skipped; returns how many timelines got
+    /// the post. Every owner's list and register is checked before the
+    /// first write (with more than 1,000 owners, in a first pipeline of
+    /// checking calls), so a key of the wrong type fails the push with
     /// [`Error::WrongType`] naming it and nothing pushed.
     pub(crate) async fn timeline_push<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
         post: impl IntoPk<P::Pk>,
         owners: impl IntoIterator<Item = impl IntoPk<O::Pk>>,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         self.mark_layout().await?;
         let post = &post.into_pk();
         let member = P::member(post);
         let entry = keyspace::timeline_entry(P::DESC, &self.ns);
+        let presence = keyspace::presence_suffix(O::DESC);
         let owners: Vec<O::Pk> = owners.into_iter().map(IntoPk::into_pk).collect();
         let keys: Vec<String> = owners
             .iter()
             .map(|o| keyspace::entity_key(O::DESC, &self.ns, &O::member(o)))
             .collect();
-        let (name, cap) = (timeline.name(), timeline.cap());
+        let push = PushOf {
+            name: timeline.name(),
+            cap: timeline.cap(),
+            entry: &entry,
+            post_member: &member,
+            presence_suffix: &presence,
+        };
         // A push to more owners than one call covers checks every key in a
         // first pipeline, so that a key of the wrong type anywhere writes
         // nothing (each call checks its own keys again before writing).
@@ -150,39 +165,50 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         } else {
             &[false]
         };
+        let mut pushed = 0;
         for &check_only in check_first {
             // Each push touches its owner's keys only: the list and the
             // register, under the owner's hash tag.
-            self.per_slot(
-                &keys,
-                |k| k.as_str(),
-                |group| {
-                    let calls: Vec<script::Call<'_>> = group
-                        .chunks(PUSH_BATCH)
-                        .map(|chunk| push_call(check_only, chunk, name, &entry, &member, cap))
-                        .collect();
-                    async move {
-                        let replies =
-                            script::invoke_all(&mut self.conn.clone(), &self.sent, &calls)
-                                .await
-                                .map_err(|e| Error::redis(&group[0], e))?;
-                        for reply in replies {
-                            if let Value::ServerError(e) = reply {
-                                return Err(Error::redis(&group[0], e.into()));
+            let counts = self
+                .per_slot(
+                    &keys,
+                    |k| k.as_str(),
+                    |group| {
+                        let calls: Vec<script::Call<'_>> = group
+                            .chunks(PUSH_BATCH)
+                            .map(|chunk| push.call(check_only, chunk))
+                            .collect();
+                        async move {
+                            let replies =
+                                script::invoke_all(&mut self.conn.clone(), &self.sent, &calls)
+                                    .await
+                                    .map_err(|e| Error::redis(&group[0], e))?;
+                            // The group's count on its first owner: per_slot
+                            // hands results back per item.
+                            let mut counts = vec![0; group.len()];
+                            for reply in replies {
+                                match reply {
+                                    Value::ServerError(e) => {
+                                        return Err(Error::redis(&group[0], e.into()))
+                                    }
+                                    Value::Int(n) => counts[0] += usize::try_from(n).unwrap_or(0),
+                                    _ => {}
+                                }
                             }
+                            Ok(counts)
                         }
-                        Ok(vec![(); group.len()])
-                    }
-                },
-            )
-            .await?;
+                    },
+                )
+                .await?;
+            pushed = counts.iter().sum();
         }
-        Ok(())
+        Ok(pushed)
     }
 
     /// Pushes `post` onto the timelines of everyone related back to `author`
     /// (a new post goes to every follower): one round trip for the
-    /// followers, one per 1,000 of them for the push.
+    /// followers, one per 1,000 of them for the push. Returns how many
+    /// timelines got the post (followers that expired are skipped).
     pub(crate) async fn timeline_push_related<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
@@ -193,8 +219,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let post = &post.into_pk();
         let author = &author.into_pk();
         let followers = self.related_back(rel, author).await?;
-        self.timeline_push(timeline, post, &followers).await?;
-        Ok(followers.len())
+        self.timeline_push(timeline, post, &followers).await
     }
 
     /// How many entries `owner`'s timeline holds (`LLEN`, one round trip;
@@ -300,6 +325,8 @@ impl<O: Entity, P: Entity, C: ConnectionLike + Clone + Send + Sync> Timelines<'_
     /// Pushes `post` onto the list of every owner, newest first, capped:
     /// one atomic script call per 1,000 owners, all in one pipeline (on a
     /// cluster, one pipeline per slot among them, the slots concurrently).
+    /// An owner that does not exist (never saved, deleted, expired) is
+    /// skipped: no list is made for it. Returns how many lists got the post.
     /// Every owner's list and register is checked before the first write,
     /// so a key of the wrong type fails the push with [`Error::WrongType`]
     /// naming it and nothing pushed.
@@ -307,13 +334,15 @@ impl<O: Entity, P: Entity, C: ConnectionLike + Clone + Send + Sync> Timelines<'_
         &self,
         post: impl IntoPk<P::Pk>,
         owners: impl IntoIterator<Item = impl IntoPk<O::Pk>>,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         self.store.timeline_push(&self.timeline, post, owners).await
     }
 
     /// Pushes `post` onto the lists of everyone related back to `author`
     /// by `rel` (a new post goes to every follower): one round trip for the
-    /// followers, one per 1,000 of them for the push. Returns how many.
+    /// followers, one per 1,000 of them for the push. Returns how many lists
+    /// got the post (followers that expired and are not swept yet are
+    /// skipped, as by `push`).
     pub async fn push_related(
         &self,
         post: impl IntoPk<P::Pk>,

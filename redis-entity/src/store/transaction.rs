@@ -108,7 +108,10 @@ impl Planned {
 /// ends, the Redis type of every key written) runs before the first write.
 /// A refusal is [`Error::TransactionRefused`], naming the operation (its
 /// index in the unit and its entity's key) with the operation's own error
-/// inside, and nothing of the unit is written.
+/// inside, and nothing of the unit is written: whether the server refused it
+/// (a condition, a unique value) or the client did before sending anything
+/// (an entity its `validate` refuses, a value that cannot be encoded). A
+/// unit that cannot run as one call at all is [`Error::InvalidTransaction`].
 ///
 /// ```no_run
 /// # use redis_entity::{RedisEntity, Store, relation::{Relation, Timeline}};
@@ -182,6 +185,23 @@ impl<'s, S> Transaction<'s, S> {
         self
     }
 
+    /// Adds an operation refused before anything is sent (its entity is not
+    /// valid, a value cannot be encoded, ...): the unit fails as for any
+    /// refused operation, [`Error::TransactionRefused`] naming it, with
+    /// `e` inside. Not for errors of the unit as a whole
+    /// ([`Error::InvalidTransaction`], `fail`).
+    fn refuse(mut self, desc: &'static EntityDesc, member: String, e: Error) -> Self {
+        let op = self.ops.len();
+        self.ops.push(Box::new(move |ns| {
+            Err(Error::TransactionRefused {
+                op,
+                key: EntityKeys::new(desc, ns, member).base,
+                source: Box::new(e),
+            })
+        }));
+        self
+    }
+
     /// Adds an operation writing the entity `member` of `desc`; a second
     /// one on the same entity makes the unit invalid.
     fn write(mut self, desc: &'static EntityDesc, member: String, build: Build) -> Self {
@@ -203,12 +223,12 @@ impl<'s, S> Transaction<'s, S> {
     }
 
     fn save_as<E: Entity>(self, entity: &E, insert: bool) -> Self {
-        let row = match valid_row(entity) {
-            Ok(row) => row,
-            Err(e) => return self.fail(e),
-        };
         let mut member = String::new();
         entity.write_own_member(&mut member);
+        let row = match valid_row(entity) {
+            Ok(row) => row,
+            Err(e) => return self.refuse(E::DESC, member, e),
+        };
         let kind = if insert { "insert" } else { "save" };
         let m = member.clone();
         self.write(
@@ -246,7 +266,7 @@ impl<'s, S> Transaction<'s, S> {
     ) -> Self {
         let update = change(Update::new(&(), &pk.into_pk()));
         if let Some(e) = update.error {
-            return self.fail(e);
+            return self.refuse(E::DESC, update.member, e);
         }
         if E::DESC.layout == Layout::Json {
             let reason = format!(
@@ -257,7 +277,7 @@ impl<'s, S> Transaction<'s, S> {
             return self.fail(Error::InvalidTransaction { reason });
         }
         if let Err(e) = write::check_update_scores(E::DESC, &update.ops) {
-            return self.fail(e);
+            return self.refuse(E::DESC, update.member, e);
         }
         let member = update.member.clone();
         self.write(
@@ -288,13 +308,14 @@ impl<'s, S> Transaction<'s, S> {
         pk: impl IntoPk<E::Pk>,
         conditions: impl IntoIterator<Item = Condition<E>>,
     ) -> Self {
+        let member = E::member(&pk.into_pk());
         let conditions = match conditions
             .into_iter()
             .map(|c| c.spec)
             .collect::<Result<Vec<_>>>()
         {
             Ok(c) => c,
-            Err(e) => return self.fail(e),
+            Err(e) => return self.refuse(E::DESC, member, e),
         };
         if E::DESC.layout == Layout::Json && !conditions.is_empty() {
             let reason = format!(
@@ -304,7 +325,6 @@ impl<'s, S> Transaction<'s, S> {
             );
             return self.fail(Error::InvalidTransaction { reason });
         }
-        let member = E::member(&pk.into_pk());
         let m = member.clone();
         self.write(
             E::DESC,
@@ -379,7 +399,8 @@ impl<'s, S> Transaction<'s, S> {
     }
 
     /// Pushes `post` onto the timelines of `owners` (as the timeline
-    /// handle's `push`), capped.
+    /// handle's `push`), capped. Owners that do not exist once the unit's
+    /// earlier operations are applied are skipped, as by `push`.
     pub fn push<O: Entity, P: Entity>(
         mut self,
         timeline: &Timeline<O, P>,
@@ -398,7 +419,15 @@ impl<'s, S> Transaction<'s, S> {
                 .map(|o| keyspace::entity_key(O::DESC, ns, o))
                 .collect();
             let entry = keyspace::timeline_entry(P::DESC, ns);
-            let call = super::timeline::push_call(false, &keys, name, &entry, &post, cap);
+            let presence = keyspace::presence_suffix(O::DESC);
+            let call = super::timeline::PushOf {
+                name,
+                cap,
+                entry: &entry,
+                post_member: &post,
+                presence_suffix: &presence,
+            }
+            .call(false, &keys);
             let subject = keys.first().cloned().unwrap_or_default();
             Ok(Planned::of_call("push", call, subject))
         }));

@@ -131,22 +131,38 @@ end
 -- A push of a post onto the timelines of many owners, capped. K: per
 -- owner, its timeline (a list) then its relation register (a hash).
 -- A[o + 1..]: mode, the post's member, the last position kept (cap - 1),
--- the timeline's name, its register entry.
-local function timeline_check(K)
-  for i = 1, #K do
-    local refused = wrong_type(K[i], (i % 2 == 1) and 'list' or 'hash')
+-- the timeline's name, its register entry, and the suffix after an
+-- owner's entity key of the key whose existence means the owner exists.
+--
+-- An owner that does not exist (never saved, deleted, or expired) is
+-- skipped: no list is made for it (it would outlive nobody's entity),
+-- and the reply counts only the timelines written. `exists(key)`: as for
+-- `relation_check` (in a unit, after the unit's earlier operations).
+-- Returns the positions in K of the owners that exist.
+local function timeline_owners(K, A, o, exists)
+  local live, cut = {}, #A[o + 4] + 1
+  for i = 1, #K, 2 do
+    if exists(string.sub(K[i], 1, #K[i] - cut) .. A[o + 6]) then live[#live + 1] = i end
+  end
+  return live
+end
+
+-- The types of the keys the push writes: the live owners' lists and registers.
+local function timeline_check(K, live)
+  for _, i in ipairs(live) do
+    local refused = wrong_type(K[i], 'list') or wrong_type(K[i + 1], 'hash')
     if refused then return refused end
   end
   return nil
 end
 
-local function timeline_push(K, A, o)
-  for i = 1, #K, 2 do
+local function timeline_push(K, A, o, live)
+  for _, i in ipairs(live) do
     redis.call('LPUSH', K[i], A[o + 2])
     redis.call('LTRIM', K[i], 0, A[o + 3])
     redis.call('HSET', K[i + 1], A[o + 4], A[o + 5])
   end
-  return #K / 2
+  return #live
 end
 
 -- A score added on a board bucket (K[1], a sorted set), and the bucket's

@@ -19,9 +19,9 @@
 -- refuses a unit that names one twice), so what phase 1 read of an entity
 -- still holds in phase 2. What operations do to each other is followed in
 -- `u`: the entities saved or deleted (a relation end saved by an earlier
--- operation exists; followed only when the unit relates entities,
--- `u.follow`), and the unique values given (two operations may not give
--- one value to two entities).
+-- operation exists; followed only when the unit relates entities or
+-- pushes onto timelines, `u.follow`), and the unique values given (two
+-- operations may not give one value to two entities).
 
 -- Records that the unit's earlier operations leave the entity of `w`
 -- stored (or not), under each key whose existence means it exists (a
@@ -104,8 +104,12 @@ UNIT.relate = {
 }
 UNIT.unrelate = UNIT.relate
 UNIT.push = {
-  check = function(u, op) return timeline_check(op.keys) end,
-  apply = function(u, op) return timeline_push(op.keys, op.args, op.first - 1) end,
+  check = function(u, op)
+    local exists = function(key) return unit_exists(u, key) end
+    op.live = timeline_owners(op.keys, op.args, op.first - 1, exists)
+    return timeline_check(op.keys, op.live)
+  end,
+  apply = function(u, op) return timeline_push(op.keys, op.args, op.first - 1, op.live) end,
 }
 UNIT.board = {
   check = function(u, op) return wrong_type(op.keys[1], 'zset') end,
@@ -143,9 +147,9 @@ end
 -- The header of a unit parsed: six entries per operation (its kind byte,
 -- its type's number, the position of its first key in KEYS less one, its
 -- key count, and its first and last argument in ARGV), and `follow`:
--- whether the unit relates or unrelates entities (only then do the
+-- whether the unit relates, unrelates or pushes (only then do the
 -- straight-line operations record which entities they leave stored, in
--- `u.exists`).
+-- `u.exists`: a relation's ends and a push's owners are checked there).
 local function parse_header(head)
   local s, k, j, follow = {}, 0, 2, false
   for h = 1, #head, 9 do
@@ -154,7 +158,7 @@ local function parse_header(head)
     local b = #s
     s[b + 1], s[b + 2], s[b + 3], s[b + 4], s[b + 5], s[b + 6] = c, t1 * 256 + t2, k, nk, j, j + na - 1
     k, j = k + nk, j + na
-    if c == 114 or c == 110 then follow = true end
+    if c == 114 or c == 110 or c == 112 then follow = true end
   end
   s.follow = follow
   return s

@@ -92,12 +92,13 @@ local function owner_alive(w, owner)
 end
 
 -- The entries of an entity that expired: its shadow. Joined by ':', which
--- no escaped entry contains.
+-- no escaped entry contains. A shadow of another type reads as empty here:
+-- `check_key_types` then refuses the write, naming it.
 local function shadow_entries(w)
   local out = {}
   local stored = {}
-  if w.shadow then
-    local flat = redis.call('HGETALL', w.shadow)
+  local flat = w.shadow and redis.pcall('HGETALL', w.shadow) or {}
+  if not flat.err then
     for j = 1, #flat, 2 do stored[tonumber(flat[j])] = flat[j + 1] end
   end
   for n = 1, #T.idx do
@@ -492,7 +493,7 @@ end
 -- Cluster a shared key of another slot fails here too, for the same reason.
 -- `maps`: the #[hash] maps (written by HSET); `entries`: the index keys of
 -- the old (and known new) values, and the set of all ids if the entity is
--- new or `entries` is 'all'; `expiry`: the expiry set.
+-- new or `entries` is 'all'; `expiry`: the expiry set and the shadow.
 -- (`wrong_type`: lua/key_types.lua, before this prelude.)
 local function check_key_types(w, maps, entries, expiry)
   local err
@@ -531,7 +532,7 @@ local function check_key_types(w, maps, entries, expiry)
   -- without indexes only while in a relation): on a cluster it lives in
   -- another slot than such an entity's keys.
   if expiry and tracked(w) then
-    return wrong_type(w.expiry_key, 'zset')
+    return wrong_type(w.expiry_key, 'zset') or (w.shadow and wrong_type(w.shadow, 'hash')) or nil
   end
   return nil
 end

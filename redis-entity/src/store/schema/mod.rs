@@ -597,6 +597,12 @@ impl<C> std::fmt::Debug for Schema<'_, C> {
     }
 }
 
+/// The rate `schema apply` walks stored entities at, entities per second,
+/// as measured on a 2-core machine over loopback (docs/benchmarks.md,
+/// *Schema evolution*): what [`SchemaPlan::estimate`] assumes. A remote
+/// server's round trips slow it; bigger machines speed it.
+pub const APPLY_RATE: u64 = 45_000;
+
 /// What applying the code's definition of a type would do: the
 /// differences from the recorded one, and the work.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -615,12 +621,23 @@ pub struct SchemaPlan {
     pub build: Vec<&'static str>,
     /// The indexes whose keys `apply` deletes.
     pub drop: Vec<String>,
-    /// How many stored entities a build walks, when the type keeps a set of
-    /// them (`None`: not counted; the walk counts as it goes).
+    /// How many stored entities a build walks (`None` when nothing is
+    /// built). Read from the type's sets of ids; a type that keeps none yet
+    /// (its recorded definition has no index) is counted by a SCAN of the
+    /// keyspace, one round trip per 1,000 keys.
     pub entities: Option<u64>,
 }
 
 impl SchemaPlan {
+    /// About how long `apply`'s walk takes: [`SchemaPlan::entities`] at
+    /// [`APPLY_RATE`] (`None` when nothing is built). The walk runs in
+    /// bounded steps while the application writes; this is its length, not
+    /// a pause.
+    pub fn estimate(&self) -> Option<std::time::Duration> {
+        self.entities
+            .map(|n| std::time::Duration::from_secs_f64(n as f64 / APPLY_RATE as f64))
+    }
+
     /// True when applying changes nothing.
     pub fn is_empty(&self) -> bool {
         self.build.is_empty() && self.drop.is_empty() && self.differences.is_empty()
@@ -652,10 +669,13 @@ impl std::fmt::Display for SchemaPlan {
             writeln!(f, "  {d}")?;
         }
         if !self.build.is_empty() {
-            let n = self
-                .entities
-                .map(|n| format!("{n} stored entities"))
-                .unwrap_or_else(|| "every stored entity".into());
+            let n = match (self.entities, self.estimate()) {
+                (Some(n), Some(t)) => format!(
+                    "{n} stored entities, about {:.1} s at {APPLY_RATE} entities/s",
+                    t.as_secs_f64()
+                ),
+                _ => "every stored entity".into(),
+            };
             writeln!(f, "  apply builds {}: walks {n}", self.build.join(", "))?;
         }
         if !self.drop.is_empty() {
@@ -755,8 +775,13 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
                 plan.drop.push(field);
             }
         }
-        if !plan.build.is_empty() && !desc.indexes.is_empty() {
-            plan.entities = self.store.count_ids(desc).await?;
+        if !plan.build.is_empty() {
+            plan.entities = match self.store.count_ids(desc).await? {
+                Some(n) => Some(n),
+                // No set of ids yet (the recorded definition has no index):
+                // the walk's size is counted by a SCAN.
+                None => Some(self.store.count_by_scan(desc).await?),
+            };
         }
         Ok(plan)
     }
@@ -785,6 +810,26 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
     }
 }
 
+/// Where the entity keys of `desc`'s type may be, for a SCAN: each of its
+/// spaces in its own spelling, and its spelling without indexes (what a
+/// definition without them wrote; on one server the same, walked once),
+/// with the SCAN pattern of each.
+fn entity_walks(desc: &EntityDesc, ns: &Namespace) -> Vec<(EntityDesc, Namespace, String)> {
+    let mut walks: Vec<(EntityDesc, Namespace)> = keyspace::spaces(desc, ns)
+        .into_iter()
+        .map(|space| (*desc, space))
+        .collect();
+    walks.push((crate::store::unplaced::unindexed(desc), ns.clone()));
+    let mut out: Vec<(EntityDesc, Namespace, String)> = Vec::new();
+    for (d, space) in walks {
+        let pattern = keyspace::entity_scan_pattern(&d, &space);
+        if !out.iter().any(|(_, _, p)| *p == pattern) {
+            out.push((d, space, pattern));
+        }
+    }
+    out
+}
+
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// How many entities the type's id sets hold (`None` for a type that
     /// keeps none: one without indexes).
@@ -804,28 +849,37 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if self.count_ids(desc).await?.is_some() {
             return Ok(true);
         }
-        let plain = crate::store::unplaced::unindexed(desc);
-        let mut walks: Vec<(&EntityDesc, Namespace)> = keyspace::spaces(desc, &self.ns)
-            .into_iter()
-            .map(|space| (desc, space))
-            .collect();
-        walks.push((&plain, self.ns.clone()));
-        let mut patterns = Vec::new();
-        for (d, space) in walks {
-            // On one server the spelling without indexes is the type's own:
-            // walked once.
-            let pattern = keyspace::entity_scan_pattern(d, &space);
-            if patterns.contains(&pattern) {
-                continue;
-            }
+        for (d, space, pattern) in entity_walks(desc, &self.ns) {
             for key in self.keys().scan(&pattern).await? {
-                if keyspace::member_of_key(d, &space, &key).is_some() {
+                if keyspace::member_of_key(&d, &space, &key).is_some() {
                     return Ok(true);
                 }
             }
-            patterns.push(pattern);
         }
         Ok(false)
+    }
+
+    /// How many entities of `desc`'s type are stored, counted by a SCAN of
+    /// every key (of every master) for a type that keeps no set of ids (one
+    /// without indexes yet): one round trip per 1,000 keys of the keyspace,
+    /// each a bounded call. Members are kept to count each once (a
+    /// strings-layout entity has a key per column).
+    async fn count_by_scan(&self, desc: &EntityDesc) -> Result<u64> {
+        let mut members = std::collections::HashSet::new();
+        for (d, space, pattern) in entity_walks(desc, &self.ns) {
+            self.each_page(
+                &pattern,
+                |page| async move { Ok(page) },
+                |page| {
+                    members.extend(
+                        page.iter()
+                            .filter_map(|k| keyspace::member_of_key(&d, &space, k)),
+                    )
+                },
+            )
+            .await?;
+        }
+        Ok(members.len() as u64)
     }
 
     /// `desc`'s schema record, read with one HGETALL on the reading
