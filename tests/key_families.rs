@@ -105,7 +105,11 @@ async fn every_key_written_is_in_a_listed_family_with_its_type() {
         store.save(&member(id)).await.unwrap();
     }
     let ttl = Duration::from_secs(600);
-    store.expiry::<Member>().save_with_ttl(&member(5), ttl).await.unwrap();
+    store
+        .expiry::<Member>()
+        .save_with_ttl(&member(5), ttl)
+        .await
+        .unwrap();
     store.delete::<Member>(&4).await.unwrap();
     store.relation(&FOLLOWS).relate(&1, &2).await.unwrap();
     store.timeline(&FEED).push(&3, [1u64, 2]).await.unwrap();
@@ -124,9 +128,14 @@ async fn every_key_written_is_in_a_listed_family_with_its_type() {
         })
         .await
         .unwrap();
-    for cache in [Cache::from_store(&store), Cache::from_store(&store).named("pages")] {
+    for cache in [
+        Cache::from_store(&store),
+        Cache::from_store(&store).named("pages"),
+    ] {
         let v: Option<String> = cache
-            .get_or_load("home", ttl, || async { Ok::<_, std::io::Error>(Some("x".to_owned())) })
+            .get_or_load("home", ttl, || async {
+                Ok::<_, std::io::Error>(Some("x".to_owned()))
+            })
             .await
             .unwrap();
         assert_eq!(v.as_deref(), Some("x"));
@@ -139,7 +148,13 @@ async fn every_key_written_is_in_a_listed_family_with_its_type() {
     }
     let keys = store.keys().scan("*").await.unwrap();
     // Every kind of key the workout leaves is there to be checked.
-    for family in ["@schema", "@redis-entity:layout", ":@shadow", ":@req:", "cache:"] {
+    for family in [
+        "@schema",
+        "@redis-entity:layout",
+        ":@shadow",
+        ":@req:",
+        "cache:",
+    ] {
         assert!(
             keys.iter().any(|k| k.contains(family)),
             "no {family} key in {keys:#?}"

@@ -167,11 +167,13 @@ fn layout_lists_every_key_family_with_its_type() {
             ("user:<id>:<relation>".to_string(), "set".to_string()),
             ("user:<id>:<timeline>".to_string(), "list".to_string()),
             ("user:<id>:@rel".to_string(), "hash".to_string()),
+            ("user:<id>:@req:<token>".to_string(), "string".to_string()),
+            // The type's own keys: boards' buckets and its schema record.
             (
                 "user:@board:<board>:<bucket>".to_string(),
                 "zset".to_string()
             ),
-            ("user:<id>:@req:<token>".to_string(), "string".to_string())
+            ("user:@schema".to_string(), "hash".to_string())
         ]
     );
     let l = UserColumns::layout();
@@ -185,9 +187,11 @@ fn layout_lists_every_key_family_with_its_type() {
             "user:userid:<id>:<relation>",
             "user:userid:<id>:<timeline>",
             "user:userid:<id>:@rel",
-            // Boards and index keys go under the type's prefix.
+            "user:userid:<id>:@req:<token>",
+            // Boards and index keys go under the type's prefix; the schema
+            // record follows the entity keys' head.
             "user_columns:@board:<board>:<bucket>",
-            "user:userid:<id>:@req:<token>"
+            "user:userid:@schema"
         ]
     );
     // The pk's own name, whatever it is.

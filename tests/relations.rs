@@ -823,9 +823,7 @@ async fn a_push_skips_owners_that_do_not_exist() {
         .await
         .unwrap();
     assert_eq!(pushed, 1, "only 8: 7 expired");
-    assert!(!server
-        .keys()
-        .contains(&user_key(&store, 7, "pushed")));
+    assert!(!server.keys().contains(&user_key(&store, 7, "pushed")));
     // In a unit: 6 is saved by the unit's first operation, 405 never is.
     let mut six = users()[0].clone();
     six.userid = 6;

@@ -192,7 +192,11 @@ async fn timeline_pushes_and_board_increments_meeting_a_wrong_type_write_nothing
         .await
         .unwrap_err();
     names("timeline push to 2,500 owners", &err, "acct:2400:feed");
-    assert_eq!(server.snapshot(), before, "2,500 owners: the keyspace changed");
+    assert_eq!(
+        server.snapshot(),
+        before,
+        "2,500 owners: the keyspace changed"
+    );
     let today = DAILY.key(
         &redis_entity::Namespace::none(),
         std::time::SystemTime::now(),
@@ -815,23 +819,41 @@ async fn two_keys_of_the_wrong_type_write_nothing() {
 #[tokio::test]
 async fn a_shadow_of_the_wrong_type_writes_nothing() {
     let ttl = std::time::Duration::from_secs(60);
-    refused("save_with_ttl, existing", "acct:1:@shadow", |s| async move {
-        s.expiry::<Acct>().save_with_ttl(&acct(1), ttl).await.map(drop)
-    })
+    refused(
+        "save_with_ttl, existing",
+        "acct:1:@shadow",
+        |s| async move {
+            s.expiry::<Acct>()
+                .save_with_ttl(&acct(1), ttl)
+                .await
+                .map(drop)
+        },
+    )
     .await;
     refused("save_with_ttl, new", "acct:9:@shadow", |s| async move {
-        s.expiry::<Acct>().save_with_ttl(&acct(9), ttl).await.map(drop)
+        s.expiry::<Acct>()
+            .save_with_ttl(&acct(9), ttl)
+            .await
+            .map(drop)
     })
     .await;
     // A save of an entity that has a TTL (the shadow is rewritten).
     let (server, store) = accounts().await;
-    store.expiry::<Acct>().save_with_ttl(&acct(5), ttl).await.unwrap();
+    store
+        .expiry::<Acct>()
+        .save_with_ttl(&acct(5), ttl)
+        .await
+        .unwrap();
     unplant(&server, "acct:5:@shadow");
     plant(&server, "acct:5:@shadow");
     let before = server.snapshot();
     let mut moved = acct(5);
     moved.country = "FR".into();
-    let err = store.expiry::<Acct>().save_with_ttl(&moved, ttl).await.unwrap_err();
+    let err = store
+        .expiry::<Acct>()
+        .save_with_ttl(&moved, ttl)
+        .await
+        .unwrap_err();
     names("save of an entity with a TTL", &err, "acct:5:@shadow");
     assert_eq!(server.snapshot(), before, "the keyspace changed");
     assert_eq!(
@@ -867,7 +889,12 @@ async fn every_read_names_the_key_of_the_wrong_type() {
     plant(&server, "acct:1:following");
     let follows = store.relation(&FOLLOWS);
     read_names("related", "acct:1:following", follows.related(1)).await;
-    read_names("related_count", "acct:1:following", follows.related_count(1)).await;
+    read_names(
+        "related_count",
+        "acct:1:following",
+        follows.related_count(1),
+    )
+    .await;
     read_names("is_related", "acct:1:following", follows.is_related(1, 2)).await;
     read_names(
         "related_entities",

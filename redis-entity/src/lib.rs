@@ -134,7 +134,9 @@ pub mod maintenance {
 /// the definitions each type's schema record keeps (docs/schema-evolution.md).
 pub mod evolution {
     pub use crate::schema::definition::{describe, diff, Change, Column, Definition, Difference};
-    pub use crate::store::schema::{Applied, IndexState, Schema, SchemaPlan, SchemaStatus, APPLY_RATE};
+    pub use crate::store::schema::{
+        Applied, IndexState, Schema, SchemaPlan, SchemaStatus, APPLY_RATE,
+    };
 }
 
 /// The reports of [`Maintenance::verify`](maintenance::Maintenance::verify).

@@ -132,7 +132,7 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync> Handle<'s, Keys<'s, C>, C> {
     }
 
     /// See [`crate::Keys::families`].
-    pub fn families(&self) -> Vec<crate::KeyPattern> {
+    pub fn families(&self) -> Vec<crate::keyspace::layout::KeyPattern> {
         self.inner.families()
     }
 

@@ -72,7 +72,7 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync> Keys<'s, C> {
     /// ```
     ///
     /// [`EntityLayout::of_layout`]: crate::EntityLayout::of_layout
-    pub fn families(&self) -> Vec<crate::KeyPattern> {
+    pub fn families(&self) -> Vec<crate::keyspace::layout::KeyPattern> {
         crate::keyspace::layout::store_keys(&self.store.ns)
     }
 
