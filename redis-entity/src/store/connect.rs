@@ -100,7 +100,8 @@ async fn first_command(
         .get_multiplexed_async_connection_with_config(config)
         .await?;
     match redis::cmd("PING").query_async::<()>(&mut conn).await {
-        Err(e) if e.code() == Some("NOAUTH") || (retryable(&e) && e.code().is_none()) => Err(e),
+        // No reply (the connection failed: retried as such) or NOAUTH.
+        Err(e) if e.code().is_none() || e.code() == Some("NOAUTH") => Err(e),
         _ => Ok(()),
     }
 }

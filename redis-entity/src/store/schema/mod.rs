@@ -622,9 +622,9 @@ pub struct SchemaPlan {
     /// The indexes whose keys `apply` deletes.
     pub drop: Vec<String>,
     /// How many stored entities a build walks (`None` when nothing is
-    /// built). Read from the type's sets of ids; a type that keeps none yet
-    /// (its recorded definition has no index) is counted by a SCAN of the
-    /// keyspace, one round trip per 1,000 keys.
+    /// built). Read from the type's sets of ids; a type whose sets do not
+    /// list every entity yet (no index of it is ready: its first index) is
+    /// counted by a SCAN of the keyspace, one round trip per 1,000 keys.
     pub entities: Option<u64>,
 }
 
@@ -776,12 +776,15 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Schema<'_, C> {
             }
         }
         if !plan.build.is_empty() {
-            plan.entities = match self.store.count_ids(desc).await? {
-                Some(n) => Some(n),
-                // No set of ids yet (the recorded definition has no index):
-                // the walk's size is counted by a SCAN.
-                None => Some(self.store.count_by_scan(desc).await?),
-            };
+            // The sets of ids hold every stored entity once an index of the
+            // type is ready; before (a type's first index), the walk's size
+            // is counted by a SCAN.
+            let listed = rec.indexes().iter().any(|i| i.2 == IndexState::Ready);
+            plan.entities = Some(if listed {
+                self.store.count_ids(desc).await?.unwrap_or(0)
+            } else {
+                self.store.count_by_scan(desc).await?
+            });
         }
         Ok(plan)
     }
