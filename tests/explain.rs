@@ -43,7 +43,8 @@ async fn a_query_plan_names_its_commands_and_round_trips_and_they_happen() {
         .await
         .unwrap();
 
-    // A native set query: SINTER, then the records.
+    // A native set query: SINTER (with the reads of whether anything
+    // expires and how many entities there are), then the records.
     let plan = store
         .query::<Book>()
         .all(Book::TAGS, ["php", "web"])
@@ -51,7 +52,12 @@ async fn a_query_plan_names_its_commands_and_round_trips_and_they_happen() {
         .unwrap();
     assert_eq!(
         plan.round_trips[0],
-        ["ZCARD book:@expiry", "SINTER book:@tags:php book:@tags:web"]
+        [
+            "ZCARD book:@expiry",
+            "SCARD book:@ids:@buckets",
+            "SCARD book:@ids",
+            "SINTER book:@tags:php book:@tags:web"
+        ]
     );
     assert_eq!(
         plan.round_trips[1],
@@ -59,7 +65,13 @@ async fn a_query_plan_names_its_commands_and_round_trips_and_they_happen() {
     );
     assert_eq!(
         plan.keys,
-        ["book:@expiry", "book:@tags:php", "book:@tags:web"]
+        [
+            "book:@expiry",
+            "book:@ids:@buckets",
+            "book:@ids",
+            "book:@tags:php",
+            "book:@tags:web"
+        ]
     );
     let text = plan.to_string();
     assert!(text.starts_with("query of Book: 2 round trip(s)"), "{text}");

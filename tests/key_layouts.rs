@@ -210,8 +210,8 @@ async fn the_cluster_layout_tags_every_key_of_an_entity() {
         .unwrap();
     assert_eq!(
         plan.round_trips[0].len(),
-        2 * 4,
-        "ZCARD and SMEMBERS per shard: {plan}"
+        4 * 4,
+        "ZCARD, the two SCARDs of the ids and SMEMBERS per shard: {plan}"
     );
     assert!(
         plan.round_trips[0]

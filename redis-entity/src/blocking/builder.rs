@@ -66,6 +66,7 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> StoreBuilder<C> {
         layout_check(on: bool);
         read_replica(replica: C);
         write_retries(n: usize);
+        members_per_call(n: usize);
         partial_indexes(on: bool);
         schema_heartbeat(heartbeat: Duration);
         allow_eviction(on: bool);

@@ -125,12 +125,23 @@ fn first_trip(
             let expiry = keyspace::expiry_key(desc, ns);
             let text = words(&native);
             let named: Vec<String> = text.split(' ').skip(1).map(str::to_owned).collect();
-            let keys: Vec<String> = std::iter::once(expiry.clone()).chain(named).collect();
+            let ids = keyspace::ids_key(desc, ns);
+            let directory = keyspace::ids_directory(&ids);
+            let keys: Vec<String> = [expiry.clone(), directory.clone(), ids.clone()]
+                .into_iter()
+                .chain(named)
+                .collect();
             (
-                vec![format!("ZCARD {expiry}"), text],
+                vec![
+                    format!("ZCARD {expiry}"),
+                    format!("SCARD {directory}"),
+                    format!("SCARD {ids}"),
+                    text,
+                ],
                 keys,
-                "when entities of the type can have expired (a TTL), the read-only query \
-                 script runs instead, skipping them",
+                "when entities of the type can have expired (a TTL), or the type holds more \
+                 entities than a native command may read in one call (then its query is \
+                 paged), the read-only query script runs instead",
             )
         }
         None => {

@@ -11,6 +11,7 @@
 
 pub(crate) mod explain;
 pub(crate) mod json;
+pub(crate) mod pages;
 pub(crate) mod plain;
 pub(crate) mod query;
 pub(crate) mod read;

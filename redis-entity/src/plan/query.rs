@@ -286,6 +286,38 @@ pub(crate) fn index_of(desc: &'static EntityDesc, name: &str) -> Option<usize> {
     desc.indexes.iter().position(|i| i.field == name)
 }
 
+/// How much one query call may read (`StoreBuilder::members_per_call`):
+/// a query whose whole answer would read more than `whole` members is
+/// answered in pages of about `per_call` members each, and a native set
+/// command answers only while the type has at most `native` entities (C
+/// reads them about ten times as fast as the script).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CallBudget {
+    /// Members one page reads at most (0: no bound).
+    pub per_call: usize,
+    /// The whole answer's estimated work above which a query is paged.
+    pub whole: usize,
+    /// Entities of a type above which no native set command answers.
+    pub native: usize,
+}
+
+impl CallBudget {
+    /// The budget of `per_call` members a page.
+    pub(crate) fn new(per_call: usize) -> Self {
+        CallBudget {
+            per_call,
+            whole: per_call.saturating_mul(4),
+            native: per_call.saturating_mul(24),
+        }
+    }
+}
+
+impl Default for CallBudget {
+    fn default() -> Self {
+        CallBudget::new(2_000)
+    }
+}
+
 /// The call of the query script for `spec`; `count_only` asks only the count,
 /// `with_scores` the order field's score of each member of the page.
 pub(crate) fn script_call(
@@ -295,6 +327,28 @@ pub(crate) fn script_call(
     count_only: bool,
     with_scores: bool,
 ) -> crate::script::Call<'static> {
+    script_query(
+        desc,
+        ns,
+        spec,
+        count_only,
+        with_scores,
+        CallBudget::default(),
+    )
+    .call()
+}
+
+/// The query script's arguments for `spec` (see [`script_call`]), whose
+/// answer is paged past `budget`; the caller sets the cursor of each next
+/// page.
+pub(crate) fn script_query(
+    desc: &'static EntityDesc,
+    ns: &Namespace,
+    spec: &Spec,
+    count_only: bool,
+    with_scores: bool,
+    budget: CallBudget,
+) -> Query {
     // An OR across fields: the union of their sets (equality and tag
     // indexes only; `any_of` refuses the others).
     let unions = spec.unions.iter().map(|u| QueryGroup {
@@ -334,8 +388,10 @@ pub(crate) fn script_call(
             )
         }),
         with_scores,
+        per_call: budget.per_call,
+        whole: budget.whole,
+        cursor: String::new(),
     }
-    .call()
 }
 
 /// One condition's group of the query script: per value the sorted set
@@ -619,32 +675,30 @@ pub(crate) fn merge_shards(
     answers: Vec<Answer>,
 ) -> Answer {
     let total = answers.iter().map(|a| a.total).sum();
-    let mut rows: Vec<(String, f64)> = answers
+    let rows: Vec<(String, f64)> = answers
         .into_iter()
         .flat_map(|a| {
             let scores = a.scores.into_iter().chain(std::iter::repeat(f64::NAN));
             a.members.into_iter().zip(scores).collect::<Vec<_>>()
         })
         .collect();
+    answer_of_rows(desc, spec, with_scores, total, rows)
+}
+
+/// The answer to `spec` from every match (member, order score or NaN):
+/// sorted in the query's order (score then member, or by member), the page
+/// cut; scores kept when `with_scores`.
+pub(crate) fn answer_of_rows(
+    desc: &'static EntityDesc,
+    spec: &Spec,
+    with_scores: bool,
+    total: u64,
+    mut rows: Vec<(String, f64)>,
+) -> Answer {
     match spec.order {
-        // The query script's order: score then member (both reversed for
-        // descending), members without a score (NaN here) last in member
-        // order, whichever the direction.
-        Some((_, descending)) => rows.sort_by(|a, b| match (a.1.is_nan(), b.1.is_nan()) {
-            (true, true) => a.0.cmp(&b.0),
-            (true, false) => std::cmp::Ordering::Greater,
-            (false, true) => std::cmp::Ordering::Less,
-            (false, false) => {
-                let order = OrdF64(a.1).cmp(&OrdF64(b.1)).then_with(|| a.0.cmp(&b.0));
-                if descending {
-                    order.reverse()
-                } else {
-                    order
-                }
-            }
-        }),
+        Some((_, descending)) => rows.sort_by(|a, b| order_cmp(a, b, descending)),
         None => {
-            let mut members: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+            let mut members: Vec<String> = rows.into_iter().map(|r| r.0).collect();
             sort_members(desc, &mut members);
             rows = members.into_iter().map(|m| (m, f64::NAN)).collect();
         }
@@ -658,6 +712,29 @@ pub(crate) fn merge_shards(
         members,
         ghosts: Vec::new(),
         scores: if with_scores { scores } else { Vec::new() },
+    }
+}
+
+/// The query script's order of scored members: score then member (both
+/// reversed for descending), members without a score (NaN) last in member
+/// order, whichever the direction.
+pub(crate) fn order_cmp(
+    a: &(String, f64),
+    b: &(String, f64),
+    descending: bool,
+) -> std::cmp::Ordering {
+    match (a.1.is_nan(), b.1.is_nan()) {
+        (true, true) => a.0.cmp(&b.0),
+        (true, false) => std::cmp::Ordering::Greater,
+        (false, true) => std::cmp::Ordering::Less,
+        (false, false) => {
+            let order = OrdF64(a.1).cmp(&OrdF64(b.1)).then_with(|| a.0.cmp(&b.0));
+            if descending {
+                order.reverse()
+            } else {
+                order
+            }
+        }
     }
 }
 

@@ -9,7 +9,7 @@
 
 use super::{
     words::Sink, Call, Script, Words, BOARD, CACHE, CLAIM, FIND_UNIQUE, LAYOUT, MEMORY_POLICY,
-    QUERY, RANK, RELATION, RENAME, REPAIR, SCHEMA, TIMELINE,
+    QUERY, RANK, RELATION, RENAME, REPAIR, SCHEMA, TIMELINE, UNLINK,
 };
 use crate::keyspace::{self, EntityKeys};
 use crate::schema::entity::EntityDesc;
@@ -497,6 +497,32 @@ impl RelationDrop<'_> {
     }
 }
 
+/// unlink.lua: one page of a deleted entity's renamed relation set taken
+/// out of the other sides.
+#[derive(Debug, Clone)]
+pub(crate) struct UnlinkPage<'a> {
+    /// `KEYS[1]`: the renamed set (`<relation set>:@unlinking`).
+    pub renamed: &'a str,
+    /// `ARGV[1]`: the deleted entity's member.
+    pub member: &'a str,
+    /// `ARGV[2]`: the set's register entry (how to find the other side).
+    pub entry: &'a str,
+    /// `ARGV[3]`: how many members the page takes.
+    pub count: usize,
+}
+
+impl UnlinkPage<'_> {
+    pub(crate) fn call(&self) -> Call<'static> {
+        UNLINK
+            .call()
+            .key(self.renamed)
+            .arg(self.member)
+            .arg(self.entry)
+            .arg(self.count.to_string())
+            .arg(keyspace::RELATION_REGISTER_SUFFIX)
+    }
+}
+
 /// timeline.lua: a post pushed onto the timelines of many owners.
 #[derive(Debug, Clone)]
 pub(crate) struct TimelinePush<'a> {
@@ -670,6 +696,12 @@ pub(crate) struct Query {
     pub order: Option<(String, bool)>,
     /// `'1'` to return each page member's score.
     pub with_scores: bool,
+    /// The most members one call reads in a page (0: no bound).
+    pub per_call: usize,
+    /// The estimate of a whole answer's work above which it is paged.
+    pub whole: usize,
+    /// The cursor of the next page ('' for the first call).
+    pub cursor: String,
 }
 
 impl Query {
@@ -711,7 +743,12 @@ impl Query {
             Some((zset, false)) => (zset.as_str(), "asc"),
             None => ("", ""),
         };
-        call.arg(order).arg(direction).arg(flag(self.with_scores))
+        call.arg(order)
+            .arg(direction)
+            .arg(flag(self.with_scores))
+            .arg(self.per_call.to_string())
+            .arg(self.whole.to_string())
+            .arg(&self.cursor)
     }
 }
 
@@ -1436,11 +1473,14 @@ mod tests {
             presence_suffixes: vec!["".into(), ":x".into()],
             order: Some(("z".into(), true)),
             with_scores: true,
+            per_call: 2000,
+            whole: 8000,
+            cursor: "w:0:0".into(),
         };
         let keys = ["s1", "s2", "z", "p", "ids"];
         let args = [
             "3", "any", "s", "2", "all", "r", "1", "(1.5", "+inf", "none", "z", "1", "[a:", "(a;",
-            "n", "3", "7", "e", "u:", "2", "", ":x", "z", "desc", "1",
+            "n", "3", "7", "e", "u:", "2", "", ":x", "z", "desc", "1", "2000", "8000", "w:0:0",
         ];
         assert_encoding(query.call(), &keys, &args);
         let unordered = Query {
@@ -1450,9 +1490,13 @@ mod tests {
             with_scores: false,
             limit: -1,
             presence_suffixes: vec![],
+            per_call: 0,
+            cursor: String::new(),
             ..query
         };
-        let args = ["0", "-", "3", "-1", "e", "u:", "0", "", "", "0"];
+        let args = [
+            "0", "-", "3", "-1", "e", "u:", "0", "", "", "0", "0", "8000", "",
+        ];
         assert_encoding(unordered.call(), &["ids"], &args);
     }
 

@@ -240,6 +240,18 @@ fn with_steps(text: &str) -> String {
 /// Relate or unrelate two entities on both sides.
 pub(crate) static RELATION: LazyLock<Script> =
     LazyLock::new(|| Script::new(with_steps(include_str!("lua/relation.lua"))));
+/// One page of a deleted entity's large relation set taken out of the
+/// other sides (lua/unlink.lua).
+pub(crate) static UNLINK: LazyLock<Script> = LazyLock::new(|| {
+    let shared = [
+        include_str!("lua/naming_call.lua"),
+        include_str!("lua/slot_tag.lua"),
+    ];
+    Script::new(after_flags(
+        include_str!("lua/unlink.lua"),
+        &shared.concat(),
+    ))
+});
 /// Repair: removes a listed member, or a leftover key, of an entity that is gone.
 pub(crate) static REPAIR: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/repair.lua").to_owned()));

@@ -191,6 +191,75 @@ pub(crate) fn unit_refusal(e: &redis::RedisError) -> Option<(usize, redis::Redis
     }
 }
 
+/// One page of a paged query.lua answer, `{matches..., ghosts..., ghost
+/// count, cursor, '@page'}`: the matches as the script returned them
+/// (ordered queries: each followed by its score), the next cursor ('' at
+/// the end).
+#[derive(Debug, PartialEq)]
+pub(crate) struct QueryPage {
+    /// The matches of this page.
+    pub matches: Vec<String>,
+    /// Members met whose entity has expired.
+    pub ghosts: Vec<String>,
+    /// The cursor of the next page; empty when this was the last.
+    pub cursor: String,
+}
+
+/// Whether a query.lua reply is one page of a paged answer (it ends with
+/// the string `@page`, where a whole answer ends with its count).
+pub(crate) fn is_query_page(reply: &Value) -> bool {
+    matches!(reply, Value::Array(items)
+        if matches!(items.last(), Some(Value::BulkString(b)) if b.as_slice() == b"@page"))
+}
+
+/// Takes out of a query.lua reply what it ends with (before `@page` in a
+/// page): whether an entity of the type may have expired, and how many
+/// entities of the type the space holds; what the store notes to choose
+/// native commands (see `CallBudget`). `None` if the reply has neither.
+pub(crate) fn take_query_sizes(reply: &mut Value) -> Option<(bool, u64)> {
+    let paged = is_query_page(reply);
+    let Value::Array(items) = reply else {
+        return None;
+    };
+    let at = items.len().checked_sub(if paged { 3 } else { 2 })?;
+    let both: Vec<Value> = items.drain(at..at + 2).collect();
+    match both.as_slice() {
+        [Value::Int(expiring), Value::Int(n)] => Some((*expiring == 1, u64::try_from(*n).ok()?)),
+        _ => None,
+    }
+}
+
+/// A paged query.lua reply; `Err` with what was wrong in it.
+pub(crate) fn query_page(reply: Value) -> std::result::Result<QueryPage, String> {
+    let Value::Array(mut items) = reply else {
+        return Err(format!("{reply:?}"));
+    };
+    let text = |v: Value| match v {
+        Value::BulkString(b) => String::from_utf8(b).map_err(|e| e.to_string()),
+        other => Err(format!("{other:?}")),
+    };
+    items.pop();
+    let cursor = text(items.pop().unwrap_or(Value::Nil))?;
+    let nghosts = match items.pop() {
+        Some(Value::Int(n)) if n >= 0 && n as usize <= items.len() => n as usize,
+        other => return Err(format!("ghost count {other:?}")),
+    };
+    let ghosts = items
+        .split_off(items.len() - nghosts)
+        .into_iter()
+        .map(text)
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let matches = items
+        .into_iter()
+        .map(text)
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(QueryPage {
+        matches,
+        ghosts,
+        cursor,
+    })
+}
+
 /// query.lua's reply, `{page members..., ghosts..., ghost count, total}`,
 /// split (the members as the script returned them: with scores, each
 /// followed by its score).

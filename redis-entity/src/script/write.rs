@@ -295,6 +295,7 @@ fn general_code() -> String {
     let mut s = String::new();
     s.push_str(include_str!("lua/key_types.lua"));
     s.push_str(include_str!("lua/write_shared.lua"));
+    s.push_str(include_str!("lua/slot_tag.lua"));
     s.push_str(include_str!("lua/write_prelude.lua"));
     s.push_str(include_str!("lua/batch.lua"));
     for body in BODIES {
@@ -444,6 +445,7 @@ fn unit_code(types: &[(&EntityDesc, KeyLayout)]) -> String {
     s.push_str("}\nlocal T = TYPES[1]\n");
     s.push_str(include_str!("lua/key_types.lua"));
     s.push_str(include_str!("lua/write_shared.lua"));
+    s.push_str(include_str!("lua/slot_tag.lua"));
     s.push_str(include_str!("lua/write_prelude.lua"));
     for body in BODIES {
         s.push_str(body);

@@ -100,6 +100,25 @@ pub(crate) fn unlink_calls(member: &str, away: &[(String, String)]) -> Vec<Call<
         .collect()
 }
 
+/// Pairs of texts: (register entry, member) of other sides, or (renamed
+/// set, register entry) of sets to unlink in pages.
+pub(crate) type Pairs = Vec<(String, String)>;
+
+/// A delete's `away` pairs split: the other sides to clean, and the
+/// relation sets it renamed to be unlinked in pages (the new key, the
+/// set's register entry; see `UNLINK_WHOLE` in lua/write_prelude.lua).
+pub(crate) fn split_pending(away: &[(String, String)]) -> (Pairs, Pairs) {
+    let mut sides = Vec::new();
+    let mut pending = Vec::new();
+    for (first, second) in away {
+        match first.strip_prefix("@unlinking\n") {
+            Some(renamed) => pending.push((renamed.to_owned(), second.clone())),
+            None => sides.push((first.clone(), second.clone())),
+        }
+    }
+    (sides, pending)
+}
+
 /// Whether a relation between entities of `types` with keys `keys` has
 /// sides in two slots of a cluster (never on one server): then each side
 /// is written by a call of its own.
@@ -152,18 +171,61 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// Takes the entity `member` out of the other sides a delete or sweep
-    /// of it could not reach (one round trip per slot, concurrently).
+    /// of it could not reach (one round trip per slot, concurrently), and
+    /// out of those of its relation sets the delete left to be unlinked in
+    /// pages.
     pub(crate) async fn unlink_away(&self, member: &str, away: &[(String, String)]) -> Result<()> {
+        let (away, pending) = split_pending(away);
+        for (renamed, entry) in &pending {
+            Box::pin(self.unlink_in_pages(member, renamed, entry)).await?;
+        }
         if away.is_empty() {
             return Ok(());
         }
-        for reply in self.invoke_per_slot(unlink_calls(member, away)).await? {
+        for reply in self.invoke_per_slot(unlink_calls(member, &away)).await? {
             if let Value::ServerError(e) = reply {
                 let e: redis::RedisError = e.into();
                 return Err(Error::redis(&away[0].1, e));
             }
         }
         Ok(())
+    }
+
+    /// Takes `member` out of the other side of each member of `renamed`
+    /// (a relation set its delete renamed), a page of about
+    /// `members_per_call` per call until the set is gone; sides in other
+    /// slots of a cluster as [`Self::unlink_away`] does. An error stops it
+    /// with the rest of the set still listed: the same delete's entity is
+    /// gone, and `verify` reports the members left on the other sides.
+    async fn unlink_in_pages(&self, member: &str, renamed: &str, entry: &str) -> Result<()> {
+        loop {
+            let call = script::args::UnlinkPage {
+                renamed,
+                member,
+                entry,
+                count: self.budget.per_call,
+            }
+            .call();
+            let reply: Vec<Value> = script::invoke(&mut self.conn.clone(), &self.sent, &call)
+                .await
+                .map_err(|e| Error::redis(renamed, e))?;
+            let mut items = reply.into_iter();
+            let more = matches!(items.next(), Some(Value::Int(1)));
+            let sides: Vec<(String, String)> = items
+                .filter_map(|v| redis::from_redis_value::<String>(v).ok())
+                .map(|m| (entry.to_owned(), m))
+                .collect();
+            if !sides.is_empty() {
+                for reply in self.invoke_per_slot(unlink_calls(member, &sides)).await? {
+                    if let Value::ServerError(e) = reply {
+                        return Err(Error::redis(renamed, e.into()));
+                    }
+                }
+            }
+            if !more {
+                return Ok(());
+            }
+        }
     }
 
     /// Relates (or unrelates) `a` and `b` whose sides live in two slots:

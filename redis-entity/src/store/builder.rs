@@ -41,6 +41,7 @@ pub struct StoreBuilder<C = ConnectionManager> {
     replica: Option<C>,
     near: Option<NearCache>,
     write_retries: usize,
+    members_per_call: Option<usize>,
     partial_indexes: bool,
     schema_heartbeat: Option<Duration>,
     allow_eviction: bool,
@@ -56,6 +57,7 @@ impl<C> Default for StoreBuilder<C> {
             replica: None,
             near: None,
             write_retries: 0,
+            members_per_call: None,
             partial_indexes: false,
             schema_heartbeat: None,
             allow_eviction: false,
@@ -73,6 +75,7 @@ impl<C> std::fmt::Debug for StoreBuilder<C> {
             .field("read_replica", &self.replica.is_some())
             .field("near_cache", &self.near.is_some())
             .field("write_retries", &self.write_retries)
+            .field("members_per_call", &self.members_per_call)
             .field("partial_indexes", &self.partial_indexes)
             .field("schema_heartbeat", &self.schema_heartbeat)
             .field("allow_eviction", &self.allow_eviction)
@@ -141,6 +144,20 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> StoreBuilder<C> {
     /// (no retries, no tokens).
     pub fn write_retries(mut self, n: usize) -> Self {
         self.write_retries = n;
+        self
+    }
+
+    /// The most members one query call reads (default 2,000). Redis runs
+    /// one call at a time, so a call that reads a million members stalls
+    /// every other client for its whole run: a query whose whole answer
+    /// would read more than four times this many goes in pages of about
+    /// this many each (one call per page, the answer gathered by the
+    /// store), and a type with more than 24 times this many entities is
+    /// never answered by one native set command. Smaller keeps every call
+    /// shorter and takes more round trips for large answers; see "Bounded
+    /// calls" in docs/consistency.md.
+    pub fn members_per_call(mut self, n: usize) -> Self {
+        self.members_per_call = Some(n.max(1));
         self
     }
 
@@ -240,6 +257,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> StoreBuilder<C> {
         store.replica = self.replica.map(|r| (r, crate::script::Sent::default()));
         store.near = self.near;
         store.write_retries = self.write_retries;
+        if let Some(n) = self.members_per_call {
+            store.budget = crate::plan::query::CallBudget::new(n);
+        }
         store
     }
 }

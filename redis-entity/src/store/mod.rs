@@ -79,6 +79,13 @@ pub struct Store<C = ConnectionManager> {
     ns: Namespace,
     sent: script::Sent,
     expiring: ExpiringTypes,
+    /// How much one query call may read (`members_per_call`).
+    budget: crate::plan::query::CallBudget,
+    /// The types whose entity count this store has read (see `sizes`), and
+    /// those of them found with more than `budget.native`: no native set
+    /// command answers their queries, whose sets may be large.
+    sized: crate::seen::Seen,
+    large: crate::seen::Seen,
     write_retries: usize,
     /// A replica the reads go to, and the scripts sent to it.
     replica: Option<(C, script::Sent)>,
@@ -168,6 +175,9 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> Store<C> {
             ns: Namespace::none(),
             sent: script::Sent::default(),
             expiring: ExpiringTypes::default(),
+            budget: Default::default(),
+            sized: Default::default(),
+            large: Default::default(),
             write_retries: 0,
             replica: None,
             near: None,
@@ -593,10 +603,15 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 })),
             }
         }
-        let calls: Vec<_> = away
-            .iter()
-            .flat_map(|(member, left)| across::unlink_calls(member, left))
-            .collect();
+        let mut calls = Vec::new();
+        for (member, left) in &away {
+            let (sides, pending) = across::split_pending(left);
+            for (renamed, entry) in &pending {
+                let pair = [(format!("@unlinking\n{renamed}"), entry.clone())];
+                Box::pin(self.unlink_away(member, &pair)).await?;
+            }
+            calls.extend(across::unlink_calls(member, &sides));
+        }
         if !calls.is_empty() {
             for reply in self.invoke_per_slot(calls).await? {
                 if let Value::ServerError(e) = reply {

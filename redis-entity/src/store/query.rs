@@ -672,8 +672,36 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let native = self.native_query::<E>(ns, spec, count_only, with_scores)?;
         let expiry = keyspace::expiry_key(E::DESC, ns);
         let mut pipe = redis::pipe();
-        pipe.cmd("ZCARD").arg(&expiry).add_command(native);
+        pipe.cmd("ZCARD").arg(&expiry);
+        Self::size_reads::<E>(ns, &mut pipe);
+        pipe.add_command(native);
         Some((expiry, pipe))
+    }
+
+    /// Adds to `pipe` the reads of how many entities of the type `ns`
+    /// holds (`O(1)` each): the one ids set and the bucket directory (a
+    /// bucket holds at most 100).
+    fn size_reads<E: Entity>(ns: &crate::schema::escape::Namespace, pipe: &mut redis::Pipeline) {
+        let ids = keyspace::ids_key(E::DESC, ns);
+        pipe.cmd("SCARD").arg(keyspace::ids_directory(&ids));
+        pipe.cmd("SCARD").arg(ids);
+    }
+
+    /// Notes how many entities of the type one space holds (from the
+    /// reads of [`Self::size_reads`] or the query script's reply): past the
+    /// budget's `native` in all, no native set command answers its queries
+    /// any more (its sets may be large). A type's first query takes the
+    /// script, which reports it.
+    fn note_size<E: Entity>(&self, in_space: u64) {
+        let spaces = if keyspace::sharded(E::DESC, &self.ns) {
+            u64::from(E::DESC.shards.max(1))
+        } else {
+            1
+        };
+        if in_space.saturating_mul(spaces) > self.budget.native as u64 {
+            self.large.insert(super::desc_id(E::DESC));
+        }
+        self.sized.insert(super::desc_id(E::DESC));
     }
 
     /// The native query of every shard in `spaces`, each with the `ZCARD`
@@ -694,13 +722,15 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .collect::<Option<_>>()?;
         let mut answers = Vec::with_capacity(spaces.len());
         for reply in self.read_slots(&reads, false).await {
-            let pair: [Value; 2] = reply.ok()?.try_into().ok()?;
-            match pair {
-                [Value::Int(0), reply] => {
+            let four: [Value; 4] = reply.ok()?.try_into().ok()?;
+            match four {
+                [Value::Int(0), Value::Int(buckets), Value::Int(ids), reply] => {
+                    let (buckets, ids) = (buckets.max(0) as u64, ids.max(0) as u64);
+                    self.note_size::<E>(buckets.saturating_mul(100).saturating_add(ids));
                     answers.push(Self::native_answer::<E>(count_only, with_scores, reply)?)
                 }
                 // As `query_in` does: the type's reads take the scripts.
-                [Value::Int(_), _] => {
+                [Value::Int(_), ..] => {
                     self.expiring.insert(super::desc_id(E::DESC));
                     return None;
                 }
@@ -762,16 +792,17 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         // the type can have expired (checked in the same round trip); the
         // script otherwise.
         if let Some((expiry, pipe)) = self.native_read::<E>(ns, spec, count_only, with_scores) {
-            let reply: redis::RedisResult<(u64, Value)> =
+            let reply: redis::RedisResult<(u64, u64, u64, Value)> =
                 pipe.query_async(&mut self.reader()).await;
             match reply {
-                Ok((0, reply)) => {
+                Ok((0, buckets, ids, reply)) => {
+                    self.note_size::<E>(buckets.saturating_mul(100).saturating_add(ids));
                     return Self::native_answer::<E>(count_only, with_scores, reply).ok_or_else(
                         || Error::UnexpectedReply {
                             key: expiry.clone(),
                             detail: "not the reply of a set read".into(),
                         },
-                    )
+                    );
                 }
                 Ok(_) => self.expiring.insert(super::desc_id(E::DESC)),
                 // A native command cannot say which of its keys holds the
@@ -781,16 +812,54 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 Err(e) => return Err(Error::redis(&expiry, e)),
             }
         }
-        let call = query::script_call(E::DESC, ns, spec, count_only, with_scores);
-        let reply: Value = script::invoke(&mut self.reader(), self.reader_sent(), &call)
+        let call = query::script_query(E::DESC, ns, spec, count_only, with_scores, self.budget);
+        let reply: Value = script::invoke(&mut self.reader(), self.reader_sent(), &call.call())
             .await
             .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, ns), e))?;
-        let mut answer = query::parse_reply(E::DESC, spec, with_scores, reply)?;
+        let mut answer = self.answer_of::<E>(call, spec, with_scores, reply).await?;
         let sweeps = self.ghost_sweeps::<E>(ns, &mut answer);
         if !sweeps.is_empty() {
             Box::pin(self.write_many(&sweeps)).await?;
         }
         Ok(answer)
+    }
+
+    /// The answer of the query script's `reply` to `call`: a whole answer,
+    /// or the first page of a paged one, whose next pages are then asked
+    /// one call at a time and gathered (query.lua, "Paged answers").
+    async fn answer_of<E: Entity>(
+        &self,
+        mut call: crate::script::args::Query,
+        spec: &query::Spec,
+        with_scores: bool,
+        mut reply: Value,
+    ) -> Result<query::Answer> {
+        if let Some((expiring, n)) = script::reply::take_query_sizes(&mut reply) {
+            if expiring {
+                self.expiring.insert(super::desc_id(E::DESC));
+            }
+            self.note_size::<E>(n);
+        }
+        if !script::reply::is_query_page(&reply) {
+            return query::parse_reply(E::DESC, spec, with_scores, reply);
+        }
+        let key = call.ids_set.clone();
+        let mut pages = crate::plan::pages::Pages::new(spec.order.is_some());
+        loop {
+            let page =
+                script::reply::query_page(reply).map_err(|detail| Error::UnexpectedReply {
+                    key: key.clone(),
+                    detail,
+                })?;
+            call.cursor = pages.add(page);
+            if call.cursor.is_empty() {
+                return Ok(pages.answer(E::DESC, spec, with_scores));
+            }
+            reply = script::invoke(&mut self.reader(), self.reader_sent(), &call.call())
+                .await
+                .map_err(|e| Error::redis(&key, e))?;
+            script::reply::take_query_sizes(&mut reply);
+        }
     }
 
     /// Whether an entity of `desc` may have expired: a type with a default
@@ -811,8 +880,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         with_scores: bool,
     ) -> Option<redis::Cmd> {
         // A type with a default TTL, or one seen with expiring entities,
-        // goes to the script directly (2 round trips with the fetch).
-        if self.may_expire(E::DESC) {
+        // goes to the script directly (2 round trips with the fetch); so
+        // does a type that may hold large sets (the script pages them).
+        let id = super::desc_id(E::DESC);
+        if self.may_expire(E::DESC) || !self.sized.contains(id) || self.large.contains(id) {
             return None;
         }
         if count_only {
@@ -876,17 +947,21 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         count_only: bool,
         with_scores: bool,
     ) -> Result<Option<Vec<query::Answer>>> {
-        let calls: Vec<_> = spaces
+        let queries: Vec<_> = spaces
             .iter()
-            .map(|space| query::script_call(E::DESC, space, spec, count_only, with_scores))
+            .map(|space| {
+                query::script_query(E::DESC, space, spec, count_only, with_scores, self.budget)
+            })
             .collect();
+        let calls: Vec<_> = queries.iter().map(|q| q.call()).collect();
         let Some(replies) = self.invoke_across(&script::QUERY_ACROSS, &calls).await else {
             return Ok(None);
         };
         let mut answers = Vec::with_capacity(replies.len());
         let mut sweeps = Vec::new();
-        for (space, reply) in spaces.iter().zip(replies) {
-            let mut answer = query::parse_reply(E::DESC, spec, with_scores, reply)?;
+        // A shard's paged answer goes on page by page in its own slot.
+        for ((space, query), reply) in spaces.iter().zip(queries).zip(replies) {
+            let mut answer = Box::pin(self.answer_of::<E>(query, spec, with_scores, reply)).await?;
             sweeps.extend(self.ghost_sweeps::<E>(space, &mut answer));
             answers.push(answer);
         }

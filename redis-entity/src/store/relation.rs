@@ -291,8 +291,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     ) -> Result<Vec<B::Pk>> {
         let a = &a.into_pk();
         let key = forward_key(rel, &self.ns, a);
-        self.members_of::<B>(&redis::cmd("SMEMBERS").arg(&key).clone(), &key)
-            .await
+        self.set_members_of::<B>(&key).await
     }
 
     /// The pks of the `A`s related to `b` (people who follow me), one round trip.
@@ -303,8 +302,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     ) -> Result<Vec<A::Pk>> {
         let b = &b.into_pk();
         let key = reverse_key(rel, &self.ns, b);
-        self.members_of::<A>(&redis::cmd("SMEMBERS").arg(&key).clone(), &key)
-            .await
+        self.set_members_of::<A>(&key).await
     }
 
     /// For a relation of a type to itself: the pks related both ways with
@@ -335,6 +333,47 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .into_iter()
             .flatten()
             .collect())
+    }
+
+    /// The pks in the set at `key`, sorted (see [`Self::set_members`]).
+    async fn set_members_of<E: Entity>(&self, key: &str) -> Result<Vec<E::Pk>> {
+        let mut members = self.set_members(key).await?;
+        query::sort_members(E::DESC, &mut members);
+        Ok(query::parse_members::<E>(&members))
+    }
+
+    /// Every member of the set at `key`, each once, read by `SSCAN` in
+    /// pages of about `members_per_call`: a set of a million followers is
+    /// many short calls, never one long `SMEMBERS` (a small set comes in
+    /// the first page, one round trip).
+    pub(crate) async fn set_members(&self, key: &str) -> Result<Vec<String>> {
+        let mut cursor = 0u64;
+        let mut out: Vec<String> = Vec::new();
+        // SSCAN may return a member twice across pages (when the set is
+        // resized between them).
+        let mut seen = std::collections::HashSet::new();
+        loop {
+            let (next, page): (u64, Vec<String>) = redis::cmd("SSCAN")
+                .arg(key)
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(self.budget.per_call)
+                .query_async(&mut self.reader())
+                .await
+                .map_err(|e| Error::redis(key, e))?;
+            if cursor == 0 && next == 0 {
+                return Ok(page);
+            }
+            for m in page {
+                if seen.insert(m.clone()) {
+                    out.push(m);
+                }
+            }
+            if next == 0 {
+                return Ok(out);
+            }
+            cursor = next;
+        }
     }
 
     pub(crate) async fn members_of<E: Entity>(
