@@ -307,14 +307,14 @@ impl CallBudget {
         CallBudget {
             per_call,
             whole: per_call.saturating_mul(4),
-            native: per_call.saturating_mul(24),
+            native: per_call.saturating_mul(48),
         }
     }
 }
 
 impl Default for CallBudget {
     fn default() -> Self {
-        CallBudget::new(2_000)
+        CallBudget::new(1_000)
     }
 }
 

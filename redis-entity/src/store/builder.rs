@@ -147,15 +147,20 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> StoreBuilder<C> {
         self
     }
 
-    /// The most members one query call reads (default 2,000). Redis runs
-    /// one call at a time, so a call that reads a million members stalls
-    /// every other client for its whole run: a query whose whole answer
-    /// would read more than four times this many goes in pages of about
-    /// this many each (one call per page, the answer gathered by the
-    /// store), and a type with more than 24 times this many entities is
-    /// never answered by one native set command. Smaller keeps every call
-    /// shorter and takes more round trips for large answers; see "Bounded
-    /// calls" in docs/consistency.md.
+    /// About how many members one call of a paged operation reads or
+    /// writes (default 1,000, a few milliseconds of server time). Redis
+    /// runs one call at a time, so a call that reads a million members
+    /// stalls every other client for its whole run:
+    /// - a query whose whole answer would read more than four times this
+    ///   many goes in pages of about this many each (one call per page, the
+    ///   answer gathered by the store), and a type with more than 48 times
+    ///   this many entities is never answered by one native set command;
+    /// - `related` and `related_back` read a set this many at a time;
+    /// - a delete takes the entity out of the other sides of a relation set
+    ///   of more than 1,000 members this many at a time.
+    ///
+    /// Smaller keeps every call shorter and takes more round trips for
+    /// large answers; see "Bounded calls" in docs/consistency.md.
     pub fn members_per_call(mut self, n: usize) -> Self {
         self.members_per_call = Some(n.max(1));
         self

@@ -13,7 +13,8 @@
 -- them)... }. A member is taken out of the renamed set only once its side
 -- is written.
 local head, tail, other = string.match(ARGV[2], '^(.-)\n(.-)\n([^\n]*)')
-local taken = call('SRANDMEMBER', KEYS[1], tonumber(ARGV[3]))
+-- At most 4,000 a page: Lua's unpack takes no more (the SREM below).
+local taken = call('SRANDMEMBER', KEYS[1], math.min(tonumber(ARGV[3]), 4000))
 
 -- Whether this call may write a side (as `local_side` in
 -- lua/write_prelude.lua: on one server always; on a cluster in the

@@ -1,0 +1,174 @@
+//! No call the library sends holds the server long, at a size where the
+//! whole-answer forms did: a private server logs every call slower than
+//! 20 ms (`slowlog-log-slower-than 20000`), 100,000 members and a
+//! "celebrity" followed by every one of them are written, every operation
+//! below is run, and the slow log must stay empty (a failure names each
+//! slow call's command and arguments).
+//!
+//! Ignored by the parallel `cargo test` (other tests' load on a small
+//! machine would slow the server's calls and make it flaky): scripts/test.sh
+//! runs it alone, `cargo test --test slow_calls -- --ignored`.
+
+use futures_util::stream::{self, StreamExt};
+use redis_entity::relation::{Relation, Timeline};
+use redis_entity::{RedisEntity, Store};
+use std::collections::BTreeSet;
+use support::RedisServer;
+
+#[derive(RedisEntity, Debug, Clone, PartialEq)]
+#[redis(prefix = "member")]
+struct Member {
+    #[pk]
+    id: u64,
+    #[index(unique)]
+    handle: String,
+    #[index]
+    city: String,
+    #[index]
+    tags: BTreeSet<String>,
+    #[index(sorted)]
+    score: i64,
+}
+
+const FOLLOWS: Relation<Member, Member> = Relation::many_to_many("following", "followers");
+const FEED: Timeline<Member, Member> = Timeline::new("feed", 100);
+const MEMBERS: u64 = 100_000;
+
+fn member(id: u64) -> Member {
+    let mut tags: BTreeSet<String> = ["all".to_string()].into();
+    if id.is_multiple_of(10) {
+        tags.insert("k0".into());
+    }
+    Member {
+        id,
+        handle: format!("m{id}"),
+        city: format!("c{}", id % (MEMBERS / 50)),
+        tags,
+        score: ((id * 7919) % 100_000) as i64,
+    }
+}
+
+/// The slow log's entries as `duration µs: command args...`.
+fn slow_calls(server: &RedisServer) -> Vec<String> {
+    let entries: Vec<redis::Value> = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(1000)
+        .query(&mut server.conn())
+        .unwrap();
+    entries
+        .into_iter()
+        .map(|e| {
+            let redis::Value::Array(fields) = e else {
+                return format!("{e:?}");
+            };
+            let micros: i64 = redis::from_redis_value(fields[2].clone()).unwrap_or(-1);
+            let words: Vec<String> = redis::from_redis_value(fields[3].clone()).unwrap_or_default();
+            let words: Vec<String> = words
+                .into_iter()
+                .map(|w| w.chars().take(60).collect())
+                .collect();
+            format!("{micros} µs: {}", words.join(" "))
+        })
+        .collect()
+}
+
+#[tokio::test]
+#[ignore = "run alone by scripts/test.sh: a loaded machine slows the server"]
+async fn no_call_holds_the_server_at_100k_members_and_a_celebrity() {
+    let server = RedisServer::start_with(&["--slowlog-log-slower-than", "20000"]);
+    let store: Store = Store::connect(&server.url()).await.unwrap();
+    let members: Vec<Member> = (0..MEMBERS).map(member).collect();
+    for chunk in members.chunks(5_000) {
+        store.save_all(chunk).await.unwrap();
+    }
+    // Everyone follows 0.
+    let follows = store.relation(&FOLLOWS);
+    let related: Vec<bool> = stream::iter(1..MEMBERS)
+        .map(|id| {
+            let follows = &follows;
+            async move { follows.relate(&id, &0).await.unwrap() }
+        })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    assert!(related.iter().all(|r| *r));
+    assert_eq!(
+        slow_calls(&server),
+        Vec::<String>::new(),
+        "writing the data"
+    );
+
+    // Queries over large sets: paged.
+    let q = || store.query::<Member>();
+    let first = q()
+        .all(Member::TAGS, ["all"])
+        .limit(0, 10)
+        .fetch()
+        .await
+        .unwrap();
+    assert_eq!(
+        first.iter().map(|m| m.id).collect::<Vec<_>>(),
+        (0..10).collect::<Vec<_>>()
+    );
+    let top = q()
+        .all(Member::TAGS, ["k0"])
+        .order_desc(Member::SCORE)
+        .limit(0, 10)
+        .ids()
+        .await
+        .unwrap();
+    assert_eq!(top.len(), 10);
+    assert_eq!(
+        q().none(Member::TAGS, ["k0"]).count().await.unwrap(),
+        MEMBERS * 9 / 10
+    );
+    assert_eq!(
+        q().any(Member::TAGS, ["k0", "all"]).count().await.unwrap(),
+        MEMBERS
+    );
+    assert_eq!(
+        q().all(Member::TAGS, ["all", "k0"]).count().await.unwrap(),
+        MEMBERS / 10
+    );
+    assert_eq!(q().ids().await.unwrap().len() as u64, MEMBERS);
+    assert_eq!(
+        q().range(Member::SCORE, 1_000..2_000)
+            .count()
+            .await
+            .unwrap(),
+        1_000
+    );
+    assert_eq!(q().eq(Member::CITY, "c7").fetch().await.unwrap().len(), 50);
+    assert_eq!(
+        store
+            .find_unique(Member::HANDLE, "m77")
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        77
+    );
+    let board = store.board(Member::SCORE);
+    assert_eq!(board.top(10).await.unwrap().len(), 10);
+    assert!(board.rank(&5).await.unwrap().is_some());
+
+    // The celebrity's followers: read, fanned out to, deleted with.
+    assert_eq!(
+        follows.related_back(&0).await.unwrap().len() as u64,
+        MEMBERS - 1
+    );
+    let pushed = store
+        .timeline(&FEED)
+        .push_related(&1, &FOLLOWS, &0)
+        .await
+        .unwrap();
+    assert_eq!(pushed as u64, MEMBERS - 1);
+    assert!(store.delete::<Member>(&0).await.unwrap());
+    assert!(follows.related(&1).await.unwrap().is_empty());
+
+    // Admin walks.
+    let report = store.maintenance::<Member>().verify().await.unwrap();
+    assert!(report.is_clean(), "{report}");
+
+    assert_eq!(slow_calls(&server), Vec::<String>::new());
+}
