@@ -16,7 +16,9 @@ end
 local function apply_delete(w)
   unindex_all(w)
   local away = unrelate_all(w)
-  redis.call('DEL', unpack(w.K))
+  -- UNLINK: a big `#[hash]` map is freed in the background, not during
+  -- the call (its keys are gone at once either way).
+  redis.call('UNLINK', unpack(w.K))
   if w.was_tracked then redis.call('ZREM', w.expiry_key, w.member) end
   return with_away(w.existed and 1 or 0, away)
 end

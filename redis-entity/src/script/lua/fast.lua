@@ -25,7 +25,7 @@ local function fast_tail(K, A, i, last)
   while i <= last do
     local op, key, n = A[i], K[tonumber(A[i + 1])], tonumber(A[i + 2])
     local f = i + 3
-    if op == 'HREPLACE' then redis.call('DEL', key) end
+    if op == 'HREPLACE' then redis.call('UNLINK', key) end  -- freed in the background
     if op == 'HDEL' then
       redis.call('HDEL', key, unpack(A, f, f + n - 1))
     else

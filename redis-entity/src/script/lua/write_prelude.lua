@@ -679,7 +679,8 @@ local function apply_data(w, last)
     elseif op == 'DEL' then
       redis.call('DEL', key)
     elseif op == 'HREPLACE' then
-      redis.call('DEL', key)
+      -- A replaced map of any size is freed in the background.
+      redis.call('UNLINK', key)
       if n > 0 then hset(w.A, key, f, f + n - 1); touched[k] = true end
     elseif op == 'HINCRBY' or op == 'HINCRBYFLOAT' then
       redis.call(op, key, w.A[f], w.A[f + 1]); touched[k] = true
