@@ -704,6 +704,58 @@ mod card_v2 {
     }
 }
 
+mod deck_v1 {
+    use redis_entity::RedisEntity;
+    use std::collections::BTreeMap;
+    #[derive(RedisEntity, Debug, Clone, PartialEq)]
+    #[redis(prefix = "edeck")]
+    pub struct Deck {
+        #[pk]
+        pub id: u64,
+        pub color: String,
+        #[hash]
+        pub notes: BTreeMap<String, String>,
+    }
+}
+
+mod deck_v2 {
+    use redis_entity::RedisEntity;
+    use std::collections::BTreeMap;
+    #[derive(RedisEntity, Debug, Clone, PartialEq)]
+    #[redis(prefix = "edeck")]
+    pub struct Deck {
+        #[pk]
+        pub id: u64,
+        #[index]
+        pub color: String,
+        #[hash]
+        pub notes: BTreeMap<String, String>,
+    }
+}
+
+/// A hash-layout type without indexes is counted by its entity keys alone
+/// (not the keys under them, such as a `#[hash]` map's), nothing kept.
+#[tokio::test]
+async fn a_plan_counts_hash_entities_by_their_keys_not_the_keys_under_them() {
+    let target = Target::start();
+    let old = store(&target).await;
+    let decks: Vec<deck_v1::Deck> = (0..300)
+        .map(|id| deck_v1::Deck {
+            id,
+            color: "red".into(),
+            notes: [("a".to_string(), "b".to_string())].into(),
+        })
+        .collect();
+    old.save_all(&decks).await.unwrap();
+    let plan = store(&target)
+        .await
+        .schema()
+        .plan::<deck_v2::Deck>()
+        .await
+        .unwrap();
+    assert_eq!(plan.entities, Some(300), "{plan}");
+}
+
 /// A type without indexes keeps no set of ids: the plan of its first index
 /// counts its entities by a SCAN of the keyspace (each once, though a
 /// strings-layout entity has a key per column), and says how long the walk

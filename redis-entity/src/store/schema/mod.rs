@@ -852,11 +852,22 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if self.count_ids(desc).await?.is_some() {
             return Ok(true);
         }
+        // Page by page, stopping at the first entity key: nothing kept.
         for (d, space, pattern) in entity_walks(desc, &self.ns) {
-            for key in self.keys().scan(&pattern).await? {
-                if keyspace::member_of_key(&d, &space, &key).is_some() {
-                    return Ok(true);
-                }
+            let mut found = false;
+            self.each_page(
+                &pattern,
+                |page| async move { Ok(page) },
+                |page| {
+                    found = found
+                        || page
+                            .iter()
+                            .any(|k| keyspace::member_of_key(&d, &space, k).is_some())
+                },
+            )
+            .await?;
+            if found {
+                return Ok(true);
             }
         }
         Ok(false)
@@ -865,24 +876,34 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// How many entities of `desc`'s type are stored, counted by a SCAN of
     /// every key (of every master) for a type that keeps no set of ids (one
     /// without indexes yet): one round trip per 1,000 keys of the keyspace,
-    /// each a bounded call. Members are kept to count each once (a
-    /// strings-layout entity has a key per column).
+    /// each a bounded call. A strings-layout entity has a key per column:
+    /// its members are kept to count each once (the memory of the
+    /// members); any other entity has one entity key, counted as met.
     async fn count_by_scan(&self, desc: &EntityDesc) -> Result<u64> {
         let mut members = std::collections::HashSet::new();
+        let mut keys = 0u64;
+        let strings = desc.layout == crate::schema::entity::Layout::Strings;
         for (d, space, pattern) in entity_walks(desc, &self.ns) {
             self.each_page(
                 &pattern,
                 |page| async move { Ok(page) },
                 |page| {
-                    members.extend(
-                        page.iter()
-                            .filter_map(|k| keyspace::member_of_key(&d, &space, k)),
-                    )
+                    for k in &page {
+                        let Some(m) = keyspace::member_of_key(&d, &space, k) else {
+                            continue;
+                        };
+                        if strings {
+                            members.insert(m);
+                        } else if keyspace::entity_key(&d, &space, &m) == *k {
+                            // The entity key itself, not a key under it.
+                            keys += 1;
+                        }
+                    }
                 },
             )
             .await?;
         }
-        Ok(members.len() as u64)
+        Ok(keys + members.len() as u64)
     }
 
     /// `desc`'s schema record, read with one HGETALL on the reading
