@@ -33,6 +33,9 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 use support::RedisServer;
 
+#[path = "scale/celebrity.rs"]
+mod celebrity;
+
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(prefix = "user")]
 struct User {
@@ -177,10 +180,67 @@ impl Side {
             .get_multiplexed_async_connection_with_config(&config)
             .await
             .expect("connect");
+        // Every call of 1 ms or more in the slow log, to report each
+        // phase's longest call as the server timed it.
+        let mut c = conn.clone();
+        for (k, v) in [
+            ("slowlog-log-slower-than", "1000"),
+            ("slowlog-max-len", "1000000"),
+        ] {
+            let () = redis::cmd("CONFIG")
+                .arg("SET")
+                .arg(k)
+                .arg(v)
+                .query_async(&mut c)
+                .await
+                .unwrap();
+        }
         Side {
             _server: server,
             conn,
         }
+    }
+
+    async fn slow_reset(&self) {
+        let () = redis::cmd("SLOWLOG")
+            .arg("RESET")
+            .query_async(&mut self.c())
+            .await
+            .unwrap();
+    }
+
+    /// The slow log since the last reset: the longest call in µs (0 when
+    /// none took 1 ms), how many took more than 10 ms, and that call's
+    /// command.
+    async fn slowest(&self) -> (f64, u64, String) {
+        let entries: Vec<redis::Value> = redis::cmd("SLOWLOG")
+            .arg("GET")
+            .arg(-1)
+            .query_async(&mut self.c())
+            .await
+            .unwrap();
+        let (mut longest, mut over, mut what) = (0.0, 0, String::new());
+        for e in entries {
+            let redis::Value::Array(fields) = e else {
+                continue;
+            };
+            let micros: f64 = fields
+                .get(2)
+                .and_then(|v| redis::from_redis_value::<i64>(v.clone()).ok())
+                .unwrap_or(0) as f64;
+            if micros > 10_000.0 {
+                over += 1;
+            }
+            if micros > longest {
+                longest = micros;
+                let words: Vec<String> = fields
+                    .get(3)
+                    .and_then(|v| redis::from_redis_value(v.clone()).ok())
+                    .unwrap_or_default();
+                what = words.first().cloned().unwrap_or_default();
+            }
+        }
+        (longest, over, what)
     }
 
     fn c(&self) -> Conn {
@@ -1002,8 +1062,10 @@ async fn run_size(res: &mut Results, si: usize, shape: Shape, samples: u64) {
     let left: u64 = fw.scan("user:*:@shadow").await.len() as u64;
     assert_eq!(left, 0, "no shadow left after the sweep");
 
-    println!("\n| phase | items | time s | items/s | server CPU s | client CPU s | client peak heap above baseline |");
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    celebrity::run(res, &mut table, si, &fw, store, n).await;
+
+    println!("\n| phase | items | time s | items/s | server CPU s | client CPU s | client peak heap above baseline | longest call ms (command) | calls over 10 ms |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in table {
         println!("{row}");
     }
@@ -1053,6 +1115,7 @@ struct Start {
 
 impl Start {
     async fn now(side: &Side) -> Start {
+        side.slow_reset().await;
         let server = side.cpu_s().await;
         Start {
             heap: heap_baseline(),
@@ -1065,11 +1128,16 @@ impl Start {
     async fn finish(self, side: &Side) -> Measured {
         let secs = self.t.elapsed().as_secs_f64();
         let (peak, client) = (heap_peak_above(self.heap), client_cpu_s() - self.client);
+        let cpu = side.cpu_s().await - self.server;
+        let (longest, over, slowest) = side.slowest().await;
         Measured {
             secs,
             peak,
             client,
-            cpu: side.cpu_s().await - self.server,
+            cpu,
+            longest,
+            over,
+            slowest,
         }
     }
 }
@@ -1081,6 +1149,11 @@ struct Measured {
     cpu: f64,
     client: f64,
     peak: f64,
+    /// The longest call the server ran in the phase (µs; 0: none of 1 ms),
+    /// how many took more than 10 ms, and the longest one's command.
+    longest: f64,
+    over: u64,
+    slowest: String,
 }
 
 /// Records a phase's figures, and its row in `table`.
@@ -1090,12 +1163,23 @@ fn phase(res: &mut Results, table: &mut Vec<String>, si: usize, name: &str, n: u
         cpu,
         client,
         peak,
+        longest,
+        over,
+        slowest,
     } = m;
+    let longest_ms = longest / 1e3;
     table.push(format!(
-        "| {name} | {n} | {secs:.2} | {:.0} | {cpu:.2} | {client:.2} | {} |",
+        "| {name} | {n} | {secs:.2} | {:.0} | {cpu:.2} | {client:.2} | {} | {} | {over} |",
         n as f64 / secs,
-        mib(peak)
+        mib(peak),
+        if longest > 0.0 {
+            format!("{longest_ms:.1} ({slowest})")
+        } else {
+            "< 1".into()
+        }
     ));
+    res.put(si, &format!("{name}: longest call ms"), longest_ms);
+    res.put(si, &format!("{name}: calls over 10 ms"), over as f64);
     res.put(si, &format!("{name}: total s"), secs);
     res.put(si, &format!("{name}: items/s"), n as f64 / secs);
     res.put(si, &format!("{name}: µs per item"), secs * 1e6 / n as f64);
