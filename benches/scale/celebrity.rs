@@ -4,7 +4,9 @@
 //! page), then a "celebrity" followed by a tenth of the users (at most
 //! 1,000,000): reading the followers, a post fanned out to all of them
 //! while 8 other clients read users (their p99 against the same clients
-//! alone), and the celebrity's delete.
+//! alone), the same post on a timeline that pulls the posts of authors
+//! above 500 followers (hybrid fan-out), a follower's page of each, and
+//! the celebrity's delete.
 
 use super::{mix, percentile, phase, Conn, Results, Side, Start, User};
 use futures_util::stream::{self, StreamExt};
@@ -16,6 +18,9 @@ use std::time::{Duration, Instant};
 
 const FOLLOWS: Relation<User, User> = Relation::many_to_many("following", "followers");
 const FEED: Timeline<User, User> = Timeline::new("feed", 100);
+/// The same timeline pulling the posts of authors above 500 followers (the
+/// celebrity has 1,000 at the smallest size).
+const HYBRID: Timeline<User, User> = Timeline::new("hfeed", 100).pull_above(500, &FOLLOWS);
 /// The celebrity.
 const STAR: u64 = 0;
 
@@ -41,7 +46,11 @@ pub(super) async fn run(
     let q = || store.query::<User>();
     // A tenth of the users hold `k0` (the sweep before took `k3`'s).
     let page = timed!(res, table, si, fw, "query all(k0) limit 10, records", 10, {
-        q().all(User::TAGS, ["k0"]).limit(0, 10).fetch().await.unwrap()
+        q().all(User::TAGS, ["k0"])
+            .limit(0, 10)
+            .fetch()
+            .await
+            .unwrap()
     });
     assert_eq!(page.len(), 10.min(n as usize / 10));
     let tenth = timed!(res, table, si, fw, "query all(k0, p1) count", 1, {
@@ -55,14 +64,22 @@ pub(super) async fn run(
     timed!(res, table, si, fw, "query any(k0, k1) count", 1, {
         q().any(User::TAGS, ["k0", "k1"]).count().await.unwrap()
     });
-    timed!(res, table, si, fw, "query all(k0) order desc limit 10", 10, {
-        q().all(User::TAGS, ["k0"])
-            .order_desc(User::SCORE)
-            .limit(0, 10)
-            .ids()
-            .await
-            .unwrap()
-    });
+    timed!(
+        res,
+        table,
+        si,
+        fw,
+        "query all(k0) order desc limit 10",
+        10,
+        {
+            q().all(User::TAGS, ["k0"])
+                .order_desc(User::SCORE)
+                .limit(0, 10)
+                .ids()
+                .await
+                .unwrap()
+        }
+    );
 
     // The celebrity's followers (the swept tenth, ids ending in 3, is gone).
     let followers: Vec<u64> = (1..n)
@@ -121,7 +138,66 @@ pub(super) async fn run(
     );
     res.put(si, "gets p99 µs during the fan-out", p99_during);
     res.put(si, "gets p99 µs alone", p99_alone);
-    res.put(si, "gets p99 ratio (fan-out / alone)", p99_during / p99_alone);
+    res.put(
+        si,
+        "gets p99 ratio (fan-out / alone)",
+        p99_during / p99_alone,
+    );
+
+    // The same post on a timeline that pulls above 500 followers: one
+    // write when the celebrity has more, and the readers around it.
+    let (during, pulled_took) = {
+        let load = Reads::start(&readers, n);
+        let t = Instant::now();
+        let reached = timed!(res, table, si, fw, "push_related (hybrid timeline)", f, {
+            store
+                .timeline(&HYBRID)
+                .push_related(&1, &FOLLOWS, &STAR)
+                .await
+                .unwrap()
+        });
+        assert_eq!(reached as u64, f);
+        let pulled_took = t.elapsed();
+        tokio::time::sleep(took.saturating_sub(pulled_took)).await;
+        (load.stop().await, pulled_took)
+    };
+    let mut during = during;
+    let p99_hybrid = percentile(&mut during, 0.99);
+    println!(
+        "(8 clients' gets around the hybrid timeline's post ({:.1} ms): p99 {p99_hybrid:.0} µs; {:.2}x alone)",
+        pulled_took.as_secs_f64() * 1e3,
+        p99_hybrid / p99_alone
+    );
+    res.put(
+        si,
+        "gets p99 ratio (hybrid post / alone)",
+        p99_hybrid / p99_alone,
+    );
+    // A follower's first page of each: the pushed list, or the merge.
+    let reader = followers[followers.len() / 2];
+    let (mut pushed_us, mut merged_us) = (Vec::new(), Vec::new());
+    for _ in 0..200 {
+        let t = Instant::now();
+        let a = store.timeline(&FEED).page(&reader, 0, 20).await.unwrap();
+        pushed_us.push(t.elapsed().as_secs_f64() * 1e6);
+        let t = Instant::now();
+        let b = store.timeline(&HYBRID).page(&reader, 0, 20).await.unwrap();
+        merged_us.push(t.elapsed().as_secs_f64() * 1e6);
+        assert_eq!(a, b, "the same page");
+    }
+    let (pushed_p50, merged_p50) = (
+        percentile(&mut pushed_us, 0.5),
+        percentile(&mut merged_us, 0.5),
+    );
+    println!(
+        "(a follower's first page: pushed {pushed_p50:.0} µs, hybrid with 1 pulled author {merged_p50:.0} µs p50)"
+    );
+    res.put(si, "timeline page p50 µs (pushed)", pushed_p50);
+    res.put(
+        si,
+        "timeline page p50 µs (hybrid, 1 pulled author)",
+        merged_p50,
+    );
 
     timed!(res, table, si, fw, "delete (the celebrity)", f, {
         assert!(store.delete::<User>(&STAR).await.unwrap())

@@ -716,6 +716,39 @@ pub(crate) fn board_key(desc: &EntityDesc, ns: &Namespace, name: &str, bucket: &
     )
 }
 
+/// A key a timeline that pulls shares among its owners (`part`: `seq`,
+/// `at` or `pulled`): `<ns><prefix>:@timeline:<name>:<part>` on one server;
+/// on a cluster the three share one slot: the type's space's
+/// (`{user:0}:user:timeline:<name>:<part>`), or for a type without indexes
+/// `{<prefix>:timeline:<name>}:<part>`.
+pub(crate) fn timeline_shared_key(
+    desc: &EntityDesc,
+    ns: &Namespace,
+    name: &str,
+    part: &str,
+) -> String {
+    let space = type_space(desc, ns);
+    if tagged(ns) && !space.as_str().contains('{') {
+        return format!(
+            "{}{{{}:timeline:{name}}}:{part}",
+            space.as_str(),
+            desc.prefix
+        );
+    }
+    format!(
+        "{}{}:{}timeline:{name}:{part}",
+        space.as_str(),
+        desc.prefix,
+        family_mark(ns)
+    )
+}
+
+/// The name of an author's own list of pulled posts on timeline `name`
+/// (`<author key>:<name>@posts`).
+pub(crate) fn pulled_posts_name(name: &str) -> String {
+    format!("{name}@posts")
+}
+
 /// A read-through cache entry: `<ns>cache:{<escaped key>}`.
 pub(crate) fn cache_key(ns: &str, name: &str, key: &str) -> String {
     let mut k = cache_head(ns, name);

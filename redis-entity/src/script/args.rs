@@ -9,7 +9,7 @@
 
 use super::{
     words::Sink, Call, Script, Words, BOARD, CACHE, CLAIM, FIND_UNIQUE, LAYOUT, MEMORY_POLICY,
-    QUERY, RANK, RELATION, RENAME, REPAIR, SCHEMA, TIMELINE, UNLINK,
+    QUERY, RANK, RELATION, RENAME, REPAIR, SCHEMA, TIMELINE, TIMELINE_ORDER, UNLINK,
 };
 use crate::keyspace::{self, EntityKeys};
 use crate::schema::entity::EntityDesc;
@@ -520,6 +520,33 @@ impl UnlinkPage<'_> {
             .arg(self.entry)
             .arg(self.count.to_string())
             .arg(keyspace::RELATION_REGISTER_SUFFIX)
+    }
+}
+
+/// timeline_order.lua: a post's number on a timeline that pulls.
+#[derive(Debug, Clone)]
+pub(crate) struct TimelineOrder<'a> {
+    /// `KEYS[1..3]`: the sequence, the posts' numbers, the pulled authors.
+    pub keys: [&'a str; 3],
+    /// `ARGV[1]`: the post's member.
+    pub post_member: &'a str,
+    /// `ARGV[2]`: how many numbers are kept.
+    pub keep: usize,
+    /// `ARGV[3]`: the author when its posts are pulled.
+    pub pulled_author: Option<&'a str>,
+}
+
+impl TimelineOrder<'_> {
+    pub(crate) fn call(&self) -> Call<'static> {
+        let [seq, numbers, pulled] = self.keys;
+        TIMELINE_ORDER
+            .call()
+            .key(seq)
+            .key(numbers)
+            .key(pulled)
+            .arg(self.post_member)
+            .arg(self.keep.to_string())
+            .arg(self.pulled_author.unwrap_or(""))
     }
 }
 

@@ -261,6 +261,9 @@ pub(crate) static CLAIM: LazyLock<Script> =
 /// A post pushed onto many owners' timelines, every key checked first.
 pub(crate) static TIMELINE: LazyLock<Script> =
     LazyLock::new(|| Script::new(with_steps(include_str!("lua/timeline.lua"))));
+/// The order of a post on a timeline that pulls (its number, noted).
+pub(crate) static TIMELINE_ORDER: LazyLock<Script> =
+    LazyLock::new(|| Script::new(checking_types(include_str!("lua/timeline_order.lua"))));
 /// A score added on a board bucket, and the bucket's expiry.
 pub(crate) static BOARD: LazyLock<Script> =
     LazyLock::new(|| Script::new(with_steps(include_str!("lua/board.lua"))));

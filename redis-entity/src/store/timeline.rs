@@ -27,7 +27,20 @@ use std::marker::PhantomData;
 pub struct Timeline<O, P> {
     name: &'static str,
     cap: usize,
+    /// Hybrid fan-out: the posts of authors with more followers than this
+    /// are pulled at read time instead of pushed (see
+    /// [`pull_above`](Self::pull_above)).
+    pull: Option<Pull>,
     _p: PhantomData<fn() -> (O, P)>,
+}
+
+/// When a timeline pulls: above how many followers, and the relation's
+/// names (a reader's set of followed authors, an author's followers).
+#[derive(Clone, Copy, Debug)]
+struct Pull {
+    above: usize,
+    following: &'static str,
+    followers: &'static str,
 }
 
 impl<O, P> Clone for Timeline<O, P> {
@@ -39,7 +52,14 @@ impl<O, P> Copy for Timeline<O, P> {}
 
 impl<O, P> std::fmt::Debug for Timeline<O, P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Timeline({}, cap {})", self.name, self.cap)
+        match self.pull {
+            Some(p) => write!(
+                f,
+                "Timeline({}, cap {}, pulls authors above {} {})",
+                self.name, self.cap, p.above, p.followers
+            ),
+            None => write!(f, "Timeline({}, cap {})", self.name, self.cap),
+        }
     }
 }
 
@@ -62,8 +82,44 @@ impl<O: Entity, P> Timeline<O, P> {
         Timeline {
             name,
             cap,
+            pull: None,
             _p: PhantomData,
         }
+    }
+
+    /// Hybrid fan-out: a post by an author with more than `followers`
+    /// followers in `rel` is not pushed onto each follower's list by
+    /// `push_related` (a million followers would be a million writes, seconds
+    /// of server time other clients wait through): it goes to the author's
+    /// own list (`<author key>:<name>@posts`), and a reader's
+    /// [`page`](Timelines::page) merges their pushed list with the own
+    /// lists of the pulled authors they follow, in push order. The page is
+    /// the one a push to everyone would have made, as long as nobody
+    /// followed or unfollowed in between (a reader sees a pulled author's
+    /// posts from before they followed, and none after they unfollowed).
+    /// An author once pulled stays pulled.
+    ///
+    /// Reading costs more with pulled authors: the set of pulled authors
+    /// (`SMEMBERS`), which of them the reader follows (`SMISMEMBER`), then
+    /// one `LRANGE` per followed pulled author and the posts' order
+    /// (`ZMSCORE`) in one pipeline: four round trips before the posts, where
+    /// a timeline that never pulled reads its list in one.
+    ///
+    /// ```
+    /// use redis_entity::relation::{Relation, Timeline};
+    /// # #[derive(redis_entity::RedisEntity)] struct User { #[pk] id: u64, name: String }
+    /// # #[derive(redis_entity::RedisEntity)] struct Post { #[pk] id: u64, text: String }
+    /// const FOLLOWS: Relation<User, User> = Relation::many_to_many("following", "followers");
+    /// const FEED: Timeline<User, Post> = Timeline::new("feed", 800).pull_above(10_000, &FOLLOWS);
+    /// assert_eq!(FEED.pulls_above(), Some(10_000));
+    /// ```
+    pub const fn pull_above(mut self, followers: usize, rel: &Relation<O, O>) -> Self {
+        self.pull = Some(Pull {
+            above: followers,
+            following: rel.name(),
+            followers: rel.reverse(),
+        });
+        self
     }
 }
 
@@ -76,6 +132,15 @@ impl<O, P> Timeline<O, P> {
     /// How many entries a timeline keeps.
     pub const fn cap(&self) -> usize {
         self.cap
+    }
+
+    /// Above how many followers an author's posts are pulled, if the
+    /// timeline pulls (see [`Timeline::pull_above`]).
+    pub const fn pulls_above(&self) -> Option<usize> {
+        match self.pull {
+            Some(p) => Some(p.above),
+            None => None,
+        }
     }
 
     /// The list of `owner` (`<owner key>:<name>`).
@@ -93,6 +158,38 @@ impl<O, P> Timeline<O, P> {
 
 /// How many owners one pipelined push covers.
 pub(crate) const PUSH_BATCH: usize = 1000;
+
+/// A timeline that pulls keeps the numbers of its newest `cap` times this
+/// many posts: an older post met in a list sorts after every numbered one.
+const ORDER_KEPT: usize = 100;
+
+/// The keys a timeline that pulls shares among its owners: its sequence,
+/// its posts' numbers, its pulled authors.
+fn shared_keys<O: Entity, P>(timeline: &Timeline<O, P>, ns: &Namespace) -> [String; 3] {
+    ["seq", "at", "pulled"]
+        .map(|part| keyspace::timeline_shared_key(O::DESC, ns, timeline.name(), part))
+}
+
+/// `entries` (a reader's list, then the pulled authors' own lists, each
+/// newest first) in push order, newest first: by their posts' `numbers`,
+/// an entry without one (older than the numbers kept) after the others in
+/// the order met; the first `want`.
+fn merge_by_number(entries: Vec<String>, numbers: Vec<Option<f64>>, want: usize) -> Vec<String> {
+    let mut keyed: Vec<(f64, usize, String)> = entries
+        .into_iter()
+        .zip(numbers.into_iter().chain(std::iter::repeat(None)))
+        .enumerate()
+        .map(|(i, (m, n))| (n.unwrap_or(f64::NEG_INFINITY), i, m))
+        .collect();
+    keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut seen = std::collections::HashSet::new();
+    keyed
+        .into_iter()
+        .map(|(_, _, m)| m)
+        .filter(|m| seen.insert(m.clone()))
+        .take(want)
+        .collect()
+}
 
 /// What a push writes, but for its owners: the timeline's name and cap,
 /// its entry in an owner's register, the post, and the owners' presence
@@ -140,19 +237,36 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         post: impl IntoPk<P::Pk>,
         owners: impl IntoIterator<Item = impl IntoPk<O::Pk>>,
     ) -> Result<usize> {
-        self.mark_layout().await?;
         let post = &post.into_pk();
+        let owners: Vec<O::Pk> = owners.into_iter().map(IntoPk::into_pk).collect();
+        if timeline.pull.is_some() {
+            self.timeline_order(timeline, &P::member(post), None)
+                .await?;
+        }
+        self.push_onto::<O, P>(timeline.name(), timeline.cap(), post, &owners)
+            .await
+    }
+
+    /// Pushes `post` onto the lists `name` of `owners` (see
+    /// [`Self::timeline_push`]).
+    async fn push_onto<O: Entity, P: Entity>(
+        &self,
+        name: &str,
+        cap: usize,
+        post: &P::Pk,
+        owners: &[O::Pk],
+    ) -> Result<usize> {
+        self.mark_layout().await?;
         let member = P::member(post);
         let entry = keyspace::timeline_entry(P::DESC, &self.ns);
         let presence = keyspace::presence_suffix(O::DESC);
-        let owners: Vec<O::Pk> = owners.into_iter().map(IntoPk::into_pk).collect();
         let keys: Vec<String> = owners
             .iter()
             .map(|o| keyspace::entity_key(O::DESC, &self.ns, &O::member(o)))
             .collect();
         let push = PushOf {
-            name: timeline.name(),
-            cap: timeline.cap(),
+            name,
+            cap,
             entry: &entry,
             post_member: &member,
             presence_suffix: &presence,
@@ -206,9 +320,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// Pushes `post` onto the timelines of everyone related back to `author`
-    /// (a new post goes to every follower): one round trip for the
-    /// followers, one per 1,000 of them for the push. Returns how many
-    /// timelines got the post (followers that expired are skipped).
+    /// (a new post goes to every follower): the followers read in pages,
+    /// one call per 1,000 of them for the push. Returns how many timelines
+    /// got the post (followers that expired are skipped). On a timeline
+    /// that pulls, an author with more followers than its bound gets the
+    /// post on its own list instead, and the count is of its followers.
     pub(crate) async fn timeline_push_related<O: Entity, P: Entity>(
         &self,
         timeline: &Timeline<O, P>,
@@ -218,8 +334,120 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     ) -> Result<usize> {
         let post = &post.into_pk();
         let author = &author.into_pk();
+        let member = P::member(post);
+        let pull = timeline
+            .pull
+            .filter(|p| p.following == rel.name() && p.followers == rel.reverse());
+        if let Some(pull) = pull {
+            let key = super::relation::reverse_key(rel, &self.ns, author);
+            let followers: u64 = self.read_cmd(redis::cmd("SCARD").arg(&key), &key).await?;
+            if followers > pull.above as u64 {
+                let own = keyspace::pulled_posts_name(timeline.name());
+                self.timeline_order(timeline, &member, Some(&O::member(author)))
+                    .await?;
+                self.push_onto::<O, P>(&own, timeline.cap(), post, std::slice::from_ref(author))
+                    .await?;
+                return Ok(usize::try_from(followers).unwrap_or(usize::MAX));
+            }
+        }
         let followers = self.related_back(rel, author).await?;
         self.timeline_push(timeline, post, &followers).await
+    }
+
+    /// Notes the number of `post_member` on a timeline that pulls, and its
+    /// author among the pulled ones when `pulled` (one call, on the keys the
+    /// timeline's owners share).
+    async fn timeline_order<O: Entity, P>(
+        &self,
+        timeline: &Timeline<O, P>,
+        post_member: &str,
+        pulled: Option<&str>,
+    ) -> Result<()> {
+        let keys = shared_keys(timeline, &self.ns);
+        let call = script::args::TimelineOrder {
+            keys: [&keys[0], &keys[1], &keys[2]],
+            post_member,
+            keep: timeline.cap().saturating_mul(ORDER_KEPT),
+            pulled_author: pulled,
+        }
+        .call();
+        let _: Value = script::invoke(&mut self.conn.clone(), &self.sent, &call)
+            .await
+            .map_err(|e| Error::redis(&keys[1], e))?;
+        Ok(())
+    }
+
+    /// The members of `owner`'s first `want` entries, newest first, when
+    /// the timeline pulls and `owner` follows a pulled author: its pushed
+    /// list and the followed pulled authors' own lists merged by the posts'
+    /// numbers, cut to the cap. `None` when a plain read of the list
+    /// answers.
+    async fn merged_entries<O: Entity, P>(
+        &self,
+        timeline: &Timeline<O, P>,
+        owner: &O::Pk,
+        want: usize,
+    ) -> Result<Option<Vec<String>>> {
+        let Some(pull) = timeline.pull else {
+            return Ok(None);
+        };
+        let keys = shared_keys(timeline, &self.ns);
+        let pulled: Vec<String> = self
+            .read_cmd(redis::cmd("SMEMBERS").arg(&keys[2]), &keys[2])
+            .await?;
+        if pulled.is_empty() {
+            return Ok(None);
+        }
+        let owner_key = keyspace::entity_key(O::DESC, &self.ns, &O::member(owner));
+        let following = keyspace::sub_key(&owner_key, pull.following);
+        let flags: Vec<bool> = self
+            .read_cmd(
+                redis::cmd("SMISMEMBER").arg(&following).arg(&pulled),
+                &following,
+            )
+            .await?;
+        let followed: Vec<&String> = pulled
+            .iter()
+            .zip(flags)
+            .filter(|(_, f)| *f)
+            .map(|(a, _)| a)
+            .collect();
+        if followed.is_empty() {
+            return Ok(None);
+        }
+        let want = want.min(timeline.cap());
+        let own = keyspace::pulled_posts_name(timeline.name());
+        let lists: Vec<String> = std::iter::once(keyspace::sub_key(&owner_key, timeline.name()))
+            .chain(
+                followed
+                    .iter()
+                    .map(|a| keyspace::sub_key(&keyspace::entity_key(O::DESC, &self.ns, a), &own)),
+            )
+            .collect();
+        let cmds: Vec<redis::Cmd> = lists
+            .iter()
+            .map(|list| {
+                let mut c = redis::cmd("LRANGE");
+                c.arg(list).arg(0).arg(want.saturating_sub(1));
+                c
+            })
+            .collect();
+        let reads = lists
+            .iter()
+            .zip(&cmds)
+            .map(|(list, cmd)| self.read_cmd::<Vec<String>>(cmd, list));
+        let entries: Vec<String> = futures_util::future::try_join_all(reads)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect();
+        if entries.is_empty() {
+            return Ok(Some(entries));
+        }
+        let numbers: Vec<Option<f64>> = self
+            .read_cmd(redis::cmd("ZMSCORE").arg(&keys[1]).arg(&entries), &keys[1])
+            .await?;
+        Ok(Some(merge_by_number(entries, numbers, want)))
     }
 
     /// How many entries `owner`'s timeline holds (`LLEN`, one round trip;
@@ -230,6 +458,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         owner: impl IntoPk<O::Pk>,
     ) -> Result<u64> {
         let owner = &owner.into_pk();
+        if let Some(merged) = self.merged_entries(timeline, owner, timeline.cap()).await? {
+            return Ok(merged.len() as u64);
+        }
         let key = timeline.key(&self.ns, owner);
         self.read_cmd(redis::cmd("LLEN").arg(&key), &key).await
     }
@@ -247,8 +478,13 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let key = timeline.key(&self.ns, owner);
         let last = offset.saturating_add(n - 1);
+        let want = last.saturating_add(1);
+        if let Some(merged) = self.merged_entries(timeline, owner, want).await? {
+            let page: Vec<String> = merged.into_iter().skip(offset).take(n).collect();
+            return Ok(query::parse_members::<P>(&page));
+        }
+        let key = timeline.key(&self.ns, owner);
         let members: Vec<String> = self
             .read_cmd(redis::cmd("LRANGE").arg(&key).arg(offset).arg(last), &key)
             .await?;
