@@ -271,8 +271,9 @@ async fn a_post_is_pushed_to_every_follower_and_read_back_with_its_posts() {
     assert_eq!(n, 1500);
     assert_eq!(
         trips.take(),
-        3,
-        "followers, then a pipeline checking every key, then one pushing"
+        4,
+        "the followers in two SSCAN pages of about 1,000, then a pipeline checking \
+         every key, then one pushing"
     );
     store.timeline(&PUSHED).push(&2, &[100, 101]).await.unwrap();
     store.timeline(&PUSHED).push(&3, &[100]).await.unwrap();

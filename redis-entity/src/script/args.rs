@@ -1502,12 +1502,12 @@ mod tests {
             with_scores: true,
             per_call: 2000,
             whole: 8000,
-            cursor: "w:0:0".into(),
+            cursor: "w:0:0:0".into(),
         };
         let keys = ["s1", "s2", "z", "p", "ids"];
         let args = [
             "3", "any", "s", "2", "all", "r", "1", "(1.5", "+inf", "none", "z", "1", "[a:", "(a;",
-            "n", "3", "7", "e", "u:", "2", "", ":x", "z", "desc", "1", "2000", "8000", "w:0:0",
+            "n", "3", "7", "e", "u:", "2", "", ":x", "z", "desc", "1", "2000", "8000", "w:0:0:0",
         ];
         assert_encoding(query.call(), &keys, &args);
         let unordered = Query {

@@ -334,11 +334,13 @@ local function page_reply(next_cursor, items, ghosts)
   return out
 end
 
--- The walk of the order's sorted index by rank ('w:<rank>:<found>'), in a
--- score range on it if the query has one, the page growing with what is
--- still wanted; when the walk ends short, the matches without a score
--- ('u:' and a source, as 'd:') follow, unless a range excludes them.
-local function walk_page(at, found)
+-- The walk of the order's sorted index by rank ('w:<rank>:<found>:<size>'),
+-- in a score range on it if the query has one: a page of twice what is
+-- still wanted, growing fourfold after a page that found less than it
+-- wanted (expired entities in front), up to `budget`; when the walk ends
+-- short, the matches without a score ('u:' and a source, as 'd:') follow,
+-- unless a range excludes them.
+local function walk_page(at, found, size)
   local min, max, ranged = '-inf', '+inf', false
   for _, g in ipairs(groups) do
     if g.source == 'r' and g.op == 'all' then
@@ -360,7 +362,7 @@ local function walk_page(at, found)
     first, total = range_span('r', { key = order_key, min = min, max = max })
   end
   local want = offset + limit - found
-  local n = math.min(budget, math.max(16, 2 * want))
+  local n = math.min(budget, math.max(16, 2 * want, size))
   local last = math.min(at + n, total) - 1
   local ghosts, items = {}, {}
   if at <= last then
@@ -371,9 +373,11 @@ local function walk_page(at, found)
     local got = #live > 0 and call('ZMSCORE', order_key, unpack(live)) or {}
     for i, m in ipairs(live) do items[#items + 1] = m; items[#items + 1] = got[i] or 'nan' end
   end
-  found = found + #items / 2
+  local got = #items / 2
+  found = found + got
   if last + 1 < total and found < offset + limit then
-    return page_reply('w:' .. (last + 1) .. ':' .. found, items, ghosts)
+    local next_size = got < want and math.min(budget, n * 4) or n
+    return page_reply('w:' .. (last + 1) .. ':' .. found .. ':' .. next_size, items, ghosts)
   end
   if ranged or found >= offset + limit then return page_reply('', items, ghosts) end
   local g, p = choose_source()
@@ -383,8 +387,8 @@ end
 local function paged(c)
   local kind, rest = string.sub(c, 1, 1), string.sub(c, 3)
   if kind == 'w' then
-    local at, found = string.match(rest, '^(%d+):(%d+)$')
-    return walk_page(tonumber(at), tonumber(found))
+    local at, found, size = string.match(rest, '^(%d+):(%d+):(%d+)$')
+    return walk_page(tonumber(at), tonumber(found), tonumber(size))
   end
   local g, p, pos = string.match(rest, '^(%d+):(%d+):(.*)$')
   g, p = tonumber(g), tonumber(p)
@@ -424,7 +428,7 @@ if budget > 0 and cursor == '' then
       return sized({ 0, size_of(groups[1]) })
     end
     if order_key ~= '' and limit > 0 and not lex then
-      cursor = 'w:0:0'
+      cursor = 'w:0:0:0'
     else
       local g, p = choose_source()
       if g then cursor = 'd:' .. g .. ':' .. p .. ':0' end
