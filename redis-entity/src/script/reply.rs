@@ -234,30 +234,44 @@ pub(crate) fn query_page(reply: Value) -> std::result::Result<QueryPage, String>
     let Value::Array(mut items) = reply else {
         return Err(format!("{reply:?}"));
     };
-    let text = |v: Value| match v {
-        Value::BulkString(b) => String::from_utf8(b).map_err(|e| e.to_string()),
-        other => Err(format!("{other:?}")),
-    };
     items.pop();
-    let cursor = text(items.pop().unwrap_or(Value::Nil))?;
+    let cursor = bulk_text(items.pop().unwrap_or(Value::Nil))?;
     let nghosts = match items.pop() {
-        Some(Value::Int(n)) if n >= 0 && n as usize <= items.len() => n as usize,
+        Some(Value::Int(n)) => n as usize,
         other => return Err(format!("ghost count {other:?}")),
     };
-    let ghosts = items
-        .split_off(items.len() - nghosts)
-        .into_iter()
-        .map(text)
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    let matches = items
-        .into_iter()
-        .map(text)
-        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let (matches, ghosts) = members_and_ghosts(items, nghosts)?;
     Ok(QueryPage {
         matches,
         ghosts,
         cursor,
     })
+}
+
+/// A bulk string's text.
+fn bulk_text(v: Value) -> std::result::Result<String, String> {
+    match v {
+        Value::BulkString(b) => String::from_utf8(b).map_err(|e| e.to_string()),
+        other => Err(format!("{other:?}")),
+    }
+}
+
+/// The members of a query.lua reply, then its last `nghosts` (the ghosts),
+/// as texts.
+fn members_and_ghosts(
+    mut items: Vec<Value>,
+    nghosts: usize,
+) -> std::result::Result<(Vec<String>, Vec<String>), String> {
+    if nghosts > items.len() {
+        return Err(format!("{nghosts} ghosts in a reply of {}", items.len()));
+    }
+    let texts = |vs: Vec<Value>| {
+        vs.into_iter()
+            .map(bulk_text)
+            .collect::<std::result::Result<Vec<_>, _>>()
+    };
+    let ghosts = texts(items.split_off(items.len() - nghosts))?;
+    Ok((texts(items)?, ghosts))
 }
 
 /// query.lua's reply, `{page members..., ghosts..., ghost count, total}`,
@@ -287,22 +301,7 @@ pub(crate) fn query(reply: Value) -> std::result::Result<QueryReply, String> {
         Some(Value::Int(n)) => n as usize,
         other => return Err(format!("{other:?}")),
     };
-    if nghosts > items.len() {
-        return Err(format!("{nghosts} ghosts in a reply of {}", items.len()));
-    }
-    let text = |v: Value| match v {
-        Value::BulkString(b) => String::from_utf8(b).map_err(|e| e.to_string()),
-        other => Err(format!("{other:?}")),
-    };
-    let ghosts = items
-        .split_off(items.len() - nghosts)
-        .into_iter()
-        .map(text)
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    let page = items
-        .into_iter()
-        .map(text)
-        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let (page, ghosts) = members_and_ghosts(items, nghosts)?;
     Ok(QueryReply {
         page,
         ghosts,

@@ -197,7 +197,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// slots of a cluster as [`Self::unlink_away`] does. An error stops it
     /// with the rest of the set still listed: the same delete's entity is
     /// gone, and `verify` reports the members left on the other sides.
-    async fn unlink_in_pages(&self, member: &str, renamed: &str, entry: &str) -> Result<()> {
+    pub(crate) async fn unlink_in_pages(
+        &self,
+        member: &str,
+        renamed: &str,
+        entry: &str,
+    ) -> Result<()> {
         loop {
             let call = script::args::UnlinkPage {
                 renamed,

@@ -607,8 +607,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         for (member, left) in &away {
             let (sides, pending) = across::split_pending(left);
             for (renamed, entry) in &pending {
-                let pair = [(format!("@unlinking\n{renamed}"), entry.clone())];
-                Box::pin(self.unlink_away(member, &pair)).await?;
+                Box::pin(self.unlink_in_pages(member, renamed, entry)).await?;
             }
             calls.extend(across::unlink_calls(member, &sides));
         }

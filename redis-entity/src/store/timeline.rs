@@ -99,11 +99,12 @@ impl<O: Entity, P> Timeline<O, P> {
     /// posts from before they followed, and none after they unfollowed).
     /// An author once pulled stays pulled.
     ///
-    /// Reading costs more with pulled authors: the set of pulled authors
-    /// (`SMEMBERS`), which of them the reader follows (`SMISMEMBER`), then
-    /// one `LRANGE` per followed pulled author and the posts' order
-    /// (`ZMSCORE`) in one pipeline: four round trips before the posts, where
-    /// a timeline that never pulled reads its list in one.
+    /// Reading costs more with pulled authors: the reader's list and the
+    /// set of pulled authors (`SMEMBERS`) in one round trip, which answers
+    /// when the reader follows none; otherwise which of them the reader
+    /// follows (`SMISMEMBER`), one `LRANGE` per followed pulled author, all
+    /// at once, and the posts' order (`ZMSCORE`): four round trips before the
+    /// posts, where a timeline that does not pull reads its list in one.
     ///
     /// ```
     /// use redis_entity::relation::{Relation, Timeline};
@@ -377,11 +378,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         Ok(())
     }
 
-    /// The members of `owner`'s first `want` entries, newest first, when
-    /// the timeline pulls and `owner` follows a pulled author: its pushed
-    /// list and the followed pulled authors' own lists merged by the posts'
-    /// numbers, cut to the cap. `None` when a plain read of the list
-    /// answers.
+    /// The members of `owner`'s first `want` entries, newest first, on a
+    /// timeline that pulls: its pushed list, read with the set of pulled
+    /// authors (one round trip), merged by the posts' numbers with the own
+    /// lists of the pulled authors it follows, cut to the cap. `None` on a
+    /// timeline that does not pull (a plain read of the list answers).
     async fn merged_entries<O: Entity, P>(
         &self,
         timeline: &Timeline<O, P>,
@@ -391,14 +392,24 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let Some(pull) = timeline.pull else {
             return Ok(None);
         };
+        let want = want.min(timeline.cap());
         let keys = shared_keys(timeline, &self.ns);
-        let pulled: Vec<String> = self
-            .read_cmd(redis::cmd("SMEMBERS").arg(&keys[2]), &keys[2])
-            .await?;
-        if pulled.is_empty() {
-            return Ok(None);
-        }
         let owner_key = keyspace::entity_key(O::DESC, &self.ns, &O::member(owner));
+        let list = keyspace::sub_key(&owner_key, timeline.name());
+        let range = |key: &str| {
+            let mut c = redis::cmd("LRANGE");
+            c.arg(key).arg(0).arg(want.saturating_sub(1));
+            c
+        };
+        let (own_range, members) = (range(&list), redis::cmd("SMEMBERS").arg(&keys[2]).clone());
+        let (mut entries, pulled): (Vec<String>, Vec<String>) = futures_util::future::try_join(
+            self.read_cmd(&own_range, &list),
+            self.read_cmd(&members, &keys[2]),
+        )
+        .await?;
+        if pulled.is_empty() {
+            return Ok(Some(entries));
+        }
         let following = keyspace::sub_key(&owner_key, pull.following);
         let flags: Vec<bool> = self
             .read_cmd(
@@ -406,41 +417,27 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 &following,
             )
             .await?;
-        let followed: Vec<&String> = pulled
+        let own = keyspace::pulled_posts_name(timeline.name());
+        let lists: Vec<String> = pulled
             .iter()
             .zip(flags)
             .filter(|(_, f)| *f)
-            .map(|(a, _)| a)
+            .map(|(a, _)| keyspace::sub_key(&keyspace::entity_key(O::DESC, &self.ns, a), &own))
             .collect();
-        if followed.is_empty() {
-            return Ok(None);
+        if lists.is_empty() {
+            return Ok(Some(entries));
         }
-        let want = want.min(timeline.cap());
-        let own = keyspace::pulled_posts_name(timeline.name());
-        let lists: Vec<String> = std::iter::once(keyspace::sub_key(&owner_key, timeline.name()))
-            .chain(
-                followed
-                    .iter()
-                    .map(|a| keyspace::sub_key(&keyspace::entity_key(O::DESC, &self.ns, a), &own)),
-            )
-            .collect();
-        let cmds: Vec<redis::Cmd> = lists
-            .iter()
-            .map(|list| {
-                let mut c = redis::cmd("LRANGE");
-                c.arg(list).arg(0).arg(want.saturating_sub(1));
-                c
-            })
-            .collect();
+        let cmds: Vec<redis::Cmd> = lists.iter().map(|l| range(l)).collect();
         let reads = lists
             .iter()
             .zip(&cmds)
             .map(|(list, cmd)| self.read_cmd::<Vec<String>>(cmd, list));
-        let entries: Vec<String> = futures_util::future::try_join_all(reads)
-            .await?
-            .into_iter()
-            .flatten()
-            .collect();
+        entries.extend(
+            futures_util::future::try_join_all(reads)
+                .await?
+                .into_iter()
+                .flatten(),
+        );
         if entries.is_empty() {
             return Ok(Some(entries));
         }

@@ -16,20 +16,10 @@ local head, tail, other = string.match(ARGV[2], '^(.-)\n(.-)\n([^\n]*)')
 -- At most 4,000 a page: Lua's unpack takes no more (the SREM below).
 local taken = call('SRANDMEMBER', KEYS[1], math.min(tonumber(ARGV[3]), 4000))
 
--- Whether this call may write a side (as `local_side` in
--- lua/write_prelude.lua: on one server always; on a cluster in the
--- entity's slot, never under a shard mark).
-local entity = KEYS[1]
-local function local_side(theirs)
-  if string.find(head, '\31', 1, true) then return false end
-  if not string.find(entity, '{', 1, true) then return true end
-  return slot_tag(theirs) == slot_tag(entity)
-end
-
 local out = { 0 }
 for _, m in ipairs(taken) do
   local theirs = head .. m .. tail
-  if local_side(theirs) then
+  if side_in_slot(KEYS[1], head, theirs) then
     -- A side of the wrong type (written around the library) is skipped,
     -- not allowed to stop the unlinking of every other: `verify` reports it.
     local set, register = theirs .. ':' .. other, theirs .. ARGV[4]

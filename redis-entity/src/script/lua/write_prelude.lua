@@ -208,15 +208,9 @@ local function begin(keys, args, first)
   return w
 end
 
--- Whether this script may write `head .. m .. tail`: always on one server
--- (where keys carry no hash tag, or the namespace's one); on a cluster
--- (every key has a tag: `user:{9}`, `{user:3}:user:9`) only a key of this
--- entity's slot, and never one whose head holds the shard mark (byte 31:
--- its shard is the client's to compute).
+-- Whether this script may write `head .. m .. tail` (lua/slot_tag.lua).
 local function local_side(w, head, theirs)
-  if string.find(head, '\31', 1, true) then return false end
-  if not string.find(w.K[1], '{', 1, true) then return true end
-  return slot_tag(theirs) == slot_tag(w.K[1])
+  return side_in_slot(w.K[1], head, theirs)
 end
 
 -- A relation set of more members than this is not walked by a delete or
