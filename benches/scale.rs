@@ -209,10 +209,25 @@ impl Side {
             .unwrap();
     }
 
+    /// The top-level calls the server ran so far, as far as it can tell:
+    /// its script calls (`FCALL`, `EVALSHA`, .. are never run inside
+    /// another call), or, when there were none, every command it ran.
+    async fn calls(&self) -> (f64, f64) {
+        let scripts = self
+            .command_times()
+            .await
+            .iter()
+            .filter(|(c, _, _)| c.starts_with("fcall") || c.starts_with("eval"))
+            .map(|(_, calls, _)| calls)
+            .sum();
+        let all = Self::field(&self.info("stats").await, "total_commands_processed:");
+        (scripts, all)
+    }
+
     /// The slow log since the last reset: the longest call in µs (0 when
-    /// none took 1 ms), how many took more than 10 ms, and that call's
-    /// command.
-    async fn slowest(&self) -> (f64, u64, String) {
+    /// none took 1 ms), how many took more than 10 ms, that call's command,
+    /// and every logged call's µs, longest first.
+    async fn slowest(&self) -> (f64, u64, String, Vec<f64>) {
         let entries: Vec<redis::Value> = redis::cmd("SLOWLOG")
             .arg("GET")
             .arg(-1)
@@ -220,6 +235,7 @@ impl Side {
             .await
             .unwrap();
         let (mut longest, mut over, mut what) = (0.0, 0, String::new());
+        let mut logged = Vec::new();
         for e in entries {
             let redis::Value::Array(fields) = e else {
                 continue;
@@ -241,6 +257,7 @@ impl Side {
                 .get(2)
                 .and_then(|v| redis::from_redis_value::<i64>(v.clone()).ok())
                 .unwrap_or(0) as f64;
+            logged.push(micros);
             if micros > 10_000.0 {
                 over += 1;
             }
@@ -249,7 +266,8 @@ impl Side {
                 what = words.first().cloned().unwrap_or_default();
             }
         }
-        (longest, over, what)
+        logged.sort_by(|a, b| b.total_cmp(a));
+        (longest, over, what, logged)
     }
 
     fn c(&self) -> Conn {
@@ -566,6 +584,17 @@ impl Results {
         self.rows[row].1[size] = Some(v);
     }
 
+    /// Writes the figures as JSON (`{"sizes": [..], "rows": [[name,
+    /// [value or null, ..]], ..]}`) to `benches/results/scale.json`, which
+    /// the charts bench draws from (`cargo bench --bench charts`).
+    fn save(&self) {
+        let json = serde_json::json!({ "sizes": self.sizes, "rows": self.rows });
+        let dir = std::path::Path::new("benches/results");
+        std::fs::create_dir_all(dir).unwrap();
+        let text = serde_json::to_string_pretty(&json).unwrap();
+        std::fs::write(dir.join("scale.json"), text).unwrap();
+    }
+
     fn print(&self) {
         let label = |n: u64| match n {
             n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
@@ -652,6 +681,9 @@ async fn main() {
         let secs = t.elapsed().as_secs_f64();
         results.put(i, "bench time at this size, s", secs);
         println!("\n(size {n}: {secs:.1} s)\n");
+        if !quick {
+            results.save();
+        }
     }
     println!(
         "\n## Scale, every size (whole run {:.1} s)\n",
@@ -939,17 +971,21 @@ async fn run_size(res: &mut Results, si: usize, shape: Shape, samples: u64) {
     drop(report);
 
     let start = Start::now(&fw).await;
-    let keys = store.keys().scan("user:*").await.unwrap();
+    let mut pages = store.keys().scan_pages("user:*");
+    let mut found = 0u64;
+    while let Some(page) = pages.next_page().await.unwrap() {
+        found += page.len() as u64;
+    }
     let m = start.finish(&fw).await;
-    let held: usize = keys.iter().map(|k| k.capacity() + 24).sum();
-    println!(
-        "(keys().scan(\"user:*\") returned {} keys, {} of strings; its peak includes them)",
-        keys.len(),
-        mib(held as f64)
+    assert!(found >= n, "every user's key met: {found}");
+    phase(
+        res,
+        &mut table,
+        si,
+        "keys().scan_pages(\"user:*\")",
+        found,
+        m,
     );
-    let found = keys.len() as u64;
-    drop(keys);
-    phase(res, &mut table, si, "keys().scan(\"user:*\")", found, m);
 
     let start = Start::now(&fw).await;
     let mut walk = store.query::<User>().scan(1000);
@@ -1073,8 +1109,8 @@ async fn run_size(res: &mut Results, si: usize, shape: Shape, samples: u64) {
 
     celebrity::run(res, &mut table, si, &fw, store, n).await;
 
-    println!("\n| phase | items | time s | items/s | server CPU s | client CPU s | client peak heap above baseline | longest call ms (command) | calls over 10 ms |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("\n| phase | items | time s | items/s | server CPU s | client CPU s | client peak heap above baseline | p99.9 call ms | longest call ms (command) | calls over 10 ms |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in table {
         println!("{row}");
     }
@@ -1120,13 +1156,16 @@ struct Start {
     heap: isize,
     server: f64,
     client: f64,
+    calls: (f64, f64),
 }
 
 impl Start {
     async fn now(side: &Side) -> Start {
         side.slow_reset().await;
         let server = side.cpu_s().await;
+        let calls = side.calls().await;
         Start {
+            calls,
             heap: heap_baseline(),
             server,
             client: client_cpu_s(),
@@ -1138,7 +1177,15 @@ impl Start {
         let secs = self.t.elapsed().as_secs_f64();
         let (peak, client) = (heap_peak_above(self.heap), client_cpu_s() - self.client);
         let cpu = side.cpu_s().await - self.server;
-        let (longest, over, slowest) = side.slowest().await;
+        let (longest, over, slowest, logged) = side.slowest().await;
+        let (scripts, all) = side.calls().await;
+        // The bench's own reads in between (INFO, CONFIG, SLOWLOG) are a
+        // handful: the library's calls are the rest.
+        let calls = if scripts > self.calls.0 {
+            scripts - self.calls.0
+        } else {
+            (all - self.calls.1 - 4.0).max(1.0)
+        };
         Measured {
             secs,
             peak,
@@ -1147,6 +1194,8 @@ impl Start {
             longest,
             over,
             slowest,
+            p999: p999_of(&logged, calls),
+            calls,
         }
     }
 }
@@ -1163,6 +1212,20 @@ struct Measured {
     longest: f64,
     over: u64,
     slowest: String,
+    /// The 99.9th percentile of the phase's calls (µs; 0: under 1 ms), of
+    /// `calls` calls.
+    p999: f64,
+    calls: f64,
+}
+
+/// The 99.9th percentile of `calls` calls of which `logged` (longest first)
+/// took 1 ms or more, the others less (0 then): the call at rank
+/// ceil(calls / 1000) from the top. (`calls` counts the script calls when
+/// there are any, a lower bound where the library also sent commands: so
+/// the true percentile is at most this.)
+fn p999_of(logged: &[f64], calls: f64) -> f64 {
+    let rank = (calls / 1000.0).ceil().max(1.0) as usize;
+    logged.get(rank - 1).copied().unwrap_or(0.0)
 }
 
 /// Records a phase's figures, and its row in `table`.
@@ -1175,12 +1238,19 @@ fn phase(res: &mut Results, table: &mut Vec<String>, si: usize, name: &str, n: u
         longest,
         over,
         slowest,
+        p999,
+        calls,
     } = m;
     let longest_ms = longest / 1e3;
     table.push(format!(
-        "| {name} | {n} | {secs:.2} | {:.0} | {cpu:.2} | {client:.2} | {} | {} | {over} |",
+        "| {name} | {n} | {secs:.2} | {:.0} | {cpu:.2} | {client:.2} | {} | {} | {} | {over} of {calls:.0} |",
         n as f64 / secs,
         mib(peak),
+        if p999 > 0.0 {
+            format!("{:.1}", p999 / 1e3)
+        } else {
+            "< 1".into()
+        },
         if longest > 0.0 {
             format!("{longest_ms:.1} ({slowest})")
         } else {
@@ -1188,6 +1258,7 @@ fn phase(res: &mut Results, table: &mut Vec<String>, si: usize, name: &str, n: u
         }
     ));
     res.put(si, &format!("{name}: longest call ms"), longest_ms);
+    res.put(si, &format!("{name}: p99.9 call ms"), p999 / 1e3);
     res.put(si, &format!("{name}: calls over 10 ms"), over as f64);
     res.put(si, &format!("{name}: total s"), secs);
     res.put(si, &format!("{name}: items/s"), n as f64 / secs);

@@ -53,6 +53,16 @@ fn crud<C: redis::aio::ConnectionLike + Clone + Send + Sync>(server: &Target, st
     assert!(store.save(&user(1)).unwrap());
     let keys = store.keys().of::<User>(1);
     assert_eq!(server.keys(), [keys.base.clone(), keys.maps[0].clone()]);
+    // The paged walk of the keyspace, key by key as an iterator.
+    let mut walked: Vec<String> = store
+        .keys()
+        .scan_pages("user:*")
+        .collect::<redis_entity::Result<_>>()
+        .unwrap();
+    walked.sort();
+    // (`server.keys()` leaves out the type's schema record.)
+    walked.retain(|k| !k.ends_with("@schema"));
+    assert_eq!(walked, server.keys());
     if !server.is_cluster() {
         assert_eq!(server.keys(), ["user:1", "user:1:settings"]);
     } else {

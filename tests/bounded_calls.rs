@@ -105,6 +105,16 @@ async fn every_query_shape_reads_the_same_in_pages() {
     same!(paged, whole, |s| s
         .query::<Item>()
         .any(Item::TAGS, ["k1", "k2"]));
+    // Values whose members overlap: a paged count meets each member once.
+    let odd_or_k3 = same!(paged, whole, |s| s
+        .query::<Item>()
+        .any(Item::TAGS, ["odd", "k3"]));
+    let expected = (1..=ITEMS).filter(|id| id % 2 == 1 || id % 7 == 3).count();
+    assert_eq!(odd_or_k3.len(), expected);
+    let every = same!(paged, whole, |s| s
+        .query::<Item>()
+        .any(Item::TAGS, ["k0", "all", "odd"]));
+    assert_eq!(every.len() as u64, ITEMS);
     let even = same!(paged, whole, |s| s
         .query::<Item>()
         .none(Item::TAGS, ["odd"]));

@@ -92,6 +92,13 @@ async fn single_entity_operations_run_on_a_cluster() {
     assert_eq!(seen, (0..20).collect());
     let keys = store.keys().scan("user:*").await.unwrap();
     assert_eq!(keys.len(), 40, "20 profiles and their settings: {keys:?}");
+    // The same walk a page at a time, every master in turn.
+    let mut pages = store.keys().scan_pages("user:*");
+    let mut paged = BTreeSet::new();
+    while let Some(page) = pages.next_page().await.unwrap() {
+        paged.extend(page);
+    }
+    assert_eq!(paged.into_iter().collect::<Vec<_>>(), keys);
     for id in 0..20u64 {
         assert!(store.delete::<Profile>(&id).await.unwrap());
     }

@@ -271,9 +271,9 @@ async fn a_post_is_pushed_to_every_follower_and_read_back_with_its_posts() {
     assert_eq!(n, 1500);
     assert_eq!(
         trips.take(),
-        4,
-        "the followers in two SSCAN pages of about 1,000, then a pipeline checking \
-         every key, then one pushing"
+        2 + 6 + 6,
+        "the followers in two SSCAN pages of about 1,000, then six calls checking \
+         250 owners' keys each, then six pushing, one call at a time"
     );
     store.timeline(&PUSHED).push(&2, &[100, 101]).await.unwrap();
     store.timeline(&PUSHED).push(&3, &[100]).await.unwrap();

@@ -115,7 +115,7 @@ pub use store::observe::Metrics;
 pub use store::query::{Query, Term};
 pub use store::scan::Scan;
 pub use store::{board, migrate, relayout};
-pub use store::{Expiry, Keys, Store, StoreBuilder, Transaction, Update};
+pub use store::{Expiry, KeyScan, Keys, Store, StoreBuilder, Transaction, Update};
 
 /// Relations between entities kept on both sides (follows / followed by), and
 /// pushed timelines.

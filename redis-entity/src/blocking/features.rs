@@ -146,6 +146,16 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync> Handle<'s, Keys<'s, C>, C> {
         self.inner.explain_save(entity)
     }
 
+    /// See [`crate::Keys::scan_pages`].
+    pub fn scan_pages(&self, pattern: &str) -> super::KeyScan<'s, C> {
+        super::KeyScan {
+            store: self.store,
+            inner: self.inner.scan_pages(pattern),
+            page: Vec::new().into_iter(),
+            done: false,
+        }
+    }
+
     blocking! { "crate::Keys";
         check_layout[]() -> Result<()>;
         scan[](pattern: &str) -> Result<Vec<String>>;

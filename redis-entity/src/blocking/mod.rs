@@ -46,7 +46,7 @@ mod scan;
 pub use builder::StoreBuilder;
 pub use cache::Cache;
 pub use features::Handle;
-pub use scan::Scan;
+pub use scan::{KeyScan, Scan};
 
 /// Saves, loads and deletes entities without async.
 ///

@@ -65,3 +65,55 @@ impl<E: Entity, C: ConnectionLike + Clone + Send + Sync> Iterator for Scan<'_, E
         }
     }
 }
+
+/// The keys matching a `SCAN` pattern, a page at a time (see
+/// [`crate::KeyScan`]): page by page with [`next_page`](Self::next_page), or
+/// key by key as an iterator, which reads a page when it needs one.
+///
+/// ```no_run
+/// # fn run(store: redis_entity::blocking::Store) -> redis_entity::Result<()> {
+/// for key in store.keys().scan_pages("user:*") {
+///     println!("{}", key?);
+/// }
+/// # Ok(()) }
+/// ```
+pub struct KeyScan<'s, C> {
+    pub(super) store: &'s Store<C>,
+    pub(super) inner: crate::store::KeyScan<'s, C>,
+    /// What is left of the page the iterator is on; `done` after a failed
+    /// page or the last one.
+    pub(super) page: std::vec::IntoIter<String>,
+    pub(super) done: bool,
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> KeyScan<'_, C> {
+    /// See [`crate::KeyScan::next_page`].
+    pub fn next_page(&mut self) -> Result<Option<Vec<String>>> {
+        self.store.run(self.inner.next_page())
+    }
+}
+
+impl<C: ConnectionLike + Clone + Send + Sync> Iterator for KeyScan<'_, C> {
+    type Item = Result<String>;
+
+    /// The next key; a failed page read is one error, after which the walk
+    /// ends.
+    fn next(&mut self) -> Option<Result<String>> {
+        loop {
+            if let Some(k) = self.page.next() {
+                return Some(Ok(k));
+            }
+            if self.done {
+                return None;
+            }
+            match self.next_page() {
+                Ok(Some(page)) => self.page = page.into_iter(),
+                Ok(None) => self.done = true,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}

@@ -201,6 +201,8 @@ pub(crate) struct QueryPage {
     pub matches: Vec<String>,
     /// Members met whose entity has expired.
     pub ghosts: Vec<String>,
+    /// How many matches the page found (a count's page returns only this).
+    pub counted: u64,
     /// The cursor of the next page; empty when this was the last.
     pub cursor: String,
 }
@@ -236,6 +238,10 @@ pub(crate) fn query_page(reply: Value) -> std::result::Result<QueryPage, String>
     };
     items.pop();
     let cursor = bulk_text(items.pop().unwrap_or(Value::Nil))?;
+    let counted = match items.pop() {
+        Some(Value::Int(n)) => u64::try_from(n).map_err(|e| e.to_string())?,
+        other => return Err(format!("match count {other:?}")),
+    };
     let nghosts = match items.pop() {
         Some(Value::Int(n)) => n as usize,
         other => return Err(format!("ghost count {other:?}")),
@@ -244,6 +250,7 @@ pub(crate) fn query_page(reply: Value) -> std::result::Result<QueryPage, String>
     Ok(QueryPage {
         matches,
         ghosts,
+        counted,
         cursor,
     })
 }

@@ -2,6 +2,7 @@
 //! the namespace's layout marker, the keys of one entity, and a SCAN of the
 //! keyspace for looking at what was written.
 
+use super::key_scan::KeyScan;
 use super::Store;
 use crate::error::{Error, Result};
 use crate::keyspace::EntityKeys;
@@ -134,6 +135,8 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync> Keys<'s, C> {
     /// looking at what the store wrote (`store.keys().scan("user:*")`).
     /// SCAN, never KEYS: it does not block the server, and costs one round
     /// trip per 1,000 keys looked at; on a cluster, every master's keys.
+    /// It collects every key it meets: for a keyspace of any size, walk it
+    /// a page at a time with [`scan_pages`](Self::scan_pages).
     pub async fn scan(&self, pattern: &str) -> Result<Vec<String>> {
         let mut keys = std::collections::BTreeSet::new();
         self.store
@@ -144,5 +147,21 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync> Keys<'s, C> {
             )
             .await?;
         Ok(keys.into_iter().collect())
+    }
+
+    /// The keys matching a SCAN `pattern`, a page at a time (one `SCAN`
+    /// round trip each, on every master of a cluster in turn): the walk
+    /// holds one page, whatever the number of keys.
+    ///
+    /// ```no_run
+    /// # async fn run(store: redis_entity::Store) -> redis_entity::Result<()> {
+    /// let mut pages = store.keys().scan_pages("user:*");
+    /// while let Some(keys) = pages.next_page().await? {
+    ///     println!("{} keys", keys.len());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn scan_pages(&self, pattern: &str) -> KeyScan<'s, C> {
+        KeyScan::new(self.store, pattern)
     }
 }

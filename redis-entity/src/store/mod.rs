@@ -13,6 +13,7 @@ pub mod cache;
 pub(crate) mod connect;
 mod expiry;
 mod id_sets;
+mod key_scan;
 mod keys;
 mod lookup;
 pub(crate) mod maintenance;
@@ -33,6 +34,7 @@ mod update;
 
 pub use builder::StoreBuilder;
 pub use expiry::Expiry;
+pub use key_scan::KeyScan;
 pub use keys::Keys;
 pub use transaction::Transaction;
 pub use update::Update;
@@ -1009,7 +1011,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// One SCAN page of the keys matching `pattern`, from `cursor`, on the
     /// node serving `hint` (one of [`node_hints`](Self::node_hints)): the
     /// next cursor and the keys.
-    async fn scan_page(
+    pub(crate) async fn scan_page(
         &self,
         hint: Option<&str>,
         cursor: u64,

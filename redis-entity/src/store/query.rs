@@ -816,7 +816,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let reply: Value = script::invoke(&mut self.reader(), self.reader_sent(), &call.call())
             .await
             .map_err(|e| Error::redis(&keyspace::ids_key(E::DESC, ns), e))?;
-        let mut answer = self.answer_of::<E>(call, spec, with_scores, reply).await?;
+        let mut answer = self
+            .answer_of::<E>(call, spec, count_only, with_scores, reply)
+            .await?;
         let sweeps = self.ghost_sweeps::<E>(ns, &mut answer);
         if !sweeps.is_empty() {
             Box::pin(self.write_many(&sweeps)).await?;
@@ -831,6 +833,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         &self,
         mut call: crate::script::args::Query,
         spec: &query::Spec,
+        count_only: bool,
         with_scores: bool,
         mut reply: Value,
     ) -> Result<query::Answer> {
@@ -844,7 +847,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             return query::parse_reply(E::DESC, spec, with_scores, reply);
         }
         let key = call.ids_set.clone();
-        let mut pages = crate::plan::pages::Pages::new(spec.order.is_some());
+        let mut pages = crate::plan::pages::Pages::new(spec.order.is_some(), count_only);
         loop {
             let page =
                 script::reply::query_page(reply).map_err(|detail| Error::UnexpectedReply {
@@ -961,7 +964,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let mut sweeps = Vec::new();
         // A shard's paged answer goes on page by page in its own slot.
         for ((space, query), reply) in spaces.iter().zip(queries).zip(replies) {
-            let mut answer = Box::pin(self.answer_of::<E>(query, spec, with_scores, reply)).await?;
+            let mut answer =
+                Box::pin(self.answer_of::<E>(query, spec, count_only, with_scores, reply)).await?;
             sweeps.extend(self.ghost_sweeps::<E>(space, &mut answer));
             answers.push(answer);
         }

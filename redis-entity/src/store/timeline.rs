@@ -158,7 +158,7 @@ impl<O, P> Timeline<O, P> {
 }
 
 /// How many owners one pipelined push covers.
-pub(crate) const PUSH_BATCH: usize = 1000;
+pub(crate) const PUSH_BATCH: usize = 250;
 
 /// A timeline that pulls keeps the numbers of its newest `cap` times this
 /// many posts: an older post met in a list sorts after every numbered one.
@@ -225,12 +225,12 @@ impl PushOf<'_> {
 
 impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// Pushes `post` onto the timeline of every owner, newest first, capped:
-    /// one atomic script call per 1,000 owners, all in one pipeline (on a
-    /// cluster, one pipeline per slot among them, the slots concurrently).
-    /// Owners that do not exist are skipped; returns how many timelines got
-    /// the post. Every owner's list and register is checked before the
-    /// first write (with more than 1,000 owners, in a first pipeline of
-    /// checking calls), so a key of the wrong type fails the push with
+    /// one atomic script call per 250 owners, one call at a time so that
+    /// other clients' calls run in between (on a cluster, per slot among
+    /// them, the slots concurrently). Owners that do not exist are skipped;
+    /// returns how many timelines got the post. Every owner's list and
+    /// register is checked before the first write (with more than 250
+    /// owners, in a first round of checking calls), so a key of the wrong type fails the push with
     /// [`Error::WrongType`] naming it and nothing pushed.
     pub(crate) async fn timeline_push<O: Entity, P: Entity>(
         &self,
@@ -294,10 +294,21 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                             .map(|chunk| push.call(check_only, chunk))
                             .collect();
                         async move {
-                            let replies =
-                                script::invoke_all(&mut self.conn.clone(), &self.sent, &calls)
-                                    .await
-                                    .map_err(|e| Error::redis(&group[0], e))?;
+                            // One call at a time, not pipelined: Redis runs a
+                            // client's pipelined calls back to back, so a
+                            // pipeline of the whole fan-out would hold every
+                            // other client for all of it.
+                            let mut replies = Vec::with_capacity(calls.len());
+                            for call in &calls {
+                                let reply = script::invoke_all(
+                                    &mut self.conn.clone(),
+                                    &self.sent,
+                                    std::slice::from_ref(call),
+                                )
+                                .await
+                                .map_err(|e| Error::redis(&group[0], e))?;
+                                replies.extend(reply);
+                            }
                             // The group's count on its first owner: per_slot
                             // hands results back per item.
                             let mut counts = vec![0; group.len()];
@@ -322,7 +333,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
     /// Pushes `post` onto the timelines of everyone related back to `author`
     /// (a new post goes to every follower): the followers read in pages,
-    /// one call per 1,000 of them for the push. Returns how many timelines
+    /// one call per 250 of them for the push, one call at a time. Returns how many timelines
     /// got the post (followers that expired are skipped). On a timeline
     /// that pulls, an author with more followers than its bound gets the
     /// post on its own list instead, and the count is of its followers.
@@ -556,8 +567,9 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
 impl<O: Entity, P: Entity, C: ConnectionLike + Clone + Send + Sync> Timelines<'_, O, P, C> {
     /// Pushes `post` onto the list of every owner, newest first, capped:
-    /// one atomic script call per 1,000 owners, all in one pipeline (on a
-    /// cluster, one pipeline per slot among them, the slots concurrently).
+    /// one atomic script call per 250 owners, one call at a time so that
+    /// other clients' calls run in between (on a cluster, per slot among
+    /// them, the slots concurrently).
     /// An owner that does not exist (never saved, deleted, expired) is
     /// skipped: no list is made for it. Returns how many lists got the post.
     /// Every owner's list and register is checked before the first write,

@@ -36,6 +36,11 @@ local function to_set(list)
   for _, m in ipairs(list) do s[m] = true end
   return s
 end
+local function keep_indexed(list, pred)
+  local out = {}
+  for i, m in ipairs(list) do if pred(i) then out[#out + 1] = m end end
+  return out
+end
 local function keep(list, pred)
   local out = {}
   for _, m in ipairs(list) do if pred(m) then out[#out + 1] = m end end
@@ -133,9 +138,13 @@ budget = math.min(budget, 4000)
 -- order, the smallest condition's set, or every id), checks each member
 -- against the other conditions (SMISMEMBER, ZMSCORE) and that its entity
 -- lives, and returns the matches: { matches (member, and its order score
--- when ordered)..., ghosts..., ghost count, cursor, expiring, entities,
--- '@page' } (a string last, where a whole answer ends with a count). The caller
--- removes duplicates (SSCAN may return a member twice), sorts and cuts.
+-- when ordered; none for a count)..., ghosts..., ghost count, how many
+-- matches the page found, cursor, expiring, entities, '@page' } (a string
+-- last, where a whole answer ends with a count). A walk meets each member
+-- once (a later part of an `any` condition skips what an earlier part
+-- holds), except that SSCAN returns a member twice if its set shrinks
+-- during the walk: the caller removes such duplicates from the members it
+-- gathers, sorts and cuts; a count adds the pages' numbers.
 local function parts_of(g) return g.source == 's' and #g.keys or #g.ranges end
 local function no_condition(g) return g.op == 'all' and parts_of(g) == 0 end
 
@@ -324,10 +333,14 @@ local function own_group(g, p)
   return g
 end
 
-local function page_reply(next_cursor, items, ghosts)
+-- A page's reply; `counted`: how many matches it found. A count (limit
+-- 0) returns no members, only that number: nothing the caller must keep.
+local function page_reply(next_cursor, items, ghosts, counted)
   local out = items
+  if limit == 0 then out = {} end
   for _, m in ipairs(ghosts) do out[#out + 1] = m end
   out[#out + 1] = #ghosts
+  out[#out + 1] = counted
   out[#out + 1] = next_cursor
   sized(out)
   out[#out + 1] = '@page'
@@ -377,11 +390,11 @@ local function walk_page(at, found, size)
   found = found + got
   if last + 1 < total and found < offset + limit then
     local next_size = got < want and math.min(budget, n * 4) or n
-    return page_reply('w:' .. (last + 1) .. ':' .. found .. ':' .. next_size, items, ghosts)
+    return page_reply('w:' .. (last + 1) .. ':' .. found .. ':' .. next_size, items, ghosts, got)
   end
-  if ranged or found >= offset + limit then return page_reply('', items, ghosts) end
+  if ranged or found >= offset + limit then return page_reply('', items, ghosts, got) end
   local g, p = choose_source()
-  return page_reply('u:' .. g .. ':' .. p .. ':0', items, ghosts)
+  return page_reply('u:' .. g .. ':' .. p .. ':0', items, ghosts, got)
 end
 
 local function paged(c)
@@ -394,6 +407,16 @@ local function paged(c)
   g, p = tonumber(g), tonumber(p)
   local members, ng, np, npos = source_page(g, p, pos)
   local ghosts, items = {}, {}
+  -- A later part of an `any` condition: the members an earlier part holds
+  -- were met there (so a count counts each once).
+  local grp = groups[g]
+  if grp and grp.op == 'any' and p > 1 and #members > 0 then
+    for q = 1, p - 1 do
+      local held = part_holds(grp, q, members)
+      members = keep_indexed(members, function(i) return not held[i] end)
+      if #members == 0 then break end
+    end
+  end
   local live = matching(members, own_group(g, p), kind == 'u', ghosts)
   if order_key ~= '' and kind == 'd' and #live > 0 then
     local got = call('ZMSCORE', order_key, unpack(live))
@@ -405,7 +428,7 @@ local function paged(c)
   end
   local next_cursor = ''
   if ng then next_cursor = kind .. ':' .. ng .. ':' .. np .. ':' .. npos end
-  return page_reply(next_cursor, items, ghosts)
+  return page_reply(next_cursor, items, ghosts, #live)
 end
 
 -- A query whose whole answer would read more than `whole` members goes in
