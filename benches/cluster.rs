@@ -430,6 +430,20 @@ where
 }
 
 /// One step on both sides, in alternating order; prints one row.
+/// Every step's row: name, ops/s on one server, on the cluster (saved to
+/// `benches/results/cluster.json` at the end of a whole run, which the
+/// charts bench draws from).
+static ROWS: std::sync::Mutex<Vec<(String, f64, f64)>> = std::sync::Mutex::new(Vec::new());
+
+/// Writes the rows as JSON: `[[step, one server ops/s, cluster ops/s], ..]`.
+fn save_rows() {
+    let rows = ROWS.lock().unwrap().clone();
+    let dir = std::path::Path::new("benches/results");
+    std::fs::create_dir_all(dir).unwrap();
+    let text = serde_json::to_string_pretty(&serde_json::json!({ "rows": rows })).unwrap();
+    std::fs::write(dir.join("cluster.json"), text).unwrap();
+}
+
 macro_rules! step {
     ($name:expr, $n:expr, $one:expr, $one_trips:expr, $cl:expr, $cl_trips:expr, |$s:ident, $i:ident| $body:expr) => {{
         let (mut one_ops, mut cl_ops, mut one_calls, mut cl_calls) = (0.0, 0.0, 0.0, 0.0);
@@ -454,6 +468,9 @@ macro_rules! step {
             one_calls = a.1;
             cl_calls = b.1;
         }
+        ROWS.lock()
+            .unwrap()
+            .push(($name.to_string(), one_ops, cl_ops));
         println!(
             "{:<34} {:>10.0} {:>10.0} {:>7.2} {:>8.1} {:>8.1}",
             $name,
@@ -854,4 +871,7 @@ async fn main() {
     by_shards!(P4, 4);
     by_shards!(P16, 16);
     by_shards!(P64, 64);
+    if !quick {
+        save_rows();
+    }
 }

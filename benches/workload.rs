@@ -199,7 +199,7 @@ impl Side {
     /// and one per list of types a unit of work wrote), the scripting VM the
     /// read scripts and the hand-written functions. The time of a call that
     /// arrives cold grows with the heap of the VM it runs in
-    /// (docs/benchmarks.md, *The Lua heap a write runs in*).
+    /// (benches/NOTES.md, *The Lua heap a write runs in*).
     async fn print_lua_heaps(&self, side: &str) {
         let info = self.info("memory").await;
         let kb = |k: &str| {
@@ -478,7 +478,24 @@ fn table_header() {
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
 }
 
+/// Every `report` row of the run: step, ops/s of each side (saved to
+/// `benches/results/workload.json` at the end of a whole run, which the
+/// charts bench draws from).
+static ROWS: std::sync::Mutex<Vec<(String, f64, f64)>> = std::sync::Mutex::new(Vec::new());
+
+/// Writes the rows as JSON: `[[step, redis-entity ops/s, hand-written ops/s], ..]`.
+fn save_rows() {
+    let rows = ROWS.lock().unwrap().clone();
+    let dir = std::path::Path::new("benches/results");
+    std::fs::create_dir_all(dir).unwrap();
+    let text = serde_json::to_string_pretty(&serde_json::json!({ "rows": rows })).unwrap();
+    std::fs::write(dir.join("workload.json"), text).unwrap();
+}
+
 fn report(step: &str, fw: &Figures, hand: &Figures) {
+    ROWS.lock()
+        .unwrap()
+        .push((step.trim().to_owned(), fw.ops_per_s, hand.ops_per_s));
     let bytes = |f: &Figures| match f.bytes_per_entity {
         Some(b) => format!("{b:>7.0}"),
         None => "      -".into(),
@@ -1130,7 +1147,7 @@ async fn mix_steps(
 }
 
 /// The sizes of the futures of the common calls, which a caller's task
-/// holds and moves whole on every call (docs/benchmarks.md, *The futures a
+/// holds and moves whole on every call (benches/NOTES.md, *The futures a
 /// call moves*).
 fn future_sizes(store: &Store<CountingConnection<MultiplexedConnection>>) {
     let u = user(1);
@@ -2265,7 +2282,7 @@ async fn main() {
     //    hand-written function loaded into redis-entity's server and both
     //    sides' calls sent there: one server state, one Lua heap and one
     //    keyspace for both, so that what differs is the code and the client
-    //    (docs/benchmarks.md, *One server for both sides*). The hand-written
+    //    (benches/NOTES.md, *One server for both sides*). The hand-written
     //    side's keys are removed after each step.
     load_hand_function(&fw, "hand_save", HAND_SAVE_FN).await;
     one_server(
@@ -2340,6 +2357,9 @@ async fn main() {
         report.entities,
         report.violations.len()
     );
+    if !quick {
+        save_rows();
+    }
 }
 
 /// The write path's schema check (docs/schema-evolution.md): `n` saves of

@@ -1,5 +1,8 @@
-//! Books and tags: the SQL self-join
-//! replaced by set algebra on tag sets (`book:tags:PHP -> {5}`).
+//! Books and tags: the SQL self-join over a tag table, replaced by set
+//! algebra. `#[index]` on a `BTreeSet<String>` keeps one set per tag
+//! (`book:@tags:PHP -> {5}`); `all`, `any` and `none` answer "every tag",
+//! "any tag" and "without the tag" as `SINTER`, `SUNION` and `SDIFF` do, and
+//! saving a book without a tag takes it out of that tag's set.
 //! Run: `cargo run --example book_tags`.
 
 use redis_entity::{RedisEntity, Store};
@@ -50,7 +53,7 @@ pub async fn run(url: &str) -> redis_entity::Result<()> {
         .fetch()
         .await?;
     println!(
-        "PHP and WEB        -> {:?}   (SINTER book:tags:PHP book:tags:WEB)",
+        "PHP and WEB        -> {:?}   (SINTER book:@tags:PHP book:@tags:WEB)",
         titles(&both)
     );
 

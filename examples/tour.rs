@@ -1,6 +1,7 @@
-//! The tour: every scenario, one after the other, against a private
-//! redis-server (or `$REDIS_URL`, or the Redis Cluster of the node URLs in
-//! `$REDIS_CLUSTER_URLS`, separated by commas). Run: `cargo run --example tour`.
+//! The tour: every scenario, one after the other, against `$REDIS_URL`
+//! (default `redis://127.0.0.1:6379/`), or the Redis Cluster of the node URLs
+//! in `$REDIS_CLUSTER_URLS`, separated by commas. Run: `cargo run --example
+//! tour`; `scripts/demo.sh` runs it against a private redis-server it starts.
 
 #[path = "book_tags.rs"]
 mod book_tags;

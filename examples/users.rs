@@ -1,10 +1,14 @@
-//! Users by pk: the user table in Redis.
+//! A user table in Redis, read and written by primary key.
 //!
 //! ```sql
 //! select * from user where userid = 9;
 //! ```
-//! becomes one string key per column (`user:userid:9:username`, the classic
-//! layout), or one hash per user. Run: `cargo run --example users`.
+//! becomes a `get` of one entity, stored either as one string key per column
+//! (`user:userid:9:username`, the classic layout, `layout = "strings"` with a
+//! key template) or as one hash per user (`user:9`). The example saves and
+//! reads a user in both layouts, updates the hash, deletes both, and prints
+//! each type's key layout.
+//! Run: `cargo run --example users`.
 
 use redis_entity::{RedisEntity, Store};
 

@@ -14,7 +14,7 @@ use futures_util::stream::{self, StreamExt};
 use redis_entity::relation::{Relation, Timeline};
 use redis_entity::{RedisEntity, Store};
 use std::collections::{BTreeMap, BTreeSet};
-use support::RedisServer;
+use support::{RedisCluster, RedisServer};
 
 #[derive(RedisEntity, Debug, Clone, PartialEq)]
 #[redis(prefix = "member")]
@@ -62,10 +62,15 @@ fn member(id: u64) -> Member {
 
 /// The slow log's entries as `duration µs: command args...`.
 fn slow_calls(server: &RedisServer) -> Vec<String> {
+    slow_calls_at(&mut server.conn())
+}
+
+/// The slow log of the server behind `conn`.
+fn slow_calls_at(conn: &mut redis::Connection) -> Vec<String> {
     let entries: Vec<redis::Value> = redis::cmd("SLOWLOG")
         .arg("GET")
         .arg(10_000)
-        .query(&mut server.conn())
+        .query(conn)
         .unwrap();
     entries
         .into_iter()
@@ -166,6 +171,49 @@ async fn no_call_holds_the_server_at_100k_members_and_a_celebrity() {
     let board = store.board(Member::SCORE);
     assert_eq!(board.top(10).await.unwrap().len(), 10);
     assert!(board.rank(&5).await.unwrap().is_some());
+
+    // The move to a cluster (and the proof it is complete), the relation
+    // sets with it: a page at a time on both sides.
+    let cluster = RedisCluster::start(3);
+    let mut nodes: Vec<redis::Connection> = cluster
+        .urls()
+        .iter()
+        .map(|u| {
+            redis::Client::open(u.as_str())
+                .unwrap()
+                .get_connection()
+                .unwrap()
+        })
+        .collect();
+    for node in &mut nodes {
+        let () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("slowlog-log-slower-than")
+            .arg(&bound)
+            .query(node)
+            .unwrap();
+    }
+    let many = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
+    let moved = store
+        .maintenance::<Member>()
+        .relayout(&many, 0, 1_000, |_| {})
+        .await
+        .unwrap();
+    assert_eq!(moved.migrated, MEMBERS);
+    let pairs = follows.relayout(&many, 1_000).await.unwrap();
+    assert_eq!(pairs.migrated, MEMBERS - 1);
+    let compared = store
+        .maintenance::<Member>()
+        .relayout_compare(&many, 1_000)
+        .await
+        .unwrap();
+    assert!(compared.is_clean(), "{compared:?}");
+    for node in &mut nodes {
+        assert_eq!(slow_calls_at(node), Vec::<String>::new());
+    }
 
     // The celebrity's followers: read, fanned out to, deleted with.
     assert_eq!(

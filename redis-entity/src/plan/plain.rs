@@ -8,7 +8,7 @@
 //! value per column. Building a whole plan first (the keys with the index
 //! shadow, a value per index, the data commands) and then reading the call
 //! out of it cost the client 8-15% of its own instructions per write
-//! (docs/benchmarks.md, *Plain writes without a plan*).
+//! (benches/NOTES.md, *Plain writes without a plan*).
 //! [`update_command`] and [`save_command`] build the same call straight
 //! from what the caller gave; the tests check, write by write, that it is
 //! the command the plan sends, so the two cannot drift apart.

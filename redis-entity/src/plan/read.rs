@@ -63,7 +63,7 @@ fn read_as(desc: &EntityDesc, keys: &EntityKeys, pipe: &mut redis::Pipeline, has
 /// fields say whether the entity exists; else `HGETALL`. `HMGET`'s reply
 /// holds the values without the names (half the strings for the client to
 /// parse and for a script to convert), and no field the type does not read
-/// (docs/benchmarks.md, *Records read by their fields*).
+/// (benches/NOTES.md, *Records read by their fields*).
 pub(crate) fn read_hash(desc: &EntityDesc, key: &str, pipe: &mut redis::Pipeline) {
     read_hash_as(desc, key, pipe, Hash::Fields);
 }

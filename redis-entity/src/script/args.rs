@@ -1099,7 +1099,7 @@ impl FastWrite<'_> {
     /// The call of `function` built as the command it sends, in one pass:
     /// a single write's words go straight into the command, not into a
     /// call's buffers first (which cost about 1,000 client instructions per
-    /// write more: docs/benchmarks.md).
+    /// write more: benches/NOTES.md).
     pub(crate) fn command(&self, function: &'static Script) -> redis::Cmd {
         let keys = self.key_count();
         let key_bytes: usize = self.keys.read_keys().map(str::len).sum();

@@ -4,7 +4,7 @@
 //! The general write code (lua/write_prelude.lua) interprets the type's
 //! description on every call: loops over index kinds, a context table,
 //! sets of entries. That costs 2-5x the server time of a hand-written
-//! function for the same type (docs/benchmarks.md). The common write (a
+//! function for the same type (benches/NOTES.md). The common write (a
 //! save, insert or update of a hash-layout entity without a TTL, request
 //! token, condition, version check or unique claim) needs none of that: the
 //! generated `fast_change` does it in the order a careful engineer would
@@ -409,7 +409,7 @@ fn arguments(w: &mut String, t: &Type<'_>, form: Form) {
         Form::Unit => emit!(w, "local function fast_unit(K, A, f, last, mode, u, first)"),
     }
     // `redis.call` read once: each read of a global and its field costs
-    // about 200 server instructions (docs/benchmarks.md).
+    // about 200 server instructions (benches/NOTES.md).
     emit!(w, "  local rcall, rpcall = redis.call, redis.pcall");
     emit!(w, "  local m = A[f]");
     for (at, i) in sent.iter().enumerate() {
@@ -556,7 +556,7 @@ fn append(list: &str, items: &[&str]) -> String {
 /// types, then the data, and nothing of the indexes. It writes what the
 /// rest of the function would (no index entry moves), with far less code
 /// run: about 2,000 server instructions fewer per increment, and a smaller
-/// share of the function's code read (docs/benchmarks.md).
+/// share of the function's code read (benches/NOTES.md).
 fn plain_update(w: &mut String, t: &Type<'_>) {
     let mut kept = vec!["mode == 'update'".to_owned(), "x > last".to_owned()];
     for i in &t.idx {

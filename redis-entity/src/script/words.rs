@@ -4,7 +4,7 @@
 //! A call used to hold a `Vec<Vec<u8>>`: one allocation per key and per
 //! argument, freed again once the command was encoded. A batch of 100 saves
 //! made some 2,000 of them, about half of the client's own work per entity
-//! (docs/benchmarks.md). Here a call's words grow two buffers, and the
+//! (benches/NOTES.md). Here a call's words grow two buffers, and the
 //! command is encoded from them in one pass.
 
 use std::fmt;

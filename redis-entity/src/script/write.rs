@@ -260,7 +260,7 @@ pub(crate) fn code(desc: &EntityDesc, layout: KeyLayout) -> String {
                 } else {
                     // fast_change called here, not through a helper:
                     // one Lua call fewer per write (about 1,000 server
-                    // instructions, docs/benchmarks.md).
+                    // instructions, benches/NOTES.md).
                     format!(
                         "local d = fast_change(k, a, 1, #a, '{mode}') \
                          if d ~= nil then return d end \

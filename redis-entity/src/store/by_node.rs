@@ -10,7 +10,7 @@
 //! (`script::across_call`: the script runs with `allow-cross-slot-keys`,
 //! which lets it read the keys of any slot its node serves). Plain reads
 //! stay one pipeline per slot, sent together: measured, a command costs
-//! less on its own than called from Lua (`docs/benchmarks.md`).
+//! less on its own than called from Lua (`benches/NOTES.md`).
 //!
 //! Plain reads of several slots go the same way where the connection lets
 //! a pipeline be routed (a cluster connection, directly, in an

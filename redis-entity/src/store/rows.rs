@@ -218,7 +218,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// neither every record's keys nor every row is held at once: a page of
     /// thousands of records spent a tenth of the client's time on those two
     /// arrays (allocated, paged in and given back on every query:
-    /// docs/benchmarks.md, *The client's work per record and per write*).
+    /// benches/NOTES.md, *The client's work per record and per write*).
     /// Elsewhere (cluster slots, the near cache, other layouts), `rows`.
     pub(crate) async fn rows_each(
         &self,

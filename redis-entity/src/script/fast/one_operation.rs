@@ -4,7 +4,7 @@
 //! table read of the call's operation word (`FAST_ONE`) finds them before
 //! the column operations are read one by one; what runs then is what the
 //! rest of `fast_change` would run for the same update, without a branch
-//! per column or index (docs/benchmarks.md, *One operation in code of its
+//! per column or index (benches/NOTES.md, *One operation in code of its
 //! own*). A type with a `#[version]` has none: each of its updates
 //! increments the version too.
 

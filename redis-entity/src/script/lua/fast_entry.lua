@@ -19,7 +19,7 @@ end
 -- keys for every entity (fast_change keeps none of it, fast_general copies
 -- it) and calling fast_change here rather than through batch_each's `each`
 -- and a helper save about 2,500 of 76,500 server instructions per entity
--- (docs/benchmarks.md, *Server instructions per write*).
+-- (benches/NOTES.md, *Server instructions per write*).
 local function fast_batch(keys, args, mode)
   local out, k, j, n, own = {}, 0, 1, #args, {}
   while j <= n do

@@ -17,7 +17,7 @@
 --   (store/lookup.rs). Without the `call` of lua/naming_call.lua, which
 --   the other read scripts use, the lookup is the minimal script a
 --   careful engineer writes for it (no closure made and no pcall per
---   call; docs/benchmarks.md, *The lookup script without `call`, and the
+--   call; benches/NOTES.md, *The lookup script without `call`, and the
 --   general code compiled on first use*).
 local owner = redis.call('GET', KEYS[1])
 if not owner then return {} end

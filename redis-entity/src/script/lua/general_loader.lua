@@ -5,7 +5,7 @@
 -- reindex, ... do). Compiled at load, it was about three quarters of the
 -- library's memory in the functions' Lua VM, which the VM's garbage
 -- collector walks and the server's caches hold for every call, whatever
--- it runs (docs/benchmarks.md, *The lookup script without `call`, and the
+-- it runs (benches/NOTES.md, *The lookup script without `call`, and the
 -- general code compiled on first use*). GENERAL_CODE is a chunk that takes
 -- T and ESCAPED and returns its entry points; script/write.rs writes it
 -- here as a long string. Nothing is written before it compiles: a server

@@ -3,7 +3,7 @@
 -- key, and never with the server's bare WRONGTYPE message. A script runs
 -- this chunk on every call: the table of wanted types is made only on an
 -- error (made up front, it cost about 2,000 of a unique lookup's 55,000
--- server instructions; docs/benchmarks.md, *The 32-task mix*).
+-- server instructions; benches/NOTES.md, *The 32-task mix*).
 local function call(cmd, ...)
   local r = redis.pcall(cmd, ...)
   if type(r) == 'table' and r.err then

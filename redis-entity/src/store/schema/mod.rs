@@ -598,7 +598,7 @@ impl<C> std::fmt::Debug for Schema<'_, C> {
 }
 
 /// The rate `schema apply` walks stored entities at, entities per second,
-/// as measured on a 2-core machine over loopback (docs/benchmarks.md,
+/// as measured on a 2-core machine over loopback (benches/NOTES.md,
 /// *Schema evolution*): what [`SchemaPlan::estimate`] assumes. A remote
 /// server's round trips slow it; bigger machines speed it.
 pub const APPLY_RATE: u64 = 45_000;
