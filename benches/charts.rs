@@ -151,10 +151,12 @@ fn scale_latency(sizes: &[f64], rows: &[(String, Vec<Option<f64>>)]) -> Res<()> 
         })
         .filter(|(_, re, hand)| !re.is_empty() && !hand.is_empty())
         .collect();
-    let top = ops
-        .iter()
-        .flat_map(|(_, a, b)| a.iter().chain(b).map(|p| p.1))
-        .fold(1.0, f64::max);
+    let values = || {
+        ops.iter()
+            .flat_map(|(_, a, b)| a.iter().chain(b).map(|p| p.1))
+    };
+    let top = values().fold(1.0, f64::max);
+    let bottom = values().fold(f64::MAX, f64::min).min(top);
     let path = Path::new(OUT).join("scale-latency.svg");
     let root = SVGBackend::new(&path, (960, 560)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -167,7 +169,7 @@ fn scale_latency(sizes: &[f64], rows: &[(String, Vec<Option<f64>>)]) -> Res<()> 
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d((lo..hi).log_scale(), (10.0..top * 2.0).log_scale())?;
+        .build_cartesian_2d((lo..hi).log_scale(), (bottom / 1.5..top * 1.5).log_scale())?;
     chart
         .configure_mesh()
         .x_desc("entities")

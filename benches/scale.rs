@@ -4,7 +4,8 @@
 //! size).
 //!
 //! Run: `cargo bench --bench scale` (10k, 100k, 1M), `-- --quick` (10k and
-//! fewer samples, for CI), `-- --sizes 10000,100000` to choose the sizes.
+//! fewer samples, for CI), `-- --sizes 10000,100000` to choose the sizes,
+//! `-- --celebrity` for only redis-entity's load and the bounded-calls part.
 //!
 //! For each size it loads the entities (`save_all` in batches against
 //! pipelines), then prints:
@@ -656,6 +657,9 @@ const LOAD_BATCH: u64 = 1000;
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
+    // Only redis-entity's load and the bounded-calls part, figures printed,
+    // not saved (a quicker look at the largest sizes).
+    let celebrity_only = args.iter().any(|a| a == "--celebrity");
     let sizes: Vec<u64> = match args.iter().position(|a| a == "--sizes") {
         Some(i) => args
             .get(i + 1)
@@ -677,11 +681,11 @@ async fn main() {
     let whole = Instant::now();
     for (i, &n) in sizes.iter().enumerate() {
         let t = Instant::now();
-        run_size(&mut results, i, Shape::of(n), samples).await;
+        run_size(&mut results, i, Shape::of(n), samples, celebrity_only).await;
         let secs = t.elapsed().as_secs_f64();
         results.put(i, "bench time at this size, s", secs);
         println!("\n(size {n}: {secs:.1} s)\n");
-        if !quick {
+        if !quick && !celebrity_only {
             results.save();
         }
     }
@@ -692,7 +696,9 @@ async fn main() {
     results.print();
 }
 
-async fn run_size(res: &mut Results, si: usize, shape: Shape, samples: u64) {
+/// One size's run; `celebrity_only`: redis-entity's side loaded, then only
+/// the bounded-calls part (`--celebrity`).
+async fn run_size(res: &mut Results, si: usize, shape: Shape, samples: u64, celebrity_only: bool) {
     let n = shape.n;
     println!(
         "\n## {n} users ({} cities of ~50, tags k0-9, {} g tags of 500, p0-99)\n",
@@ -723,6 +729,11 @@ async fn run_size(res: &mut Results, si: usize, shape: Shape, samples: u64) {
     }
     let m = start.finish(&fw).await;
     phase(res, &mut table, si, "load (re, save_all of 1000)", n, m);
+    if celebrity_only {
+        celebrity::run(res, &mut table, si, &fw, store, n).await;
+        print_phases(table);
+        return;
+    }
     let start = Start::now(&hand).await;
     let mut id = 0;
     while id < n {
@@ -1108,7 +1119,11 @@ async fn run_size(res: &mut Results, si: usize, shape: Shape, samples: u64) {
     assert_eq!(left, 0, "no shadow left after the sweep");
 
     celebrity::run(res, &mut table, si, &fw, store, n).await;
+    print_phases(table);
+}
 
+/// The table of the measured phases.
+fn print_phases(table: Vec<String>) {
     println!("\n| phase | items | time s | items/s | server CPU s | client CPU s | client peak heap above baseline | p99.9 call ms | longest call ms (command) | calls over 10 ms |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in table {

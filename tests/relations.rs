@@ -269,11 +269,12 @@ async fn a_post_is_pushed_to_every_follower_and_read_back_with_its_posts() {
         .await
         .unwrap();
     assert_eq!(n, 1500);
-    assert_eq!(
-        trips.take(),
-        2 + 6 + 6,
-        "the followers in two SSCAN pages of about 1,000, then six calls checking \
-         250 owners' keys each, then six pushing, one call at a time"
+    let taken = trips.take();
+    assert!(
+        (15..=18).contains(&taken),
+        "two walks of the followers, each two SSCAN pages of about 1,000 and a \
+         call per 250 owners of each page (checking, then pushing), one call at \
+         a time: {taken} round trips"
     );
     store.timeline(&PUSHED).push(&2, &[100, 101]).await.unwrap();
     store.timeline(&PUSHED).push(&3, &[100]).await.unwrap();

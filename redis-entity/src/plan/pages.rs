@@ -10,6 +10,13 @@ use std::collections::HashSet;
 
 /// The pages gathered so far.
 pub(crate) struct Pages {
+    desc: &'static EntityDesc,
+    spec: Spec,
+    /// A query with a page keeps only its best `offset + n` matches (cut
+    /// whenever twice that many are held), so its memory is the page's,
+    /// not the answer's. A member met twice is one `seen` holds, or one cut
+    /// before, which was behind the cut then and is again.
+    keep: Option<usize>,
     /// An ordered query: each match comes with its order score.
     scored: bool,
     /// A count: the pages bring only their numbers, added in `counted`.
@@ -23,11 +30,13 @@ pub(crate) struct Pages {
 }
 
 impl Pages {
-    /// Pages of a query ordered by a sorted index (`scored`) or not, or of
-    /// a count.
-    pub(crate) fn new(scored: bool, count_only: bool) -> Self {
+    /// Pages of the query `spec` of `desc`, or of its count.
+    pub(crate) fn new(desc: &'static EntityDesc, spec: &Spec, count_only: bool) -> Self {
         Pages {
-            scored,
+            desc,
+            spec: spec.clone(),
+            keep: spec.page.map(|(offset, n)| offset.saturating_add(n)),
+            scored: spec.order.is_some(),
             count_only,
             counted: 0,
             seen: HashSet::new(),
@@ -55,6 +64,14 @@ impl Pages {
             };
             if self.seen.insert(member.clone()) {
                 self.rows.push((member, score));
+                self.counted += 1;
+            }
+        }
+        if let Some(keep) = self.keep {
+            if self.rows.len() > keep.saturating_mul(2).max(1024) {
+                query::sort_rows(self.desc, &self.spec, &mut self.rows);
+                self.rows.truncate(keep);
+                self.seen = self.rows.iter().map(|r| r.0.clone()).collect();
             }
         }
         page.cursor
@@ -62,18 +79,9 @@ impl Pages {
 
     /// The answer to `spec`: every match counted, the page cut from them in
     /// the query's order; scores kept when `with_scores`.
-    pub(crate) fn answer(
-        self,
-        desc: &'static EntityDesc,
-        spec: &Spec,
-        with_scores: bool,
-    ) -> Answer {
-        let total = if self.count_only {
-            self.counted
-        } else {
-            self.rows.len() as u64
-        };
-        let mut answer = query::answer_of_rows(desc, spec, with_scores, total, self.rows);
+    pub(crate) fn answer(self, with_scores: bool) -> Answer {
+        let mut answer =
+            query::answer_of_rows(self.desc, &self.spec, with_scores, self.counted, self.rows);
         answer.ghosts = self.ghosts;
         answer
     }
@@ -95,21 +103,21 @@ mod tests {
 
     #[test]
     fn pages_give_each_member_once_sorted_and_cut() {
-        let mut pages = Pages::new(false, false);
-        assert_eq!(pages.add(page(&["10", "2", "7"], "d:1:1:5")), "d:1:1:5");
-        assert_eq!(pages.add(page(&["7", "1"], "")), "");
         let spec = Spec {
             page: Some((1, 2)),
             ..Spec::default()
         };
-        let answer = pages.answer(&USER, &spec, false);
+        let mut pages = Pages::new(&USER, &spec, false);
+        assert_eq!(pages.add(page(&["10", "2", "7"], "d:1:1:5")), "d:1:1:5");
+        assert_eq!(pages.add(page(&["7", "1"], "")), "");
+        let answer = pages.answer(false);
         assert_eq!(answer.total, 4);
         assert_eq!(answer.members, ["2", "7"]);
     }
 
     #[test]
     fn a_count_adds_the_pages_numbers_and_keeps_no_member() {
-        let mut pages = Pages::new(false, true);
+        let mut pages = Pages::new(&USER, &Spec::default(), true);
         let mut first = page(&[], "d:1:1:5");
         first.counted = 1000;
         assert_eq!(pages.add(first), "d:1:1:5");
@@ -117,20 +125,42 @@ mod tests {
         last.counted = 234;
         pages.add(last);
         assert!(pages.rows.is_empty() && pages.seen.is_empty());
-        let answer = pages.answer(&USER, &Spec::default(), false);
+        let answer = pages.answer(false);
         assert_eq!(answer.total, 1234);
         assert!(answer.members.is_empty());
     }
 
     #[test]
+    fn a_page_keeps_only_its_best_matches_and_each_once() {
+        let spec = Spec {
+            page: Some((2, 3)),
+            ..Spec::default()
+        };
+        let mut pages = Pages::new(&USER, &spec, false);
+        // 5,000 members in pages of 500, from the largest down, with one
+        // met again after it was cut (as SSCAN may repeat one).
+        for chunk in (0..10u64).rev() {
+            let members: Vec<String> = (chunk * 500..chunk * 500 + 500)
+                .map(|m| m.to_string())
+                .collect();
+            let refs: Vec<&str> = members.iter().map(String::as_str).collect();
+            pages.add(page(&refs, "d:1:1:5"));
+            assert!(pages.rows.len() <= 1024 + 500, "{}", pages.rows.len());
+        }
+        pages.add(page(&["4999", "3", "2"], ""));
+        let answer = pages.answer(false);
+        assert_eq!(answer.members, ["2", "3", "4"]);
+    }
+
+    #[test]
     fn ordered_pages_sort_by_score_with_the_unscored_last() {
-        let mut pages = Pages::new(true, false);
-        pages.add(page(&["a", "2", "b", "5", "c", "nan", "d", "5"], ""));
         let spec = Spec {
             order: Some((0, true)),
             ..Spec::default()
         };
-        let answer = pages.answer(&USER, &spec, true);
+        let mut pages = Pages::new(&USER, &spec, false);
+        pages.add(page(&["a", "2", "b", "5", "c", "nan", "d", "5"], ""));
+        let answer = pages.answer(true);
         assert_eq!(answer.members, ["d", "b", "a", "c"]);
         assert_eq!(answer.scores[..3], [5.0, 5.0, 2.0]);
         assert!(answer.scores[3].is_nan());

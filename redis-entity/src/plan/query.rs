@@ -695,14 +695,7 @@ pub(crate) fn answer_of_rows(
     total: u64,
     mut rows: Vec<(String, f64)>,
 ) -> Answer {
-    match spec.order {
-        Some((_, descending)) => rows.sort_by(|a, b| order_cmp(a, b, descending)),
-        None => {
-            let mut members: Vec<String> = rows.into_iter().map(|r| r.0).collect();
-            sort_members(desc, &mut members);
-            rows = members.into_iter().map(|m| (m, f64::NAN)).collect();
-        }
-    }
+    sort_rows(desc, spec, &mut rows);
     if let Some((offset, n)) = spec.page {
         rows = rows.into_iter().skip(offset).take(n).collect();
     }
@@ -712,6 +705,19 @@ pub(crate) fn answer_of_rows(
         members,
         ghosts: Vec::new(),
         scores: if with_scores { scores } else { Vec::new() },
+    }
+}
+
+/// Sorts matches (member, order score or NaN) in the query's order: score
+/// then member, or by member.
+pub(crate) fn sort_rows(desc: &'static EntityDesc, spec: &Spec, rows: &mut Vec<(String, f64)>) {
+    match spec.order {
+        Some((_, descending)) => rows.sort_by(|a, b| order_cmp(a, b, descending)),
+        None => {
+            let mut members: Vec<String> = std::mem::take(rows).into_iter().map(|r| r.0).collect();
+            sort_members(desc, &mut members);
+            *rows = members.into_iter().map(|m| (m, f64::NAN)).collect();
+        }
     }
 }
 

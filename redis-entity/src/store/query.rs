@@ -847,7 +847,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             return query::parse_reply(E::DESC, spec, with_scores, reply);
         }
         let key = call.ids_set.clone();
-        let mut pages = crate::plan::pages::Pages::new(spec.order.is_some(), count_only);
+        let mut pages = crate::plan::pages::Pages::new(E::DESC, spec, count_only);
         loop {
             let page =
                 script::reply::query_page(reply).map_err(|detail| Error::UnexpectedReply {
@@ -856,7 +856,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 })?;
             call.cursor = pages.add(page);
             if call.cursor.is_empty() {
-                return Ok(pages.answer(E::DESC, spec, with_scores));
+                return Ok(pages.answer(with_scores));
             }
             reply = script::invoke(&mut self.reader(), self.reader_sent(), &call.call())
                 .await

@@ -353,14 +353,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         // resized between them).
         let mut seen = std::collections::HashSet::new();
         loop {
-            let (next, page): (u64, Vec<String>) = redis::cmd("SSCAN")
-                .arg(key)
-                .arg(cursor)
-                .arg("COUNT")
-                .arg(self.budget.per_call)
-                .query_async(&mut self.reader())
-                .await
-                .map_err(|e| Error::redis(key, e))?;
+            let (next, page) = self.set_page(key, cursor).await?;
             if cursor == 0 && next == 0 {
                 return Ok(page);
             }
@@ -374,6 +367,20 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             }
             cursor = next;
         }
+    }
+
+    /// One `SSCAN` page of the set at `key` from `cursor` (about
+    /// `members_per_call` members): the next cursor (0 at the end) and the
+    /// members.
+    pub(crate) async fn set_page(&self, key: &str, cursor: u64) -> Result<(u64, Vec<String>)> {
+        redis::cmd("SSCAN")
+            .arg(key)
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(self.budget.per_call)
+            .query_async(&mut self.reader())
+            .await
+            .map_err(|e| Error::redis(key, e))
     }
 
     pub(crate) async fn members_of<E: Entity>(

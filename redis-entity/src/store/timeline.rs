@@ -249,13 +249,40 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// Pushes `post` onto the lists `name` of `owners` (see
-    /// [`Self::timeline_push`]).
+    /// [`Self::timeline_push`]): past one call's owners, every key is
+    /// checked in a first pass, so that a key of the wrong type anywhere
+    /// writes nothing (each call checks its own keys again before writing).
     async fn push_onto<O: Entity, P: Entity>(
         &self,
         name: &str,
         cap: usize,
         post: &P::Pk,
         owners: &[O::Pk],
+    ) -> Result<usize> {
+        let passes: &[bool] = if owners.len() > PUSH_BATCH {
+            &[true, false]
+        } else {
+            &[false]
+        };
+        let mut pushed = 0;
+        for &check_only in passes {
+            pushed = self
+                .push_pass::<O, P>(name, cap, post, owners, check_only)
+                .await?;
+        }
+        Ok(pushed)
+    }
+
+    /// One pass of a push to `owners`: calls of [`PUSH_BATCH`] owners that
+    /// check their keys and push (or, `check_only`, only check); how many
+    /// lists got the post.
+    async fn push_pass<O: Entity, P: Entity>(
+        &self,
+        name: &str,
+        cap: usize,
+        post: &P::Pk,
+        owners: &[O::Pk],
+        check_only: bool,
     ) -> Result<usize> {
         self.mark_layout().await?;
         let member = P::member(post);
@@ -272,63 +299,51 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             post_member: &member,
             presence_suffix: &presence,
         };
-        // A push to more owners than one call covers checks every key in a
-        // first pipeline, so that a key of the wrong type anywhere writes
-        // nothing (each call checks its own keys again before writing).
-        let check_first: &[bool] = if keys.len() > PUSH_BATCH {
-            &[true, false]
-        } else {
-            &[false]
-        };
-        let mut pushed = 0;
-        for &check_only in check_first {
-            // Each push touches its owner's keys only: the list and the
-            // register, under the owner's hash tag.
-            let counts = self
-                .per_slot(
-                    &keys,
-                    |k| k.as_str(),
-                    |group| {
-                        let calls: Vec<script::Call<'_>> = group
-                            .chunks(PUSH_BATCH)
-                            .map(|chunk| push.call(check_only, chunk))
-                            .collect();
-                        async move {
-                            // One call at a time, not pipelined: Redis runs a
-                            // client's pipelined calls back to back, so a
-                            // pipeline of the whole fan-out would hold every
-                            // other client for all of it.
-                            let mut replies = Vec::with_capacity(calls.len());
-                            for call in &calls {
-                                let reply = script::invoke_all(
-                                    &mut self.conn.clone(),
-                                    &self.sent,
-                                    std::slice::from_ref(call),
-                                )
-                                .await
-                                .map_err(|e| Error::redis(&group[0], e))?;
-                                replies.extend(reply);
-                            }
-                            // The group's count on its first owner: per_slot
-                            // hands results back per item.
-                            let mut counts = vec![0; group.len()];
-                            for reply in replies {
+        // Each push touches its owner's keys only: the list and the
+        // register, under the owner's hash tag.
+        let counts = self
+            .per_slot(
+                &keys,
+                |k| k.as_str(),
+                |group| {
+                    let calls: Vec<script::Call<'_>> = group
+                        .chunks(PUSH_BATCH)
+                        .map(|chunk| push.call(check_only, chunk))
+                        .collect();
+                    async move {
+                        // One call at a time, not pipelined: Redis runs a
+                        // client's pipelined calls back to back, so a
+                        // pipeline of the whole fan-out would hold every
+                        // other client for all of it.
+                        let mut count = 0;
+                        for call in &calls {
+                            let reply = script::invoke_all(
+                                &mut self.conn.clone(),
+                                &self.sent,
+                                std::slice::from_ref(call),
+                            )
+                            .await
+                            .map_err(|e| Error::redis(&group[0], e))?;
+                            for reply in reply {
                                 match reply {
                                     Value::ServerError(e) => {
                                         return Err(Error::redis(&group[0], e.into()))
                                     }
-                                    Value::Int(n) => counts[0] += usize::try_from(n).unwrap_or(0),
+                                    Value::Int(n) => count += usize::try_from(n).unwrap_or(0),
                                     _ => {}
                                 }
                             }
-                            Ok(counts)
                         }
-                    },
-                )
-                .await?;
-            pushed = counts.iter().sum();
-        }
-        Ok(pushed)
+                        // The group's count on its first owner: per_slot
+                        // hands results back per item.
+                        let mut counts = vec![0; group.len()];
+                        counts[0] = count;
+                        Ok(counts)
+                    }
+                },
+            )
+            .await?;
+        Ok(counts.iter().sum())
     }
 
     /// Pushes `post` onto the timelines of everyone related back to `author`
@@ -362,8 +377,45 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 return Ok(usize::try_from(followers).unwrap_or(usize::MAX));
             }
         }
-        let followers = self.related_back(rel, author).await?;
-        self.timeline_push(timeline, post, &followers).await
+        if timeline.pull.is_some() {
+            self.timeline_order(timeline, &member, None).await?;
+        }
+        // The followers a page at a time (`SSCAN`): the client holds one
+        // page, whatever their number. A small set comes whole in the first
+        // page and is pushed as `push` would; past one call, a first walk
+        // checks every follower's keys and a second pushes (a follower met
+        // twice, as `SSCAN` may when the set shrinks meanwhile, gets the post
+        // once: a push skips a list the post already heads).
+        let key = super::relation::reverse_key(rel, &self.ns, author);
+        let first = self.set_page(&key, 0).await?;
+        if first.0 == 0 && first.1.len() <= PUSH_BATCH {
+            let owners = query::parse_members::<O>(&first.1);
+            return self
+                .push_onto::<O, P>(timeline.name(), timeline.cap(), post, &owners)
+                .await;
+        }
+        let mut pushed = 0;
+        for check_only in [true, false] {
+            let (mut next, mut page) = if check_only {
+                first.clone()
+            } else {
+                self.set_page(&key, 0).await?
+            };
+            loop {
+                let owners = query::parse_members::<O>(&page);
+                let n = self
+                    .push_pass::<O, P>(timeline.name(), timeline.cap(), post, &owners, check_only)
+                    .await?;
+                if !check_only {
+                    pushed += n;
+                }
+                if next == 0 {
+                    break;
+                }
+                (next, page) = self.set_page(&key, next).await?;
+            }
+        }
+        Ok(pushed)
     }
 
     /// Notes the number of `post_member` on a timeline that pulls, and its

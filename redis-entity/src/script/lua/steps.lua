@@ -156,11 +156,15 @@ local function timeline_check(K, live)
   return nil
 end
 
+-- A list the post already heads is left as it is (an owner met twice by
+-- a paged fan-out, or a push sent again): the post is listed once.
 local function timeline_push(K, A, o, live)
   for _, i in ipairs(live) do
-    redis.call('LPUSH', K[i], A[o + 2])
-    redis.call('LTRIM', K[i], 0, A[o + 3])
-    redis.call('HSET', K[i + 1], A[o + 4], A[o + 5])
+    if redis.call('LINDEX', K[i], 0) ~= A[o + 2] then
+      redis.call('LPUSH', K[i], A[o + 2])
+      redis.call('LTRIM', K[i], 0, A[o + 3])
+      redis.call('HSET', K[i + 1], A[o + 4], A[o + 5])
+    end
   end
   return #live
 end
