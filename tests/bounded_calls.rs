@@ -225,6 +225,21 @@ async fn a_paged_answer_is_asked_in_several_bounded_calls() {
         .await
         .unwrap();
     assert_eq!((n, calls() - before), (ITEMS, 1));
+    // An intersection is as much work as its smallest set (times the sets),
+    // however big the others: with a small one it is answered whole.
+    for id in 1..=5 {
+        let mut rare = item(id);
+        rare.tags.insert("rare".into());
+        paged.save(&rare).await.unwrap();
+    }
+    let before = calls();
+    let n = paged
+        .query::<Item>()
+        .all(Item::TAGS, ["all", "rare"])
+        .count()
+        .await
+        .unwrap();
+    assert_eq!((n, calls() - before), (5, 1));
 }
 
 #[tokio::test]

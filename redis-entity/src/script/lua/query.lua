@@ -434,6 +434,21 @@ end
 -- A query whose whole answer would read more than `whole` members goes in
 -- pages (above); the estimate is the members of every condition (every id
 -- when none narrows it), which bounds every whole-answer path below.
+-- The work of a whole answer that is one intersection of sets
+-- (`all(field, [a, b, ..])` alone): SINTER reads the smallest set once and
+-- looks each member up in the others, so its work is the smallest set's
+-- size times the sets, however big the others are. nil for other shapes.
+local function intersection_work()
+  local g = groups[1]
+  if #groups ~= 1 or g.op ~= 'all' or g.source ~= 's' or #g.keys < 2 then return nil end
+  local smallest
+  for _, key in ipairs(g.keys) do
+    local n = call('SCARD', key)
+    if smallest == nil or n < smallest then smallest = n end
+  end
+  return smallest * #g.keys
+end
+
 if budget > 0 and cursor == '' then
   local est, positive, lex = 0, false, false
   for _, g in ipairs(groups) do
@@ -444,6 +459,7 @@ if budget > 0 and cursor == '' then
   if not positive and est <= whole then
     est = est + entities
   end
+  if est > whole then est = intersection_work() or est end
   if est > whole then
     -- A count of one set or range, nothing expiring: its size, at once.
     if limit == 0 and #groups == 1 and not may_expire and parts_of(groups[1]) == 1
