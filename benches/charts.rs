@@ -34,8 +34,25 @@ fn main() -> Res<()> {
         let sizes: Vec<f64> = numbers(&scale["sizes"]);
         let rows = scale_rows(&scale);
         scale_latency(&sizes, &rows)?;
-        longest_calls(&sizes, &rows)?;
-        drawn.extend(["scale-latency.svg", "scale-longest-call.svg"]);
+        calls_by_size(
+            &sizes,
+            &rows,
+            ": longest call ms",
+            "scale-longest-call.svg",
+            "The longest call the server ran, per phase (under 1 ms drawn at 1 ms)",
+        )?;
+        calls_by_size(
+            &sizes,
+            &rows,
+            ": p99.9 call ms",
+            "scale-p999-call.svg",
+            "The 99.9th percentile of the calls of each phase (under 1 ms drawn at 1 ms)",
+        )?;
+        drawn.extend([
+            "scale-latency.svg",
+            "scale-longest-call.svg",
+            "scale-p999-call.svg",
+        ]);
     }
     if let Some(workload) = read("workload.json")? {
         let rows = pairs(&workload);
@@ -202,12 +219,19 @@ fn scale_latency(sizes: &[f64], rows: &[(String, Vec<Option<f64>>)]) -> Res<()> 
     Ok(())
 }
 
-/// The longest call of each phase against the number of entities.
-fn longest_calls(sizes: &[f64], rows: &[(String, Vec<Option<f64>>)]) -> Res<()> {
-    let phases: Vec<(&str, Vec<(f64, f64)>)> = rows
+/// A figure of each phase's calls (the rows ending in `suffix`) against
+/// the number of entities, into `file`.
+fn calls_by_size(
+    sizes: &[f64],
+    rows: &[(String, Vec<Option<f64>>)],
+    suffix: &str,
+    file: &str,
+    title: &str,
+) -> Res<()> {
+    let phases: Vec<(&str, Line)> = rows
         .iter()
         .filter_map(|(name, vals)| {
-            let phase = name.strip_suffix(": longest call ms")?;
+            let phase = name.strip_suffix(suffix)?;
             // Under 1 ms the slow log has nothing: drawn at 1 ms.
             let pts: Vec<(f64, f64)> = sizes
                 .iter()
@@ -217,15 +241,22 @@ fn longest_calls(sizes: &[f64], rows: &[(String, Vec<Option<f64>>)]) -> Res<()> 
             (!pts.is_empty()).then_some((phase, pts))
         })
         .collect();
-    let path = Path::new(OUT).join("scale-longest-call.svg");
-    let root = SVGBackend::new(&path, (960, 600)).into_drawing_area();
+    let path = Path::new(OUT).join(file);
+    let root = SVGBackend::new(&path, (1100, 600)).into_drawing_area();
     root.fill(&WHITE)?;
+    // Room on the right for the legend, clear of the largest size's points.
     let (lo, hi) = x_range(sizes);
+    let largest = hi / 1.5;
+    let hi = hi * 12.0;
+    let label = |x: &f64| {
+        if *x > largest * 1.01 {
+            String::new()
+        } else {
+            size_label(x)
+        }
+    };
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "The longest call the server ran, per phase (under 1 ms drawn at 1 ms)",
-            ("sans-serif", 17),
-        )
+        .caption(title, ("sans-serif", 17))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
@@ -234,7 +265,7 @@ fn longest_calls(sizes: &[f64], rows: &[(String, Vec<Option<f64>>)]) -> Res<()> 
         .configure_mesh()
         .x_desc("entities")
         .y_desc("ms")
-        .x_label_formatter(&size_label)
+        .x_label_formatter(&label)
         .draw()?;
     for (bound, label) in [(10.0, "10 ms (p99.9 bound)"), (50.0, "50 ms (any call)")] {
         chart
