@@ -391,7 +391,7 @@ async fn save_all_gives_each_entity_its_own_result() {
     trips.take();
     let err = store.save_all(&batch).await.unwrap_err();
     assert_eq!(trips.take(), 1, "one pipeline");
-    assert_eq!(server.calls("fcall"), 3, "one call per 100 entities");
+    assert_eq!(server.calls("fcall"), 5, "one call per 50 entities");
     match err {
         Error::UniqueViolation { field, value } => {
             assert_eq!(field, "username");
