@@ -15,6 +15,9 @@
 //! On 2 shared cores the four servers compete with the client: read the
 //! ratios, not the absolute figures.
 
+#[path = "shared/results.rs"]
+mod results;
+
 use redis_entity::{CountingConnection, RedisEntity, RoundTrips, Store};
 use std::time::Instant;
 use support::{RedisCluster, RedisServer};
@@ -429,21 +432,18 @@ where
     (n as f64 / secs, trips.take_calls() as f64 / n as f64)
 }
 
-/// One step on both sides, in alternating order; prints one row.
 /// Every step's row: name, ops/s on one server, on the cluster (saved to
 /// `benches/results/cluster.json` at the end of a whole run, which the
 /// charts bench draws from).
 static ROWS: std::sync::Mutex<Vec<(String, f64, f64)>> = std::sync::Mutex::new(Vec::new());
 
-/// Writes the rows as JSON: `[[step, one server ops/s, cluster ops/s], ..]`.
+/// Saves the rows for the charts: `[[step, one server ops/s, cluster ops/s], ..]`.
 fn save_rows() {
     let rows = ROWS.lock().unwrap().clone();
-    let dir = std::path::Path::new("benches/results");
-    std::fs::create_dir_all(dir).unwrap();
-    let text = serde_json::to_string_pretty(&serde_json::json!({ "rows": rows })).unwrap();
-    std::fs::write(dir.join("cluster.json"), text).unwrap();
+    results::save("cluster.json", &serde_json::json!({ "rows": rows }));
 }
 
+/// One step on both sides, in alternating order; prints one row.
 macro_rules! step {
     ($name:expr, $n:expr, $one:expr, $one_trips:expr, $cl:expr, $cl_trips:expr, |$s:ident, $i:ident| $body:expr) => {{
         let (mut one_ops, mut cl_ops, mut one_calls, mut cl_calls) = (0.0, 0.0, 0.0, 0.0);

@@ -26,6 +26,9 @@
 //! At the end, one table with every figure per size and its growth from the
 //! smallest size to the largest.
 
+#[path = "shared/results.rs"]
+mod results;
+
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 use redis_entity::{RedisEntity, Store};
@@ -590,10 +593,7 @@ impl Results {
     /// the charts bench draws from (`cargo bench --bench charts`).
     fn save(&self) {
         let json = serde_json::json!({ "sizes": self.sizes, "rows": self.rows });
-        let dir = std::path::Path::new("benches/results");
-        std::fs::create_dir_all(dir).unwrap();
-        let text = serde_json::to_string_pretty(&json).unwrap();
-        std::fs::write(dir.join("scale.json"), text).unwrap();
+        results::save("scale.json", &json);
     }
 
     fn print(&self) {

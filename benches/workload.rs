@@ -15,6 +15,9 @@
 //! runs in 10 rounds that alternate which side goes first, so that a slow
 //! moment of the machine falls on both sides alike.
 
+#[path = "shared/results.rs"]
+mod results;
+
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 use redis_entity::{CountingConnection, RedisEntity, RoundTrips, Store};
@@ -483,13 +486,10 @@ fn table_header() {
 /// charts bench draws from).
 static ROWS: std::sync::Mutex<Vec<(String, f64, f64)>> = std::sync::Mutex::new(Vec::new());
 
-/// Writes the rows as JSON: `[[step, redis-entity ops/s, hand-written ops/s], ..]`.
+/// Saves the rows for the charts: `[[step, redis-entity ops/s, hand-written ops/s], ..]`.
 fn save_rows() {
     let rows = ROWS.lock().unwrap().clone();
-    let dir = std::path::Path::new("benches/results");
-    std::fs::create_dir_all(dir).unwrap();
-    let text = serde_json::to_string_pretty(&serde_json::json!({ "rows": rows })).unwrap();
-    std::fs::write(dir.join("workload.json"), text).unwrap();
+    results::save("workload.json", &serde_json::json!({ "rows": rows }));
 }
 
 fn report(step: &str, fw: &Figures, hand: &Figures) {

@@ -278,6 +278,10 @@ async fn a_post_is_pushed_to_every_follower_and_read_back_with_its_posts() {
     );
     store.timeline(&PUSHED).push(&2, &[100, 101]).await.unwrap();
     store.timeline(&PUSHED).push(&3, &[100]).await.unwrap();
+    // A post pushed again onto a list it already heads (an owner a paged
+    // fan-out meets twice) is listed once.
+    assert_eq!(store.timeline(&PUSHED).push(&3, &[100]).await.unwrap(), 1);
+    assert_eq!(store.timeline(&PUSHED).len(&100).await.unwrap(), 3);
     trips.take();
     let page = store.timeline(&PUSHED).page(&100, 0, 10).await.unwrap();
     assert_eq!(trips.take(), 2, "a page with its posts");
