@@ -99,7 +99,7 @@ impl Script {
 
     /// What the server must have before a call: the script itself, or the
     /// function's library (its address identifies it).
-    fn unit(&self) -> usize {
+    pub(crate) fn unit(&self) -> usize {
         match &self.kind {
             Kind::Eval { .. } => Sent::id(self),
             Kind::Function { library, .. } => Sent::id(*library),
@@ -408,11 +408,24 @@ pub(crate) async fn invoke<T: FromRedisValue, C: ConnectionLike>(
     sent: &Sent,
     call: &Call<'_>,
 ) -> RedisResult<T> {
+    let known = sent.contains(call.script.unit());
+    invoke_if_known(conn, sent, call, known).await
+}
+
+/// [`invoke`] with whether the code was sent decided by the caller: calls
+/// sent together to several nodes of a cluster decide it once, before any
+/// of them, so that none goes as `EVALSHA` to a node that does not have
+/// the code yet because another node's reply came first.
+pub(crate) async fn invoke_if_known<T: FromRedisValue, C: ConnectionLike>(
+    conn: &mut C,
+    sent: &Sent,
+    call: &Call<'_>,
+    known: bool,
+) -> RedisResult<T> {
     if let Kind::Function { .. } = call.script.kind {
         // A function is called by name every time: one command serves.
         return invoke_function(conn, sent, call.script, &call.command(true)).await;
     }
-    let known = sent.contains(call.script.unit());
     if known {
         match call.command(true).query_async(conn).await {
             Err(e) if is_missing(&e) => {}

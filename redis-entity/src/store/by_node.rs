@@ -259,11 +259,15 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .collect();
         let firsts: Vec<&str> = firsts.iter().map(String::as_str).collect();
         let groups = self.by_node(&firsts).await?;
+        // Decided once for every node: the first reply must not turn the
+        // later calls into `EVALSHA`s their nodes refuse.
+        let sent = self.reader_sent();
+        let known = sent.contains(across.unit());
         let replies = futures_util::future::join_all(groups.iter().map(|g| {
             let grouped: Vec<Call<'_>> = g.iter().map(|&i| calls[i].clone()).collect();
             let call = script::across_call(across, &grouped);
             async move {
-                script::invoke::<Value, _>(&mut self.reader(), self.reader_sent(), &call).await
+                script::invoke_if_known::<Value, _>(&mut self.reader(), sent, &call, known).await
             }
         }))
         .await;
