@@ -82,7 +82,11 @@ async fn follow_keeps_both_sides_in_one_round_trip() {
         [7, 8]
     );
     assert_eq!(store.relation(&FOLLOWS).mutual(&9).await.unwrap(), [8]);
-    assert_eq!(trips.take(), 3, "one round trip each");
+    assert_eq!(
+        trips.take(),
+        4,
+        "one round trip each; mutual two (the sizes, then SINTER)"
+    );
     let followed: Vec<String> = store
         .relation(&FOLLOWS)
         .related_entities(&7)
@@ -842,4 +846,46 @@ async fn a_push_skips_owners_that_do_not_exist() {
         .unwrap();
     assert_eq!(store.timeline(&PUSHED).ids(&6, 0, 10).await.unwrap(), [1]);
     assert!(!server.keys().iter().any(|k| of_user(&store, 405, k)));
+}
+
+#[tokio::test]
+async fn mutual_follows_of_two_big_sets_come_in_pages_never_one_sinter() {
+    let server = RedisServer::start();
+    // Pages of about 10: 600 follows each way is big for this store (and
+    // more than a set of ids Redis keeps as one block, which SSCAN
+    // returns whole).
+    let store = Store::builder()
+        .members_per_call(10)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let mut all = users();
+    let template = all[0].clone();
+    for id in 100..1000u64 {
+        let mut u = template.clone();
+        u.userid = id;
+        u.username = format!("user{id}");
+        all.push(u);
+    }
+    store.save_all(&all).await.unwrap();
+    let follows = store.relation(&FOLLOWS);
+    // 8 follows 100..700, and is followed by 400..1000 and by 7: the
+    // mutual ones are 400..700.
+    for id in 100..700u64 {
+        follows.relate(&8, &id).await.unwrap();
+    }
+    for id in (400..1000u64).chain([7]) {
+        follows.relate(&id, &8).await.unwrap();
+    }
+    let sinter = server.calls("sinter");
+    let got = follows.mutual(&8).await.unwrap();
+    assert_eq!(got, (400..700u64).collect::<Vec<_>>());
+    assert_eq!(server.calls("sinter"), sinter, "no SINTER of two big sets");
+    assert!(server.calls("sscan") >= 3, "the smaller set in pages");
+    assert!(server.calls("smismember") >= 3, "each page looked up");
+    // A small side is one SINTER (it walks the smaller set).
+    follows.relate(&9, &8).await.unwrap();
+    follows.relate(&8, &9).await.unwrap();
+    assert_eq!(follows.mutual(&9).await.unwrap(), [8]);
+    assert_eq!(server.calls("sinter"), sinter + 1);
 }

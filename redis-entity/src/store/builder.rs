@@ -155,9 +155,10 @@ impl<C: ConnectionLike + Clone + Send + Sync + 'static> StoreBuilder<C> {
     ///   many goes in pages of about this many each (one call per page, the
     ///   answer gathered by the store), and a type with more than 48 times
     ///   this many entities is never answered by one native set command;
-    /// - `related` and `related_back` read a set this many at a time;
+    /// - `related`, `related_back` and `mutual` read a set this many at a
+    ///   time;
     /// - a delete takes the entity out of the other sides of a relation set
-    ///   of more than 1,000 members this many at a time.
+    ///   of more than 250 members a quarter of this many at a time.
     ///
     /// Smaller keeps every call shorter and takes more round trips for
     /// large answers; see "Bounded calls" in docs/consistency.md.

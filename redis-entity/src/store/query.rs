@@ -1143,7 +1143,7 @@ impl<'s, C: ConnectionLike + Clone + Send + Sync, E: Entity> Query<'s, E, Store<
 
 /// A reply decoded, an error reply (or one of the wrong shape) named by
 /// `key` as a single call's error is.
-fn decode_named<T: redis::FromRedisValue>(v: Value, key: &str) -> Result<T> {
+pub(crate) fn decode_named<T: redis::FromRedisValue>(v: Value, key: &str) -> Result<T> {
     v.extract_error()
         .and_then(|v| redis::from_redis_value(v).map_err(Into::into))
         .map_err(|e| Error::redis(key, e))

@@ -25,6 +25,7 @@ use crate::schema::escape::Namespace;
 use crate::schema::pk::IntoPk;
 use crate::script;
 use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::Value;
 use std::marker::PhantomData;
 
 /// A relation from entities of type `A` to entities of type `B`.
@@ -283,7 +284,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.read_cmd(redis::cmd("SCARD").arg(&key), &key).await
     }
 
-    /// The pks of the `B`s that `a` relates to (people I follow), one round trip.
+    /// The pks of the `B`s that `a` relates to (people I follow), in pages
+    /// (see [`Self::set_members`]).
     pub(crate) async fn related<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
@@ -294,7 +296,8 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         self.set_members_of::<B>(&key).await
     }
 
-    /// The pks of the `A`s related to `b` (people who follow me), one round trip.
+    /// The pks of the `A`s related to `b` (people who follow me), in pages
+    /// (see [`Self::set_members`]).
     pub(crate) async fn related_back<A: Entity, B: Entity>(
         &self,
         rel: &Relation<A, B>,
@@ -306,7 +309,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     }
 
     /// For a relation of a type to itself: the pks related both ways with
-    /// `a` (mutual follows), by SINTER, one round trip.
+    /// `a` (mutual follows). The two sets' sizes first (one round trip);
+    /// `SINTER` walks the smaller set, so where it holds at most
+    /// `members_per_call` members it is one bounded call; otherwise the
+    /// smaller set is read by `SSCAN` pages, each looked up in the other
+    /// with `SMISMEMBER` (two short calls a page, never one long one).
     pub(crate) async fn mutual<A: Entity>(
         &self,
         rel: &Relation<A, A>,
@@ -314,8 +321,56 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     ) -> Result<Vec<A::Pk>> {
         let a = &a.into_pk();
         let (fwd, back) = (forward_key(rel, &self.ns, a), reverse_key(rel, &self.ns, a));
-        self.members_of::<A>(&redis::cmd("SINTER").arg(&fwd).arg(&back).clone(), &fwd)
+        let sizes: Vec<Value> = redis::pipe()
+            .ignore_errors()
+            .cmd("SCARD")
+            .arg(&fwd)
+            .cmd("SCARD")
+            .arg(&back)
+            .query_async(&mut self.reader())
             .await
+            .map_err(|e| Error::redis(&fwd, e))?;
+        let mut sizes = sizes.into_iter();
+        let n_fwd: u64 = super::query::decode_named(sizes.next().unwrap_or(Value::Nil), &fwd)?;
+        let n_back: u64 = super::query::decode_named(sizes.next().unwrap_or(Value::Nil), &back)?;
+        if n_fwd.min(n_back) <= self.budget.per_call as u64 {
+            return self
+                .members_of::<A>(&redis::cmd("SINTER").arg(&fwd).arg(&back).clone(), &fwd)
+                .await;
+        }
+        let (small, other) = if n_fwd <= n_back {
+            (&fwd, &back)
+        } else {
+            (&back, &fwd)
+        };
+        let mut both: Vec<String> = Vec::new();
+        // SSCAN may return a member twice across pages.
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor = 0u64;
+        loop {
+            let (next, page) = self.set_page(small, cursor).await?;
+            let page: Vec<String> = page
+                .into_iter()
+                .filter(|m| seen.insert(m.clone()))
+                .collect();
+            if !page.is_empty() {
+                let found: Vec<bool> = self
+                    .read_cmd(redis::cmd("SMISMEMBER").arg(other).arg(&page), other)
+                    .await?;
+                both.extend(
+                    page.into_iter()
+                        .zip(found)
+                        .filter(|(_, f)| *f)
+                        .map(|(m, _)| m),
+                );
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        query::sort_members(A::DESC, &mut both);
+        Ok(query::parse_members::<A>(&both))
     }
 
     /// The `B`s that `a` relates to, read in one pipelined round trip after
@@ -400,8 +455,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
 
 /// The pairs of one [`Relation`] in a store: `store.relation(&FOLLOWS)`.
 ///
-/// Writes change both sides in one atomic call; reads are one round trip
-/// (two for [`related_entities`](Self::related_entities)).
+/// Writes change both sides in one atomic call; reads of a set are one
+/// round trip when it is small, and `SSCAN` pages of about
+/// `members_per_call` members when it is not (a million followers are many
+/// short calls, never one that holds the server).
 ///
 /// ```no_run
 /// # use redis_entity::{RedisEntity, Store, relation::Relation};
@@ -471,12 +528,13 @@ impl<A: Entity, B: Entity, C: ConnectionLike + Clone + Send + Sync> Relations<'_
     }
 
     /// The pks of the `B`s that `a` relates to (people 8 follows), in the
-    /// type's pk order: `SMEMBERS`.
+    /// type's pk order: `SSCAN` pages (one for a small set).
     pub async fn related(&self, a: impl IntoPk<A::Pk>) -> Result<Vec<B::Pk>> {
         self.store.related(&self.rel, a).await
     }
 
-    /// The pks of the `A`s related to `b` (people who follow 9).
+    /// The pks of the `A`s related to `b` (people who follow 9), in the
+    /// type's pk order: `SSCAN` pages (one for a small set).
     pub async fn related_back(&self, b: impl IntoPk<B::Pk>) -> Result<Vec<A::Pk>> {
         self.store.related_back(&self.rel, b).await
     }
@@ -504,7 +562,10 @@ impl<A: Entity, B: Entity, C: ConnectionLike + Clone + Send + Sync> Relations<'_
 
 impl<A: Entity, C: ConnectionLike + Clone + Send + Sync> Relations<'_, A, A, C> {
     /// For a relation of a type to itself: the pks related both ways with
-    /// `a` (mutual follows), by `SINTER`, one round trip.
+    /// `a` (mutual follows), in the type's pk order. Two round trips
+    /// (the sizes, then `SINTER`) when either side holds at most
+    /// `members_per_call` members; otherwise the smaller side in `SSCAN`
+    /// pages looked up in the other (`SMISMEMBER`), each call bounded.
     pub async fn mutual(&self, a: impl IntoPk<A::Pk>) -> Result<Vec<A::Pk>> {
         self.store.mutual(&self.rel, a).await
     }

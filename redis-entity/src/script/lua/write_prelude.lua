@@ -215,9 +215,10 @@ end
 
 -- A relation set of more members than this is not walked by a delete or
 -- sweep (one call would hold the server for its whole size: 200,000
--- followers took 3.8 s): it is renamed to `<set>:@unlinking` and the
--- client takes the entity out of the other sides in pages (unlink.lua).
-local UNLINK_WHOLE = 1000
+-- followers took 3.8 s; 1,000 about 10 ms): it is renamed to
+-- `<set>:@unlinking` and the client takes the entity out of the other
+-- sides in pages (unlink.lua). 250, as many as a page of those.
+local UNLINK_WHOLE = 250
 
 -- Whether relation set `own` is unlinked in pages: larger than a call
 -- walks, and no earlier unlinking of the same set still pending (a
