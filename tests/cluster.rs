@@ -808,3 +808,53 @@ async fn entities_written_before_the_first_index_move_into_their_shards() {
         .unwrap()
         .is_clean());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_of_a_type_without_indexes_reads_every_master() {
+    let cluster = RedisCluster::start(3);
+    let store = Store::builder()
+        .connect_cluster(&cluster.urls())
+        .await
+        .unwrap();
+    for id in 0..60u64 {
+        let p = Profile {
+            id,
+            name: format!("p{id}"),
+            visits: 1,
+            settings: BTreeMap::new(),
+        };
+        store.save(&p).await.unwrap();
+    }
+    // No index, no shards: each entity in its own slot, on every master.
+    let per_master: Vec<usize> = cluster
+        .nodes()
+        .iter()
+        .map(|n| n.keys().iter().filter(|k| k.ends_with(":profile")).count())
+        .collect();
+    assert!(per_master.iter().all(|&n| n > 0), "{per_master:?}");
+    let report = store.maintenance::<Profile>().verify().await.unwrap();
+    assert_eq!(report.entities, 60, "{report}");
+    assert!(report.is_clean(), "{report}");
+    // A record that does not decode is found on whichever master holds it.
+    let mut conn = redis::cluster::ClusterClient::new(cluster.urls())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for id in [7u64, 41] {
+        let key = store.keys().of::<Profile>(id).base;
+        let () = redis::cmd("HSET")
+            .arg(&key)
+            .arg("visits")
+            .arg("many")
+            .query(&mut conn)
+            .unwrap();
+    }
+    let report = store.maintenance::<Profile>().verify().await.unwrap();
+    assert_eq!(report.entities, 60, "{report}");
+    assert_eq!(report.violations.len(), 2, "{report}");
+    let text = report.to_string();
+    assert!(
+        text.contains("user:{7}:profile") && text.contains("user:{41}:profile"),
+        "{text}"
+    );
+}

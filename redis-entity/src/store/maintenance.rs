@@ -40,17 +40,33 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         mut progress: impl FnMut(&Progress) + Send,
     ) -> Result<Report> {
         // Shard after shard for a sharded type: each shard's keys are
-        // spelled as on one server under its hash tag.
+        // spelled as on one server under its hash tag, and its SCANs go to
+        // its node. A type of no shards on a cluster (no index, no group)
+        // has its entities in every slot: the walk runs on each master,
+        // its SCANs sent there (`nodes::node_hints`; one server: one walk).
         let mut report = Report::default();
-        // A shard's SCANs go to its node (see `nodes`).
-        let sharded = keyspace::sharded(E::DESC, &self.ns);
-        for space in keyspace::spaces(E::DESC, &self.ns) {
-            let hint = keyspace::ids_key(E::DESC, &space);
+        let walks: Vec<(Namespace, Option<String>)> = if keyspace::sharded(E::DESC, &self.ns) {
+            keyspace::spaces(E::DESC, &self.ns)
+                .into_iter()
+                .map(|space| {
+                    let hint = keyspace::ids_key(E::DESC, &space);
+                    (space, Some(hint))
+                })
+                .collect()
+        } else {
+            keyspace::nodes::node_hints(&mut self.conn.clone(), self.ns.layout())
+                .await?
+                .into_iter()
+                .map(|hint| (self.ns.clone(), hint))
+                .collect()
+        };
+        for (space, hint) in walks {
+            let name = keyspace::ids_key(E::DESC, &space);
             let mut v = verify::Verifier::new(E::DESC, &space)
                 .decoding(verify::row_check::<E>)
                 .members(verify::member_check::<E>);
             while let Some(pipe) = v.next_request() {
-                let replies = self.verify_request(pipe, &hint, sharded).await?;
+                let replies = self.verify_request(pipe, &name, hint.as_deref()).await?;
                 v.feed(replies)?;
                 progress(&v.progress());
             }
@@ -80,15 +96,16 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             .map_err(|e| Error::redis(key, e))
     }
 
-    /// Sends one request of `verify`. A `SCAN` goes to the node of `hint`
-    /// (a shard's); on a cluster, a request of keyed commands only is sent
-    /// as one pipeline per slot (the other sides of relations live in
-    /// other slots), its replies put back in order.
+    /// Sends one request of `verify`, its errors named by `name`. A `SCAN`
+    /// goes to the node of `hint` (a shard's key, or a key of a master);
+    /// on a cluster, a request of keyed commands only is sent as one
+    /// pipeline per slot (the other sides of relations live in other
+    /// slots), its replies put back in order.
     async fn verify_request(
         &self,
         mut pipe: redis::Pipeline,
-        hint: &str,
-        sharded: bool,
+        name: &str,
+        hint: Option<&str>,
     ) -> Result<Vec<Value>> {
         let keyed: Option<Vec<(String, redis::Cmd)>> = pipe
             .cmd_iter()
@@ -115,11 +132,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 k
             }
             _ => {
-                crate::keyspace::nodes::route_to(&mut pipe, sharded.then_some(hint));
+                crate::keyspace::nodes::route_to(&mut pipe, hint);
                 return pipe
                     .query_async(&mut self.conn.clone())
                     .await
-                    .map_err(|e| Error::redis(hint, e));
+                    .map_err(|e| Error::redis(name, e));
             }
         };
         self.per_slot(
