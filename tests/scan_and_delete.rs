@@ -45,7 +45,13 @@ async fn walk<E: redis_entity::Entity>(
     let (mut all, mut pages) = (Vec::new(), 0);
     while let Some(page) = scan.next_page().await.unwrap() {
         pages += 1;
-        assert!(page.len() <= count * 4, "a page stays near its size");
+        // SCAN may give a few times COUNT while Redis rehashes a table
+        // that just grew (it walks both tables): near, not exactly.
+        assert!(
+            page.len() <= count * 8,
+            "a page stays near its size: {} for {count}",
+            page.len()
+        );
         all.extend(page.into_iter().map(Result::unwrap));
     }
     assert_eq!(scan.cursor(), 0);
