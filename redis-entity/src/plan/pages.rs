@@ -11,14 +11,12 @@ use std::collections::HashSet;
 /// The pages gathered so far.
 pub(crate) struct Pages {
     desc: &'static EntityDesc,
-    spec: Spec,
-    /// A query with a page keeps only its best `offset + n` matches (cut
+    /// The query: an ordered one's matches come with their order scores;
+    /// one with a page keeps only its best `offset + n` matches (cut
     /// whenever twice that many are held), so its memory is the page's,
     /// not the answer's. A member met twice is one `seen` holds, or one cut
     /// before, which was behind the cut then and is again.
-    keep: Option<usize>,
-    /// An ordered query: each match comes with its order score.
-    scored: bool,
+    spec: Spec,
     /// A count: the pages bring only their numbers, added in `counted`.
     count_only: bool,
     counted: u64,
@@ -35,8 +33,6 @@ impl Pages {
         Pages {
             desc,
             spec: spec.clone(),
-            keep: spec.page.map(|(offset, n)| offset.saturating_add(n)),
-            scored: spec.order.is_some(),
             count_only,
             counted: 0,
             seen: HashSet::new(),
@@ -55,7 +51,7 @@ impl Pages {
         }
         let mut it = page.matches.into_iter();
         while let Some(member) = it.next() {
-            let score = if self.scored {
+            let score = if self.spec.order.is_some() {
                 it.next()
                     .and_then(|s| query::parse_score(&s))
                     .unwrap_or(f64::NAN)
@@ -67,7 +63,7 @@ impl Pages {
                 self.counted += 1;
             }
         }
-        if let Some(keep) = self.keep {
+        if let Some(keep) = self.spec.page.map(|(offset, n)| offset.saturating_add(n)) {
             if self.rows.len() > keep.saturating_mul(2).max(1024) {
                 query::sort_rows(self.desc, &self.spec, &mut self.rows);
                 self.rows.truncate(keep);

@@ -54,7 +54,7 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 })
                 .collect()
         } else {
-            keyspace::nodes::node_hints(&mut self.conn.clone(), self.ns.layout())
+            self.node_hints()
                 .await?
                 .into_iter()
                 .map(|hint| (self.ns.clone(), hint))

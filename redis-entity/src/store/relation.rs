@@ -344,30 +344,20 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
             (&back, &fwd)
         };
         let mut both: Vec<String> = Vec::new();
-        // SSCAN may return a member twice across pages.
-        let mut seen = std::collections::HashSet::new();
-        let mut cursor = 0u64;
-        loop {
-            let (next, page) = self.set_page(small, cursor).await?;
-            let page: Vec<String> = page
-                .into_iter()
-                .filter(|m| seen.insert(m.clone()))
-                .collect();
-            if !page.is_empty() {
-                let found: Vec<bool> = self
-                    .read_cmd(redis::cmd("SMISMEMBER").arg(other).arg(&page), other)
-                    .await?;
-                both.extend(
-                    page.into_iter()
-                        .zip(found)
-                        .filter(|(_, f)| *f)
-                        .map(|(m, _)| m),
-                );
+        let mut walk = SetWalk::new(small);
+        while let Some(page) = walk.next_page(self).await? {
+            if page.is_empty() {
+                continue;
             }
-            if next == 0 {
-                break;
-            }
-            cursor = next;
+            let found: Vec<bool> = self
+                .read_cmd(redis::cmd("SMISMEMBER").arg(other).arg(&page), other)
+                .await?;
+            both.extend(
+                page.into_iter()
+                    .zip(found)
+                    .filter(|(_, f)| *f)
+                    .map(|(m, _)| m),
+            );
         }
         query::sort_members(A::DESC, &mut both);
         Ok(query::parse_members::<A>(&both))
@@ -402,26 +392,12 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
     /// many short calls, never one long `SMEMBERS` (a small set comes in
     /// the first page, one round trip).
     pub(crate) async fn set_members(&self, key: &str) -> Result<Vec<String>> {
-        let mut cursor = 0u64;
+        let mut walk = SetWalk::new(key);
         let mut out: Vec<String> = Vec::new();
-        // SSCAN may return a member twice across pages (when the set is
-        // resized between them).
-        let mut seen = std::collections::HashSet::new();
-        loop {
-            let (next, page) = self.set_page(key, cursor).await?;
-            if cursor == 0 && next == 0 {
-                return Ok(page);
-            }
-            for m in page {
-                if seen.insert(m.clone()) {
-                    out.push(m);
-                }
-            }
-            if next == 0 {
-                return Ok(out);
-            }
-            cursor = next;
+        while let Some(page) = walk.next_page(self).await? {
+            out.extend(page);
         }
+        Ok(out)
     }
 
     /// One `SSCAN` page of the set at `key` from `cursor` (about
@@ -450,6 +426,51 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
         let mut members = members;
         query::sort_members(E::DESC, &mut members);
         Ok(query::parse_members::<E>(&members))
+    }
+}
+
+/// A walk of a set by `SSCAN` pages (see [`Store::set_page`]) that gives
+/// each member once: `SSCAN` returns a member twice when the set is
+/// resized between pages. A set that comes whole in the first page is
+/// handed on as it is, with nothing remembered.
+pub(crate) struct SetWalk<'k> {
+    key: &'k str,
+    cursor: u64,
+    done: bool,
+    seen: std::collections::HashSet<String>,
+}
+
+impl<'k> SetWalk<'k> {
+    pub(crate) fn new(key: &'k str) -> Self {
+        SetWalk {
+            key,
+            cursor: 0,
+            done: false,
+            seen: Default::default(),
+        }
+    }
+
+    /// The members of the next page not met before (possibly none); `None`
+    /// once the walk is over.
+    pub(crate) async fn next_page<C: ConnectionLike + Clone + Send + Sync>(
+        &mut self,
+        store: &Store<C>,
+    ) -> Result<Option<Vec<String>>> {
+        if self.done {
+            return Ok(None);
+        }
+        let (next, page) = store.set_page(self.key, self.cursor).await?;
+        let whole = self.cursor == 0 && next == 0;
+        self.done = next == 0;
+        self.cursor = next;
+        if whole {
+            return Ok(Some(page));
+        }
+        Ok(Some(
+            page.into_iter()
+                .filter(|m| self.seen.insert(m.clone()))
+                .collect(),
+        ))
     }
 }
 

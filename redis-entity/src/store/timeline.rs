@@ -317,22 +317,10 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                         // other client for all of it.
                         let mut count = 0;
                         for call in &calls {
-                            let reply = script::invoke_all(
-                                &mut self.conn.clone(),
-                                &self.sent,
-                                std::slice::from_ref(call),
-                            )
-                            .await
-                            .map_err(|e| Error::redis(&group[0], e))?;
-                            for reply in reply {
-                                match reply {
-                                    Value::ServerError(e) => {
-                                        return Err(Error::redis(&group[0], e.into()))
-                                    }
-                                    Value::Int(n) => count += usize::try_from(n).unwrap_or(0),
-                                    _ => {}
-                                }
-                            }
+                            let n: i64 = script::invoke(&mut self.conn.clone(), &self.sent, call)
+                                .await
+                                .map_err(|e| Error::redis(&group[0], e))?;
+                            count += usize::try_from(n).unwrap_or(0);
                         }
                         // The group's count on its first owner: per_slot
                         // hands results back per item.
@@ -395,11 +383,11 @@ impl<C: ConnectionLike + Clone + Send + Sync> Store<C> {
                 .await;
         }
         let mut pushed = 0;
+        let mut first = Some(first);
         for check_only in [true, false] {
-            let (mut next, mut page) = if check_only {
-                first.clone()
-            } else {
-                self.set_page(&key, 0).await?
+            let (mut next, mut page) = match first.take() {
+                Some(first) => first,
+                None => self.set_page(&key, 0).await?,
             };
             loop {
                 let owners = query::parse_members::<O>(&page);

@@ -36,14 +36,10 @@ local function to_set(list)
   for _, m in ipairs(list) do s[m] = true end
   return s
 end
-local function keep_indexed(list, pred)
-  local out = {}
-  for i, m in ipairs(list) do if pred(i) then out[#out + 1] = m end end
-  return out
-end
+-- The members of `list` that `pred(member, position)` keeps.
 local function keep(list, pred)
   local out = {}
-  for _, m in ipairs(list) do if pred(m) then out[#out + 1] = m end end
+  for i, m in ipairs(list) do if pred(m, i) then out[#out + 1] = m end end
   return out
 end
 
@@ -413,7 +409,7 @@ local function paged(c)
   if grp and grp.op == 'any' and p > 1 and #members > 0 then
     for q = 1, p - 1 do
       local held = part_holds(grp, q, members)
-      members = keep_indexed(members, function(i) return not held[i] end)
+      members = keep(members, function(_, i) return not held[i] end)
       if #members == 0 then break end
     end
   end
